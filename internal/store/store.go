@@ -1,0 +1,204 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/falconhq/falcon/internal/lifecycle"
+)
+
+// TaskSpec is what one role of an experiment runs. It is stored as JSON, so
+// the json tags are the stored (and manifest) field names.
+type TaskSpec struct {
+	Command        string            `json:"command"`
+	Replica        int32             `json:"replica"`
+	Image          string            `json:"image,omitempty"`
+	DeviceCount    int32             `json:"device_count,omitempty"`
+	DeviceType     string            `json:"device_type,omitempty"`
+	DeviceTopo     string            `json:"device_topo,omitempty"`
+	Envs           map[string]string `json:"envs,omitempty"`
+	TimeoutSeconds int64             `json:"timeout_seconds,omitempty"`
+	SupplyMode     string            `json:"supply_mode,omitempty"`
+}
+
+// Experiment is a user's request to run one or more roles, and its status.
+type Experiment struct {
+	ID             string
+	Name           string
+	ExpType        string
+	ClusterName    string
+	Priority       int32
+	Tags           []string
+	Config         string
+	RoleToTaskSpec map[string]TaskSpec
+	Status         lifecycle.Status
+	Reason         string
+	Message        string
+	Creator        string // email of the creating user
+	CreatorID      string // user_id of the creating user
+	ArtifactPath   string
+	Version        int64 // incremented by every update
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	StartedAt      *time.Time // first move to Running
+	FinishedAt     *time.Time // move to a terminal status
+	AbortingAt     *time.Time
+	AbortedAt      *time.Time
+}
+
+// Job is one role of an experiment: what the resource manager schedules.
+type Job struct {
+	ID           string
+	ExpID        string
+	ExpName      string
+	Role         string
+	ClusterName  string
+	ExpType      string
+	Priority     int32
+	TaskSpec     TaskSpec
+	Status       lifecycle.Status
+	Reason       string
+	Message      string
+	Creator      string
+	ArtifactID   string
+	ArtifactPath string
+	Version      int64
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	StartedAt    *time.Time
+	FinishedAt   *time.Time
+	AbortingAt   *time.Time
+	AbortedAt    *time.Time
+}
+
+// Artifact is where an experiment's outputs are kept; the files themselves
+// never enter the database.
+type Artifact struct {
+	ID           string
+	ExpID        string
+	Path         string
+	ArtifactType string
+	Status       lifecycle.Status
+	Reason       string
+	Message      string
+	Version      int64
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Cluster states.
+const (
+	ClusterActive      = "active"
+	ClusterMaintenance = "maintenance"
+	ClusterOffline     = "offline"
+)
+
+// Cluster is a place jobs run: an edge GKE cluster, any Kubernetes cluster,
+// or the local machine.
+type Cluster struct {
+	ID                 string
+	Name               string
+	Backend            string // "local", later "kubernetes", "gke"
+	Project            string
+	Location           string
+	AcceleratorTypes   []string
+	GCSBucket          string
+	DefaultReservation string
+	Status             string
+	CreatedAt          time.Time
+}
+
+// User is a person or service principal, registered on first request.
+type User struct {
+	UserID    string
+	Email     string
+	CreatedAt time.Time
+}
+
+// StatusUpdate moves one entity to Status with Reason and Message, provided
+// it is still in Expected. Expected is required: there is no blind update.
+type StatusUpdate struct {
+	ID       string
+	Expected lifecycle.Status
+	Status   lifecycle.Status
+	Reason   string
+	Message  string
+	// ClusterName, for jobs only: the cluster the job was dispatched to
+	// (empty leaves it unchanged).
+	ClusterName string
+}
+
+// Page asks for one page of a list. PageToken is opaque: the NextPageToken
+// of the previous page, empty for the first.
+type Page struct {
+	Size  int // 0 means the default (50); capped at 1000
+	Token string
+}
+
+// ExpFilter selects experiments; empty fields match everything. Newest first.
+type ExpFilter struct {
+	Page
+	ClusterName string
+	Status      lifecycle.Status
+	ExpType     string
+	Creator     string
+}
+
+// JobFilter selects jobs; empty fields match everything. Oldest first, so a
+// controller sees jobs in submission order.
+type JobFilter struct {
+	Page
+	ExpID       string
+	Statuses    []lifecycle.Status
+	ClusterName string
+}
+
+// ArtifactFilter selects artifacts. Oldest first.
+type ArtifactFilter struct {
+	Page
+	ExpID    string
+	Statuses []lifecycle.Status
+}
+
+// Store is the repository every Falcon backend implements. All methods are
+// safe for concurrent use. Errors are errdefs kinds.
+type Store interface {
+	// CreateExp writes exp, its jobs and its artifact in one transaction.
+	// Their IDs, statuses and timestamps are set by the caller. A duplicate
+	// experiment name is ErrAlreadyExists.
+	CreateExp(ctx context.Context, exp *Experiment, jobs []*Job, art *Artifact) error
+	GetExp(ctx context.Context, id string) (*Experiment, error)
+	ListExps(ctx context.Context, f ExpFilter) (items []*Experiment, next string, err error)
+	// AbortExp moves the experiment and its Pending/Running jobs to Aborting,
+	// setting aborting_at and message, in one transaction. changed is false
+	// (and nothing is written) when the experiment is already terminal or
+	// Aborting.
+	AbortExp(ctx context.Context, id, message string) (exp *Experiment, changed bool, err error)
+	// DeleteExp removes the experiment, its jobs and its artifact in one
+	// transaction, only when the experiment is terminal
+	// (ErrFailedPrecondition otherwise).
+	DeleteExp(ctx context.Context, id string) error
+	UpdateExpStatus(ctx context.Context, u StatusUpdate) (*Experiment, error)
+
+	GetJob(ctx context.Context, id string) (*Job, error)
+	ListJobs(ctx context.Context, f JobFilter) (items []*Job, next string, err error)
+	UpdateJobStatus(ctx context.Context, u StatusUpdate) (*Job, error)
+
+	GetArtifact(ctx context.Context, id string) (*Artifact, error)
+	ListArtifacts(ctx context.Context, f ArtifactFilter) (items []*Artifact, next string, err error)
+	UpdateArtifactStatus(ctx context.Context, u StatusUpdate) (*Artifact, error)
+
+	// UpsertCluster creates the cluster or, when one with the same name
+	// exists, updates it in place (keeping its ID and created_at).
+	UpsertCluster(ctx context.Context, c *Cluster) (*Cluster, error)
+	// GetCluster finds a cluster by name or by ID.
+	GetCluster(ctx context.Context, nameOrID string) (*Cluster, error)
+	ListClusters(ctx context.Context) ([]*Cluster, error)
+
+	// EnsureUser inserts the user if no row has its user_id, and returns the
+	// stored row. Concurrent first calls for one user create one row.
+	EnsureUser(ctx context.Context, u *User) (*User, error)
+	ListUsers(ctx context.Context) ([]*User, error)
+
+	Close() error
+}
