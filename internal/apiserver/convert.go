@@ -1,0 +1,91 @@
+package apiserver
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+func ts(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func tsp(t *time.Time) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return ts(*t)
+}
+
+func taskToAPI(t store.TaskSpec) *falconv1.TaskSpec {
+	return &falconv1.TaskSpec{
+		Command: t.Command, Replica: t.Replica, Image: t.Image,
+		DeviceCount: t.DeviceCount, DeviceType: t.DeviceType, DeviceTopo: t.DeviceTopo,
+		Envs: t.Envs, TimeoutSeconds: t.TimeoutSeconds, SupplyMode: t.SupplyMode,
+	}
+}
+
+func taskFromAPI(t *falconv1.TaskSpec) store.TaskSpec {
+	return store.TaskSpec{
+		Command: t.GetCommand(), Replica: t.GetReplica(), Image: t.GetImage(),
+		DeviceCount: t.GetDeviceCount(), DeviceType: t.GetDeviceType(), DeviceTopo: t.GetDeviceTopo(),
+		Envs: t.GetEnvs(), TimeoutSeconds: t.GetTimeoutSeconds(), SupplyMode: t.GetSupplyMode(),
+	}
+}
+
+func expToAPI(e *store.Experiment) *falconv1.Experiment {
+	roles := make(map[string]*falconv1.TaskSpec, len(e.RoleToTaskSpec))
+	for r, t := range e.RoleToTaskSpec {
+		roles[r] = taskToAPI(t)
+	}
+	return &falconv1.Experiment{
+		Id: e.ID, Name: e.Name, ExpType: e.ExpType, ClusterName: e.ClusterName,
+		Priority: e.Priority, Tags: e.Tags, Config: e.Config, RoleToTaskSpec: roles,
+		Status: string(e.Status), Reason: e.Reason, Message: e.Message,
+		Creator: e.Creator, CreatorId: e.CreatorID, ArtifactPath: e.ArtifactPath,
+		Version:   e.Version,
+		CreatedAt: ts(e.CreatedAt), UpdatedAt: ts(e.UpdatedAt),
+		StartedAt: tsp(e.StartedAt), FinishedAt: tsp(e.FinishedAt),
+		AbortingAt: tsp(e.AbortingAt), AbortedAt: tsp(e.AbortedAt),
+	}
+}
+
+func jobToAPI(j *store.Job) *falconv1.Job {
+	return &falconv1.Job{
+		Id: j.ID, ExpId: j.ExpID, ExpName: j.ExpName, Role: j.Role,
+		ClusterName: j.ClusterName, ExpType: j.ExpType, Priority: j.Priority,
+		TaskSpec: taskToAPI(j.TaskSpec), Replica: j.TaskSpec.Replica,
+		Status: string(j.Status), Reason: j.Reason, Message: j.Message,
+		Creator: j.Creator, ArtifactId: j.ArtifactID, ArtifactPath: j.ArtifactPath,
+		Version:   j.Version,
+		CreatedAt: ts(j.CreatedAt), UpdatedAt: ts(j.UpdatedAt),
+		StartedAt: tsp(j.StartedAt), FinishedAt: tsp(j.FinishedAt),
+		AbortingAt: tsp(j.AbortingAt), AbortedAt: tsp(j.AbortedAt),
+	}
+}
+
+func artifactToAPI(a *store.Artifact) *falconv1.Artifact {
+	return &falconv1.Artifact{
+		Id: a.ID, ExpId: a.ExpID, Path: a.Path, ArtifactType: a.ArtifactType,
+		Status: string(a.Status), Reason: a.Reason, Message: a.Message, Version: a.Version,
+		CreatedAt: ts(a.CreatedAt), UpdatedAt: ts(a.UpdatedAt),
+	}
+}
+
+func clusterToAPI(c *store.Cluster) *falconv1.Cluster {
+	return &falconv1.Cluster{
+		Id: c.ID, Name: c.Name, Backend: c.Backend, Project: c.Project, Location: c.Location,
+		AcceleratorTypes: c.AcceleratorTypes, GcsBucket: c.GCSBucket,
+		DefaultReservation: c.DefaultReservation, Status: c.Status, CreatedAt: ts(c.CreatedAt),
+	}
+}
+
+func userToAPI(u *store.User) *falconv1.User {
+	return &falconv1.User{UserId: u.UserID, Email: u.Email, CreatedAt: ts(u.CreatedAt)}
+}

@@ -1,0 +1,281 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+	"github.com/falconhq/falcon/internal/validation"
+)
+
+// ArtifactTypeOutput is the type of the artifact every experiment gets: the
+// directory its jobs write into.
+const ArtifactTypeOutput = "output"
+
+// CreateExp validates the request and writes the experiment, one job per
+// role and the artifact in one transaction.
+func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) (*falconv1.Experiment, error) {
+	p, err := s.principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := req.GetExperiment()
+	clusters, err := s.store.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, c := range clusters {
+		names = append(names, c.Name)
+	}
+	if err := validation.Experiment(in, func(n string) bool { return slices.Contains(names, n) }, names); err != nil {
+		return nil, err
+	}
+
+	now := s.now()
+	exp := &store.Experiment{
+		ID: ids.New(ids.Experiment), Name: in.GetName(), ExpType: in.GetExpType(),
+		ClusterName: in.GetClusterName(), Priority: in.GetPriority(), Tags: in.GetTags(),
+		Config: in.GetConfig(), RoleToTaskSpec: map[string]store.TaskSpec{},
+		Status: lifecycle.Created, Reason: string(lifecycle.ReasonWaiting),
+		Message: "waiting for the resource manager", Creator: p.Email, CreatorID: p.UserID,
+		Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	art := &store.Artifact{
+		ID: ids.New(ids.Artifact), ExpID: exp.ID, ArtifactType: ArtifactTypeOutput,
+		Status: lifecycle.Created, Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	art.Path = fmt.Sprintf("%s/experiments/%s/artifacts/%s/", s.artifactRoot, exp.ID, art.ID)
+	exp.ArtifactPath = art.Path
+
+	roles := make([]string, 0, len(in.GetRoleToTaskSpec()))
+	for r := range in.GetRoleToTaskSpec() {
+		roles = append(roles, r)
+	}
+	slices.Sort(roles)
+	jobs := make([]*store.Job, 0, len(roles))
+	for _, r := range roles {
+		t := taskFromAPI(in.GetRoleToTaskSpec()[r])
+		exp.RoleToTaskSpec[r] = t
+		jobs = append(jobs, &store.Job{
+			ID: ids.New(ids.Job), ExpID: exp.ID, ExpName: exp.Name, Role: r,
+			ClusterName: exp.ClusterName, ExpType: exp.ExpType, Priority: exp.Priority,
+			TaskSpec: t, Status: lifecycle.Pending, Reason: string(lifecycle.ReasonWaiting),
+			Message: "waiting for the resource manager", Creator: p.Email,
+			ArtifactID: art.ID, ArtifactPath: art.Path, Version: 1, CreatedAt: now, UpdatedAt: now,
+		})
+	}
+
+	if req.GetValidateOnly() {
+		return assemble(exp, jobs, art), nil
+	}
+	if err := s.store.CreateExp(ctx, exp, jobs, art); err != nil {
+		return nil, err
+	}
+	s.changed()
+	s.log.Info("experiment created", "exp", exp.ID, "name", exp.Name, "creator", p.Email, "roles", len(jobs))
+	return s.getExp(ctx, exp.ID)
+}
+
+func assemble(exp *store.Experiment, jobs []*store.Job, art *store.Artifact) *falconv1.Experiment {
+	out := expToAPI(exp)
+	for _, j := range jobs {
+		out.Jobs = append(out.Jobs, jobToAPI(j))
+	}
+	if art != nil {
+		out.Artifact = artifactToAPI(art)
+	}
+	return out
+}
+
+func (s *Server) getExp(ctx context.Context, id string) (*falconv1.Experiment, error) {
+	exp, err := s.store.GetExp(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := s.allJobs(ctx, store.JobFilter{ExpID: id})
+	if err != nil {
+		return nil, err
+	}
+	arts, _, err := s.store.ListArtifacts(ctx, store.ArtifactFilter{ExpID: id})
+	if err != nil {
+		return nil, err
+	}
+	var art *store.Artifact
+	if len(arts) > 0 {
+		art = arts[0]
+	}
+	return assemble(exp, jobs, art), nil
+}
+
+func (s *Server) allJobs(ctx context.Context, f store.JobFilter) ([]*store.Job, error) {
+	var out []*store.Job
+	f.Size = 1000
+	for {
+		items, next, err := s.store.ListJobs(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+		if next == "" {
+			return out, nil
+		}
+		f.Token = next
+	}
+}
+
+// GetExp returns the experiment with its jobs and artifact.
+func (s *Server) GetExp(ctx context.Context, req *falconv1.GetExpRequest) (*falconv1.Experiment, error) {
+	if err := checkID("id", ids.Experiment, req.GetId()); err != nil {
+		return nil, err
+	}
+	return s.getExp(ctx, req.GetId())
+}
+
+// ListExps lists experiments, newest first, one page at a time.
+func (s *Server) ListExps(ctx context.Context, req *falconv1.ListExpsRequest) (*falconv1.ListExpsResponse, error) {
+	status, err := normalizeStatus("status", req.GetStatus(), lifecycle.ExperimentMachine)
+	if err != nil {
+		return nil, err
+	}
+	size, err := pageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	items, next, err := s.store.ListExps(ctx, store.ExpFilter{
+		Page:        store.Page{Size: size, Token: req.GetPageToken()},
+		ClusterName: req.GetClusterName(), Status: status,
+		ExpType: req.GetExpType(), Creator: req.GetCreator(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := &falconv1.ListExpsResponse{NextPageToken: next, Items: make([]*falconv1.Experiment, 0, len(items))}
+	for _, e := range items {
+		resp.Items = append(resp.Items, expToAPI(e))
+	}
+	return resp, nil
+}
+
+// AbortExp moves a live experiment and its live jobs to Aborting. Aborting
+// an experiment that already ended (or is already aborting) changes nothing
+// and says so.
+func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*falconv1.AbortExpResponse, error) {
+	p, err := s.principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkID("id", ids.Experiment, req.GetId()); err != nil {
+		return nil, err
+	}
+	msg := "aborted by " + p.Email
+	if r := strings.TrimSpace(req.GetReason()); r != "" {
+		msg += ": " + r
+	}
+	exp, changed, err := s.store.AbortExp(ctx, req.GetId(), msg)
+	if err != nil {
+		return nil, err
+	}
+	resp := &falconv1.AbortExpResponse{Changed: changed}
+	if changed {
+		s.changed()
+		s.log.Info("experiment aborting", "exp", exp.ID, "by", p.Email)
+		resp.Message = fmt.Sprintf("experiment %s is aborting", exp.ID)
+	} else {
+		resp.Message = fmt.Sprintf("experiment %s is already %s; nothing to abort", exp.ID, exp.Status)
+	}
+	if resp.Experiment, err = s.getExp(ctx, exp.ID); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// DeleteExp removes a finished experiment, its jobs and its artifact record.
+func (s *Server) DeleteExp(ctx context.Context, req *falconv1.DeleteExpRequest) (*falconv1.DeleteExpResponse, error) {
+	if err := checkID("id", ids.Experiment, req.GetId()); err != nil {
+		return nil, err
+	}
+	if err := s.store.DeleteExp(ctx, req.GetId()); err != nil {
+		return nil, err
+	}
+	s.changed()
+	return &falconv1.DeleteExpResponse{Id: req.GetId()}, nil
+}
+
+// UpdateExpStatus is the expController's write path.
+func (s *Server) UpdateExpStatus(ctx context.Context, req *falconv1.UpdateExpStatusRequest) (*falconv1.Experiment, error) {
+	u, err := statusUpdate(lifecycle.ExperimentMachine, req.GetId(), req.GetExpectedStatus(), req.GetStatus(), req.GetReason(), req.GetMessage())
+	if err != nil {
+		return nil, err
+	}
+	exp, err := s.store.UpdateExpStatus(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	s.changed()
+	return expToAPI(exp), nil
+}
+
+func statusUpdate(m lifecycle.Machine, id, expected, to, reason, msg string) (store.StatusUpdate, error) {
+	var errs errdefs.FieldErrors
+	if id == "" {
+		errs.Add("id", "is required")
+	}
+	from, err := normalizeStatus("expected_status", expected, m)
+	if err != nil {
+		errs = append(errs, err.(*errdefs.FieldError))
+	} else if from == "" {
+		errs.Add("expected_status", "is required: status updates are conditional on the status the caller read")
+	}
+	dest, err := normalizeStatus("status", to, m)
+	if err != nil {
+		errs = append(errs, err.(*errdefs.FieldError))
+	} else if dest == "" {
+		errs.Add("status", "is required")
+	}
+	if len(errs) > 0 {
+		return store.StatusUpdate{}, errs
+	}
+	return store.StatusUpdate{ID: id, Expected: from, Status: dest, Reason: reason, Message: msg}, nil
+}
+
+// normalizeStatus accepts a status case-insensitively (scripts lower-case
+// them) and returns its canonical name; empty stays empty.
+func normalizeStatus(field, s string, m lifecycle.Machine) (lifecycle.Status, error) {
+	if s == "" {
+		return "", nil
+	}
+	var allowed []string
+	for _, st := range m.Statuses() {
+		if strings.EqualFold(string(st), s) {
+			return st, nil
+		}
+		allowed = append(allowed, string(st))
+	}
+	return "", &errdefs.FieldError{Field: field, Detail: fmt.Sprintf("%q is not a %s status; allowed: %s", s, m.Kind, strings.Join(allowed, ", "))}
+}
+
+func pageSize(n int32) (int, error) {
+	if n < 0 || n > 1000 {
+		return 0, errdefs.Invalid("page_size", "must be between 0 (default 50) and 1000, got %d", n)
+	}
+	return int(n), nil
+}
+
+func checkID(field, prefix, id string) error {
+	if id == "" {
+		return errdefs.Invalid(field, "is required")
+	}
+	if !ids.Valid(prefix, id) {
+		// A malformed ID cannot exist: report it as not found, naming the
+		// expected shape so a typo is obvious.
+		return fmt.Errorf("%w: %s %q does not look like an ID (%s followed by ten characters of [a-z0-9])", errdefs.ErrNotFound, strings.TrimSuffix(prefix, "-"), id, prefix)
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+package apiserver
+
+import (
+	"context"
+	"regexp"
+	"slices"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+// GetJob returns one job, with its experiment's config (the executor hands it
+// to the job as CUSTOM_CONFIG_KEY).
+func (s *Server) GetJob(ctx context.Context, req *falconv1.GetJobRequest) (*falconv1.Job, error) {
+	if err := checkID("id", ids.Job, req.GetId()); err != nil {
+		return nil, err
+	}
+	j, err := s.store.GetJob(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	out := jobToAPI(j)
+	if exp, err := s.store.GetExp(ctx, j.ExpID); err == nil {
+		out.Config = exp.Config
+	}
+	return out, nil
+}
+
+// ListJobs lists jobs oldest first, so controllers see submission order.
+func (s *Server) ListJobs(ctx context.Context, req *falconv1.ListJobsRequest) (*falconv1.ListJobsResponse, error) {
+	statuses, err := normalizeStatuses(req.GetStatuses(), lifecycle.JobMachine)
+	if err != nil {
+		return nil, err
+	}
+	size, err := pageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	items, next, err := s.store.ListJobs(ctx, store.JobFilter{
+		Page:  store.Page{Size: size, Token: req.GetPageToken()},
+		ExpID: req.GetExpId(), Statuses: statuses, ClusterName: req.GetClusterName(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := &falconv1.ListJobsResponse{NextPageToken: next, Items: make([]*falconv1.Job, 0, len(items))}
+	for _, j := range items {
+		resp.Items = append(resp.Items, jobToAPI(j))
+	}
+	return resp, nil
+}
+
+func normalizeStatuses(in []string, m lifecycle.Machine) ([]lifecycle.Status, error) {
+	var out []lifecycle.Status
+	for _, s := range in {
+		st, err := normalizeStatus("statuses", s, m)
+		if err != nil {
+			return nil, err
+		}
+		if st != "" {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// UpdateJobStatus is the resource manager's write path.
+func (s *Server) UpdateJobStatus(ctx context.Context, req *falconv1.UpdateJobStatusRequest) (*falconv1.Job, error) {
+	u, err := statusUpdate(lifecycle.JobMachine, req.GetId(), req.GetExpectedStatus(), req.GetStatus(), req.GetReason(), req.GetMessage())
+	if err != nil {
+		return nil, err
+	}
+	u.ClusterName = req.GetClusterName()
+	j, err := s.store.UpdateJobStatus(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	s.changed()
+	return jobToAPI(j), nil
+}
+
+// AbortJob moves one live job to Aborting. The expController uses it to stop
+// the other roles of an experiment whose role failed.
+func (s *Server) AbortJob(ctx context.Context, req *falconv1.AbortJobRequest) (*falconv1.Job, error) {
+	if err := checkID("id", ids.Job, req.GetId()); err != nil {
+		return nil, err
+	}
+	j, err := s.store.GetJob(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	if j.Status != lifecycle.Pending && j.Status != lifecycle.Running {
+		return jobToAPI(j), nil // already ending or ended: nothing to do
+	}
+	j, err = s.store.UpdateJobStatus(ctx, store.StatusUpdate{
+		ID: j.ID, Expected: j.Status, Status: lifecycle.Aborting,
+		Reason: req.GetReason(), Message: req.GetMessage(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.changed()
+	return jobToAPI(j), nil
+}
+
+// WatchChanges sends a Change whenever state changes (coalesced), and one at
+// once so a new subscriber reconciles immediately.
+func (s *Server) WatchChanges(_ *falconv1.WatchChangesRequest, stream falconv1.JobService_WatchChangesServer) error {
+	ch, cancel := s.feed.Subscribe()
+	defer cancel()
+	if err := stream.Send(&falconv1.Change{}); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case <-ch:
+			if err := stream.Send(&falconv1.Change{}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// GetArtifact returns one artifact.
+func (s *Server) GetArtifact(ctx context.Context, req *falconv1.GetArtifactRequest) (*falconv1.Artifact, error) {
+	if err := checkID("id", ids.Artifact, req.GetId()); err != nil {
+		return nil, err
+	}
+	a, err := s.store.GetArtifact(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	return artifactToAPI(a), nil
+}
+
+// ListArtifacts lists artifacts oldest first.
+func (s *Server) ListArtifacts(ctx context.Context, req *falconv1.ListArtifactsRequest) (*falconv1.ListArtifactsResponse, error) {
+	statuses, err := normalizeStatuses(req.GetStatuses(), lifecycle.ArtifactMachine)
+	if err != nil {
+		return nil, err
+	}
+	size, err := pageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	items, next, err := s.store.ListArtifacts(ctx, store.ArtifactFilter{
+		Page: store.Page{Size: size, Token: req.GetPageToken()}, ExpID: req.GetExpId(), Statuses: statuses,
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := &falconv1.ListArtifactsResponse{NextPageToken: next, Items: make([]*falconv1.Artifact, 0, len(items))}
+	for _, a := range items {
+		resp.Items = append(resp.Items, artifactToAPI(a))
+	}
+	return resp, nil
+}
+
+// UpdateArtifactStatus is the expController's write path for artifacts.
+func (s *Server) UpdateArtifactStatus(ctx context.Context, req *falconv1.UpdateArtifactStatusRequest) (*falconv1.Artifact, error) {
+	u, err := statusUpdate(lifecycle.ArtifactMachine, req.GetId(), req.GetExpectedStatus(), req.GetStatus(), req.GetReason(), req.GetMessage())
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.store.UpdateArtifactStatus(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	s.changed()
+	return artifactToAPI(a), nil
+}
+
+// Cluster backends Falcon can drive.
+var clusterBackends = []string{"local"}
+
+// GetCluster finds a cluster by name or ID.
+func (s *Server) GetCluster(ctx context.Context, req *falconv1.GetClusterRequest) (*falconv1.Cluster, error) {
+	if req.GetName() == "" {
+		return nil, errdefs.Invalid("name", "is required")
+	}
+	c, err := s.store.GetCluster(ctx, req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return clusterToAPI(c), nil
+}
+
+// ListClusters lists every registered cluster.
+func (s *Server) ListClusters(ctx context.Context, _ *falconv1.ListClustersRequest) (*falconv1.ListClustersResponse, error) {
+	cs, err := s.store.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &falconv1.ListClustersResponse{Items: make([]*falconv1.Cluster, 0, len(cs))}
+	for _, c := range cs {
+		resp.Items = append(resp.Items, clusterToAPI(c))
+	}
+	return resp, nil
+}
+
+// RegisterCluster creates or updates a cluster by name.
+func (s *Server) RegisterCluster(ctx context.Context, req *falconv1.RegisterClusterRequest) (*falconv1.Cluster, error) {
+	in := req.GetCluster()
+	var errs errdefs.FieldErrors
+	if n := in.GetName(); n == "" || len(n) > 63 || !dnsLabel.MatchString(n) {
+		errs.Add("cluster.name", "%q must be a DNS-1123 label", n)
+	}
+	if !contains(clusterBackends, in.GetBackend()) {
+		errs.Add("cluster.backend", "%q is not a backend; allowed: %v", in.GetBackend(), clusterBackends)
+	}
+	st := in.GetStatus()
+	if st == "" {
+		st = store.ClusterActive
+	}
+	if !contains([]string{store.ClusterActive, store.ClusterMaintenance, store.ClusterOffline}, st) {
+		errs.Add("cluster.status", "%q is not allowed; use active, maintenance or offline", st)
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	c, err := s.store.UpsertCluster(ctx, &store.Cluster{
+		ID: ids.New(ids.Cluster), Name: in.GetName(), Backend: in.GetBackend(),
+		Project: in.GetProject(), Location: in.GetLocation(), AcceleratorTypes: in.GetAcceleratorTypes(),
+		GCSBucket: in.GetGcsBucket(), DefaultReservation: in.GetDefaultReservation(),
+		Status: st, CreatedAt: s.now(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.changed()
+	return clusterToAPI(c), nil
+}
+
+// GetCurrentUser returns the caller's user record.
+func (s *Server) GetCurrentUser(ctx context.Context, _ *falconv1.GetCurrentUserRequest) (*falconv1.User, error) {
+	p, err := s.principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.store.EnsureUser(ctx, &store.User{UserID: p.UserID, Email: p.Email})
+	if err != nil {
+		return nil, err
+	}
+	return userToAPI(u), nil
+}
+
+// ListUsers lists registered users.
+func (s *Server) ListUsers(ctx context.Context, _ *falconv1.ListUsersRequest) (*falconv1.ListUsersResponse, error) {
+	us, err := s.store.ListUsers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &falconv1.ListUsersResponse{Items: make([]*falconv1.User, 0, len(us))}
+	for _, u := range us {
+		resp.Items = append(resp.Items, userToAPI(u))
+	}
+	return resp, nil
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+func contains(xs []string, x string) bool { return slices.Contains(xs, x) }

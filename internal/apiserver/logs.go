@@ -1,0 +1,239 @@
+package apiserver
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+// GetExpLogs streams the logs of an experiment's pods, each pod's file from
+// <logDir>/<job_id>/<pod>.log. Lines are never truncated: a line of any
+// length is sent whole (a 64 KiB cut-off is a classic way to lose results).
+// With follow, it keeps sending new lines until the experiment ends and every
+// file is drained, or the client goes away.
+func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.ExperimentService_GetExpLogsServer) error {
+	ctx := stream.Context()
+	if err := checkID("id", ids.Experiment, req.GetId()); err != nil {
+		return err
+	}
+	if req.GetTail() < 0 {
+		return errdefs.Invalid("tail", "must be 0 (all lines) or positive, got %d", req.GetTail())
+	}
+	if _, err := s.store.GetExp(ctx, req.GetId()); err != nil {
+		return err
+	}
+	jobs, err := s.allJobs(ctx, store.JobFilter{ExpID: req.GetId()})
+	if err != nil {
+		return err
+	}
+	if role := req.GetRole(); role != "" {
+		var roles []string
+		var keep []*store.Job
+		for _, j := range jobs {
+			roles = append(roles, j.Role)
+			if j.Role == role {
+				keep = append(keep, j)
+			}
+		}
+		if len(keep) == 0 {
+			return errdefs.Invalid("role", "experiment %s has no role %q; roles: %s", req.GetId(), role, strings.Join(roles, ", "))
+		}
+		jobs = keep
+	}
+	if req.Rank != nil {
+		r := req.GetRank()
+		ok := false
+		for _, j := range jobs {
+			ok = ok || (r >= 0 && r < j.TaskSpec.Replica)
+		}
+		if !ok {
+			return errdefs.Invalid("rank", "no selected role has rank %d", r)
+		}
+	}
+
+	readers := map[string]*podReader{}
+	defer func() {
+		for _, pr := range readers {
+			pr.close()
+		}
+	}()
+	// scan opens any pod files that appeared and sends what is new in each.
+	scan := func(first bool) error {
+		for _, j := range jobs {
+			for _, pod := range s.pods(j.ID) {
+				rank := podRank(j.ID, pod)
+				if req.Rank != nil && rank != req.GetRank() {
+					continue
+				}
+				key := j.ID + "/" + pod
+				pr, ok := readers[key]
+				if !ok {
+					f, err := os.Open(filepath.Join(s.logDir, j.ID, pod+".log"))
+					if err != nil {
+						continue
+					}
+					pr = &podReader{f: f, r: bufio.NewReader(f)}
+					readers[key] = pr
+					if first && req.GetTail() > 0 {
+						if err := pr.skipToTail(int(req.GetTail())); err != nil {
+							return err
+						}
+					}
+				}
+				for {
+					line, ok := pr.next(req.GetFollow())
+					if !ok {
+						break
+					}
+					{
+						if err := stream.Send(&falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: rank, Pod: pod, Line: line}); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
+		return nil
+	}
+	if err := scan(true); err != nil {
+		return err
+	}
+	if !req.GetFollow() {
+		return nil
+	}
+	for {
+		exp, err := s.store.GetExp(ctx, req.GetId())
+		if err != nil {
+			return err
+		}
+		done := lifecycle.ExperimentMachine.IsTerminal(exp.Status)
+		if err := scan(false); err != nil {
+			return err
+		}
+		if done {
+			// Drain partial last lines of finished processes.
+			for _, pr := range readers {
+				pr.flush = true
+			}
+			return scan(false)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(s.logPoll):
+		}
+	}
+}
+
+// pods lists the pod names that have a log file for a job, in rank order.
+func (s *Server) pods(jobID string) []string {
+	entries, err := os.ReadDir(filepath.Join(s.logDir, jobID))
+	if err != nil {
+		return nil
+	}
+	var pods []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".log"); ok && !e.IsDir() {
+			pods = append(pods, name)
+		}
+	}
+	sort.Slice(pods, func(a, b int) bool { return podRank(jobID, pods[a]) < podRank(jobID, pods[b]) })
+	return pods
+}
+
+// podRank reads the rank from a pod name <job_id>-<rank>; -1 if it has none.
+func podRank(jobID, pod string) int32 {
+	n, err := strconv.Atoi(strings.TrimPrefix(pod, jobID+"-"))
+	if err != nil {
+		return -1
+	}
+	return int32(n)
+}
+
+type podReader struct {
+	f       *os.File
+	r       *bufio.Reader
+	partial []byte
+	flush   bool // the writer is gone: a trailing line without newline is complete
+}
+
+// next returns the next complete line. While following, a line still being
+// written (no newline yet) is kept until it is complete.
+func (p *podReader) next(follow bool) (string, bool) {
+	b, err := p.r.ReadBytes('\n')
+	p.partial = append(p.partial, b...)
+	if err == nil {
+		line := strings.TrimSuffix(string(p.partial), "\n")
+		p.partial = p.partial[:0]
+		return line, true
+	}
+	if (!follow || p.flush) && len(p.partial) > 0 {
+		line := string(p.partial)
+		p.partial = p.partial[:0]
+		return line, true
+	}
+	return "", false
+}
+
+// skipToTail positions the reader so that only the last n lines remain.
+func (p *podReader) skipToTail(n int) error {
+	st, err := p.f.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	const chunk = 64 << 10
+	buf := make([]byte, chunk)
+	newlines := 0
+	pos := size
+	// A trailing newline ends the last line rather than starting a new one.
+	if size > 0 {
+		one := make([]byte, 1)
+		if _, err := p.f.ReadAt(one, size-1); err == nil && one[0] == '\n' {
+			newlines = -1
+		}
+	}
+	for pos > 0 {
+		step := int64(chunk)
+		if pos < step {
+			step = pos
+		}
+		pos -= step
+		if _, err := p.f.ReadAt(buf[:step], pos); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		for i := step - 1; i >= 0; i-- {
+			if buf[i] == '\n' {
+				newlines++
+				if newlines == n {
+					return p.seek(pos + i + 1)
+				}
+			}
+		}
+	}
+	return p.seek(0)
+}
+
+func (p *podReader) seek(off int64) error {
+	if _, err := p.f.Seek(off, io.SeekStart); err != nil {
+		return fmt.Errorf("seek log: %w", err)
+	}
+	p.r.Reset(p.f)
+	return nil
+}
+
+func (p *podReader) close() { _ = p.f.Close() }
+

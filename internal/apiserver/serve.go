@@ -1,0 +1,123 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+)
+
+// JSONMarshaler is how the gateway (and the CLI) write JSON: proto field
+// names (exp_type, next_page_token) and every field present, so scripts can
+// rely on .reason existing even when it is empty.
+func JSONMarshaler() *runtime.JSONPb {
+	return &runtime.JSONPb{
+		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
+		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
+	}
+}
+
+// Gateway returns the HTTP handler: the JSON gateway under /v1/, the OpenAPI
+// document at /openapi.json and a health check at /healthz. It reaches the
+// gRPC services through conn, so HTTP callers go through exactly the same
+// interceptors as gRPC callers.
+func Gateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error) {
+	mux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, JSONMarshaler()))
+	for _, reg := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
+		falconv1.RegisterExperimentServiceHandler,
+		falconv1.RegisterJobServiceHandler,
+		falconv1.RegisterArtifactServiceHandler,
+		falconv1.RegisterClusterServiceHandler,
+		falconv1.RegisterUserServiceHandler,
+	} {
+		if err := reg(ctx, mux, conn); err != nil {
+			return nil, err
+		}
+	}
+	h := http.NewServeMux()
+	h.Handle("/v1/", mux)
+	h.HandleFunc("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(falconv1.OpenAPI)
+	})
+	h.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	return h, nil
+}
+
+// Running is a served API: its addresses and a way to stop it.
+type Running struct {
+	GRPCAddr string
+	HTTPAddr string
+	errc     chan error
+}
+
+// Wait blocks until the servers stop and returns the first serving error.
+func (r *Running) Wait() error { return <-r.errc }
+
+// Serve listens on grpcAddr and httpAddr (":0" picks a free port) and serves
+// until ctx is cancelled, then stops gracefully (streams get a few seconds).
+func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running, error) {
+	gl, err := net.Listen("tcp", grpcAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen gRPC on %s: %w", grpcAddr, err)
+	}
+	hl, err := net.Listen("tcp", httpAddr)
+	if err != nil {
+		gl.Close()
+		return nil, fmt.Errorf("listen HTTP on %s: %w", httpAddr, err)
+	}
+	g := s.GRPCServer()
+	conn, err := grpc.NewClient(gl.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		gl.Close()
+		hl.Close()
+		return nil, err
+	}
+	gw, err := Gateway(ctx, conn)
+	if err != nil {
+		gl.Close()
+		hl.Close()
+		return nil, err
+	}
+	hs := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+
+	r := &Running{GRPCAddr: gl.Addr().String(), HTTPAddr: hl.Addr().String(), errc: make(chan error, 1)}
+	errc := make(chan error, 2)
+	go func() { errc <- g.Serve(gl) }()
+	go func() {
+		if err := hs.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+			return
+		}
+		errc <- nil
+	}()
+	go func() {
+		var first error
+		select {
+		case <-ctx.Done():
+		case first = <-errc:
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+		done := make(chan struct{})
+		go func() { g.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-sctx.Done():
+			g.Stop()
+		}
+		conn.Close()
+		r.errc <- first
+	}()
+	return r, nil
+}

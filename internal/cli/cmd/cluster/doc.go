@@ -1,0 +1,3 @@
+// Package cluster groups the cluster commands (`falcon cluster ...`): which
+// clusters exist, what accelerators they offer and whether they take work.
+package cluster

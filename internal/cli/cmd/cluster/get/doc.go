@@ -1,0 +1,2 @@
+// Package get implements `falcon cluster get`: one cluster by name or ID.
+package get

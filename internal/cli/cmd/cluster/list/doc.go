@@ -1,0 +1,2 @@
+// Package list implements `falcon cluster list`: every registered cluster.
+package list

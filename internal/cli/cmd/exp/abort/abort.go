@@ -1,0 +1,115 @@
+package abort
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/status"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/cli/factory"
+	"github.com/falconhq/falcon/internal/cli/iostreams"
+	"github.com/falconhq/falcon/internal/client"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/output"
+)
+
+// Options are the inputs of `falcon exp abort`.
+type Options struct {
+	IO      *iostreams.IOStreams
+	Client  func() (*client.Client, error)
+	Printer func() *output.Printer
+
+	IDs    []string
+	Reason string
+	Yes    bool
+}
+
+// NewCmdAbort builds the command. runF replaces abortRun in tests.
+func NewCmdAbort(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Client: f.Client, Printer: f.Printer}
+	cmd := &cobra.Command{
+		Use:     "abort ID [ID...]",
+		Aliases: []string{"stop", "cancel"},
+		Short:   "Abort experiments",
+		Long: `Abort experiments: their jobs are stopped and their slices released.
+
+Asks for confirmation on a terminal; without a terminal (scripts, agents)
+--yes is required. An experiment that already ended is left as it is and
+reported as unchanged, which is not an error. With several IDs every one is
+tried; the exit code is the worst of their results.`,
+		Example: `  falcon exp abort exp-q7odgo8q9x --reason 'wrong image' --yes`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.IDs = args
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return abortRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "Why, recorded on the experiment")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "Do not ask for confirmation")
+	return cmd
+}
+
+func abortRun(ctx context.Context, opts *Options) error {
+	question := fmt.Sprintf("Abort %s?", strings.Join(opts.IDs, ", "))
+	ok, err := factory.ConfirmOrRequireYes(opts.IO, opts.Yes, question)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return factory.Declined("nothing was aborted")
+	}
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	p := opts.Printer()
+	var (
+		failed []string
+		worst  *factory.ExitError
+	)
+	for _, id := range opts.IDs {
+		resp, err := c.AbortExp(ctx, &falconv1.AbortExpRequest{Id: id, Reason: opts.Reason})
+		if err != nil {
+			if len(opts.IDs) == 1 {
+				return err
+			}
+			st := status.Convert(err)
+			fmt.Fprintf(opts.IO.ErrOut, "Error: %s: %s\n", id, st.Message())
+			failed = append(failed, id)
+			if code := errdefs.ExitCode(st.Code()); worst == nil || code > worst.Code {
+				worst = &factory.ExitError{Code: code, Kind: st.Code().String()}
+			}
+			continue
+		}
+		if err := p.Print(resp, abortView(id, resp)); err != nil {
+			return err
+		}
+	}
+	if worst != nil {
+		worst.Err = fmt.Errorf("could not abort %d of %d experiments: %s", len(failed), len(opts.IDs), strings.Join(failed, ", "))
+		return worst
+	}
+	return nil
+}
+
+func abortView(id string, resp *falconv1.AbortExpResponse) output.TableFunc {
+	return func(v output.View) error {
+		exp := resp.GetExperiment()
+		if resp.GetChanged() {
+			_, err := fmt.Fprintf(v.Out, "%s: aborting (%s)\n", id, exp.GetStatus())
+			return err
+		}
+		msg := resp.GetMessage()
+		if msg == "" {
+			msg = "experiment is already " + exp.GetStatus()
+		}
+		_, err := fmt.Fprintf(v.Out, "%s: nothing changed: %s\n", id, msg)
+		return err
+	}
+}

@@ -1,0 +1,151 @@
+package create
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/cli/factory"
+	"github.com/falconhq/falcon/internal/cli/iostreams"
+	"github.com/falconhq/falcon/internal/client"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/manifest"
+	"github.com/falconhq/falcon/internal/output"
+)
+
+// Options are the inputs of `falcon exp create`.
+type Options struct {
+	IO      *iostreams.IOStreams
+	Client  func() (*client.Client, error)
+	Printer func() *output.Printer
+
+	// Filename is the manifest (-f); "-" is stdin.
+	Filename string
+
+	// The flag form.
+	Name       string
+	Cluster    string
+	ExpType    string
+	TasksFile  string
+	ConfigFile string
+	Priority   int32
+	Tags       []string
+}
+
+// flagForm are the flags of the flag form; none may be combined with -f.
+var flagForm = []string{"name", "cluster", "type", "role-to-task-spec", "config", "priority", "tag"}
+
+// NewCmdCreate builds the command. runF replaces createRun in tests.
+func NewCmdCreate(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Client: f.Client, Printer: f.Printer}
+	cmd := &cobra.Command{
+		Use:   "create {-f FILE | --name NAME --cluster CLUSTER --type TYPE --role-to-task-spec FILE [flags]}",
+		Short: "Create an experiment from a manifest or from flags",
+		Long: `Create an experiment.
+
+Either from a manifest (-f FILE, or -f - for stdin) holding every field, or
+from the flag form: --name, --cluster, --type and --role-to-task-spec (a YAML
+file mapping role names to task specs), with --config (a file whose text is
+stored verbatim and handed to the job as CUSTOM_CONFIG_KEY), --priority and
+--tag. The two forms cannot be mixed: put the fields in the manifest instead.`,
+		Example: `  falcon exp create -f manifest.yaml
+  falcon exp create --name bench-3 --cluster v7x-east --type benchmark \
+      --role-to-task-spec tasks.yaml --config cfg.yaml --tag nightly`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var set []string
+			for _, name := range flagForm {
+				if cmd.Flags().Changed(name) {
+					set = append(set, "--"+name)
+				}
+			}
+			switch {
+			case opts.Filename != "" && len(set) > 0:
+				return errdefs.Invalid(set[0], "cannot be combined with -f/--filename; put the field in the manifest instead")
+			case opts.Filename == "" && len(set) == 0:
+				return errdefs.Invalid("-f/--filename", "required: give a manifest with -f FILE, or use the flag form (--name, --cluster, --type, --role-to-task-spec)")
+			case opts.Filename == "" && opts.TasksFile == "":
+				return errdefs.Invalid("--role-to-task-spec", "required with the flag form (%s given): a YAML file mapping role names to task specs", strings.Join(set, ", "))
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return createRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&opts.Filename, "filename", "f", "", "Experiment manifest (YAML or JSON); - reads stdin")
+	fl.StringVar(&opts.Name, "name", "", "Flag form: experiment name")
+	fl.StringVar(&opts.Cluster, "cluster", "", "Flag form: cluster to run on")
+	fl.StringVar(&opts.ExpType, "type", "", "Flag form: experiment type (profiling, training, benchmark, ...)")
+	fl.StringVar(&opts.TasksFile, "role-to-task-spec", "", "Flag form: YAML file mapping role names to task specs")
+	fl.StringVar(&opts.ConfigFile, "config", "", "Flag form: config file, stored verbatim (CUSTOM_CONFIG_KEY)")
+	fl.Int32Var(&opts.Priority, "priority", 0, "Flag form: priority")
+	fl.StringSliceVar(&opts.Tags, "tag", nil, "Flag form: tag (repeatable)")
+	return cmd
+}
+
+func createRun(ctx context.Context, opts *Options) error {
+	exp, err := Experiment(opts)
+	if err != nil {
+		return err
+	}
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	created, err := c.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: exp})
+	if err != nil {
+		return err
+	}
+	return opts.Printer().Print(created, func(v output.View) error {
+		fmt.Fprintf(v.Out, "Created experiment %s %q on cluster %s (%s)\n",
+			created.GetId(), created.GetName(), created.GetClusterName(), created.GetStatus())
+		fmt.Fprintf(v.Notes, "Follow it with `falcon exp logs %[1]s -f`, or wait for it with `falcon exp wait %[1]s`.\n", created.GetId())
+		return nil
+	})
+}
+
+// Experiment builds the experiment to create from a manifest or the flag
+// form. Errors are InvalidArgument and name the file or flag at fault.
+func Experiment(opts *Options) (*falconv1.Experiment, error) {
+	if opts.Filename != "" {
+		data, err := factory.ReadFlagFile(opts.IO, "--filename", opts.Filename)
+		if err != nil {
+			return nil, err
+		}
+		exp, err := manifest.Parse(data)
+		if err != nil {
+			return nil, factory.InFile(opts.Filename, err)
+		}
+		return exp, nil
+	}
+	data, err := factory.ReadFlagFile(opts.IO, "--role-to-task-spec", opts.TasksFile)
+	if err != nil {
+		return nil, err
+	}
+	roles, err := manifest.ParseTasks(data)
+	if err != nil {
+		return nil, factory.InFile(opts.TasksFile, err)
+	}
+	exp := &falconv1.Experiment{
+		Name:           opts.Name,
+		ClusterName:    opts.Cluster,
+		ExpType:        opts.ExpType,
+		Priority:       opts.Priority,
+		Tags:           opts.Tags,
+		RoleToTaskSpec: roles,
+	}
+	if opts.ConfigFile != "" {
+		cfg, err := factory.ReadFlagFile(opts.IO, "--config", opts.ConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		exp.Config = string(cfg)
+	}
+	return exp, nil
+}
+

@@ -1,0 +1,35 @@
+package exp
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/abort"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/create"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/delete"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/get"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/list"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/logs"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/validate"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/wait"
+	"github.com/falconhq/falcon/internal/cli/factory"
+)
+
+// NewCmdExp returns `falcon exp` with its verbs.
+func NewCmdExp(f *factory.Factory) *cobra.Command {
+	cmd := factory.Group(&cobra.Command{
+		Use:     "exp <command>",
+		Aliases: []string{"experiment", "experiments", "exps"},
+		Short:   "Create, inspect, follow and stop experiments",
+	})
+	cmd.AddCommand(
+		create.NewCmdCreate(f, nil),
+		validate.NewCmdValidate(f, nil),
+		get.NewCmdGet(f, nil),
+		list.NewCmdList(f, nil),
+		logs.NewCmdLogs(f, nil),
+		wait.NewCmdWait(f, nil),
+		abort.NewCmdAbort(f, nil),
+		delete.NewCmdDelete(f, nil),
+	)
+	return cmd
+}

@@ -1,0 +1,90 @@
+package list
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/cli/factory"
+	"github.com/falconhq/falcon/internal/cli/iostreams"
+	"github.com/falconhq/falcon/internal/client"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/output"
+)
+
+// Options are the inputs of `falcon exp list`.
+type Options struct {
+	IO      *iostreams.IOStreams
+	Client  func() (*client.Client, error)
+	Printer func() *output.Printer
+
+	Limit     int32
+	Cluster   string
+	Status    string
+	ExpType   string
+	Creator   string
+	PageToken string
+}
+
+// NewCmdList builds the command. runF replaces listRun in tests.
+func NewCmdList(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Client: f.Client, Printer: f.Printer}
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List experiments",
+		Long: `List experiments, newest first, one page at a time.
+
+--status is matched case-insensitively (running, RUNNING and Running are the
+same). When more results exist, table output says which --page-token to pass;
+JSON output carries it as next_page_token.`,
+		Example: `  falcon exp list --limit 10 --cluster v7x-east -o json
+  falcon exp list --status failed --creator alice`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Limit < 0 {
+				return errdefs.Invalid("--limit", "must not be negative, got %d", opts.Limit)
+			}
+			if opts.Status != "" {
+				s, err := factory.ParseStatus("--status", lifecycle.ExperimentMachine, opts.Status)
+				if err != nil {
+					return err
+				}
+				opts.Status = s
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return listRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.Int32VarP(&opts.Limit, "limit", "L", 0, "Maximum number of experiments (0: the server's default page size)")
+	fl.StringVar(&opts.Cluster, "cluster", "", "Only experiments on this cluster")
+	fl.StringVar(&opts.Status, "status", "", "Only experiments with this status (Created, Running, Succeeded, Failed, Aborting, Aborted)")
+	fl.StringVar(&opts.ExpType, "type", "", "Only experiments of this type")
+	fl.StringVar(&opts.Creator, "creator", "", "Only experiments created by this user")
+	fl.StringVar(&opts.PageToken, "page-token", "", "Continue from a previous page's next_page_token")
+	return cmd
+}
+
+func listRun(ctx context.Context, opts *Options) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	resp, err := c.ListExps(ctx, &falconv1.ListExpsRequest{
+		PageSize:    opts.Limit,
+		PageToken:   opts.PageToken,
+		ClusterName: opts.Cluster,
+		Status:      opts.Status,
+		ExpType:     opts.ExpType,
+		Creator:     opts.Creator,
+	})
+	if err != nil {
+		return err
+	}
+	return opts.Printer().Print(resp, output.ExperimentList(resp))
+}

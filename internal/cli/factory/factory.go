@@ -1,0 +1,38 @@
+package factory
+
+import (
+	"time"
+
+	"github.com/falconhq/falcon/internal/cli/iostreams"
+	"github.com/falconhq/falcon/internal/client"
+	"github.com/falconhq/falcon/internal/output"
+)
+
+// Factory provides a command's dependencies. Fields are functions so that
+// nothing is resolved before flags are parsed: the client depends on
+// --server and the format on -o, and commands like `version` never need a
+// client at all.
+type Factory struct {
+	IOStreams *iostreams.IOStreams
+	// Client returns the API client; it is built on first use.
+	Client func() (*client.Client, error)
+	// OutputFormat is the format of -o, or the default for this stdout:
+	// table on a terminal, json otherwise.
+	OutputFormat func() output.Format
+	// Now is the clock for ages in tables and for waiting; nil means time.Now.
+	Now func() time.Time
+}
+
+// Printer returns a printer for the user's chosen format, writing to stdout
+// with hints on stderr.
+func (f *Factory) Printer() *output.Printer {
+	return output.New(f.IOStreams.Out, f.IOStreams.ErrOut, f.OutputFormat(), f.Clock())
+}
+
+// Clock returns f.Now, or time.Now when unset.
+func (f *Factory) Clock() func() time.Time {
+	if f.Now == nil {
+		return time.Now
+	}
+	return f.Now
+}

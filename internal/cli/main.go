@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/falconhq/falcon/internal/cli/factory"
+	"github.com/falconhq/falcon/internal/cli/iostreams"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/output"
+)
+
+// Main runs the CLI with the process's arguments, streams and environment
+// and returns the exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, os.Args[1:], iostreams.System(), os.Getenv)
+}
+
+// run executes one invocation; tests call it with buffers and a fake
+// environment.
+func run(ctx context.Context, args []string, ios *iostreams.IOStreams, getenv func(string) string) int {
+	f, g := newFactory(ios, getenv)
+	root := newCmdRoot(f, g, getenv)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return errdefs.ExitOK
+	}
+	var (
+		code int
+		kind string
+		re   *runError
+	)
+	if errors.As(err, &re) {
+		err = re.err
+		code, kind = classify(err)
+	} else {
+		// Cobra rejected the command line before any command ran.
+		code, kind = errdefs.ExitInvalid, codes.InvalidArgument.String()
+	}
+	printError(ios, f, cmd, err, code, kind, re == nil)
+	return code
+}
+
+// classify picks the exit code and the machine-readable kind of an error
+// returned by a command.
+func classify(err error) (int, string) {
+	var ee *factory.ExitError
+	if errors.As(err, &ee) {
+		return ee.Code, ee.Kind
+	}
+	c := errdefs.Code(err)
+	return errdefs.ExitCode(c), c.String()
+}
+
+// message is the text after "Error: ". A status error shows its message
+// only: "rpc error: code = NotFound desc = " is noise to a user.
+func message(err error) string {
+	if se, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+		return se.GRPCStatus().Message()
+	}
+	return err.Error()
+}
+
+func printError(ios *iostreams.IOStreams, f *factory.Factory, cmd *cobra.Command, err error, code int, kind string, usage bool) {
+	msg := message(err)
+	fmt.Fprintf(ios.ErrOut, "Error: %s\n", msg)
+	if usage && cmd != nil {
+		fmt.Fprintf(ios.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	if f.OutputFormat() != output.JSON {
+		return
+	}
+	b, jerr := json.Marshal(map[string]any{"error": map[string]any{"code": kind, "message": msg, "exit_code": code}})
+	if jerr == nil {
+		fmt.Fprintf(ios.ErrOut, "%s\n", b)
+	}
+}
+
+// runError marks an error returned by a command's RunE, as opposed to one
+// cobra raised while parsing the command line.
+type runError struct{ err error }
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }
+
+// markRunErrors wraps the RunE of cmd and all its descendants so run can tell
+// a command's failure (exit code from its gRPC code) from a usage error
+// (always errdefs.ExitInvalid), which cobra returns as plain errors.
+func markRunErrors(cmd *cobra.Command) {
+	if inner := cmd.RunE; inner != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			if err := inner(c, args); err != nil {
+				return &runError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		markRunErrors(sub)
+	}
+}

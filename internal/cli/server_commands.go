@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/falconhq/falcon/internal/stack"
+)
+
+// addServerCommands adds the commands that run Falcon's own processes
+// (dev, server, controller, migrate). They live apart from the client
+// commands because they pull in the server, store and controllers.
+func addServerCommands(root *cobra.Command) {
+	root.AddCommand(newDevCmd(), newServerCmd(), newControllerCmd(), newMigrateCmd())
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not a level; allowed: debug, info, warn, error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("FALCON_DATA_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".falcon"
+	}
+	return filepath.Join(home, ".falcon", "dev")
+}
+
+func newDevCmd() *cobra.Command {
+	var cfg stack.DevConfig
+	var level string
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run all of Falcon on this machine: API server, controllers and the local cluster",
+		Long: `Run the API server, the controllers and a cluster named "local" in one process,
+on an embedded SQLite database in --data-dir. Jobs run as local process groups;
+their logs and artifacts stay in the data dir. No login is needed: the server
+listens on loopback only and attributes work to the local user.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(level)
+			if err != nil {
+				return err
+			}
+			cfg.Log = log
+			cfg.Ready = func(httpAddr, grpcAddr string) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Falcon dev is running.\n  HTTP: http://%s  (OpenAPI at /openapi.json)\n  gRPC: %s\n  data: %s\nTry:  falcon exp create -f examples/hello.yaml && falcon exp list\n",
+					httpAddr, grpcAddr, cfg.DataDir)
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			return stack.Dev(ctx, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "where the database, logs and artifacts live (env FALCON_DATA_DIR)")
+	f.StringVar(&cfg.HTTPAddr, "http-addr", stack.DefaultDevHTTPAddr, "HTTP/JSON gateway address (loopback)")
+	f.StringVar(&cfg.GRPCAddr, "grpc-addr", stack.DefaultDevGRPCAddr, "gRPC address (loopback)")
+	f.DurationVar(&cfg.Interval, "poll-interval", 2*time.Second, "controllers' safety-net poll; changes wake them at once")
+	f.BoolVar(&cfg.Insecure, "insecure", false, "allow non-loopback addresses although dev has no authentication")
+	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func dbFlags(cmd *cobra.Command, driver, dsn *string) {
+	cmd.Flags().StringVar(driver, "db-driver", envOr("FALCON_DB_DRIVER", "mysql"), "mysql or sqlite (env FALCON_DB_DRIVER)")
+	cmd.Flags().StringVar(dsn, "db-dsn", os.Getenv("FALCON_DB_DSN"), "data source name, e.g. user:pass@tcp(host:3306)/falcon?parseTime=true or file:/var/lib/falcon.db (env FALCON_DB_DSN)")
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func checkDB(driver, dsn string) error {
+	if driver != "mysql" && driver != "sqlite" {
+		return fmt.Errorf("--db-driver: %q is not supported; allowed: mysql, sqlite", driver)
+	}
+	if dsn == "" {
+		return fmt.Errorf("--db-dsn is required")
+	}
+	return nil
+}
+
+func newServerCmd() *cobra.Command {
+	var cfg stack.ServerConfig
+	var level string
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the API server (gRPC and HTTP gateway)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkDB(cfg.DBDriver, cfg.DBDSN); err != nil {
+				return err
+			}
+			log, err := newLogger(level)
+			if err != nil {
+				return err
+			}
+			cfg.Log = log
+			ctx, cancel := signalContext()
+			defer cancel()
+			return stack.Server(ctx, cfg)
+		},
+	}
+	dbFlags(cmd, &cfg.DBDriver, &cfg.DBDSN)
+	f := cmd.Flags()
+	f.BoolVar(&cfg.Migrate, "migrate", false, "apply database migrations before serving")
+	f.StringVar(&cfg.HTTPAddr, "http-addr", ":8080", "HTTP/JSON gateway address")
+	f.StringVar(&cfg.GRPCAddr, "grpc-addr", ":9090", "gRPC address")
+	f.StringVar(&cfg.ArtifactRoot, "artifact-root", "", "where artifacts live, e.g. gs://bucket")
+	f.StringVar(&cfg.LogDir, "log-dir", "", "directory holding job logs as <job_id>/<pod>.log")
+	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func newControllerCmd() *cobra.Command {
+	var cfg stack.ControllerConfig
+	var level string
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the controllers (expController and resource manager) against an API server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(level)
+			if err != nil {
+				return err
+			}
+			cfg.Log = log
+			ctx, cancel := signalContext()
+			defer cancel()
+			return stack.Controller(ctx, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Server, "api-grpc", envOr("FALCON_API_GRPC", "127.0.0.1:9090"), "the API server's gRPC address (env FALCON_API_GRPC)")
+	f.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "working directory of the local backend")
+	f.DurationVar(&cfg.Interval, "poll-interval", 5*time.Second, "safety-net poll; changes wake the controllers at once")
+	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func newMigrateCmd() *cobra.Command {
+	var driver, dsn string
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply database migrations",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkDB(driver, dsn); err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			if err := stack.Migrate(ctx, driver, dsn); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "migrations applied")
+			return nil
+		},
+	}
+	dbFlags(cmd, &driver, &dsn)
+	return cmd
+}

@@ -1,0 +1,108 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+)
+
+// The methods below mirror the public RPCs of api/falcon/v1 one to one, over
+// the HTTP routes of gateway.yaml.
+
+// CreateExp creates an experiment, or with ValidateOnly only checks it and
+// returns what would be created.
+func (c *Client) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) (*falconv1.Experiment, error) {
+	out := new(falconv1.Experiment)
+	return out, c.do(ctx, http.MethodPost, "/v1/experiments", nil, req, out)
+}
+
+// GetExp returns an experiment with its jobs and artifact.
+func (c *Client) GetExp(ctx context.Context, req *falconv1.GetExpRequest) (*falconv1.Experiment, error) {
+	out := new(falconv1.Experiment)
+	return out, c.do(ctx, http.MethodGet, idPath("/v1/experiments", req.GetId()), nil, nil, out)
+}
+
+// ListExps returns one page of experiments.
+func (c *Client) ListExps(ctx context.Context, req *falconv1.ListExpsRequest) (*falconv1.ListExpsResponse, error) {
+	q := url.Values{}
+	setInt(q, "page_size", req.GetPageSize())
+	setString(q, "page_token", req.GetPageToken())
+	setString(q, "cluster_name", req.GetClusterName())
+	setString(q, "status", req.GetStatus())
+	setString(q, "exp_type", req.GetExpType())
+	setString(q, "creator", req.GetCreator())
+	out := new(falconv1.ListExpsResponse)
+	return out, c.do(ctx, http.MethodGet, "/v1/experiments", q, nil, out)
+}
+
+// AbortExp aborts an experiment. Aborting one that already ended is not an
+// error: the response says Changed=false.
+func (c *Client) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*falconv1.AbortExpResponse, error) {
+	out := new(falconv1.AbortExpResponse)
+	return out, c.do(ctx, http.MethodPost, idPath("/v1/experiments", req.GetId())+":abort", nil, req, out)
+}
+
+// DeleteExp deletes an experiment.
+func (c *Client) DeleteExp(ctx context.Context, req *falconv1.DeleteExpRequest) (*falconv1.DeleteExpResponse, error) {
+	out := new(falconv1.DeleteExpResponse)
+	return out, c.do(ctx, http.MethodDelete, idPath("/v1/experiments", req.GetId()), nil, nil, out)
+}
+
+// GetJob returns a job.
+func (c *Client) GetJob(ctx context.Context, req *falconv1.GetJobRequest) (*falconv1.Job, error) {
+	out := new(falconv1.Job)
+	return out, c.do(ctx, http.MethodGet, idPath("/v1/jobs", req.GetId()), nil, nil, out)
+}
+
+// ListJobs returns one page of jobs.
+func (c *Client) ListJobs(ctx context.Context, req *falconv1.ListJobsRequest) (*falconv1.ListJobsResponse, error) {
+	q := url.Values{}
+	setInt(q, "page_size", req.GetPageSize())
+	setString(q, "page_token", req.GetPageToken())
+	setString(q, "exp_id", req.GetExpId())
+	for _, s := range req.GetStatuses() {
+		q.Add("statuses", s)
+	}
+	setString(q, "cluster_name", req.GetClusterName())
+	out := new(falconv1.ListJobsResponse)
+	return out, c.do(ctx, http.MethodGet, "/v1/jobs", q, nil, out)
+}
+
+// GetArtifact returns an artifact.
+func (c *Client) GetArtifact(ctx context.Context, req *falconv1.GetArtifactRequest) (*falconv1.Artifact, error) {
+	out := new(falconv1.Artifact)
+	return out, c.do(ctx, http.MethodGet, idPath("/v1/artifacts", req.GetId()), nil, nil, out)
+}
+
+// ListArtifacts returns one page of artifacts.
+func (c *Client) ListArtifacts(ctx context.Context, req *falconv1.ListArtifactsRequest) (*falconv1.ListArtifactsResponse, error) {
+	q := url.Values{}
+	setInt(q, "page_size", req.GetPageSize())
+	setString(q, "page_token", req.GetPageToken())
+	setString(q, "exp_id", req.GetExpId())
+	for _, s := range req.GetStatuses() {
+		q.Add("statuses", s)
+	}
+	out := new(falconv1.ListArtifactsResponse)
+	return out, c.do(ctx, http.MethodGet, "/v1/artifacts", q, nil, out)
+}
+
+// GetCluster returns a cluster by name or ID.
+func (c *Client) GetCluster(ctx context.Context, req *falconv1.GetClusterRequest) (*falconv1.Cluster, error) {
+	out := new(falconv1.Cluster)
+	return out, c.do(ctx, http.MethodGet, idPath("/v1/clusters", req.GetName()), nil, nil, out)
+}
+
+// ListClusters returns every registered cluster.
+func (c *Client) ListClusters(ctx context.Context, _ *falconv1.ListClustersRequest) (*falconv1.ListClustersResponse, error) {
+	out := new(falconv1.ListClustersResponse)
+	return out, c.do(ctx, http.MethodGet, "/v1/clusters", nil, nil, out)
+}
+
+// GetCurrentUser returns the caller as the server sees it.
+func (c *Client) GetCurrentUser(ctx context.Context, _ *falconv1.GetCurrentUserRequest) (*falconv1.User, error) {
+	out := new(falconv1.User)
+	return out, c.do(ctx, http.MethodGet, "/v1/users/me", nil, nil, out)
+}

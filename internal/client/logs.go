@@ -1,0 +1,108 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+)
+
+// LogStream reads the lines of GetExpLogs as the server sends them.
+type LogStream struct {
+	c      *Client
+	ctx    context.Context
+	body   io.ReadCloser
+	dec    *json.Decoder
+	cancel context.CancelFunc
+	err    error
+}
+
+// GetExpLogs opens the log stream of an experiment. The stream has no
+// timeout (with Follow it may run for hours); cancel ctx or Close it to stop.
+// Errors the server reports before the first line (an unknown experiment)
+// are returned here; later ones by Recv.
+func (c *Client) GetExpLogs(ctx context.Context, req *falconv1.GetExpLogsRequest) (*LogStream, error) {
+	q := url.Values{}
+	setString(q, "role", req.GetRole())
+	if req.Rank != nil {
+		q.Set("rank", strconv.FormatInt(int64(req.GetRank()), 10))
+	}
+	setInt(q, "tail", req.GetTail())
+	if req.GetFollow() {
+		q.Set("follow", "true")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	resp, err := c.send(ctx, http.MethodGet, idPath("/v1/experiments", req.GetId())+"/logs", q, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer cancel()
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, c.transportError(ctx, err)
+		}
+		return nil, decodeError(resp, data)
+	}
+	return &LogStream{c: c, ctx: ctx, body: resp.Body, dec: json.NewDecoder(resp.Body), cancel: cancel}, nil
+}
+
+// chunk is one element of grpc-gateway's newline-delimited stream.
+type chunk struct {
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// Recv returns the next line, or io.EOF when the stream ended normally.
+func (s *LogStream) Recv() (*falconv1.LogLine, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	var ch chunk
+	if err := s.dec.Decode(&ch); err != nil {
+		switch {
+		case errors.Is(err, io.EOF):
+			s.err = io.EOF
+		case s.ctx.Err() != nil:
+			s.err = s.c.transportError(s.ctx, err)
+		default:
+			var syn *json.SyntaxError
+			if errors.As(err, &syn) {
+				s.err = status.Errorf(codes.Internal, "decoding log stream from %s: %v", s.c.base, err)
+			} else {
+				s.err = status.Errorf(codes.Unavailable, "log stream from %s interrupted: %v", s.c.base, err)
+			}
+		}
+		return nil, s.err
+	}
+	if len(ch.Error) > 0 && string(ch.Error) != "null" {
+		st, ok := decodeStatus(ch.Error)
+		if !ok {
+			st = status.New(codes.Unknown, string(ch.Error))
+		}
+		s.err = st.Err()
+		return nil, s.err
+	}
+	line := new(falconv1.LogLine)
+	if err := unmarshal.Unmarshal(ch.Result, line); err != nil {
+		s.err = status.Errorf(codes.Internal, "decoding log line from %s: %v", s.c.base, err)
+		return nil, s.err
+	}
+	return line, nil
+}
+
+// Close stops the stream and releases the connection.
+func (s *LogStream) Close() error {
+	s.cancel()
+	return s.body.Close()
+}

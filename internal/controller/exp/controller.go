@@ -1,0 +1,185 @@
+package exp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/controller/watch"
+	"github.com/falconhq/falcon/internal/lifecycle"
+)
+
+// Controller is the expController.
+type Controller struct {
+	exps     falconv1.ExperimentServiceClient
+	jobs     falconv1.JobServiceClient
+	arts     falconv1.ArtifactServiceClient
+	log      *slog.Logger
+	interval time.Duration
+}
+
+// Option configures a Controller.
+type Option func(*Controller)
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(c *Controller) { c.log = l } }
+
+// WithInterval sets the safety-net poll interval (default 5s); changes
+// reported by the API server trigger a cycle at once.
+func WithInterval(d time.Duration) Option { return func(c *Controller) { c.interval = d } }
+
+// New returns a controller talking to the API server over conn.
+func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
+	c := &Controller{
+		exps:     falconv1.NewExperimentServiceClient(conn),
+		jobs:     falconv1.NewJobServiceClient(conn),
+		arts:     falconv1.NewArtifactServiceClient(conn),
+		log:      slog.Default(),
+		interval: 5 * time.Second,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Run reconciles until ctx is done: on every change the API server reports,
+// and every interval regardless.
+func (c *Controller) Run(ctx context.Context) error {
+	wake := watch.Changes(ctx, c.jobs, c.log)
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("expController cycle failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-t.C:
+		}
+	}
+}
+
+// Reconcile runs one cycle:
+//  1. list live experiments (Created, Running, Aborting);
+//  2. list open artifacts (Created), to close those of experiments that
+//     ended while a previous cycle was interrupted;
+//  3. for each experiment: read it with its jobs and artifact, compute the
+//     plan (lifecycle.Propagate), and apply it in order — abort sibling
+//     jobs, update the artifact, update the experiment. A failed update is
+//     logged with the experiment and job it concerns and the cycle moves on.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	ids, err := c.liveExperiments(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		c.reconcileOne(ctx, id)
+	}
+	return nil
+}
+
+func (c *Controller) liveExperiments(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	for _, st := range []lifecycle.Status{lifecycle.Created, lifecycle.Running, lifecycle.Aborting} {
+		token := ""
+		for {
+			resp, err := c.exps.ListExps(ctx, &falconv1.ListExpsRequest{Status: string(st), PageSize: 1000, PageToken: token})
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range resp.GetItems() {
+				add(e.GetId())
+			}
+			if token = resp.GetNextPageToken(); token == "" {
+				break
+			}
+		}
+	}
+	token := ""
+	for {
+		resp, err := c.arts.ListArtifacts(ctx, &falconv1.ListArtifactsRequest{Statuses: []string{string(lifecycle.Created)}, PageSize: 1000, PageToken: token})
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range resp.GetItems() {
+			add(a.GetExpId())
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (c *Controller) reconcileOne(ctx context.Context, id string) {
+	exp, err := c.exps.GetExp(ctx, &falconv1.GetExpRequest{Id: id})
+	if err != nil {
+		if status.Code(err) != codes.NotFound { // deleted meanwhile: nothing to do
+			c.log.Warn("get experiment", "exp", id, "err", err)
+		}
+		return
+	}
+	log := c.log.With("exp", exp.GetId(), "expName", exp.GetName())
+	jobs := make([]lifecycle.Entity, 0, len(exp.GetJobs()))
+	for _, j := range exp.GetJobs() {
+		jobs = append(jobs, lifecycle.Entity{ID: j.GetId(), Role: j.GetRole(), Status: lifecycle.Status(j.GetStatus()), Reason: j.GetReason(), Message: j.GetMessage()})
+	}
+	var art *lifecycle.Entity
+	if a := exp.GetArtifact(); a != nil {
+		art = &lifecycle.Entity{ID: a.GetId(), Status: lifecycle.Status(a.GetStatus()), Reason: a.GetReason(), Message: a.GetMessage()}
+	}
+	plan := lifecycle.Propagate(lifecycle.Entity{ID: exp.GetId(), Status: lifecycle.Status(exp.GetStatus()), Reason: exp.GetReason(), Message: exp.GetMessage()}, jobs, art)
+
+	for _, u := range plan.AbortJobs {
+		if _, err := c.jobs.AbortJob(ctx, &falconv1.AbortJobRequest{Id: u.ID, Reason: u.Reason, Message: u.Message}); err != nil {
+			log.Warn("abort sibling job", "job", u.ID, "err", err)
+		}
+	}
+	if u := plan.Artifact; u != nil {
+		if _, err := c.arts.UpdateArtifactStatus(ctx, &falconv1.UpdateArtifactStatusRequest{
+			Id: u.ID, ExpectedStatus: string(u.From), Status: string(u.To), Reason: u.Reason, Message: u.Message,
+		}); err != nil {
+			logUpdate(log, "artifact", u.ID, err)
+			return // the experiment follows its artifact; retry both next cycle
+		}
+	}
+	for _, u := range plan.Exp {
+		if _, err := c.exps.UpdateExpStatus(ctx, &falconv1.UpdateExpStatusRequest{
+			Id: u.ID, ExpectedStatus: string(u.From), Status: string(u.To), Reason: u.Reason, Message: u.Message,
+		}); err != nil {
+			logUpdate(log, "experiment", u.ID, err)
+			return
+		}
+		log.Debug("experiment status", "from", u.From, "to", u.To, "reason", u.Reason)
+	}
+}
+
+// logUpdate logs a failed write. A FailedPrecondition is expected (someone,
+// usually a user's abort, changed the row after we read it) and is not a
+// warning: the next cycle reads the new state.
+func logUpdate(log *slog.Logger, kind, id string, err error) {
+	if status.Code(err) == codes.FailedPrecondition || errors.Is(err, context.Canceled) {
+		log.Debug("update lost a race; will retry", "kind", kind, "id", id, "err", err)
+		return
+	}
+	log.Warn("update status", "kind", kind, "id", id, "err", err)
+}

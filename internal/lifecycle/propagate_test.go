@@ -1,0 +1,185 @@
+package lifecycle
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func job(id, role string, s Status, reason, msg string) Entity {
+	return Entity{ID: id, Role: role, Status: s, Reason: reason, Message: msg}
+}
+
+func TestPropagate(t *testing.T) {
+	art := &Entity{ID: "art-1", Status: Created}
+	tests := []struct {
+		name string
+		exp  Entity
+		jobs []Entity
+		art  *Entity
+		want Plan
+	}{
+		{
+			name: "waiting job is mirrored on a created experiment",
+			exp:  Entity{ID: "exp-1", Status: Created},
+			jobs: []Entity{job("job-1", "worker", Pending, "Waiting", "queue position #1")},
+			art:  art,
+			want: Plan{Exp: []Update{{ID: "exp-1", From: Created, To: Created, Reason: "Waiting", Message: "queue position #1"}}},
+		},
+		{
+			name: "already mirrored is a no-op",
+			exp:  Entity{ID: "exp-1", Status: Created, Reason: "Waiting", Message: "queue position #1"},
+			jobs: []Entity{job("job-1", "worker", Pending, "Waiting", "queue position #1")},
+			art:  art,
+			want: Plan{},
+		},
+		{
+			name: "running job makes the experiment running",
+			exp:  Entity{ID: "exp-1", Status: Created},
+			jobs: []Entity{job("job-1", "worker", Running, "", "")},
+			art:  art,
+			want: Plan{Exp: []Update{{ID: "exp-1", From: Created, To: Running, Message: "worker Running"}}},
+		},
+		{
+			name: "all succeeded: artifact then experiment through Running",
+			exp:  Entity{ID: "exp-1", Status: Created},
+			jobs: []Entity{job("job-1", "a", Succeeded, "", ""), job("job-2", "b", Succeeded, "", "")},
+			art:  art,
+			want: Plan{
+				Artifact: &Update{ID: "art-1", From: Created, To: Succeeded},
+				Exp: []Update{
+					{ID: "exp-1", From: Created, To: Running},
+					{ID: "exp-1", From: Running, To: Succeeded},
+				},
+			},
+		},
+		{
+			name: "one role failed: siblings aborted, experiment waits",
+			exp:  Entity{ID: "exp-1", Status: Running},
+			jobs: []Entity{
+				job("job-1", "a", Failed, "JobFailed", "rank 0 exited with code 3"),
+				job("job-2", "b", Running, "", ""),
+				job("job-3", "c", Pending, "Waiting", "queue position #2"),
+			},
+			art: art,
+			want: Plan{
+				AbortJobs: []Update{
+					{ID: "job-2", From: Running, To: Aborting, Reason: "SiblingFailed", Message: "stopping: role a failed"},
+					{ID: "job-3", From: Pending, To: Aborting, Reason: "SiblingFailed", Message: "stopping: role a failed"},
+				},
+				Exp: []Update{{ID: "exp-1", From: Running, To: Running, Message: "role a failed; stopping the other roles"}},
+			},
+		},
+		{
+			name: "failed role and aborted siblings: experiment fails with the role's reason",
+			exp:  Entity{ID: "exp-1", Status: Running, Message: "role a failed; stopping the other roles"},
+			jobs: []Entity{
+				job("job-1", "a", Failed, "Timeout", "timed out after 5s"),
+				job("job-2", "b", Aborted, "SiblingFailed", "stopping: role a failed"),
+			},
+			art: art,
+			want: Plan{
+				Artifact: &Update{ID: "art-1", From: Created, To: Failed, Reason: "Timeout", Message: "role a: timed out after 5s"},
+				Exp:      []Update{{ID: "exp-1", From: Running, To: Failed, Reason: "Timeout", Message: "role a: timed out after 5s"}},
+			},
+		},
+		{
+			name: "failure before running goes Created -> Failed",
+			exp:  Entity{ID: "exp-1", Status: Created},
+			jobs: []Entity{job("job-1", "w", Failed, "JobSubmitFailed", "boom")},
+			art:  art,
+			want: Plan{
+				Artifact: &Update{ID: "art-1", From: Created, To: Failed, Reason: "JobSubmitFailed", Message: "role w: boom"},
+				Exp:      []Update{{ID: "exp-1", From: Created, To: Failed, Reason: "JobSubmitFailed", Message: "role w: boom"}},
+			},
+		},
+		{
+			name: "aborting waits for jobs",
+			exp:  Entity{ID: "exp-1", Status: Aborting, Message: "user abort"},
+			jobs: []Entity{job("job-1", "w", Aborting, "", "")},
+			art:  art,
+			want: Plan{},
+		},
+		{
+			name: "aborting with all jobs terminal becomes aborted",
+			exp:  Entity{ID: "exp-1", Status: Aborting, Message: "user abort"},
+			jobs: []Entity{job("job-1", "w", Aborted, "", ""), job("job-2", "x", Succeeded, "", "")},
+			art:  art,
+			want: Plan{
+				Artifact: &Update{ID: "art-1", From: Created, To: Failed, Reason: "Aborted", Message: abortedArtifactMessage},
+				Exp:      []Update{{ID: "exp-1", From: Aborting, To: Aborted, Message: "user abort"}},
+			},
+		},
+		{
+			name: "terminal experiment with open artifact closes it (crash between updates)",
+			exp:  Entity{ID: "exp-1", Status: Succeeded},
+			jobs: []Entity{job("job-1", "w", Succeeded, "", "")},
+			art:  art,
+			want: Plan{Artifact: &Update{ID: "art-1", From: Created, To: Succeeded}},
+		},
+		{
+			name: "terminal experiment with closed artifact is a no-op",
+			exp:  Entity{ID: "exp-1", Status: Failed, Reason: "JobFailed"},
+			jobs: []Entity{job("job-1", "w", Failed, "JobFailed", "x")},
+			art:  &Entity{ID: "art-1", Status: Failed},
+			want: Plan{},
+		},
+		{
+			name: "running experiment with a waiting second role stays running",
+			exp:  Entity{ID: "exp-1", Status: Running, Message: "a Succeeded, b Pending"},
+			jobs: []Entity{job("job-1", "a", Succeeded, "", ""), job("job-2", "b", Pending, "Waiting", "q")},
+			art:  art,
+			want: Plan{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Propagate(tt.exp, tt.jobs, tt.art)
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Propagate (-want +got):\n%s", diff)
+			}
+			for _, u := range append(append(append([]Update{}, got.AbortJobs...), got.Exp...)) {
+				m := JobMachine
+				if u.ID == tt.exp.ID {
+					m = ExperimentMachine
+				}
+				if err := m.Check(u.From, u.To); err != nil {
+					t.Errorf("plan contains illegal step: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// Applying a plan and propagating again must converge to an empty plan:
+// that is what lets the controller crash anywhere and resume.
+func TestPropagateConverges(t *testing.T) {
+	exp := Entity{ID: "exp-1", Status: Created}
+	jobs := []Entity{job("job-1", "a", Failed, "JobFailed", "x"), job("job-2", "b", Running, "", "")}
+	art := &Entity{ID: "art-1", Status: Created}
+	for i := 0; i < 5; i++ {
+		p := Propagate(exp, jobs, art)
+		if p.Empty() {
+			if exp.Status != Failed || art.Status != Failed {
+				t.Fatalf("converged to exp=%s art=%s, want Failed/Failed", exp.Status, art.Status)
+			}
+			return
+		}
+		for _, u := range p.AbortJobs {
+			for k := range jobs {
+				if jobs[k].ID == u.ID {
+					// the resource manager finishes the abort
+					jobs[k].Status, jobs[k].Reason, jobs[k].Message = Aborted, u.Reason, u.Message
+				}
+			}
+		}
+		if p.Artifact != nil {
+			art.Status = p.Artifact.To
+		}
+		for _, u := range p.Exp {
+			exp.Status, exp.Reason, exp.Message = u.To, u.Reason, u.Message
+		}
+	}
+	t.Fatal("propagation did not converge in 5 rounds")
+}

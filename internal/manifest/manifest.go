@@ -1,0 +1,373 @@
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/errdefs"
+)
+
+// The keys a manifest may hold, in the order error messages list them.
+var (
+	experimentFields = []string{"name", "exp_type", "cluster_name", "priority", "tags", "config", "role_to_task_spec", "timeout_seconds"}
+	taskSpecFields   = []string{"command", "replica", "image", "device_count", "device_type", "device_topo", "envs", "timeout_seconds", "supply_mode"}
+)
+
+// Parse reads an experiment manifest. The returned error, if any, is an
+// errdefs.FieldErrors holding every problem found.
+func Parse(data []byte) (*falconv1.Experiment, error) {
+	root, err := parseDocument(data, "manifest")
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{}
+	exp := d.experiment(root)
+	if err := d.errs.Err(); err != nil {
+		return nil, err
+	}
+	return exp, nil
+}
+
+// ParseTasks reads the tasks file of the flag form (--role-to-task-spec): a
+// mapping from role name to task spec. Errors name the path the field would
+// have in a manifest (role_to_task_spec.<role>.<field>) so they read the same
+// as the server's.
+func ParseTasks(data []byte) (map[string]*falconv1.TaskSpec, error) {
+	root, err := parseDocument(data, "role_to_task_spec")
+	if err != nil {
+		return nil, err
+	}
+	if root.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if k := root.Content[i]; k.Value == "role_to_task_spec" {
+				return nil, errdefs.FieldErrors{{Field: "role_to_task_spec", Detail: fmt.Sprintf(
+					"the tasks file holds a whole manifest (role_to_task_spec at line %d); pass it with -f instead", k.Line)}}
+			}
+		}
+	}
+	d := &decoder{}
+	roles := d.roles("role_to_task_spec", root, 0, false)
+	if err := d.errs.Err(); err != nil {
+		return nil, err
+	}
+	return roles, nil
+}
+
+// parseDocument returns the content of the single YAML document in data.
+func parseDocument(data []byte, what string) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errdefs.FieldErrors{{Field: what, Detail: "is empty"}}
+		}
+		return nil, errdefs.FieldErrors{{Field: what, Detail: "malformed YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		return nil, errdefs.FieldErrors{{Field: what, Detail: fmt.Sprintf("holds more than one YAML document (the second starts at line %d); write one per file", next.Line)}}
+	case !errors.Is(err, io.EOF):
+		return nil, errdefs.FieldErrors{{Field: what, Detail: "malformed YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		return nil, errdefs.FieldErrors{{Field: what, Detail: "is empty"}}
+	}
+	return resolve(doc.Content[0]), nil
+}
+
+// decoder walks a YAML tree, collecting every error instead of stopping at
+// the first, so one run of the CLI reports all of a manifest's problems.
+type decoder struct {
+	errs errdefs.FieldErrors
+}
+
+func (d *decoder) fail(path string, n *yaml.Node, format string, args ...any) {
+	d.errs.Add(path, "%s (line %d)", fmt.Sprintf(format, args...), n.Line)
+}
+
+func (d *decoder) experiment(n *yaml.Node) *falconv1.Experiment {
+	exp := &falconv1.Experiment{}
+	if !d.expectMapping("manifest", n) {
+		return exp
+	}
+	var (
+		defaultTimeout int64
+		roleNodes      *yaml.Node
+		roleKeyPath    string
+	)
+	d.fields("", n, experimentFields, func(key string, path string, v *yaml.Node) {
+		switch key {
+		case "name":
+			exp.Name = d.str(path, v)
+		case "exp_type":
+			exp.ExpType = d.str(path, v)
+		case "cluster_name":
+			exp.ClusterName = d.str(path, v)
+		case "priority":
+			exp.Priority = d.int32(path, v)
+		case "tags":
+			exp.Tags = d.strList(path, v)
+		case "config":
+			exp.Config = d.config(path, v)
+		case "role_to_task_spec":
+			roleNodes, roleKeyPath = v, path
+		case "timeout_seconds":
+			defaultTimeout = d.int64(path, v)
+		}
+	})
+	// Roles are decoded last so the top-level timeout is known wherever it
+	// appears in the file.
+	if roleNodes != nil {
+		exp.RoleToTaskSpec = d.roles(roleKeyPath, roleNodes, defaultTimeout, true)
+	}
+	return exp
+}
+
+// roles decodes role name -> task spec. Roles without their own
+// timeout_seconds get defaultTimeout.
+func (d *decoder) roles(path string, n *yaml.Node, defaultTimeout int64, allowNull bool) map[string]*falconv1.TaskSpec {
+	if allowNull && isNull(n) {
+		return nil
+	}
+	if !d.expectMapping(path, n) {
+		return nil
+	}
+	roles := map[string]*falconv1.TaskSpec{}
+	d.fields(path, n, nil, func(role string, rpath string, v *yaml.Node) {
+		roles[role] = d.taskSpec(rpath, v, defaultTimeout)
+	})
+	return roles
+}
+
+func (d *decoder) taskSpec(path string, n *yaml.Node, defaultTimeout int64) *falconv1.TaskSpec {
+	spec := &falconv1.TaskSpec{}
+	if !d.expectMapping(path, n) {
+		return spec
+	}
+	hasTimeout := false
+	d.fields(path, n, taskSpecFields, func(key string, fpath string, v *yaml.Node) {
+		switch key {
+		case "command":
+			spec.Command = d.str(fpath, v)
+		case "replica":
+			spec.Replica = d.int32(fpath, v)
+		case "image":
+			spec.Image = d.str(fpath, v)
+		case "device_count":
+			spec.DeviceCount = d.int32(fpath, v)
+		case "device_type":
+			spec.DeviceType = d.str(fpath, v)
+		case "device_topo":
+			spec.DeviceTopo = d.str(fpath, v)
+		case "envs":
+			spec.Envs = d.envs(fpath, v)
+		case "timeout_seconds":
+			spec.TimeoutSeconds = d.int64(fpath, v)
+			hasTimeout = true
+		case "supply_mode":
+			spec.SupplyMode = d.str(fpath, v)
+		}
+	})
+	if !hasTimeout {
+		spec.TimeoutSeconds = defaultTimeout
+	}
+	return spec
+}
+
+// fields calls fn for each key of mapping n. With allowed non-nil, other
+// keys are errors listing what is allowed; with allowed nil, any key is
+// accepted (role names, env names). Duplicate keys are errors: YAML parsers
+// disagree on which one wins, so a manifest must not depend on it.
+func (d *decoder) fields(path string, n *yaml.Node, allowed []string, fn func(key, path string, v *yaml.Node)) {
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			d.fail(join(path, "?"), k, "keys must be strings, got %s", describe(k))
+			continue
+		}
+		key := k.Value
+		kpath := join(path, key)
+		if k.Tag == "!!merge" {
+			d.fail(kpath, k, "YAML merge keys are not supported; write the fields out")
+			continue
+		}
+		if line, dup := seen[key]; dup {
+			d.fail(kpath, k, "duplicate key (first at line %d)", line)
+			continue
+		}
+		seen[key] = k.Line
+		if allowed != nil && !slices.Contains(allowed, key) {
+			d.fail(kpath, k, "unknown field; allowed: %s", strings.Join(allowed, ", "))
+			continue
+		}
+		fn(key, kpath, v)
+	}
+}
+
+func (d *decoder) expectMapping(path string, n *yaml.Node) bool {
+	if n.Kind == yaml.MappingNode {
+		return true
+	}
+	d.fail(path, n, "must be a mapping, got %s", describe(n))
+	return false
+}
+
+// str reads a string field. Any scalar is taken as written (device_topo:
+// 2x2x1 and name: 2024 are both fine); null means unset.
+func (d *decoder) str(path string, n *yaml.Node) string {
+	if isNull(n) {
+		return ""
+	}
+	if n.Kind != yaml.ScalarNode {
+		d.fail(path, n, "must be a string, got %s", describe(n))
+		return ""
+	}
+	return n.Value
+}
+
+func (d *decoder) int64(path string, n *yaml.Node) int64 {
+	return d.integer(path, n, math.MinInt64, math.MaxInt64)
+}
+
+func (d *decoder) int32(path string, n *yaml.Node) int32 {
+	return int32(d.integer(path, n, math.MinInt32, math.MaxInt32))
+}
+
+// integer reads a YAML integer. Quoted numbers are rejected: strictness here
+// is what catches `replica: "two"`, and "2" is no different to a parser.
+func (d *decoder) integer(path string, n *yaml.Node, lo, hi int64) int64 {
+	if isNull(n) {
+		return 0
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		d.fail(path, n, "must be an integer, got %s", describe(n))
+		return 0
+	}
+	var v int64
+	if err := n.Decode(&v); err != nil {
+		d.fail(path, n, "must be an integer between %d and %d, got %s", lo, hi, n.Value)
+		return 0
+	}
+	if v < lo || v > hi {
+		d.fail(path, n, "must be an integer between %d and %d, got %s", lo, hi, n.Value)
+		return 0
+	}
+	return v
+}
+
+func (d *decoder) strList(path string, n *yaml.Node) []string {
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.fail(path, n, "must be a list of strings, got %s", describe(n))
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, item := range n.Content {
+		item = resolve(item)
+		ipath := fmt.Sprintf("%s[%d]", path, i)
+		if item.Kind != yaml.ScalarNode || isNull(item) {
+			d.fail(ipath, item, "must be a string, got %s", describe(item))
+			continue
+		}
+		out = append(out, item.Value)
+	}
+	return out
+}
+
+// envs reads a mapping of environment variables. Values that YAML reads as
+// numbers or booleans (PORT: 8080, DEBUG: true) are kept as written, since an
+// environment holds only strings anyway.
+func (d *decoder) envs(path string, n *yaml.Node) map[string]string {
+	if isNull(n) {
+		return nil
+	}
+	if !d.expectMapping(path, n) {
+		return nil
+	}
+	out := map[string]string{}
+	d.fields(path, n, nil, func(key, kpath string, v *yaml.Node) {
+		switch {
+		case isNull(v):
+			out[key] = ""
+		case v.Kind == yaml.ScalarNode:
+			out[key] = v.Value
+		default:
+			d.fail(kpath, v, "must be a string, number or boolean, got %s", describe(v))
+		}
+	})
+	return out
+}
+
+// config reads the opaque config. A string is kept verbatim; a mapping or
+// list, which users write when their config is YAML anyway, is turned back
+// into YAML text, since the API (and the job reading CUSTOM_CONFIG_KEY) sees a
+// string.
+func (d *decoder) config(path string, n *yaml.Node) string {
+	switch {
+	case isNull(n):
+		return ""
+	case n.Kind == yaml.ScalarNode:
+		return n.Value
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		d.fail(path, n, "cannot be re-serialised as YAML: %v", err)
+		return ""
+	}
+	_ = enc.Close()
+	return buf.String()
+}
+
+// resolve follows aliases (*anchor) to the node they name.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
+}
+
+// describe names what a node is, for "must be X, got Y" messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return "null"
+		case "!!str":
+			return strconv.Quote(n.Value)
+		default:
+			return n.Value
+		}
+	}
+	return "an unsupported YAML node"
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}

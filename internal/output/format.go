@@ -1,0 +1,59 @@
+package output
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Format is an output format chosen with -o/--output.
+type Format string
+
+const (
+	Table Format = "table"
+	JSON  Format = "json"
+	YAML  Format = "yaml"
+)
+
+// Formats lists the accepted formats in the order help text shows them.
+var Formats = []Format{Table, JSON, YAML}
+
+// ParseFormat accepts a format name case-insensitively.
+func ParseFormat(s string) (Format, error) {
+	for _, f := range Formats {
+		if strings.EqualFold(s, string(f)) {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("unknown output format %q; allowed: %s", s, formatNames())
+}
+
+func formatNames() string {
+	names := make([]string, len(Formats))
+	for i, f := range Formats {
+		names[i] = string(f)
+	}
+	return strings.Join(names, ", ")
+}
+
+// FormatFlag is a pflag.Value for -o/--output. Its zero value means the user
+// chose nothing, so the caller can pick a default that depends on the
+// terminal; an unknown name fails while flags are parsed, before any command
+// runs.
+type FormatFlag struct {
+	Value Format
+}
+
+func (f *FormatFlag) String() string { return string(f.Value) }
+
+// Set implements pflag.Value.
+func (f *FormatFlag) Set(s string) error {
+	v, err := ParseFormat(s)
+	if err != nil {
+		return fmt.Errorf("must be one of %s", formatNames())
+	}
+	f.Value = v
+	return nil
+}
+
+// Type implements pflag.Value; help shows it as the value's placeholder.
+func (f *FormatFlag) Type() string { return "format" }

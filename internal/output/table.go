@@ -1,0 +1,116 @@
+package output
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Column is one column of a list table: a header and how to get the cell
+// from a row.
+type Column[T any] struct {
+	Header string
+	Value  func(T) string
+}
+
+// WriteTable writes rows under the columns' headers, aligned. Cells are made
+// single-line and empty cells shown as "-" so columns stay readable.
+func WriteTable[T any](w io.Writer, cols []Column[T], rows []T) error {
+	tw := newTabWriter(w)
+	headers := make([]string, len(cols))
+	for i, c := range cols {
+		headers[i] = c.Header
+	}
+	fmt.Fprintln(tw, strings.Join(headers, "\t"))
+	for _, r := range rows {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			cells[i] = Cell(c.Value(r))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// Field is one line of a key/value block.
+type Field struct {
+	Key, Value string
+}
+
+// WriteFields writes "Key:  value" lines with the values aligned. Fields
+// with an empty value are left out: a detail view shows what is set.
+func WriteFields(w io.Writer, fields []Field) error {
+	tw := newTabWriter(w)
+	for _, f := range fields {
+		if f.Value == "" {
+			continue
+		}
+		fmt.Fprintf(tw, "%s:\t%s\n", f.Key, oneLine(f.Value))
+	}
+	return tw.Flush()
+}
+
+func newTabWriter(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+}
+
+// maxCell keeps one long message from pushing every other column off screen;
+// the full text is in -o json and in the detail views.
+const maxCell = 80
+
+// Cell prepares a table cell: one line, at most maxCell runes, "-" if empty.
+func Cell(s string) string {
+	s = oneLine(s)
+	if s == "" {
+		return "-"
+	}
+	if r := []rune(s); len(r) > maxCell {
+		return string(r[:maxCell-1]) + "…"
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Age is the time since ts in a short form ("45s", "12m", "5h", "3d"), or ""
+// when ts is unset.
+func Age(now time.Time, ts *timestamppb.Timestamp) string {
+	if ts == nil {
+		return ""
+	}
+	d := now.Sub(ts.AsTime())
+	if d < 0 {
+		d = 0
+	}
+	return ShortDuration(d)
+}
+
+// ShortDuration formats d with its largest sensible unit.
+func ShortDuration(d time.Duration) string {
+	switch {
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+// Timestamp formats ts as RFC 3339 in UTC followed by its age, or "" when
+// unset.
+func Timestamp(now time.Time, ts *timestamppb.Timestamp) string {
+	if ts == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s (%s ago)", ts.AsTime().UTC().Format(time.RFC3339), Age(now, ts))
+}

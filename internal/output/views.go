@@ -1,0 +1,254 @@
+package output
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+)
+
+// The views below are the table form of Falcon's resources. They live here,
+// not in the commands, because several commands show the same resource (exp
+// get and exp wait print an experiment's detail; exp get and job list show
+// jobs) and should show it the same way.
+
+// ExperimentColumns are the columns of `falcon exp list`.
+func ExperimentColumns(v View) []Column[*falconv1.Experiment] {
+	return []Column[*falconv1.Experiment]{
+		{"ID", func(e *falconv1.Experiment) string { return e.GetId() }},
+		{"NAME", func(e *falconv1.Experiment) string { return e.GetName() }},
+		{"TYPE", func(e *falconv1.Experiment) string { return e.GetExpType() }},
+		{"CLUSTER", func(e *falconv1.Experiment) string { return e.GetClusterName() }},
+		{"STATUS", func(e *falconv1.Experiment) string { return e.GetStatus() }},
+		{"REASON", func(e *falconv1.Experiment) string { return e.GetReason() }},
+		{"AGE", func(e *falconv1.Experiment) string { return Age(v.Now, e.GetCreatedAt()) }},
+		{"CREATOR", func(e *falconv1.Experiment) string { return e.GetCreator() }},
+	}
+}
+
+// ExperimentList is the table view of a ListExpsResponse.
+func ExperimentList(resp *falconv1.ListExpsResponse) TableFunc {
+	return func(v View) error {
+		return writeList(v, "experiments", resp.GetItems(), ExperimentColumns(v), resp.GetNextPageToken())
+	}
+}
+
+// JobColumns are the columns of `falcon job list`.
+func JobColumns(v View) []Column[*falconv1.Job] {
+	return []Column[*falconv1.Job]{
+		{"ID", func(j *falconv1.Job) string { return j.GetId() }},
+		{"EXP", func(j *falconv1.Job) string { return j.GetExpId() }},
+		{"ROLE", func(j *falconv1.Job) string { return j.GetRole() }},
+		{"CLUSTER", func(j *falconv1.Job) string { return j.GetClusterName() }},
+		{"STATUS", func(j *falconv1.Job) string { return j.GetStatus() }},
+		{"REASON", func(j *falconv1.Job) string { return j.GetReason() }},
+		{"REPLICA", func(j *falconv1.Job) string { return strconv.Itoa(int(j.GetReplica())) }},
+		{"AGE", func(j *falconv1.Job) string { return Age(v.Now, j.GetCreatedAt()) }},
+	}
+}
+
+// JobList is the table view of a ListJobsResponse.
+func JobList(resp *falconv1.ListJobsResponse) TableFunc {
+	return func(v View) error {
+		return writeList(v, "jobs", resp.GetItems(), JobColumns(v), resp.GetNextPageToken())
+	}
+}
+
+// ClusterColumns are the columns of `falcon cluster list`.
+func ClusterColumns(v View) []Column[*falconv1.Cluster] {
+	return []Column[*falconv1.Cluster]{
+		{"NAME", func(c *falconv1.Cluster) string { return c.GetName() }},
+		{"ID", func(c *falconv1.Cluster) string { return c.GetId() }},
+		{"BACKEND", func(c *falconv1.Cluster) string { return c.GetBackend() }},
+		{"PROJECT", func(c *falconv1.Cluster) string { return c.GetProject() }},
+		{"LOCATION", func(c *falconv1.Cluster) string { return c.GetLocation() }},
+		{"ACCELERATORS", func(c *falconv1.Cluster) string { return strings.Join(c.GetAcceleratorTypes(), ",") }},
+		{"STATUS", func(c *falconv1.Cluster) string { return c.GetStatus() }},
+	}
+}
+
+// ClusterList is the table view of a ListClustersResponse.
+func ClusterList(resp *falconv1.ListClustersResponse) TableFunc {
+	return func(v View) error {
+		return writeList(v, "clusters", resp.GetItems(), ClusterColumns(v), "")
+	}
+}
+
+func writeList[T any](v View, noun string, items []T, cols []Column[T], next string) error {
+	if len(items) == 0 {
+		_, err := fmt.Fprintf(v.Notes, "No %s found.\n", noun)
+		return err
+	}
+	if err := WriteTable(v.Out, cols, items); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(v.Notes, "More %s: repeat with --page-token %s\n", noun, next)
+	}
+	return nil
+}
+
+// ExperimentDetail is the view of `falcon exp get` and `falcon exp wait`: the
+// experiment's fields, its roles, its jobs and its artifact.
+func ExperimentDetail(e *falconv1.Experiment) TableFunc {
+	return func(v View) error {
+		fields := []Field{
+			{"ID", e.GetId()},
+			{"Name", e.GetName()},
+			{"Type", e.GetExpType()},
+			{"Cluster", e.GetClusterName()},
+			{"Status", e.GetStatus()},
+			{"Reason", e.GetReason()},
+			{"Message", e.GetMessage()},
+			{"Creator", e.GetCreator()},
+			{"Priority", strconv.Itoa(int(e.GetPriority()))},
+			{"Tags", strings.Join(e.GetTags(), ", ")},
+			{"Created", Timestamp(v.Now, e.GetCreatedAt())},
+			{"Started", Timestamp(v.Now, e.GetStartedAt())},
+			{"Finished", Timestamp(v.Now, e.GetFinishedAt())},
+			{"Aborted", Timestamp(v.Now, e.GetAbortedAt())},
+			{"Artifacts", e.GetArtifactPath()},
+		}
+		if a := e.GetArtifact(); a != nil {
+			fields = append(fields, Field{"Artifact", artifactLine(a)})
+		}
+		if err := WriteFields(v.Out, fields); err != nil {
+			return err
+		}
+		if err := writeRoles(v.Out, e.GetRoleToTaskSpec()); err != nil {
+			return err
+		}
+		if jobs := e.GetJobs(); len(jobs) > 0 {
+			fmt.Fprintln(v.Out, "\nJobs:")
+			if err := WriteTable(v.Out, expJobColumns, jobs); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// expJobColumns are the jobs of one experiment: no EXP column (it is the
+// experiment shown) but the message, which says why a job waits or failed.
+var expJobColumns = []Column[*falconv1.Job]{
+	{"ID", func(j *falconv1.Job) string { return j.GetId() }},
+	{"ROLE", func(j *falconv1.Job) string { return j.GetRole() }},
+	{"STATUS", func(j *falconv1.Job) string { return j.GetStatus() }},
+	{"REASON", func(j *falconv1.Job) string { return j.GetReason() }},
+	{"MESSAGE", func(j *falconv1.Job) string { return j.GetMessage() }},
+	{"REPLICA", func(j *falconv1.Job) string { return strconv.Itoa(int(j.GetReplica())) }},
+}
+
+func artifactLine(a *falconv1.Artifact) string {
+	parts := []string{a.GetId(), a.GetStatus()}
+	if a.GetReason() != "" {
+		parts = append(parts, "("+a.GetReason()+")")
+	}
+	if a.GetPath() != "" {
+		parts = append(parts, a.GetPath())
+	}
+	return strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), " ")
+}
+
+func writeRoles(w io.Writer, roles map[string]*falconv1.TaskSpec) error {
+	if len(roles) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nRoles:")
+	names := make([]string, 0, len(roles))
+	for n := range roles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return WriteTable(w, roleColumns, names2specs(names, roles))
+}
+
+type namedSpec struct {
+	name string
+	spec *falconv1.TaskSpec
+}
+
+func names2specs(names []string, roles map[string]*falconv1.TaskSpec) []namedSpec {
+	out := make([]namedSpec, len(names))
+	for i, n := range names {
+		out[i] = namedSpec{n, roles[n]}
+	}
+	return out
+}
+
+var roleColumns = []Column[namedSpec]{
+	{"ROLE", func(r namedSpec) string { return r.name }},
+	{"REPLICA", func(r namedSpec) string { return strconv.Itoa(int(r.spec.GetReplica())) }},
+	{"DEVICE", func(r namedSpec) string { return r.spec.GetDeviceType() }},
+	{"COUNT", func(r namedSpec) string { return strconv.Itoa(int(r.spec.GetDeviceCount())) }},
+	{"TOPO", func(r namedSpec) string { return r.spec.GetDeviceTopo() }},
+	{"IMAGE", func(r namedSpec) string { return r.spec.GetImage() }},
+}
+
+// JobDetail is the view of `falcon job get`.
+func JobDetail(j *falconv1.Job) TableFunc {
+	return func(v View) error {
+		ts := j.GetTaskSpec()
+		return WriteFields(v.Out, []Field{
+			{"ID", j.GetId()},
+			{"Experiment", strings.TrimSpace(j.GetExpId() + " " + quoteIf(j.GetExpName()))},
+			{"Role", j.GetRole()},
+			{"Type", j.GetExpType()},
+			{"Cluster", j.GetClusterName()},
+			{"Status", j.GetStatus()},
+			{"Reason", j.GetReason()},
+			{"Message", j.GetMessage()},
+			{"Creator", j.GetCreator()},
+			{"Replica", strconv.Itoa(int(j.GetReplica()))},
+			{"Device", deviceLine(ts)},
+			{"Image", ts.GetImage()},
+			{"Created", Timestamp(v.Now, j.GetCreatedAt())},
+			{"Started", Timestamp(v.Now, j.GetStartedAt())},
+			{"Finished", Timestamp(v.Now, j.GetFinishedAt())},
+			{"Aborted", Timestamp(v.Now, j.GetAbortedAt())},
+			{"Artifact", strings.TrimSpace(j.GetArtifactId() + " " + j.GetArtifactPath())},
+		})
+	}
+}
+
+func deviceLine(ts *falconv1.TaskSpec) string {
+	if ts.GetDeviceType() == "" && ts.GetDeviceTopo() == "" {
+		return ""
+	}
+	s := ts.GetDeviceType()
+	if ts.GetDeviceCount() > 0 {
+		s += fmt.Sprintf(" x%d per host", ts.GetDeviceCount())
+	}
+	if ts.GetDeviceTopo() != "" {
+		s += ", topology " + ts.GetDeviceTopo()
+	}
+	return strings.TrimSpace(s)
+}
+
+func quoteIf(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
+}
+
+// ClusterDetail is the view of `falcon cluster get`.
+func ClusterDetail(c *falconv1.Cluster) TableFunc {
+	return func(v View) error {
+		return WriteFields(v.Out, []Field{
+			{"Name", c.GetName()},
+			{"ID", c.GetId()},
+			{"Backend", c.GetBackend()},
+			{"Project", c.GetProject()},
+			{"Location", c.GetLocation()},
+			{"Accelerators", strings.Join(c.GetAcceleratorTypes(), ", ")},
+			{"GCS bucket", c.GetGcsBucket()},
+			{"Reservation", c.GetDefaultReservation()},
+			{"Status", c.GetStatus()},
+			{"Created", Timestamp(v.Now, c.GetCreatedAt())},
+		})
+	}
+}

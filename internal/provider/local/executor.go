@@ -1,0 +1,447 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/falconhq/falcon/internal/errdefs"
+)
+
+// Spec is what to run for one Falcon job.
+type Spec struct {
+	ExpID, JobID, ArtifactID, Role string
+	Command                        string            // run as /bin/sh -c "$Command"
+	Replica                        int               // number of ranks (processes), >= 1
+	Envs                           map[string]string // the task's own env vars
+	Config                         string            // experiment config string -> CUSTOM_CONFIG_KEY
+}
+
+// The variables Falcon sets for every rank. A task cannot override them (see
+// jobEnv): a process must always see its true identity and artifact dir.
+const (
+	envExpID       = "FALCON_EXP_ID"
+	envJobID       = "FALCON_JOB_ID"
+	envRole        = "FALCON_ROLE"
+	envRank        = "FALCON_RANK"
+	envWorldSize   = "FALCON_WORLD_SIZE"
+	envArtifactDir = "FALCON_ARTIFACT_DIR"
+	envArtifactAlt = "ARTIFACT_LOCAL_DIR"
+	envConfig      = "CUSTOM_CONFIG_KEY"
+)
+
+var falconEnvs = []string{envExpID, envJobID, envRole, envRank, envWorldSize, envArtifactDir, envArtifactAlt, envConfig}
+
+// Clock is the executor's view of time. Only the kill grace period is
+// measured with it, so tests can step past a grace period instead of waiting.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+const (
+	defaultKillGrace = 5 * time.Second
+	// pollInterval paces the few waits the kernel cannot notify us about:
+	// processes that are not our children dying.
+	pollInterval = 20 * time.Millisecond
+	// killWait bounds how long SIGKILLed processes may take to die before we
+	// report them as unkillable (stuck in the kernel) instead of hanging.
+	killWait = 10 * time.Second
+)
+
+// ErrClosed is returned by Start after Shutdown or Close.
+var ErrClosed = fmt.Errorf("local executor is shut down: %w", errdefs.ErrUnavailable)
+
+var errDataDirInUse = errors.New("data directory is in use by another Falcon process")
+
+// Option configures an Executor.
+type Option func(*Executor)
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(e *Executor) { e.log = l } }
+
+// WithOnExit registers f to be called, on its own goroutine, after the exit
+// marker of any rank of a job has been written, so a controller can
+// reconcile that job at once instead of at its next poll. f must not block
+// forever: Shutdown waits for it.
+func WithOnExit(f func(jobID string)) Option { return func(e *Executor) { e.onExit = f } }
+
+// WithExtraEnv replaces the base environment every rank starts from (default
+// os.Environ() at New). The task's env vars and Falcon's are added on top.
+func WithExtraEnv(base []string) Option {
+	return func(e *Executor) { e.baseEnv = slices.Clone(base) }
+}
+
+// WithKillGrace sets how long Kill waits after SIGTERM before SIGKILL
+// (default 5s).
+func WithKillGrace(d time.Duration) Option { return func(e *Executor) { e.killGrace = d } }
+
+// WithClock injects the clock (default the real one).
+func WithClock(c Clock) Option { return func(e *Executor) { e.clock = c } }
+
+// Executor runs jobs as local process groups. It is safe for concurrent use.
+// Every method is keyed by job ID and idempotent.
+type Executor struct {
+	layout    layout
+	log       *slog.Logger
+	onExit    func(jobID string)
+	baseEnv   []string
+	killGrace time.Duration
+	clock     Clock
+	boot      string
+
+	owner      string // the data directory with symlinks resolved
+	lockFile   *os.File
+	unlockOnce sync.Once
+
+	mu     sync.Mutex
+	jobs   map[string]*job
+	closed bool
+	wg     sync.WaitGroup // reapers, background stops and callbacks
+
+	// abandoned is set only by tests, to make the executor behave as if its
+	// process had died: it keeps reaping its children (so the test process
+	// does not fill with zombies) but records and reports nothing.
+	abandoned atomic.Bool
+}
+
+// New returns an Executor that owns dataDir (created if missing). It fails if
+// another live Executor owns it. Call Recover once before using it.
+func New(dataDir string, opts ...Option) (*Executor, error) {
+	if err := platformSupported(); err != nil {
+		return nil, err
+	}
+	if dataDir == "" {
+		return nil, errors.New("local executor: empty data directory")
+	}
+	// Ranks run in their own directories, so every path handed to them
+	// (FALCON_ARTIFACT_DIR) must be absolute.
+	root, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Executor{
+		layout:    layout{root: root},
+		log:       slog.Default(),
+		baseEnv:   os.Environ(),
+		killGrace: defaultKillGrace,
+		clock:     realClock{},
+		jobs:      map[string]*job{},
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("local executor: %w", err)
+	}
+	// One directory, one key in ownedDirs, however it was spelt. The paths
+	// handed to jobs keep the caller's spelling.
+	if e.owner, err = filepath.EvalSymlinks(root); err != nil {
+		return nil, fmt.Errorf("local executor: %w", err)
+	}
+	if e.boot, err = bootID(); err != nil {
+		return nil, fmt.Errorf("local executor: %w", err)
+	}
+	for _, d := range []string{e.layout.runDir(), filepath.Join(root, "logs"), filepath.Join(root, "experiments")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("local executor: %w", err)
+		}
+	}
+	if err := e.lock(); err != nil {
+		return nil, fmt.Errorf("local executor: %s: %w", root, err)
+	}
+	return e, nil
+}
+
+// ownedDirs are the data directories owned by Executors of this process; the
+// file lock only keeps other processes out.
+var ownedDirs = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
+
+func (e *Executor) lock() error {
+	ownedDirs.Lock()
+	defer ownedDirs.Unlock()
+	if ownedDirs.m[e.owner] {
+		return errDataDirInUse
+	}
+	f, err := os.OpenFile(e.layout.lockFile(), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := lockDir(f); err != nil {
+		f.Close()
+		return err
+	}
+	ownedDirs.m[e.owner] = true
+	e.lockFile = f
+	return nil
+}
+
+// unlock releases the data directory; the lock goes with the file.
+func (e *Executor) unlock() {
+	e.unlockOnce.Do(func() {
+		ownedDirs.Lock()
+		defer ownedDirs.Unlock()
+		e.lockFile.Close()
+		delete(ownedDirs.m, e.owner)
+	})
+}
+
+// Start starts the job's ranks. It does nothing and returns nil if the job is
+// already known, running or finished, from this process or from the data
+// directory; concurrent Starts of one job start it once. An error means
+// nothing was started, except when a rank fails to start after others did:
+// then the job is recorded as Failed (ReasonStartFailed), the started ranks
+// are stopped, and the error says which rank failed.
+func (e *Executor) Start(ctx context.Context, s Spec) error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := e.acquire(ctx, s.JobID, &s)
+	return err
+}
+
+// Status reports the job. A job the executor has never heard of is
+// PhaseUnknown, not an error. If the job was left running by an earlier
+// Falcon process and Recover has not dealt with it yet, Status does so first.
+func (e *Executor) Status(ctx context.Context, jobID string) (Status, error) {
+	unknown := Status{Phase: PhaseUnknown, Message: fmt.Sprintf("job %s is not known to the local executor", jobID)}
+	if !validName(jobID) {
+		return unknown, nil
+	}
+	j, err := e.acquire(ctx, jobID, nil)
+	if err != nil {
+		return Status{}, err
+	}
+	if j == nil {
+		return unknown, nil
+	}
+	return summarize(j.views()), nil
+}
+
+// Kill stops every rank of the job that still runs: SIGTERM to each process
+// group, SIGKILL to what is left after the grace period, and returns once
+// all of them are gone (or ctx ends). Afterwards the job is Failed with
+// ReasonKilled, unless it had already ended. Killing an unknown or finished
+// job does nothing.
+func (e *Executor) Kill(ctx context.Context, jobID string) error {
+	if !validName(jobID) {
+		return nil
+	}
+	j, err := e.acquire(ctx, jobID, nil)
+	if err != nil || j == nil {
+		return err
+	}
+	return e.stop(ctx, j, endKilled)
+}
+
+// Recover settles every job an earlier Falcon process left unfinished in the
+// data directory: it kills what is left of their processes, records their
+// running ranks as lost, and returns their IDs (sorted) so the controller
+// can reconcile them. Call it once, at startup.
+//
+// A pid file alone does not prove a process is ours: the pid may have been
+// recycled. A process group is killed only if its leader still has the
+// recorded start time (and the boot is the same), or, when the leader is
+// gone, if a member's environment carries FALCON_JOB_ID=<jobID>. The
+// environment also finds ranks that crashed between fork and writing their
+// pid file.
+func (e *Executor) Recover(ctx context.Context) ([]string, error) {
+	entries, err := os.ReadDir(e.layout.runDir())
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu   sync.Mutex
+		ids  []string
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 8) // each job may wait out a kill grace period
+	)
+	for _, ent := range entries {
+		if !ent.IsDir() || !validName(ent.Name()) {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			j, err := e.acquire(ctx, ent.Name(), nil)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("recover job %s: %w", ent.Name(), err))
+			case j != nil && j.wasRecovered():
+				ids = append(ids, j.id)
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(ids)
+	return ids, errors.Join(errs...)
+}
+
+// LogPath is where the pod's stdout and stderr go.
+func (e *Executor) LogPath(jobID, pod string) string { return e.layout.logFile(jobID, pod) }
+
+// Shutdown kills every running job, as Kill does, waits for the executor's
+// goroutines to finish, and releases the data directory. Jobs it kills are
+// recorded as lost (ReasonLost, "falcon shut down while the job was
+// running"): nobody asked for them to stop. Start fails with ErrClosed
+// afterwards; Status keeps answering from disk.
+//
+// Leaving jobs running is not offered: a process that outlives its executor
+// cannot be watched, so the next executor would have to declare it lost and
+// kill it anyway.
+func (e *Executor) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	jobs := slices.Collect(maps.Values(e.jobs))
+	e.mu.Unlock()
+
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for _, j := range jobs {
+		wg.Go(func() {
+			var err error
+			select {
+			case <-j.ready:
+				if j.present {
+					err = e.stop(ctx, j, endShutdown)
+				}
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("stop job %s: %w", j.id, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
+	}
+	e.unlock()
+	return errors.Join(errs...)
+}
+
+// Close is Shutdown without a deadline.
+func (e *Executor) Close() error { return e.Shutdown(context.Background()) }
+
+// spawn runs f on a goroutine Shutdown waits for. Once Shutdown has begun
+// nothing new is spawned: Shutdown stops every job itself, and waking a
+// controller that is shutting down helps nobody.
+func (e *Executor) spawn(f func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.wg.Go(f)
+	}
+}
+
+func (e *Executor) notify(jobID string) {
+	if e.onExit != nil {
+		e.spawn(func() { e.onExit(jobID) })
+	}
+}
+
+// validName accepts IDs that are safe as one path component: no separators,
+// no "." or "..", no hidden names (which keeps them apart from run/.lock).
+func validName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case (c == '-' || c == '_' || c == '.') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (s Spec) validate() error {
+	var errs errdefs.FieldErrors
+	for _, f := range []struct{ field, v string }{{"expID", s.ExpID}, {"jobID", s.JobID}, {"artifactID", s.ArtifactID}} {
+		if !validName(f.v) {
+			errs.Add(f.field, "must be 1-128 characters of [A-Za-z0-9._-] starting with a letter or digit, got %q", f.v)
+		}
+	}
+	if s.Replica < 1 {
+		errs.Add("replica", "must be at least 1, got %d", s.Replica)
+	}
+	if strings.TrimSpace(s.Command) == "" {
+		errs.Add("command", "must not be empty")
+	}
+	// exec(2) cannot pass a NUL; catching it here keeps it from becoming a
+	// half-started job.
+	for field, v := range map[string]string{"command": s.Command, "role": s.Role, "config": s.Config} {
+		if strings.ContainsRune(v, 0) {
+			errs.Add(field, "must not contain NUL")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Envs)) {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(s.Envs[k], 0) {
+			errs.Add("envs."+k, "name must be non-empty without '=' or NUL, and the value without NUL")
+		}
+	}
+	return errs.Err()
+}
+
+// jobEnv is the environment shared by all ranks of s (FALCON_RANK is added
+// per rank). Falcon's variables come last because os/exec keeps the last
+// value of a repeated name, so neither the task nor the base environment (a
+// Falcon that itself runs inside a job, say) can override them. The API
+// already rejects tasks that set them; a task that still does is logged.
+func (e *Executor) jobEnv(s Spec, artifactDir string) []string {
+	env := slices.Clone(e.baseEnv)
+	for _, k := range slices.Sorted(maps.Keys(s.Envs)) {
+		if slices.Contains(falconEnvs, k) {
+			e.log.Warn("ignoring task env var that Falcon sets itself", "job", s.JobID, "name", k)
+			continue
+		}
+		env = append(env, k+"="+s.Envs[k])
+	}
+	return append(env,
+		envExpID+"="+s.ExpID,
+		envJobID+"="+s.JobID,
+		envRole+"="+s.Role,
+		envWorldSize+"="+fmt.Sprint(s.Replica),
+		envArtifactDir+"="+artifactDir,
+		envArtifactAlt+"="+artifactDir,
+		envConfig+"="+s.Config,
+	)
+}
+
+func podName(jobID string, rank int) string { return fmt.Sprintf("%s-%d", jobID, rank) }

@@ -1,0 +1,1009 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/validation"
+)
+
+// TestMain makes the test binary a child subreaper. The grandchildren a job
+// leaves behind are then re-parented to us instead of to PID 1, which in a
+// container may never reap them; reapOrphans can collect them, and a process
+// group really disappears (kill(-pgid, 0) == ESRCH) once it is dead.
+func TestMain(m *testing.M) {
+	const prSetChildSubreaper = 36
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		fmt.Fprintln(os.Stderr, "prctl(PR_SET_CHILD_SUBREAPER):", errno)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// abandon makes e behave as if the Falcon process had died: it records
+// nothing more and releases the data directory, so another Executor can take
+// over while e's processes still run.
+func (e *Executor) abandon() {
+	e.abandoned.Store(true)
+	e.unlock()
+}
+
+const waitTimeout = 20 * time.Second // generous: the machine may be busy compiling
+
+type harness struct {
+	e     *Executor
+	dir   string
+	exits chan struct{} // one pending wake-up per OnExit, coalesced
+}
+
+func newHarness(t *testing.T, dir string, opts ...Option) *harness {
+	t.Helper()
+	h := &harness{dir: dir, exits: make(chan struct{}, 1)}
+	wake := WithOnExit(func(string) {
+		select {
+		case h.exits <- struct{}{}:
+		default:
+		}
+	})
+	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
+	e, err := New(dir, slices.Concat([]Option{wake, WithKillGrace(2 * time.Second), WithLogger(logger)}, opts)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	h.e = e
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return h
+}
+
+// waitPhase returns the job's status once it reaches phase, re-checking
+// whenever a rank ends.
+func (h *harness) waitPhase(t *testing.T, jobID string, phase Phase) Status {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	for {
+		st, err := h.e.Status(context.Background(), jobID)
+		if err != nil {
+			t.Fatalf("Status: %v", err)
+		}
+		if st.Phase == phase {
+			return st
+		}
+		select {
+		case <-h.exits:
+		case <-deadline:
+			t.Fatalf("job %s: still %s (%s), want %s", jobID, st.Phase, st.Message, phase)
+		}
+	}
+}
+
+// waitEnded returns the job's status once none of its ranks runs.
+func (h *harness) waitEnded(t *testing.T, jobID string) Status {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	for {
+		st, err := h.e.Status(context.Background(), jobID)
+		if err != nil {
+			t.Fatalf("Status: %v", err)
+		}
+		if !slices.ContainsFunc(st.Pods, func(p PodStatus) bool { return p.Running }) {
+			return st
+		}
+		select {
+		case <-h.exits:
+		case <-deadline:
+			t.Fatalf("job %s: still running (%s)", jobID, st.Message)
+		}
+	}
+}
+
+func (h *harness) start(t *testing.T, s Spec) {
+	t.Helper()
+	if err := h.e.Start(context.Background(), s); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+}
+
+func (h *harness) pid(t *testing.T, jobID string, rank int) pidRecord {
+	t.Helper()
+	var p pidRecord
+	if err := readJSON(layout{h.dir}.pidFile(jobID, rank), &p); err != nil {
+		t.Fatalf("read pid file: %v", err)
+	}
+	return p
+}
+
+func (h *harness) log(t *testing.T, jobID string, rank int) string {
+	t.Helper()
+	b, err := os.ReadFile(h.e.LogPath(jobID, podName(jobID, rank)))
+	if err != nil {
+		t.Fatalf("read log: %v", err)
+	}
+	return string(b)
+}
+
+func newSpec(command string, replica int) Spec {
+	return Spec{
+		ExpID:      ids.New(ids.Experiment),
+		JobID:      ids.New(ids.Job),
+		ArtifactID: ids.New(ids.Artifact),
+		Role:       "worker",
+		Command:    command,
+		Replica:    replica,
+	}
+}
+
+// waitFor polls cond; only for what no notification exists for, such as a
+// process writing to its log.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// reapOrphans reaps the dead grandchildren re-parented to this process. Our
+// direct children lead their own process groups and belong to os/exec, so
+// they are left alone.
+func reapOrphans() {
+	procs, _ := scanProcs()
+	for _, p := range procs {
+		if p.ppid == os.Getpid() && !p.live() && p.pid != p.pgrp {
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+		}
+	}
+}
+
+func groupGone(pgid int) bool {
+	reapOrphans()
+	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+}
+
+// alive reports whether the process that had start time start still runs.
+func alive(pid int, start uint64) bool {
+	p, err := readProc(pid)
+	return err == nil && p.start == start && p.live()
+}
+
+// jobLeaders lists the live process-group leaders carrying the job's
+// identity: one per running rank.
+func jobLeaders(jobID string) []int {
+	procs, _ := scanProcs()
+	var pids []int
+	for _, p := range procs {
+		if p.live() && p.pid == p.pgrp && environHas(p.pid, envJobID+"="+jobID) {
+			pids = append(pids, p.pid)
+		}
+	}
+	return pids
+}
+
+// childPids waits for a log holding n lines of pids and returns them.
+func childPids(t *testing.T, h *harness, jobID string, n int) []int {
+	t.Helper()
+	waitFor(t, "children to be started", func() bool {
+		return strings.Count(h.log(t, jobID, 0), "\n") >= n
+	})
+	var pids []int
+	for f := range strings.FieldsSeq(h.log(t, jobID, 0)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("log line %q is not a pid", f)
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+func intp(i int) *int { return &i }
+
+func TestStartRunsEveryRankWithItsEnvironment(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h := newHarness(t, dir, WithExtraEnv([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"BASE_ONLY=from-base",
+		"FALCON_JOB_ID=base-must-not-win",
+	}))
+	s := newSpec(`echo "rank=$FALCON_RANK"
+env | grep -E '^(FALCON_|CUSTOM_CONFIG_KEY=|ARTIFACT_LOCAL_DIR=|TASK_VAR=|BASE_ONLY=)' | sort
+[ "$ARTIFACT_LOCAL_DIR" = "$FALCON_ARTIFACT_DIR" ] || exit 9
+echo "written by rank $FALCON_RANK" > "$FALCON_ARTIFACT_DIR/rank-$FALCON_RANK.txt"
+pwd`, 2)
+	s.Config = `{"lr": 0.1, "name": "a b"}`
+	s.Envs = map[string]string{"TASK_VAR": "task", "FALCON_RANK": "task-must-not-win"}
+
+	h.start(t, s)
+	got := h.waitPhase(t, s.JobID, PhaseSucceeded)
+
+	want := Status{
+		Phase:   PhaseSucceeded,
+		Message: "2/2 processes exited with code 0",
+		Pods: []PodStatus{
+			{Name: s.JobID + "-0", Rank: 0, ExitCode: intp(0)},
+			{Name: s.JobID + "-1", Rank: 1, ExitCode: intp(0)},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Status (-want +got):\n%s", diff)
+	}
+	artDir := filepath.Join(dir, "experiments", s.ExpID, "artifacts", s.ArtifactID)
+	for rank := range 2 {
+		wantLog := strings.Join([]string{
+			fmt.Sprintf("rank=%d", rank),
+			"ARTIFACT_LOCAL_DIR=" + artDir,
+			"BASE_ONLY=from-base",
+			"CUSTOM_CONFIG_KEY=" + s.Config,
+			"FALCON_ARTIFACT_DIR=" + artDir,
+			"FALCON_EXP_ID=" + s.ExpID,
+			"FALCON_JOB_ID=" + s.JobID,
+			fmt.Sprintf("FALCON_RANK=%d", rank),
+			"FALCON_ROLE=worker",
+			"FALCON_WORLD_SIZE=2",
+			"TASK_VAR=task",
+			filepath.Join(dir, "run", s.JobID, strconv.Itoa(rank)),
+		}, "\n") + "\n"
+		if diff := cmp.Diff(wantLog, h.log(t, s.JobID, rank)); diff != "" {
+			t.Errorf("rank %d log (-want +got):\n%s", rank, diff)
+		}
+		b, err := os.ReadFile(filepath.Join(artDir, fmt.Sprintf("rank-%d.txt", rank)))
+		if err != nil {
+			t.Fatalf("artifact of rank %d: %v", rank, err)
+		}
+		if want := fmt.Sprintf("written by rank %d\n", rank); string(b) != want {
+			t.Errorf("artifact of rank %d = %q, want %q", rank, b, want)
+		}
+	}
+}
+
+func TestStatusReportsHowARankEnded(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		command string
+		want    func(pod string) Status
+	}{
+		{
+			name:    "exit code",
+			command: "exit 3",
+			want: func(pod string) Status {
+				return Status{
+					Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 3,
+					Message: fmt.Sprintf("rank 0 (pod %s) exited with code 3", pod),
+					Pods:    []PodStatus{{Name: pod, ExitCode: intp(3)}},
+				}
+			},
+		},
+		{
+			name:    "signal",
+			command: "kill -KILL $$",
+			want: func(pod string) Status {
+				return Status{
+					Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 137,
+					Message: fmt.Sprintf("rank 0 (pod %s) was killed by signal 9 (killed)", pod),
+					Pods:    []PodStatus{{Name: pod, ExitCode: intp(137)}},
+				}
+			},
+		},
+		{
+			name:    "success",
+			command: "true",
+			want: func(pod string) Status {
+				return Status{
+					Phase: PhaseSucceeded, Message: "1/1 processes exited with code 0",
+					Pods: []PodStatus{{Name: pod, ExitCode: intp(0)}},
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, t.TempDir())
+			s := newSpec(tt.command, 1)
+			h.start(t, s)
+			want := tt.want(s.JobID + "-0")
+			got := h.waitPhase(t, s.JobID, want.Phase)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFailingRankStopsItsSiblings(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, t.TempDir())
+	s := newSpec(`if [ "$FALCON_RANK" = 0 ]; then exit 1; fi; sleep 600 & wait`, 2)
+	h.start(t, s)
+	sibling := h.pid(t, s.JobID, 1)
+
+	h.waitPhase(t, s.JobID, PhaseFailed)
+	// The failure is reported at once; the sibling is stopped in the background.
+	var got Status
+	waitFor(t, "the sibling to be stopped", func() bool {
+		got, _ = h.e.Status(context.Background(), s.JobID)
+		return !got.Pods[1].Running
+	})
+	want := Status{
+		Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 1,
+		Message: fmt.Sprintf("rank 0 (pod %s-0) exited with code 1", s.JobID),
+		Pods: []PodStatus{
+			{Name: s.JobID + "-0", Rank: 0, ExitCode: intp(1)},
+			{Name: s.JobID + "-1", Rank: 1, ExitCode: intp(128 + 15)},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Status (-want +got):\n%s", diff)
+	}
+	if !groupGone(sibling.Pid) {
+		t.Errorf("process group %d of the sibling still exists", sibling.Pid)
+	}
+}
+
+func TestKillStopsTheWholeProcessGroup(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, t.TempDir())
+	s := newSpec(`sleep 600 & echo $!; sleep 600 & echo $!; wait`, 1)
+	h.start(t, s)
+	leader := h.pid(t, s.JobID, 0)
+	kids := childPids(t, h, s.JobID, 2)
+	starts := make([]uint64, len(kids))
+	for i, pid := range kids {
+		p, err := readProc(pid)
+		if err != nil {
+			t.Fatalf("grandchild %d: %v", pid, err)
+		}
+		starts[i] = p.start
+	}
+
+	if err := h.e.Kill(context.Background(), s.JobID); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	// Kill has waited: nothing may be left, without polling.
+	if !groupGone(leader.Pid) {
+		t.Errorf("process group %d still exists after Kill", leader.Pid)
+	}
+	for i, pid := range kids {
+		if alive(pid, starts[i]) {
+			t.Errorf("grandchild %d still runs after Kill", pid)
+		}
+	}
+	want := Status{
+		Phase: PhaseFailed, Reason: ReasonKilled, ExitCode: 143, Message: "killed",
+		Pods: []PodStatus{{Name: s.JobID + "-0", ExitCode: intp(143)}},
+	}
+	got, err := h.e.Status(context.Background(), s.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Status (-want +got):\n%s", diff)
+	}
+
+	// Idempotent, and a no-op for jobs nobody knows.
+	for _, id := range []string{s.JobID, "job-unknown", "../escape"} {
+		if err := h.e.Kill(context.Background(), id); err != nil {
+			t.Errorf("Kill(%q) = %v, want nil", id, err)
+		}
+	}
+	if got, _ := h.e.Status(context.Background(), s.JobID); !cmp.Equal(want, got) {
+		t.Errorf("a second Kill changed the status to %+v", got)
+	}
+}
+
+// fakeClock fires After channels only when the test advances it, and tells
+// the test each time the executor starts waiting on one.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []fakeTimer
+	afters chan time.Duration
+}
+
+type fakeTimer struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), afters: make(chan time.Duration, 16)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	c.timers = append(c.timers, fakeTimer{at: c.now.Add(d), ch: ch})
+	c.afters <- d
+	return ch
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	c.timers = slices.DeleteFunc(c.timers, func(t fakeTimer) bool {
+		if t.at.After(c.now) {
+			return false
+		}
+		t.ch <- c.now
+		return true
+	})
+}
+
+func TestKillEscalatesToSIGKILLAfterTheGracePeriod(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	const grace = time.Minute
+	h := newHarness(t, t.TempDir(), WithClock(clock), WithKillGrace(grace))
+	// The shell and its child ignore SIGTERM; only SIGKILL ends them.
+	s := newSpec(`trap '' TERM; sleep 600 & echo $!; wait`, 1)
+	h.start(t, s)
+	leader := h.pid(t, s.JobID, 0)
+	kid := childPids(t, h, s.JobID, 1)[0]
+	kidInfo, err := readProc(kid)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	killed := make(chan error, 1)
+	go func() { killed <- h.e.Kill(context.Background(), s.JobID) }()
+	select {
+	case d := <-clock.afters: // SIGTERM has been sent; Kill waits out the grace period
+		if d != grace {
+			t.Fatalf("Kill waits %v, want the grace period %v", d, grace)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("Kill never started its grace period")
+	}
+	select {
+	case err := <-killed:
+		t.Fatalf("Kill returned (%v) before the grace period ended", err)
+	default:
+	}
+	if !alive(leader.Pid, leader.StartTicks) || !alive(kid, kidInfo.start) {
+		t.Fatal("SIGTERM ended processes that ignore it; the test proves nothing")
+	}
+
+	clock.Advance(grace)
+	select {
+	case err := <-killed:
+		if err != nil {
+			t.Fatalf("Kill: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("Kill did not return after the grace period")
+	}
+	if !groupGone(leader.Pid) || alive(kid, kidInfo.start) {
+		t.Error("processes survive Kill")
+	}
+	got, _ := h.e.Status(context.Background(), s.JobID)
+	if got.Phase != PhaseFailed || got.Reason != ReasonKilled || got.ExitCode != 137 {
+		t.Errorf("Status = %+v, want Failed/Killed with exit code 137", got)
+	}
+}
+
+func TestConcurrentStartsStartOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, t.TempDir())
+	s := newSpec(`echo started; sleep 600`, 2)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() { errs <- h.e.Start(context.Background(), s) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+	}
+	// Every Start has returned, so every process it made has been forked.
+	leaders := jobLeaders(s.JobID)
+	want := []int{h.pid(t, s.JobID, 0).Pid, h.pid(t, s.JobID, 1).Pid}
+	slices.Sort(leaders)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, leaders); diff != "" {
+		t.Errorf("process group leaders of the job (-pid files +running):\n%s", diff)
+	}
+	for rank := range 2 {
+		waitFor(t, "the rank to log", func() bool { return h.log(t, s.JobID, rank) != "" })
+		if got := h.log(t, s.JobID, rank); got != "started\n" {
+			t.Errorf("rank %d log = %q, want one start", rank, got)
+		}
+	}
+}
+
+func TestRecoverKillsWhatACrashedFalconLeftRunning(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name           string
+		dropPidFile    bool // the crash came between fork and writing rank 1's pid file
+		skipRecover    bool // Status alone must settle the job too
+		wantRankOnePid func(pid int) string
+	}{
+		{name: "pid files", wantRankOnePid: func(pid int) string { return fmt.Sprintf("rank 1 was pid %d", pid) }},
+		{name: "missing pid file", dropPidFile: true, wantRankOnePid: func(int) string { return "rank 1 had not recorded its pid" }},
+		{name: "status without recover", skipRecover: true, wantRankOnePid: func(pid int) string { return fmt.Sprintf("rank 1 was pid %d", pid) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			old := newHarness(t, dir)
+			s := newSpec(`sleep 600 & wait`, 2)
+			old.start(t, s)
+			pids := []pidRecord{old.pid(t, s.JobID, 0), old.pid(t, s.JobID, 1)}
+			old.e.abandon()
+			if tt.dropPidFile {
+				if err := os.Remove(layout{dir}.pidFile(s.JobID, 1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			h := newHarness(t, dir)
+			if !tt.skipRecover {
+				got, err := h.e.Recover(context.Background())
+				if err != nil {
+					t.Fatalf("Recover: %v", err)
+				}
+				if diff := cmp.Diff([]string{s.JobID}, got); diff != "" {
+					t.Errorf("Recover (-want +got):\n%s", diff)
+				}
+			}
+			got, err := h.e.Status(context.Background(), s.JobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Status{
+				Phase: PhaseFailed, Reason: ReasonLost, ExitCode: -1,
+				Message: fmt.Sprintf("processes lost: falcon restarted while the job was running (rank 0 was pid %d, %s)",
+					pids[0].Pid, tt.wantRankOnePid(pids[1].Pid)),
+				Pods: []PodStatus{{Name: s.JobID + "-0", Rank: 0}, {Name: s.JobID + "-1", Rank: 1}},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Status (-want +got):\n%s", diff)
+			}
+			// The old executor's reapers collect the leaders asynchronously.
+			for _, p := range pids {
+				waitFor(t, fmt.Sprintf("process group %d to disappear", p.Pid), func() bool { return groupGone(p.Pid) })
+			}
+			waitFor(t, "the crashed executor's goroutines to end", func() bool {
+				done := make(chan struct{})
+				go func() { old.e.wg.Wait(); close(done) }()
+				select {
+				case <-done:
+					return true
+				case <-time.After(100 * time.Millisecond):
+					return false
+				}
+			})
+
+			// The job is over as far as the executor is concerned.
+			if err := h.e.Start(context.Background(), s); err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			if got := jobLeaders(s.JobID); len(got) != 0 {
+				t.Errorf("Start after recovery started processes %v", got)
+			}
+		})
+	}
+}
+
+func TestRecoverLeavesRecycledPidsAlone(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		mangle func(p *pidRecord)
+	}{
+		{name: "same pid, other start time", mangle: func(p *pidRecord) { p.StartTicks++ }},
+		{name: "same process, earlier boot", mangle: func(p *pidRecord) { p.BootID = "an-earlier-boot" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			// A process that is not ours, in a group of its own.
+			stranger := exec.Command("sleep", "600")
+			stranger.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := stranger.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { stranger.Process.Kill(); stranger.Wait() })
+			info, err := readProc(stranger.Process.Pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			boot, err := bootID()
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// On disk: a job whose only rank's pid file names the stranger.
+			dir := t.TempDir()
+			l := layout{dir}
+			jobID := ids.New(ids.Job)
+			if err := os.MkdirAll(l.rankDir(jobID, 0), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			p := pidRecord{Pid: info.pid, StartTicks: info.start, BootID: boot}
+			tt.mangle(&p)
+			if err := writeJSONAtomic(l.jobFile(jobID), jobRecord{JobID: jobID, Replica: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeJSONAtomic(l.pidFile(jobID, 0), p); err != nil {
+				t.Fatal(err)
+			}
+
+			h := newHarness(t, dir)
+			got, err := h.e.Recover(context.Background())
+			if err != nil {
+				t.Fatalf("Recover: %v", err)
+			}
+			if diff := cmp.Diff([]string{jobID}, got); diff != "" {
+				t.Errorf("Recover (-want +got):\n%s", diff)
+			}
+			if !alive(info.pid, info.start) {
+				t.Error("Recover killed a process that was not the job's")
+			}
+			st, _ := h.e.Status(context.Background(), jobID)
+			if st.Reason != ReasonLost {
+				t.Errorf("Status = %+v, want Lost", st)
+			}
+		})
+	}
+}
+
+func TestRestartReportsFinishedJobsFromDisk(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		command string
+		finish  func(t *testing.T, h *harness, jobID string) // nil: wait for the job to end on its own
+		want    Phase
+	}{
+		{name: "succeeded", command: "true", want: PhaseSucceeded},
+		{name: "failed", command: "exit 3", want: PhaseFailed},
+		{
+			name: "killed", command: "sleep 600", want: PhaseFailed,
+			finish: func(t *testing.T, h *harness, jobID string) {
+				if err := h.e.Kill(context.Background(), jobID); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name: "shut down", command: "sleep 600", want: PhaseFailed,
+			finish: func(t *testing.T, h *harness, jobID string) {
+				if err := h.e.Shutdown(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			s := newSpec(tt.command, 2)
+			first := newHarness(t, dir)
+			first.start(t, s)
+			if tt.finish != nil {
+				tt.finish(t, first, s.JobID)
+			}
+			before := first.waitEnded(t, s.JobID)
+			if before.Phase != tt.want {
+				t.Fatalf("job ended %s (%s), want %s", before.Phase, before.Message, tt.want)
+			}
+			pidFile, err := os.ReadFile(layout{dir}.pidFile(s.JobID, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := first.e.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+
+			second := newHarness(t, dir)
+			recovered, err := second.e.Recover(context.Background())
+			if err != nil || len(recovered) != 0 {
+				t.Errorf("Recover = %v, %v; want nothing to recover", recovered, err)
+			}
+			after, err := second.e.Status(context.Background(), s.JobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(before, after); diff != "" {
+				t.Errorf("Status after restart (-before +after):\n%s", diff)
+			}
+			if err := second.e.Start(context.Background(), s); err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			again, _ := os.ReadFile(layout{dir}.pidFile(s.JobID, 0))
+			if string(again) != string(pidFile) {
+				t.Error("Start of a finished job started it again")
+			}
+		})
+	}
+}
+
+func TestShutdownKillsRunningJobs(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, t.TempDir())
+	s := newSpec(`sleep 600 & wait`, 2)
+	h.start(t, s)
+	pids := []int{h.pid(t, s.JobID, 0).Pid, h.pid(t, s.JobID, 1).Pid}
+
+	if err := h.e.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	for _, pid := range pids {
+		if !groupGone(pid) {
+			t.Errorf("process group %d survives Shutdown", pid)
+		}
+	}
+	got, _ := h.e.Status(context.Background(), s.JobID)
+	want := fmt.Sprintf("processes lost: falcon shut down while the job was running (rank 0 was pid %d, rank 1 was pid %d)", pids[0], pids[1])
+	if got.Reason != ReasonLost || got.Message != want {
+		t.Errorf("Status = %+v, want Lost with message %q", got, want)
+	}
+	if err := h.e.Start(context.Background(), newSpec("true", 1)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after Shutdown = %v, want ErrClosed", err)
+	}
+}
+
+func TestOnExitFiresAfterTheExitMarker(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := newSpec("true", 3)
+	var calls atomic.Int32
+	type call struct {
+		jobID   string
+		n       int32 // this was the n-th callback to run
+		markers int   // exit markers on disk when it ran
+	}
+	seen := make(chan call, 8)
+	e, err := New(dir, WithOnExit(func(jobID string) {
+		n := calls.Add(1)
+		markers, _ := filepath.Glob(filepath.Join(dir, "run", jobID, "*", "exit"))
+		seen <- call{jobID, n, len(markers)}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Start(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		select {
+		case c := <-seen:
+			// Each callback follows its own marker, so the n-th sees at least n.
+			if c.jobID != s.JobID || c.markers < int(c.n) {
+				t.Errorf("callback %d for %s saw %d exit markers", c.n, c.jobID, c.markers)
+			}
+		case <-time.After(waitTimeout):
+			t.Fatal("OnExit did not fire for every rank")
+		}
+	}
+}
+
+func TestStartRejectsInvalidSpecs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		mangle func(s *Spec)
+	}{
+		{"empty job id", func(s *Spec) { s.JobID = "" }},
+		{"job id escaping the data dir", func(s *Spec) { s.JobID = "../job-x" }},
+		{"hidden job id", func(s *Spec) { s.JobID = ".lock" }},
+		{"artifact id with a slash", func(s *Spec) { s.ArtifactID = "a/b" }},
+		{"no replica", func(s *Spec) { s.Replica = 0 }},
+		{"empty command", func(s *Spec) { s.Command = " " }},
+		{"env name with =", func(s *Spec) { s.Envs = map[string]string{"A=B": "c"} }},
+		{"config with NUL", func(s *Spec) { s.Config = "a\x00b" }},
+	}
+	dir := t.TempDir()
+	h := newHarness(t, dir)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSpec("true", 1)
+			tt.mangle(&s)
+			if err := h.e.Start(context.Background(), s); !errors.Is(err, errdefs.ErrInvalid) {
+				t.Errorf("Start = %v, want an errdefs.ErrInvalid", err)
+			}
+		})
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "run"))
+	for _, e := range entries {
+		if e.Name() != ".lock" {
+			t.Errorf("an invalid spec left %s behind", e.Name())
+		}
+	}
+}
+
+func TestStatusOfAnUnknownJob(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, t.TempDir())
+	for _, id := range []string{"job-nope", "../../etc"} {
+		got, err := h.e.Status(context.Background(), id)
+		if err != nil {
+			t.Fatalf("Status(%q): %v", id, err)
+		}
+		want := Status{Phase: PhaseUnknown, Message: fmt.Sprintf("job %s is not known to the local executor", id)}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Status(%q) (-want +got):\n%s", id, diff)
+		}
+	}
+}
+
+func TestNewRefusesADataDirInUse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(dir); !errors.Is(err, errDataDirInUse) {
+		t.Errorf("second New = %v, want errDataDirInUse", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := New(dir)
+	if err != nil {
+		t.Fatalf("New after Close: %v", err)
+	}
+	second.Close()
+}
+
+func TestSummarize(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	exited := func(code, s int) *exitRecord { return &exitRecord{End: endExited, Code: intp(code), Time: at(s)} }
+	stopped := func(end string, sig, s int) *exitRecord { return &exitRecord{End: end, Signal: sig, Time: at(s)} }
+	lost := func(end string, pid int) *exitRecord { return &exitRecord{End: end, Pid: pid, Time: t0} }
+	views := func(exits ...*exitRecord) []rankView {
+		v := make([]rankView, len(exits))
+		for i, x := range exits {
+			v[i] = rankView{rank: i, pod: fmt.Sprintf("j-%d", i), exit: x}
+		}
+		return v
+	}
+	tests := []struct {
+		name  string
+		ranks []rankView
+		want  Status // Pods are not compared here
+	}{
+		{
+			name:  "running while any rank runs and none failed",
+			ranks: views(exited(0, 1), nil, nil),
+			want:  Status{Phase: PhaseRunning, Message: "2/3 processes running"},
+		},
+		{
+			name:  "failed as soon as one rank fails, even with others running",
+			ranks: views(nil, exited(2, 1)),
+			want:  Status{Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 2, Message: "rank 1 (pod j-1) exited with code 2"},
+		},
+		{
+			name:  "the earliest failure is the culprit",
+			ranks: views(exited(5, 2), exited(2, 1)),
+			want:  Status{Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 2, Message: "rank 1 (pod j-1) exited with code 2"},
+		},
+		{
+			name:  "ranks stopped because of the failure are not culprits",
+			ranks: views(stopped(endSibling, 15, 0), exited(1, 1)),
+			want:  Status{Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 1, Message: "rank 1 (pod j-1) exited with code 1"},
+		},
+		{
+			name:  "death by signal",
+			ranks: views(stopped(endExited, 11, 0)),
+			want:  Status{Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 139, Message: "rank 0 (pod j-0) was killed by signal 11 (segmentation fault)"},
+		},
+		{
+			name:  "killed",
+			ranks: views(exited(0, 0), stopped(endKilled, 15, 1)),
+			want:  Status{Phase: PhaseFailed, Reason: ReasonKilled, ExitCode: 143, Message: "killed"},
+		},
+		{
+			name:  "lost names every lost rank",
+			ranks: views(lost(endLost, 41), lost(endLost, 0)),
+			want: Status{Phase: PhaseFailed, Reason: ReasonLost, ExitCode: -1,
+				Message: "processes lost: falcon restarted while the job was running (rank 0 was pid 41, rank 1 had not recorded its pid)"},
+		},
+		{
+			name:  "shut down",
+			ranks: views(lost(endShutdown, 7)),
+			want: Status{Phase: PhaseFailed, Reason: ReasonLost, ExitCode: -1,
+				Message: "processes lost: falcon shut down while the job was running (rank 0 was pid 7)"},
+		},
+		{
+			name:  "start failed",
+			ranks: views(&exitRecord{End: endStartFailed, Detail: "no such file", Time: t0}, stopped(endSibling, 0, 0)),
+			want:  Status{Phase: PhaseFailed, Reason: ReasonStartFailed, ExitCode: -1, Message: "rank 0 (pod j-0) failed to start: no such file"},
+		},
+		{
+			name:  "succeeded",
+			ranks: views(exited(0, 0), exited(0, 1)),
+			want:  Status{Phase: PhaseSucceeded, Message: "2/2 processes exited with code 0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := summarize(tt.ranks)
+			got.Pods = nil
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("summarize (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	// Field 22 (starttime) is the 20th after the command name.
+	rest := " 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 12345 23 24"
+	tests := []struct {
+		name string
+		line string
+		want procInfo
+	}{
+		{"plain", "100 (sleep) S 1 100" + rest, procInfo{pid: 100, state: 'S', ppid: 1, pgrp: 100, start: 12345}},
+		{"command with spaces and parens", "100 (a) b) (c) Z 7 99" + rest, procInfo{pid: 100, state: 'Z', ppid: 7, pgrp: 99, start: 12345}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStat(100, []byte(tt.line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(procInfo{})); diff != "" {
+				t.Errorf("parseStat (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := parseStat(1, []byte("1 (x) S 1")); err == nil {
+		t.Error("parseStat accepted a truncated line")
+	}
+}
+
+// The API rejects tasks that set Falcon's variables, using its own list; the
+// two lists must name the same variables or a task could shadow one.
+func TestFalconEnvsAreTheReservedOnes(t *testing.T) {
+	if diff := cmp.Diff(slices.Sorted(slices.Values(validation.ReservedEnvs)), slices.Sorted(slices.Values(falconEnvs))); diff != "" {
+		t.Errorf("reserved env vars (-validation +executor):\n%s", diff)
+	}
+}

@@ -1,0 +1,139 @@
+package local
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// Phase is the coarse state of a job, derived from its ranks.
+type Phase string
+
+const (
+	PhaseRunning   Phase = "Running"
+	PhaseSucceeded Phase = "Succeeded"
+	PhaseFailed    Phase = "Failed"
+	PhaseUnknown   Phase = "Unknown" // the executor has never heard of the job
+)
+
+// Reason says why a job Failed, so the controller can branch without parsing
+// Message. It is empty in every other phase.
+type Reason string
+
+const (
+	// ReasonProcessFailed: a rank exited non-zero or died of a signal on its own.
+	ReasonProcessFailed Reason = "ProcessFailed"
+	// ReasonKilled: Kill was called while the job ran. Whether that was an
+	// abort or a timeout is the caller's knowledge, not ours.
+	ReasonKilled Reason = "Killed"
+	// ReasonLost: Falcon stopped (crash, restart or shutdown) while the job
+	// ran, so its outcome is unknown.
+	ReasonLost Reason = "Lost"
+	// ReasonStartFailed: a rank could not be started at all.
+	ReasonStartFailed Reason = "StartFailed"
+)
+
+// Status is what Status reports about one job.
+type Status struct {
+	Phase   Phase
+	Reason  Reason // set only when Failed
+	Message string // human readable, e.g. "rank 1 (pod job-x-1) exited with code 3"
+	// ExitCode is the exit code of the rank whose failure failed the job (the
+	// first to fail), 128+n if it died of signal n, and -1 if it never exited
+	// under our watch (lost, not started). Zero unless Failed.
+	ExitCode int
+	Pods     []PodStatus // one per rank, in rank order
+}
+
+// PodStatus is one rank. Pods are named like an Indexed Job's: <jobID>-<rank>.
+type PodStatus struct {
+	Name     string
+	Rank     int
+	Running  bool
+	ExitCode *int // nil while running, or if the rank never exited under our watch
+}
+
+// rankView is one rank as summarize sees it: nil exit means still running.
+type rankView struct {
+	rank int
+	pod  string
+	exit *exitRecord
+}
+
+// summarize derives a job's Status from its ranks. It is pure so the rules
+// can be tested without processes. A job fails on its first root-cause rank
+// (earliest recorded end, then lowest rank), never on the ranks that were
+// stopped because of it.
+func summarize(ranks []rankView) Status {
+	st := Status{Pods: make([]PodStatus, len(ranks))}
+	running := 0
+	var culprit *rankView
+	for i := range ranks {
+		r := &ranks[i]
+		st.Pods[i] = PodStatus{Name: r.pod, Rank: r.rank, Running: r.exit == nil}
+		if r.exit == nil {
+			running++
+			continue
+		}
+		st.Pods[i].ExitCode = r.exit.exitCode()
+		if r.exit.rootCause() && (culprit == nil || r.exit.Time.Before(culprit.exit.Time)) {
+			culprit = r
+		}
+	}
+	switch {
+	case culprit != nil:
+		st.Phase = PhaseFailed
+		st.Reason, st.Message = failure(culprit, ranks)
+		st.ExitCode = -1
+		if c := culprit.exit.exitCode(); c != nil {
+			st.ExitCode = *c
+		}
+	case running > 0:
+		st.Phase = PhaseRunning
+		st.Message = fmt.Sprintf("%d/%d processes running", running, len(ranks))
+	case slices.ContainsFunc(ranks, func(r rankView) bool { return !r.exit.succeeded() }):
+		// Only non-root ends (stopped for a sibling) without their root: the
+		// markers were tampered with. Say so rather than guess.
+		st.Phase, st.Reason, st.ExitCode = PhaseFailed, ReasonLost, -1
+		st.Message = "processes lost: exit markers are inconsistent"
+	default:
+		st.Phase = PhaseSucceeded
+		st.Message = fmt.Sprintf("%d/%d processes exited with code 0", len(ranks), len(ranks))
+	}
+	return st
+}
+
+func failure(c *rankView, ranks []rankView) (Reason, string) {
+	x := c.exit
+	switch x.End {
+	case endExited:
+		if x.Code != nil {
+			return ReasonProcessFailed, fmt.Sprintf("rank %d (pod %s) exited with code %d", c.rank, c.pod, *x.Code)
+		}
+		return ReasonProcessFailed, fmt.Sprintf("rank %d (pod %s) was killed by signal %d (%v)",
+			c.rank, c.pod, x.Signal, syscall.Signal(x.Signal))
+	case endKilled:
+		return ReasonKilled, "killed"
+	case endStartFailed:
+		return ReasonStartFailed, fmt.Sprintf("rank %d (pod %s) failed to start: %s", c.rank, c.pod, x.Detail)
+	case endLost, endShutdown:
+		cause := "falcon restarted while the job was running"
+		if x.End == endShutdown {
+			cause = "falcon shut down while the job was running"
+		}
+		var which []string
+		for _, r := range ranks {
+			if r.exit == nil || r.exit.End != x.End {
+				continue
+			}
+			if r.exit.Pid > 0 {
+				which = append(which, fmt.Sprintf("rank %d was pid %d", r.rank, r.exit.Pid))
+			} else {
+				which = append(which, fmt.Sprintf("rank %d had not recorded its pid", r.rank))
+			}
+		}
+		return ReasonLost, fmt.Sprintf("processes lost: %s (%s)", cause, strings.Join(which, ", "))
+	}
+	return ReasonLost, fmt.Sprintf("rank %d (pod %s) ended in an unknown way (%q)", c.rank, c.pod, x.End)
+}

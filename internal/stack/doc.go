@@ -1,0 +1,10 @@
+// Package stack assembles Falcon's parts into the processes it ships:
+// `falcon server` (API server over MySQL or SQLite), `falcon controller`
+// (expController and resource manager, talking to a server over gRPC),
+// `falcon migrate`, and `falcon dev`, which runs all of them in one process
+// on SQLite with the local cluster backend.
+//
+// Even inside `falcon dev` the controllers reach the API server through its
+// gRPC port on loopback, exactly as they do in production, so the dev
+// environment exercises the same paths users depend on.
+package stack

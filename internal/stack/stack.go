@@ -1,0 +1,200 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/falconhq/falcon/internal/apiserver"
+	"github.com/falconhq/falcon/internal/changefeed"
+	expctl "github.com/falconhq/falcon/internal/controller/exp"
+	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/provider/local"
+	"github.com/falconhq/falcon/internal/resourcemanager"
+	"github.com/falconhq/falcon/internal/store"
+	"github.com/falconhq/falcon/internal/store/sqlstore"
+)
+
+// Default addresses of `falcon dev`; the CLI's default --server matches.
+const (
+	DefaultDevHTTPAddr = "127.0.0.1:7070"
+	DefaultDevGRPCAddr = "127.0.0.1:7071"
+	LocalClusterName   = "local"
+)
+
+// DevConfig configures `falcon dev`.
+type DevConfig struct {
+	DataDir  string
+	HTTPAddr string
+	GRPCAddr string
+	// Interval is the controllers' safety-net poll; changes wake them at once.
+	Interval time.Duration
+	// Insecure allows listening on a non-loopback address without auth.
+	Insecure bool
+	Log      *slog.Logger
+	// Ready, if set, is called once the API is serving.
+	Ready func(httpAddr, grpcAddr string)
+}
+
+// Dev runs the whole of Falcon in this process until ctx is done.
+func Dev(ctx context.Context, cfg DevConfig) error {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	for _, a := range []string{cfg.HTTPAddr, cfg.GRPCAddr} {
+		if err := checkLoopback(a, cfg.Insecure); err != nil {
+			return err
+		}
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	unlock, err := lockDir(dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	st, err := OpenStore(ctx, "sqlite", sqlstore.SQLiteDSN(filepath.Join(dataDir, "falcon.db")), true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.UpsertCluster(ctx, &store.Cluster{
+		ID: ids.New(ids.Cluster), Name: LocalClusterName, Backend: local.BackendName,
+		Location: "localhost", Status: store.ClusterActive, CreatedAt: time.Now().UTC(),
+	}); err != nil {
+		return fmt.Errorf("register the local cluster: %w", err)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feed := changefeed.New()
+	srv := apiserver.New(st,
+		apiserver.WithFeed(feed), apiserver.WithLogger(log),
+		apiserver.WithArtifactRoot(dataDir), apiserver.WithLogDir(filepath.Join(dataDir, "logs")))
+	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+
+	var mgr *resourcemanager.Manager
+	exec, err := local.New(dataDir, local.WithLogger(log), local.WithOnExit(func(string) {
+		if mgr != nil {
+			mgr.Wake()
+		}
+	}))
+	if err != nil {
+		return err
+	}
+	if lost, err := exec.Recover(ctx); err != nil {
+		return fmt.Errorf("recover local jobs: %w", err)
+	} else if len(lost) > 0 {
+		log.Warn("jobs whose processes did not survive the restart will be failed", "jobs", lost)
+	}
+
+	conn, err := dial(running.GRPCAddr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	interval := cfg.Interval
+	if interval == 0 {
+		interval = 2 * time.Second
+	}
+	mgr = resourcemanager.New(conn, resourcemanager.WithLogger(log), resourcemanager.WithInterval(interval),
+		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)))
+	ec := expctl.New(conn, expctl.WithLogger(log), expctl.WithInterval(interval))
+
+	if cfg.Ready != nil {
+		cfg.Ready(running.HTTPAddr, running.GRPCAddr)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return mgr.Run(gctx) })
+	g.Go(func() error { return ec.Run(gctx) })
+	g.Go(func() error {
+		err := running.Wait()
+		cancel()
+		return err
+	})
+	err = g.Wait()
+	// Local jobs cannot outlive the process that watches them: stop them so
+	// no orphan holds the machine. The next start fails them with a message
+	// that says why.
+	sctx, scancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer scancel()
+	if serr := exec.Shutdown(sctx); serr != nil {
+		log.Warn("stopping local jobs", "err", serr)
+	}
+	return err
+}
+
+// OpenStore opens the store and, if migrate is set, applies migrations.
+func OpenStore(ctx context.Context, driver, dsn string, migrate bool) (*sqlstore.Store, error) {
+	st, err := sqlstore.Open(ctx, driver, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s store: %w", driver, err)
+	}
+	if migrate {
+		if err := st.Migrate(ctx); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("migrate %s store: %w", driver, err)
+		}
+	}
+	return st, nil
+}
+
+func dial(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+// checkLoopback refuses to expose an unauthenticated API beyond this machine.
+func checkLoopback(addr string, insecureOK bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("address %q: %w", addr, err)
+	}
+	if insecureOK {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("address %q is not loopback: falcon dev has no authentication, so it listens on 127.0.0.1 only (pass --insecure to override)", addr)
+}
+
+// lockDir takes an exclusive lock on the data dir so two `falcon dev`
+// processes never run the same jobs twice.
+func lockDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, "falcon.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("data dir %s is in use by another falcon dev", dir)
+		}
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}

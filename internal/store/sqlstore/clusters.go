@@ -1,0 +1,115 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+const clusterCols = "id, name, backend, project, location, accelerator_types, gcs_bucket, default_reservation, status, created_at"
+
+func scanCluster(sc scanner) (*store.Cluster, error) {
+	var c store.Cluster
+	err := sc.Scan(&c.ID, &c.Name, &c.Backend, &c.Project, &c.Location, jsonCol{&c.AcceleratorTypes},
+		&c.GCSBucket, &c.DefaultReservation, &c.Status, timeCol{&c.CreatedAt})
+	return &c, err
+}
+
+// UpsertCluster implements store.Store. The name is the natural key (the
+// cluster registry YAML names clusters, it does not number them), so an
+// existing row keeps its ID and created_at; a new one needs c.ID.
+func (s *Store) UpsertCluster(ctx context.Context, c *store.Cluster) (*store.Cluster, error) {
+	if c == nil || c.Name == "" {
+		return nil, errdefs.Invalid("name", "is required")
+	}
+	var out *store.Cluster
+	upsert := func(tx *sql.Tx) error {
+		var id string
+		err := tx.QueryRowContext(ctx, "SELECT id FROM clusters WHERE name = ?"+s.d.forUpdate, c.Name).Scan(&id)
+		switch {
+		case err == nil:
+			if _, err := tx.ExecContext(ctx, "UPDATE clusters SET backend = ?, project = ?, location = ?, "+
+				"accelerator_types = ?, gcs_bucket = ?, default_reservation = ?, status = ? WHERE id = ?",
+				c.Backend, c.Project, c.Location, jsonArg(c.AcceleratorTypes), c.GCSBucket, c.DefaultReservation,
+				c.Status, id); err != nil {
+				return dbErr("update cluster", err)
+			}
+		case errors.Is(err, sql.ErrNoRows):
+			if c.ID == "" {
+				return errdefs.Invalid("id", "is required for new cluster %q", c.Name)
+			}
+			id = c.ID
+			created := c.CreatedAt
+			if created.IsZero() {
+				created = s.now()
+			}
+			if _, err := tx.ExecContext(ctx, insertSQL("clusters", clusterCols),
+				c.ID, c.Name, c.Backend, c.Project, c.Location, jsonArg(c.AcceleratorTypes), c.GCSBucket,
+				c.DefaultReservation, c.Status, s.d.timeArg(created)); err != nil {
+				return dbErr("insert cluster", err)
+			}
+		default:
+			return dbErr("upsert cluster", err)
+		}
+		out, err = scanCluster(tx.QueryRowContext(ctx, "SELECT "+clusterCols+" FROM clusters WHERE id = ?", id))
+		if err != nil {
+			return dbErr("upsert cluster", err)
+		}
+		return nil
+	}
+	// Two first upserts of one name can both see no row; the loser's insert
+	// hits the unique name and, run again, finds the winner's row to update.
+	for attempt := 1; ; attempt++ {
+		err := s.inTx(ctx, upsert)
+		col, dup := uniqueViolation(err)
+		switch {
+		case !dup:
+			return out, err
+		case col == "name" && attempt < 3:
+			continue
+		case col == "name":
+			return nil, fmt.Errorf("cluster name %q: %w", c.Name, errdefs.ErrAlreadyExists)
+		default:
+			return nil, fmt.Errorf("cluster ID %q is taken by another cluster: %w", c.ID, errdefs.ErrAlreadyExists)
+		}
+	}
+}
+
+// GetCluster implements store.Store. A name wins over an ID should one
+// cluster's name equal another's ID.
+func (s *Store) GetCluster(ctx context.Context, nameOrID string) (*store.Cluster, error) {
+	c, err := scanCluster(s.rdb.QueryRowContext(ctx, "SELECT "+clusterCols+" FROM clusters WHERE name = ? OR id = ? "+
+		"ORDER BY CASE WHEN name = ? THEN 0 ELSE 1 END LIMIT 1", nameOrID, nameOrID, nameOrID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errdefs.NotFound("cluster", nameOrID)
+	}
+	if err != nil {
+		return nil, dbErr("get cluster", err)
+	}
+	return c, nil
+}
+
+// ListClusters implements store.Store, by name.
+func (s *Store) ListClusters(ctx context.Context) ([]*store.Cluster, error) {
+	rows, err := s.rdb.QueryContext(ctx, "SELECT "+clusterCols+" FROM clusters ORDER BY name")
+	if err != nil {
+		return nil, dbErr("list clusters", err)
+	}
+	defer rows.Close()
+	var out []*store.Cluster
+	for rows.Next() {
+		c, err := scanCluster(rows)
+		if err != nil {
+			return nil, dbErr("list clusters", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("list clusters", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,286 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+const (
+	expInsertCols = "id, name, exp_type, cluster_name, priority, tags, config, role_to_task_spec, " +
+		"status, reason, message, creator, creator_id, artifact_path, version, " +
+		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at"
+	expCols = "seq, " + expInsertCols
+)
+
+func (s *Store) expArgs(e *store.Experiment) []any {
+	return []any{
+		e.ID, e.Name, e.ExpType, e.ClusterName, e.Priority, jsonArg(e.Tags), e.Config, jsonArg(e.RoleToTaskSpec),
+		string(e.Status), e.Reason, e.Message, e.Creator, e.CreatorID, e.ArtifactPath, e.Version,
+		s.d.timeArg(e.CreatedAt), s.d.timeArg(e.UpdatedAt), s.d.timePtrArg(e.StartedAt),
+		s.d.timePtrArg(e.FinishedAt), s.d.timePtrArg(e.AbortingAt), s.d.timePtrArg(e.AbortedAt),
+	}
+}
+
+func scanExp(sc scanner) (*store.Experiment, int64, error) {
+	var e store.Experiment
+	var seq int64
+	err := sc.Scan(&seq, &e.ID, &e.Name, &e.ExpType, &e.ClusterName, &e.Priority,
+		jsonCol{&e.Tags}, &e.Config, jsonCol{&e.RoleToTaskSpec},
+		&e.Status, &e.Reason, &e.Message, &e.Creator, &e.CreatorID, &e.ArtifactPath, &e.Version,
+		timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt}, nullTimeCol{&e.StartedAt},
+		nullTimeCol{&e.FinishedAt}, nullTimeCol{&e.AbortingAt}, nullTimeCol{&e.AbortedAt})
+	return &e, seq, err
+}
+
+// CreateExp implements store.Store. It sets Version to 1, fills zero
+// CreatedAt/UpdatedAt from the clock and normalises every timestamp to what
+// a later read returns (UTC, microseconds), so the caller's structs equal
+// the stored rows. An empty status means the machine's initial one; an empty
+// ExpID on a job or the artifact means exp's.
+func (s *Store) CreateExp(ctx context.Context, exp *store.Experiment, jobs []*store.Job, art *store.Artifact) error {
+	if err := s.prepareCreate(exp, jobs, art); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, insertSQL("experiments", expInsertCols),
+			s.expArgs(exp)...); err != nil {
+			switch col, _ := uniqueViolation(err); col {
+			case "name":
+				return fmt.Errorf("experiment name %q: %w", exp.Name, errdefs.ErrAlreadyExists)
+			case "id":
+				return fmt.Errorf("experiment %q: %w", exp.ID, errdefs.ErrAlreadyExists)
+			}
+			return dbErr("insert experiment", err)
+		}
+		for _, j := range jobs {
+			if _, err := tx.ExecContext(ctx, insertSQL("jobs", jobInsertCols),
+				s.jobArgs(j)...); err != nil {
+				if _, dup := uniqueViolation(err); dup {
+					return fmt.Errorf("job %q: %w", j.ID, errdefs.ErrAlreadyExists)
+				}
+				return dbErr("insert job", err)
+			}
+		}
+		if art != nil {
+			if _, err := tx.ExecContext(ctx, insertSQL("artifacts", artInsertCols),
+				s.artArgs(art)...); err != nil {
+				if _, dup := uniqueViolation(err); dup {
+					return fmt.Errorf("artifact %q: %w", art.ID, errdefs.ErrAlreadyExists)
+				}
+				return dbErr("insert artifact", err)
+			}
+		}
+		return nil
+	})
+}
+
+// prepareCreate validates what only the store can check (the API server
+// validates the rest) and fills the fields the store owns.
+func (s *Store) prepareCreate(exp *store.Experiment, jobs []*store.Job, art *store.Artifact) error {
+	if exp == nil {
+		return errdefs.Invalid("experiment", "is required")
+	}
+	var errs errdefs.FieldErrors
+	if exp.ID == "" {
+		errs.Add("id", "is required")
+	}
+	if exp.Name == "" {
+		errs.Add("name", "is required")
+	}
+	now := s.now()
+	stamp := func(created, updated *time.Time) {
+		if created.IsZero() {
+			*created = now
+		}
+		if updated.IsZero() {
+			*updated = now
+		}
+		*created, *updated = normTime(*created), normTime(*updated)
+	}
+	initial := func(st *lifecycle.Status, m lifecycle.Machine, field string) {
+		if *st == "" {
+			*st = m.Initial
+		}
+		if !m.Valid(*st) {
+			errs.Add(field, "%q is not a %s status", *st, m.Kind)
+		}
+	}
+	owned := func(expID *string, field string) {
+		if *expID == "" {
+			*expID = exp.ID
+		}
+		if exp.ID != "" && *expID != exp.ID {
+			errs.Add(field, "is %q, want the experiment's ID %q", *expID, exp.ID)
+		}
+	}
+
+	exp.Version = 1
+	stamp(&exp.CreatedAt, &exp.UpdatedAt)
+	exp.StartedAt, exp.FinishedAt = normTimePtr(exp.StartedAt), normTimePtr(exp.FinishedAt)
+	exp.AbortingAt, exp.AbortedAt = normTimePtr(exp.AbortingAt), normTimePtr(exp.AbortedAt)
+	initial(&exp.Status, lifecycle.ExperimentMachine, "status")
+	for i, j := range jobs {
+		field := fmt.Sprintf("jobs[%d]", i)
+		if j == nil {
+			errs.Add(field, "is nil")
+			continue
+		}
+		if j.ID == "" {
+			errs.Add(field+".id", "is required")
+		}
+		owned(&j.ExpID, field+".exp_id")
+		j.Version = 1
+		stamp(&j.CreatedAt, &j.UpdatedAt)
+		j.StartedAt, j.FinishedAt = normTimePtr(j.StartedAt), normTimePtr(j.FinishedAt)
+		j.AbortingAt, j.AbortedAt = normTimePtr(j.AbortingAt), normTimePtr(j.AbortedAt)
+		initial(&j.Status, lifecycle.JobMachine, field+".status")
+	}
+	if art != nil {
+		if art.ID == "" {
+			errs.Add("artifact.id", "is required")
+		}
+		owned(&art.ExpID, "artifact.exp_id")
+		art.Version = 1
+		stamp(&art.CreatedAt, &art.UpdatedAt)
+		initial(&art.Status, lifecycle.ArtifactMachine, "artifact.status")
+	}
+	return errs.Err()
+}
+
+// GetExp implements store.Store.
+func (s *Store) GetExp(ctx context.Context, id string) (*store.Experiment, error) {
+	return s.getExp(ctx, s.rdb, id, "")
+}
+
+// getExp reads one experiment; lock is "" or the dialect's FOR UPDATE.
+func (s *Store) getExp(ctx context.Context, q querier, id, lock string) (*store.Experiment, error) {
+	e, _, err := scanExp(q.QueryRowContext(ctx, "SELECT "+expCols+" FROM experiments WHERE id = ?"+lock, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errdefs.NotFound("experiment", id)
+	}
+	if err != nil {
+		return nil, dbErr("get experiment", err)
+	}
+	return e, nil
+}
+
+// ListExps implements store.Store: newest first.
+func (s *Store) ListExps(ctx context.Context, f store.ExpFilter) ([]*store.Experiment, string, error) {
+	var c conds
+	c.eq("cluster_name", f.ClusterName)
+	c.eq("status", string(f.Status))
+	c.eq("exp_type", f.ExpType)
+	c.eq("creator", f.Creator)
+	return listPage(ctx, s.rdb, "experiments", expCols, c, f.Page, true, scanExp)
+}
+
+// UpdateExpStatus implements store.Store.
+func (s *Store) UpdateExpStatus(ctx context.Context, u store.StatusUpdate) (*store.Experiment, error) {
+	if u.ClusterName != "" {
+		return nil, errdefs.Invalid("cluster_name", "applies to jobs only")
+	}
+	var out *store.Experiment
+	err := s.updateStatus(ctx, expEntity, u, func(tx *sql.Tx) (err error) {
+		out, err = s.getExp(ctx, tx, u.ID, "")
+		return err
+	})
+	return out, err
+}
+
+// abortableJobs are the job statuses AbortExp moves to Aborting: those the
+// job machine lets move there, other than Aborting itself.
+var abortableJobs = func() []string {
+	var out []string
+	for _, st := range lifecycle.JobMachine.NonTerminal() {
+		if st != lifecycle.Aborting && lifecycle.JobMachine.Can(st, lifecycle.Aborting) {
+			out = append(out, string(st))
+		}
+	}
+	return out
+}()
+
+// AbortExp implements store.Store. The experiment row is locked first, so an
+// abort and a concurrent job status update serialise on the job rows: the
+// update either lands before (and the abort skips the finished job) or
+// finds the job Aborting and fails its precondition.
+func (s *Store) AbortExp(ctx context.Context, id, message string) (*store.Experiment, bool, error) {
+	var (
+		out     *store.Experiment
+		changed bool
+	)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		changed = false
+		e, err := s.getExp(ctx, tx, id, s.d.forUpdate)
+		if err != nil {
+			return err
+		}
+		out = e
+		if lifecycle.ExperimentMachine.IsTerminal(e.Status) || e.Status == lifecycle.Aborting {
+			return nil
+		}
+		if err := lifecycle.ExperimentMachine.Check(e.Status, lifecycle.Aborting); err != nil {
+			return err
+		}
+		now := s.now()
+		if _, err := tx.ExecContext(ctx, "UPDATE experiments SET status = ?, reason = '', message = ?, "+
+			"version = version + 1, updated_at = ?, aborting_at = ? WHERE id = ?",
+			string(lifecycle.Aborting), message, s.d.timeArg(now), s.d.timeArg(now), id); err != nil {
+			return dbErr("abort experiment", err)
+		}
+		var c conds
+		c.eq("exp_id", id)
+		c.in("status", abortableJobs)
+		args := append([]any{string(lifecycle.Aborting), message, s.d.timeArg(now), s.d.timeArg(now)}, c.args...)
+		if _, err := tx.ExecContext(ctx, "UPDATE jobs SET status = ?, reason = '', message = ?, "+
+			"version = version + 1, updated_at = ?, aborting_at = ?"+c.sql(), args...); err != nil {
+			return dbErr("abort jobs", err)
+		}
+		e.Status, e.Reason, e.Message = lifecycle.Aborting, "", message
+		e.Version++
+		e.UpdatedAt, e.AbortingAt = now, &now
+		changed = true
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, changed, nil
+}
+
+// DeleteExp implements store.Store.
+func (s *Store) DeleteExp(ctx context.Context, id string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var st lifecycle.Status
+		err := tx.QueryRowContext(ctx, "SELECT status FROM experiments WHERE id = ?"+s.d.forUpdate, id).Scan(&st)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errdefs.NotFound("experiment", id)
+		}
+		if err != nil {
+			return dbErr("delete experiment", err)
+		}
+		switch {
+		case st == lifecycle.Aborting:
+			return errdefs.Precondition("experiment %s is %s: wait for the abort to finish", id, st)
+		case !lifecycle.ExperimentMachine.IsTerminal(st):
+			return errdefs.Precondition("experiment %s is %s: abort it first", id, st)
+		}
+		// Children first: they reference the experiment.
+		for _, q := range []string{
+			"DELETE FROM artifacts WHERE exp_id = ?",
+			"DELETE FROM jobs WHERE exp_id = ?",
+			"DELETE FROM experiments WHERE id = ?",
+		} {
+			if _, err := tx.ExecContext(ctx, q, id); err != nil {
+				return dbErr("delete experiment", err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,138 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+const (
+	jobInsertCols = "id, exp_id, exp_name, role, cluster_name, exp_type, priority, task_spec, " +
+		"status, reason, message, creator, artifact_id, artifact_path, version, " +
+		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at"
+	jobCols = "seq, " + jobInsertCols
+)
+
+func (s *Store) jobArgs(j *store.Job) []any {
+	return []any{
+		j.ID, j.ExpID, j.ExpName, j.Role, j.ClusterName, j.ExpType, j.Priority, jsonArg(j.TaskSpec),
+		string(j.Status), j.Reason, j.Message, j.Creator, j.ArtifactID, j.ArtifactPath, j.Version,
+		s.d.timeArg(j.CreatedAt), s.d.timeArg(j.UpdatedAt), s.d.timePtrArg(j.StartedAt),
+		s.d.timePtrArg(j.FinishedAt), s.d.timePtrArg(j.AbortingAt), s.d.timePtrArg(j.AbortedAt),
+	}
+}
+
+func scanJob(sc scanner) (*store.Job, int64, error) {
+	var j store.Job
+	var seq int64
+	err := sc.Scan(&seq, &j.ID, &j.ExpID, &j.ExpName, &j.Role, &j.ClusterName, &j.ExpType, &j.Priority,
+		jsonCol{&j.TaskSpec}, &j.Status, &j.Reason, &j.Message, &j.Creator, &j.ArtifactID, &j.ArtifactPath, &j.Version,
+		timeCol{&j.CreatedAt}, timeCol{&j.UpdatedAt}, nullTimeCol{&j.StartedAt},
+		nullTimeCol{&j.FinishedAt}, nullTimeCol{&j.AbortingAt}, nullTimeCol{&j.AbortedAt})
+	return &j, seq, err
+}
+
+// GetJob implements store.Store.
+func (s *Store) GetJob(ctx context.Context, id string) (*store.Job, error) {
+	return s.getJob(ctx, s.rdb, id)
+}
+
+func (s *Store) getJob(ctx context.Context, q querier, id string) (*store.Job, error) {
+	j, _, err := scanJob(q.QueryRowContext(ctx, "SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errdefs.NotFound("job", id)
+	}
+	if err != nil {
+		return nil, dbErr("get job", err)
+	}
+	return j, nil
+}
+
+// ListJobs implements store.Store: oldest first.
+func (s *Store) ListJobs(ctx context.Context, f store.JobFilter) ([]*store.Job, string, error) {
+	var c conds
+	c.eq("exp_id", f.ExpID)
+	c.in("status", statusStrings(f.Statuses))
+	c.eq("cluster_name", f.ClusterName)
+	return listPage(ctx, s.rdb, "jobs", jobCols, c, f.Page, false, scanJob)
+}
+
+// UpdateJobStatus implements store.Store. A non-empty u.ClusterName records
+// where the job was dispatched, in the same statement.
+func (s *Store) UpdateJobStatus(ctx context.Context, u store.StatusUpdate) (*store.Job, error) {
+	var out *store.Job
+	err := s.updateStatus(ctx, jobEntity, u, func(tx *sql.Tx) (err error) {
+		out, err = s.getJob(ctx, tx, u.ID)
+		return err
+	})
+	return out, err
+}
+
+const (
+	artInsertCols = "id, exp_id, path, artifact_type, status, reason, message, version, created_at, updated_at"
+	artCols       = "seq, " + artInsertCols
+)
+
+func (s *Store) artArgs(a *store.Artifact) []any {
+	return []any{
+		a.ID, a.ExpID, a.Path, a.ArtifactType, string(a.Status), a.Reason, a.Message, a.Version,
+		s.d.timeArg(a.CreatedAt), s.d.timeArg(a.UpdatedAt),
+	}
+}
+
+func scanArt(sc scanner) (*store.Artifact, int64, error) {
+	var a store.Artifact
+	var seq int64
+	err := sc.Scan(&seq, &a.ID, &a.ExpID, &a.Path, &a.ArtifactType, &a.Status, &a.Reason, &a.Message, &a.Version,
+		timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt})
+	return &a, seq, err
+}
+
+// GetArtifact implements store.Store.
+func (s *Store) GetArtifact(ctx context.Context, id string) (*store.Artifact, error) {
+	return s.getArt(ctx, s.rdb, id)
+}
+
+func (s *Store) getArt(ctx context.Context, q querier, id string) (*store.Artifact, error) {
+	a, _, err := scanArt(q.QueryRowContext(ctx, "SELECT "+artCols+" FROM artifacts WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errdefs.NotFound("artifact", id)
+	}
+	if err != nil {
+		return nil, dbErr("get artifact", err)
+	}
+	return a, nil
+}
+
+// ListArtifacts implements store.Store: oldest first.
+func (s *Store) ListArtifacts(ctx context.Context, f store.ArtifactFilter) ([]*store.Artifact, string, error) {
+	var c conds
+	c.eq("exp_id", f.ExpID)
+	c.in("status", statusStrings(f.Statuses))
+	return listPage(ctx, s.rdb, "artifacts", artCols, c, f.Page, false, scanArt)
+}
+
+// UpdateArtifactStatus implements store.Store.
+func (s *Store) UpdateArtifactStatus(ctx context.Context, u store.StatusUpdate) (*store.Artifact, error) {
+	if u.ClusterName != "" {
+		return nil, errdefs.Invalid("cluster_name", "applies to jobs only")
+	}
+	var out *store.Artifact
+	err := s.updateStatus(ctx, artEntity, u, func(tx *sql.Tx) (err error) {
+		out, err = s.getArt(ctx, tx, u.ID)
+		return err
+	})
+	return out, err
+}
+
+func statusStrings(ss []lifecycle.Status) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}

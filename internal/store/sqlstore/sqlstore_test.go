@@ -1,0 +1,1102 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+	"github.com/falconhq/falcon/internal/store/sqlstore"
+	"github.com/falconhq/falcon/internal/testenv/dbtest"
+)
+
+// The same suite runs against both backends: the store promises one
+// behaviour, whichever database is behind it.
+
+func TestSQLite(t *testing.T) {
+	t.Parallel()
+	runSuite(t, dbtest.NewSQLite)
+}
+
+func TestMySQL(t *testing.T) {
+	t.Parallel()
+	dbtest.MySQLDSN(t) // skip (or fail under CI) once, not in every subtest
+	runSuite(t, dbtest.NewMySQL)
+}
+
+type opener func(tb testing.TB, opts ...sqlstore.Option) *sqlstore.Store
+
+// env is one subtest's store, on its own empty database, and its clock.
+type env struct {
+	s   *sqlstore.Store
+	clk *clock
+}
+
+func runSuite(t *testing.T, open opener) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, e env)
+	}{
+		{"CreateGetRoundTrip", testCreateGetRoundTrip},
+		{"CreateRollsBack", testCreateRollsBack},
+		{"CreateRejectsBadInput", testCreateRejectsBadInput},
+		{"UpdateJobStatus", testUpdateJobStatus},
+		{"StatusTimestamps", testStatusTimestamps},
+		{"AbortExp", testAbortExp},
+		{"AbortRacesStatusUpdate", testAbortRacesStatusUpdate},
+		{"ListExpsPagination", testListExpsPagination},
+		{"ListJobsAndArtifacts", testListJobsAndArtifacts},
+		{"DeleteExp", testDeleteExp},
+		{"Clusters", testClusters},
+		{"EnsureUser", testEnsureUser},
+		{"MigrateTwice", testMigrateTwice},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			tc.run(t, env{s: open(t, sqlstore.WithClock(clk.Now)), clk: clk})
+		})
+	}
+}
+
+// clock is a manual clock. Its start has nanoseconds, which the store must
+// truncate to microseconds on both backends.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+var t0 = time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC)
+
+// t0us is t0 as stored.
+var t0us = t0.Truncate(time.Microsecond)
+
+func newClock() *clock { return &clock{t: t0} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock by d and returns the new time as stored.
+func (c *clock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	return c.t.UTC().Truncate(time.Microsecond)
+}
+
+var ctx = context.Background()
+
+// newExp returns an experiment named name with one job per role and an
+// artifact, in their initial statuses, ready for CreateExp.
+func newExp(name string, roles ...string) (*store.Experiment, []*store.Job, *store.Artifact) {
+	if len(roles) == 0 {
+		roles = []string{"trainer", "evaluator"}
+	}
+	exp := &store.Experiment{
+		ID:           ids.New(ids.Experiment),
+		Name:         name,
+		ExpType:      "train",
+		ClusterName:  "local",
+		Priority:     3,
+		Tags:         []string{"team:vision", "nightly"},
+		Config:       `{"lr": 0.1}`,
+		Status:       lifecycle.Created,
+		Creator:      "ada@example.com",
+		CreatorID:    "u-ada",
+		ArtifactPath: "gs://bucket/" + name,
+	}
+	art := &store.Artifact{
+		ID: ids.New(ids.Artifact), ExpID: exp.ID, Path: exp.ArtifactPath, ArtifactType: "gcs",
+		Status: lifecycle.Created,
+	}
+	exp.RoleToTaskSpec = map[string]store.TaskSpec{}
+	var jobs []*store.Job
+	for _, r := range roles {
+		spec := store.TaskSpec{Command: "python " + r + ".py", Replica: 2, Image: "falcon/" + r + ":1",
+			Envs: map[string]string{"ROLE": r}, TimeoutSeconds: 3600}
+		exp.RoleToTaskSpec[r] = spec
+		jobs = append(jobs, &store.Job{
+			ID: ids.New(ids.Job), ExpID: exp.ID, ExpName: name, Role: r, ClusterName: exp.ClusterName,
+			ExpType: exp.ExpType, Priority: exp.Priority, TaskSpec: spec, Status: lifecycle.Pending,
+			Creator: exp.Creator, ArtifactID: art.ID, ArtifactPath: art.Path,
+		})
+	}
+	return exp, jobs, art
+}
+
+func mustCreate(t *testing.T, s *sqlstore.Store, exp *store.Experiment, jobs []*store.Job, art *store.Artifact) {
+	t.Helper()
+	if err := s.CreateExp(ctx, exp, jobs, art); err != nil {
+		t.Fatalf("CreateExp(%s): %v", exp.Name, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func testCreateGetRoundTrip(t *testing.T, e env) {
+	exp, jobs, art := newExp("roundtrip")
+	// Every field set, including the large ones at their limit.
+	exp.Config = strings.Repeat("x", 1<<20)
+	exp.Reason, exp.Message = "Because", "über ✓ utf8mb4 🚀"
+	exp.StartedAt = ptr(t0.Add(-time.Hour))
+	exp.RoleToTaskSpec["trainer"] = store.TaskSpec{Command: strings.Repeat("c", 200<<10), Replica: 8,
+		Image: "img", DeviceCount: 4, DeviceType: "tpu-v5e", DeviceTopo: "2x2",
+		Envs: map[string]string{"A": "1", "B": "2"}, TimeoutSeconds: 60, SupplyMode: "spot"}
+	jobs[0].TaskSpec = exp.RoleToTaskSpec["trainer"]
+	// A caller's time in another zone with nanoseconds comes back as UTC
+	// microseconds.
+	jobs[1].CreatedAt = time.Date(2025, 1, 1, 12, 0, 0, 999999999, time.FixedZone("X", 3600))
+	jobs[1].StartedAt = ptr(jobs[1].CreatedAt)
+
+	mustCreate(t, e.s, exp, jobs, art)
+
+	want := *exp
+	want.Version = 1
+	want.CreatedAt, want.UpdatedAt = t0us, t0us
+	want.StartedAt = ptr(t0us.Add(-time.Hour))
+	gotExp, err := e.s.GetExp(ctx, exp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&want, gotExp); diff != "" {
+		t.Errorf("GetExp mismatch (-want +got):\n%s", diff)
+	}
+	// The caller's structs were normalised to what reads return.
+	if diff := cmp.Diff(exp, gotExp); diff != "" {
+		t.Errorf("CreateExp left the caller's experiment unlike the stored row (-caller +stored):\n%s", diff)
+	}
+
+	jobCreated := time.Date(2025, 1, 1, 11, 0, 0, 999999000, time.UTC)
+	for i, j := range jobs {
+		want := *j
+		want.Version = 1
+		if i == 1 {
+			want.CreatedAt, want.UpdatedAt, want.StartedAt = jobCreated, t0us, ptr(jobCreated)
+		} else {
+			want.CreatedAt, want.UpdatedAt = t0us, t0us
+		}
+		got, err := e.s.GetJob(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&want, got); diff != "" {
+			t.Errorf("GetJob(%s) mismatch (-want +got):\n%s", j.Role, diff)
+		}
+	}
+
+	wantArt := *art
+	wantArt.Version, wantArt.CreatedAt, wantArt.UpdatedAt = 1, t0us, t0us
+	gotArt, err := e.s.GetArtifact(ctx, art.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&wantArt, gotArt); diff != "" {
+		t.Errorf("GetArtifact mismatch (-want +got):\n%s", diff)
+	}
+
+	// nil and empty collections survive as they were.
+	bare := &store.Experiment{ID: ids.New(ids.Experiment), Name: "bare", Status: lifecycle.Created}
+	mustCreate(t, e.s, bare, nil, nil)
+	got, err := e.s.GetExp(ctx, bare.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(bare, got); diff != "" {
+		t.Errorf("bare experiment mismatch (-want +got):\n%s", diff)
+	}
+
+	for name, get := range map[string]func() error{
+		"GetExp":      func() error { _, err := e.s.GetExp(ctx, "exp-missing"); return err },
+		"GetJob":      func() error { _, err := e.s.GetJob(ctx, "job-missing"); return err },
+		"GetArtifact": func() error { _, err := e.s.GetArtifact(ctx, "art-missing"); return err },
+	} {
+		if err := get(); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("%s(missing) = %v, want ErrNotFound", name, err)
+		}
+	}
+}
+
+// assertNoRows checks that nothing of a failed CreateExp was written.
+func assertNoRows(t *testing.T, s *sqlstore.Store, exp *store.Experiment, jobs []*store.Job, art *store.Artifact) {
+	t.Helper()
+	if _, err := s.GetExp(ctx, exp.ID); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("GetExp = %v, want ErrNotFound", err)
+	}
+	assertNoChildren(t, s, jobs, art)
+}
+
+// assertNoChildren checks that no job or artifact of a failed CreateExp was
+// written. Their IDs may exist if the test reused another experiment's, so
+// a row found must belong to that other experiment.
+func assertNoChildren(t *testing.T, s *sqlstore.Store, jobs []*store.Job, art *store.Artifact) {
+	t.Helper()
+	for _, j := range jobs {
+		got, err := s.GetJob(ctx, j.ID)
+		if err == nil && got.ExpName == j.ExpName || err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("GetJob(%s) = %+v, %v; want ErrNotFound", j.Role, got, err)
+		}
+	}
+	got, err := s.GetArtifact(ctx, art.ID)
+	if err == nil && got.ExpID == art.ExpID && got.Path == art.Path || err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("GetArtifact = %+v, %v; want ErrNotFound", got, err)
+	}
+}
+
+func testCreateRollsBack(t *testing.T, e env) {
+	first, firstJobs, firstArt := newExp("first")
+	mustCreate(t, e.s, first, firstJobs, firstArt)
+
+	tests := []struct {
+		name    string
+		mutate  func(exp *store.Experiment, jobs []*store.Job, art *store.Artifact)
+		wantMsg string
+	}{
+		{
+			name:    "duplicate job ID within the experiment",
+			mutate:  func(_ *store.Experiment, jobs []*store.Job, _ *store.Artifact) { jobs[1].ID = jobs[0].ID },
+			wantMsg: "job",
+		},
+		{
+			name:    "job ID of another experiment",
+			mutate:  func(_ *store.Experiment, jobs []*store.Job, _ *store.Artifact) { jobs[1].ID = firstJobs[0].ID },
+			wantMsg: firstJobs[0].ID,
+		},
+		{
+			name:    "artifact ID of another experiment",
+			mutate:  func(_ *store.Experiment, _ []*store.Job, art *store.Artifact) { art.ID = firstArt.ID },
+			wantMsg: firstArt.ID,
+		},
+		{
+			name:    "duplicate experiment name",
+			mutate:  func(exp *store.Experiment, _ []*store.Job, _ *store.Artifact) { exp.Name = "first" },
+			wantMsg: `experiment name "first"`,
+		},
+		{
+			name: "duplicate experiment ID",
+			mutate: func(exp *store.Experiment, jobs []*store.Job, art *store.Artifact) {
+				exp.ID, art.ExpID = first.ID, first.ID
+				for _, j := range jobs {
+					j.ExpID = first.ID
+				}
+			},
+			wantMsg: first.ID,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			exp, jobs, art := newExp("second")
+			tc.mutate(exp, jobs, art)
+			err := e.s.CreateExp(ctx, exp, jobs, art)
+			if !errors.Is(err, errdefs.ErrAlreadyExists) || !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Fatalf("CreateExp = %v, want ErrAlreadyExists mentioning %q", err, tc.wantMsg)
+			}
+			if exp.ID != first.ID {
+				assertNoRows(t, e.s, exp, jobs, art)
+			} else {
+				assertNoChildren(t, e.s, jobs, art)
+			}
+			// The first experiment is untouched.
+			if got, err := e.s.GetExp(ctx, first.ID); err != nil || got.Name != "first" || got.Version != 1 {
+				t.Errorf("first experiment after failed create = %+v, %v", got, err)
+			}
+			all, _, err := e.s.ListExps(ctx, store.ExpFilter{})
+			if err != nil || len(all) != 1 {
+				t.Errorf("ListExps = %d experiments, %v; want 1", len(all), err)
+			}
+		})
+	}
+}
+
+func testCreateRejectsBadInput(t *testing.T, e env) {
+	tests := []struct {
+		name      string
+		mutate    func(exp *store.Experiment, jobs []*store.Job, art *store.Artifact)
+		wantField string
+	}{
+		{"missing ID", func(exp *store.Experiment, _ []*store.Job, _ *store.Artifact) { exp.ID = "" }, "id"},
+		{"missing name", func(exp *store.Experiment, _ []*store.Job, _ *store.Artifact) { exp.Name = "" }, "name"},
+		{"job of another experiment", func(_ *store.Experiment, jobs []*store.Job, _ *store.Artifact) { jobs[1].ExpID = "exp-other" }, "jobs[1].exp_id"},
+		{"unknown status", func(exp *store.Experiment, _ []*store.Job, _ *store.Artifact) { exp.Status = "Bogus" }, "status"},
+		{"job with an experiment status", func(_ *store.Experiment, jobs []*store.Job, _ *store.Artifact) { jobs[0].Status = lifecycle.Created }, "jobs[0].status"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			exp, jobs, art := newExp("bad")
+			tc.mutate(exp, jobs, art)
+			err := e.s.CreateExp(ctx, exp, jobs, art)
+			var fe errdefs.FieldErrors
+			if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != tc.wantField {
+				t.Fatalf("CreateExp = %v, want one FieldError on %s", err, tc.wantField)
+			}
+			all, _, _ := e.s.ListExps(ctx, store.ExpFilter{})
+			if len(all) != 0 {
+				t.Errorf("ListExps = %d experiments after rejected create, want 0", len(all))
+			}
+		})
+	}
+}
+
+func testUpdateJobStatus(t *testing.T, e env) {
+	isIllegal := func(err error) bool {
+		var ite *lifecycle.IllegalTransitionError
+		return errors.As(err, &ite)
+	}
+	tests := []struct {
+		name string
+		// before lists updates applied first, to reach the starting status.
+		before  []store.StatusUpdate
+		update  store.StatusUpdate
+		wantErr func(error) bool
+		errMsg  string // when set, the error must contain it ("%s": the job ID)
+		want    func(j *store.Job)
+	}{
+		{
+			name:   "pending to running",
+			update: store.StatusUpdate{Expected: lifecycle.Pending, Status: lifecycle.Running, ClusterName: "gke-a"},
+			want: func(j *store.Job) {
+				j.Status, j.ClusterName, j.Version, j.StartedAt = lifecycle.Running, "gke-a", 2, ptr(t0us)
+			},
+		},
+		{
+			name:   "same status with new reason and message",
+			update: store.StatusUpdate{Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Provisioning", Message: "node pool 1/2"},
+			want: func(j *store.Job) {
+				j.Reason, j.Message, j.Version = "Provisioning", "node pool 1/2", 2
+			},
+		},
+		{
+			name: "same status twice with identical values still bumps version",
+			before: []store.StatusUpdate{
+				{Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Waiting"},
+			},
+			update: store.StatusUpdate{Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Waiting"},
+			want:   func(j *store.Job) { j.Reason, j.Version = "Waiting", 3 },
+		},
+		{
+			name:    "illegal transition",
+			update:  store.StatusUpdate{Expected: lifecycle.Pending, Status: lifecycle.Succeeded},
+			wantErr: isIllegal,
+		},
+		{
+			name:    "expected status is stale",
+			update:  store.StatusUpdate{Expected: lifecycle.Running, Status: lifecycle.Succeeded},
+			wantErr: func(err error) bool { return errors.Is(err, errdefs.ErrFailedPrecondition) },
+			errMsg:  "job %s is Pending, not Running",
+		},
+		{
+			name:    "unknown ID",
+			update:  store.StatusUpdate{ID: "job-missing", Expected: lifecycle.Pending, Status: lifecycle.Running},
+			wantErr: func(err error) bool { return errors.Is(err, errdefs.ErrNotFound) },
+		},
+		{
+			name:    "expected is required",
+			update:  store.StatusUpdate{Status: lifecycle.Running},
+			wantErr: func(err error) bool { return errors.Is(err, errdefs.ErrInvalid) },
+		},
+		{
+			name: "terminal status cannot be rewritten",
+			before: []store.StatusUpdate{
+				{Expected: lifecycle.Pending, Status: lifecycle.Running},
+				{Expected: lifecycle.Running, Status: lifecycle.Succeeded},
+			},
+			update:  store.StatusUpdate{Expected: lifecycle.Succeeded, Status: lifecycle.Succeeded, Message: "again"},
+			wantErr: isIllegal,
+		},
+		{
+			name: "terminal status cannot be left by a stale caller",
+			before: []store.StatusUpdate{
+				{Expected: lifecycle.Pending, Status: lifecycle.Running},
+				{Expected: lifecycle.Running, Status: lifecycle.Succeeded},
+			},
+			update:  store.StatusUpdate{Expected: lifecycle.Running, Status: lifecycle.Failed},
+			wantErr: func(err error) bool { return errors.Is(err, errdefs.ErrFailedPrecondition) },
+			errMsg:  "job %s is Succeeded, not Running",
+		},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			exp, jobs, art := newExp(fmt.Sprintf("upd-%d", i))
+			mustCreate(t, e.s, exp, jobs, art)
+			j := jobs[0]
+			for _, u := range tc.before {
+				u.ID = j.ID
+				if _, err := e.s.UpdateJobStatus(ctx, u); err != nil {
+					t.Fatalf("setup %s -> %s: %v", u.Expected, u.Status, err)
+				}
+			}
+			before, err := e.s.GetJob(ctx, j.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := tc.update
+			if u.ID == "" {
+				u.ID = j.ID
+			}
+			got, err := e.s.UpdateJobStatus(ctx, u)
+			if tc.wantErr != nil {
+				if err == nil || !tc.wantErr(err) {
+					t.Fatalf("UpdateJobStatus = %v, %v; want a matching error", got, err)
+				}
+				if tc.errMsg != "" && !strings.Contains(err.Error(), fmt.Sprintf(tc.errMsg, j.ID)) {
+					t.Errorf("error %q does not contain %q", err, fmt.Sprintf(tc.errMsg, j.ID))
+				}
+				after, _ := e.s.GetJob(ctx, j.ID)
+				if diff := cmp.Diff(before, after); diff != "" {
+					t.Errorf("failed update changed the job (-before +after):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("UpdateJobStatus: %v", err)
+			}
+			want := *before
+			tc.want(&want)
+			if diff := cmp.Diff(&want, got); diff != "" {
+				t.Errorf("returned job mismatch (-want +got):\n%s", diff)
+			}
+			stored, _ := e.s.GetJob(ctx, j.ID)
+			if diff := cmp.Diff(got, stored); diff != "" {
+				t.Errorf("returned job differs from stored (-returned +stored):\n%s", diff)
+			}
+		})
+	}
+
+	// Experiments and artifacts share the code; one check each that their
+	// own machine applies.
+	exp, jobs, art := newExp("upd-kinds")
+	mustCreate(t, e.s, exp, jobs, art)
+	if _, err := e.s.UpdateExpStatus(ctx, store.StatusUpdate{ID: exp.ID, Expected: lifecycle.Created, Status: lifecycle.Pending}); !errors.As(err, new(*lifecycle.IllegalTransitionError)) {
+		t.Errorf("UpdateExpStatus(Created -> Pending) = %v, want IllegalTransitionError", err)
+	}
+	if _, err := e.s.UpdateArtifactStatus(ctx, store.StatusUpdate{ID: art.ID, Expected: lifecycle.Succeeded, Status: lifecycle.Failed}); !errors.As(err, new(*lifecycle.IllegalTransitionError)) {
+		t.Errorf("UpdateArtifactStatus(Succeeded -> Failed) = %v, want IllegalTransitionError", err)
+	}
+	if _, err := e.s.UpdateArtifactStatus(ctx, store.StatusUpdate{ID: "art-missing", Expected: lifecycle.Created, Status: lifecycle.Failed}); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("UpdateArtifactStatus(missing) = %v, want ErrNotFound", err)
+	}
+	if _, err := e.s.UpdateExpStatus(ctx, store.StatusUpdate{ID: exp.ID, Expected: lifecycle.Created, Status: lifecycle.Running, ClusterName: "x"}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("UpdateExpStatus with ClusterName = %v, want ErrInvalid", err)
+	}
+}
+
+func testStatusTimestamps(t *testing.T, e env) {
+	exp, jobs, art := newExp("times")
+	mustCreate(t, e.s, exp, jobs, art)
+	a, b := jobs[0], jobs[1]
+
+	type step struct {
+		id       string
+		job      bool // else experiment
+		from, to lifecycle.Status
+	}
+	// Each step runs at its own clock tick: at[i] is when step i happened.
+	steps := []step{
+		{exp.ID, false, lifecycle.Created, lifecycle.Running}, // 0
+		{a.ID, true, lifecycle.Pending, lifecycle.Running},    // 1
+		{b.ID, true, lifecycle.Pending, lifecycle.Running},    // 2
+		{a.ID, true, lifecycle.Running, lifecycle.Running},    // 3: progress, started_at kept
+		{a.ID, true, lifecycle.Running, lifecycle.Succeeded},  // 4
+		{b.ID, true, lifecycle.Running, lifecycle.Aborting},   // 5
+		{b.ID, true, lifecycle.Aborting, lifecycle.Aborting},  // 6: progress, aborting_at kept
+		{b.ID, true, lifecycle.Aborting, lifecycle.Aborted},   // 7
+		{exp.ID, false, lifecycle.Running, lifecycle.Failed},  // 8
+	}
+	var at []time.Time
+	for _, st := range steps {
+		now := e.clk.Advance(time.Second)
+		at = append(at, now)
+		u := store.StatusUpdate{ID: st.id, Expected: st.from, Status: st.to}
+		var err error
+		if st.job {
+			_, err = e.s.UpdateJobStatus(ctx, u)
+		} else {
+			_, err = e.s.UpdateExpStatus(ctx, u)
+		}
+		if err != nil {
+			t.Fatalf("%s %s -> %s: %v", st.id, st.from, st.to, err)
+		}
+	}
+	artDone := e.clk.Advance(time.Second)
+	if _, err := e.s.UpdateArtifactStatus(ctx, store.StatusUpdate{ID: art.ID, Expected: lifecycle.Created, Status: lifecycle.Succeeded}); err != nil {
+		t.Fatal(err)
+	}
+
+	type times struct {
+		Version                                  int64
+		Updated                                  time.Time
+		Started, Finished, AbortingAt, AbortedAt *time.Time
+	}
+	gotExp, _ := e.s.GetExp(ctx, exp.ID)
+	gotA, _ := e.s.GetJob(ctx, a.ID)
+	gotB, _ := e.s.GetJob(ctx, b.ID)
+	gotArt, _ := e.s.GetArtifact(ctx, art.ID)
+	got := map[string]times{
+		"exp": {gotExp.Version, gotExp.UpdatedAt, gotExp.StartedAt, gotExp.FinishedAt, gotExp.AbortingAt, gotExp.AbortedAt},
+		"a":   {gotA.Version, gotA.UpdatedAt, gotA.StartedAt, gotA.FinishedAt, gotA.AbortingAt, gotA.AbortedAt},
+		"b":   {gotB.Version, gotB.UpdatedAt, gotB.StartedAt, gotB.FinishedAt, gotB.AbortingAt, gotB.AbortedAt},
+		"art": {Version: gotArt.Version, Updated: gotArt.UpdatedAt},
+	}
+	want := map[string]times{
+		"exp": {Version: 3, Updated: at[8], Started: &at[0], Finished: &at[8]},
+		"a":   {Version: 4, Updated: at[4], Started: &at[1], Finished: &at[4]},
+		"b":   {Version: 5, Updated: at[7], Started: &at[2], Finished: &at[7], AbortingAt: &at[5], AbortedAt: &at[7]},
+		"art": {Version: 2, Updated: artDone},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("timestamps mismatch (-want +got):\n%s", diff)
+	}
+	if gotExp.CreatedAt != t0us || gotArt.CreatedAt != t0us {
+		t.Errorf("created_at moved: exp %v, artifact %v; want %v", gotExp.CreatedAt, gotArt.CreatedAt, t0us)
+	}
+}
+
+func testAbortExp(t *testing.T, e env) {
+	exp, jobs, art := newExp("abort", "pending", "running", "done")
+	exp.Status = lifecycle.Running
+	jobs[0].Reason = "Provisioning"
+	jobs[1].Status = lifecycle.Running
+	jobs[2].Status = lifecycle.Succeeded
+	mustCreate(t, e.s, exp, jobs, art)
+	doneBefore, _ := e.s.GetJob(ctx, jobs[2].ID)
+
+	now := e.clk.Advance(time.Minute)
+	got, changed, err := e.s.AbortExp(ctx, exp.ID, "user abort")
+	if err != nil || !changed {
+		t.Fatalf("AbortExp = changed %v, %v; want changed", changed, err)
+	}
+	wantExp := *exp
+	wantExp.Status, wantExp.Message, wantExp.Version = lifecycle.Aborting, "user abort", 2
+	wantExp.UpdatedAt, wantExp.AbortingAt = now, &now
+	if diff := cmp.Diff(&wantExp, got); diff != "" {
+		t.Errorf("AbortExp returned (-want +got):\n%s", diff)
+	}
+	stored, _ := e.s.GetExp(ctx, exp.ID)
+	if diff := cmp.Diff(got, stored); diff != "" {
+		t.Errorf("AbortExp returned a different experiment than it stored (-returned +stored):\n%s", diff)
+	}
+	for _, j := range jobs[:2] {
+		want := *j
+		want.Status, want.Reason, want.Message, want.Version = lifecycle.Aborting, "", "user abort", 2
+		want.UpdatedAt, want.AbortingAt = now, &now
+		got, _ := e.s.GetJob(ctx, j.ID)
+		if diff := cmp.Diff(&want, got); diff != "" {
+			t.Errorf("job %s after abort (-want +got):\n%s", j.Role, diff)
+		}
+	}
+	doneAfter, _ := e.s.GetJob(ctx, jobs[2].ID)
+	if diff := cmp.Diff(doneBefore, doneAfter); diff != "" {
+		t.Errorf("abort changed a Succeeded job (-before +after):\n%s", diff)
+	}
+
+	// A second abort is a no-op.
+	e.clk.Advance(time.Minute)
+	again, changed, err := e.s.AbortExp(ctx, exp.ID, "again")
+	if err != nil || changed {
+		t.Fatalf("second AbortExp = changed %v, %v; want unchanged", changed, err)
+	}
+	if diff := cmp.Diff(stored, again); diff != "" {
+		t.Errorf("second AbortExp wrote (-before +after):\n%s", diff)
+	}
+
+	// A terminal experiment is left alone, jobs included.
+	fin, finJobs, finArt := newExp("finished")
+	fin.Status = lifecycle.Failed
+	mustCreate(t, e.s, fin, finJobs, finArt)
+	got, changed, err = e.s.AbortExp(ctx, fin.ID, "too late")
+	if err != nil || changed || got.Status != lifecycle.Failed || got.Version != 1 {
+		t.Errorf("AbortExp(terminal) = %+v, changed %v, %v; want unchanged Failed", got, changed, err)
+	}
+	if j, _ := e.s.GetJob(ctx, finJobs[0].ID); j.Status != lifecycle.Pending || j.Version != 1 {
+		t.Errorf("AbortExp(terminal) touched job: %+v", j)
+	}
+
+	if _, _, err := e.s.AbortExp(ctx, "exp-missing", ""); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("AbortExp(missing) = %v, want ErrNotFound", err)
+	}
+}
+
+// testAbortRacesStatusUpdate runs a user's abort against a controller
+// reporting success for the same job. Either order is fine; what must never
+// happen is a job overwritten to Succeeded after the abort moved it to
+// Aborting.
+func testAbortRacesStatusUpdate(t *testing.T, e env) {
+	iterations := 200
+	if testing.Short() {
+		iterations = 20
+	}
+	// The update is quicker than the abort, so left alone it nearly always
+	// wins. Delaying one side, alternately, by up to one abort's latency
+	// (measured here, as it differs per backend) makes both orders and
+	// overlaps common.
+	calib, calibJobs, calibArt := newExp("race-calibration")
+	mustCreate(t, e.s, calib, calibJobs, calibArt)
+	began := time.Now()
+	if _, _, err := e.s.AbortExp(ctx, calib.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	maxDelay := min(time.Since(began), 2*time.Millisecond) // the first call may also have dialled
+	var jobFirst, abortFirst int
+	for i := range iterations {
+		exp, jobs, art := newExp(fmt.Sprintf("race-%d", i), "worker")
+		exp.Status = lifecycle.Running
+		jobs[0].Status = lifecycle.Running
+		mustCreate(t, e.s, exp, jobs, art)
+
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		var abortErr, updErr error
+		var changed bool
+		wg.Add(2)
+		jitter := func(mine bool) {
+			if mine {
+				time.Sleep(rand.N(maxDelay))
+			}
+		}
+		go func() {
+			defer wg.Done()
+			<-start
+			jitter(i%2 == 1)
+			_, changed, abortErr = e.s.AbortExp(ctx, exp.ID, "abort")
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			jitter(i%2 == 0)
+			_, updErr = e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: jobs[0].ID, Expected: lifecycle.Running, Status: lifecycle.Succeeded})
+		}()
+		close(start)
+		wg.Wait()
+
+		if abortErr != nil || !changed {
+			t.Fatalf("iteration %d: AbortExp = changed %v, %v", i, changed, abortErr)
+		}
+		gotExp, _ := e.s.GetExp(ctx, exp.ID)
+		job, _ := e.s.GetJob(ctx, jobs[0].ID)
+		if gotExp.Status != lifecycle.Aborting {
+			t.Fatalf("iteration %d: experiment is %s, want Aborting", i, gotExp.Status)
+		}
+		switch {
+		case updErr == nil && job.Status == lifecycle.Succeeded && job.AbortingAt == nil && job.Version == 2:
+			jobFirst++
+		case errors.Is(updErr, errdefs.ErrFailedPrecondition) && job.Status == lifecycle.Aborting && job.Version == 2:
+			abortFirst++
+		default:
+			t.Fatalf("iteration %d: inconsistent outcome: update err %v, job %s version %d aborting_at %v",
+				i, updErr, job.Status, job.Version, job.AbortingAt)
+		}
+	}
+	t.Logf("%d iterations (delay up to %v): status update first %d, abort first %d", iterations, maxDelay, jobFirst, abortFirst)
+}
+
+func testListExpsPagination(t *testing.T, e env) {
+	var all []string // newest first
+	for i := range 25 {
+		exp := &store.Experiment{
+			ID: ids.New(ids.Experiment), Name: fmt.Sprintf("page-%02d", i),
+			ClusterName: []string{"a", "b"}[i%2], ExpType: []string{"train", "eval", "serve"}[i%3],
+			Creator: []string{"ada", "bob", "cy", "dee", "eve"}[i%5], Status: lifecycle.Created,
+		}
+		if i%4 == 0 {
+			exp.Status = lifecycle.Running
+		}
+		mustCreate(t, e.s, exp, nil, nil)
+		all = append([]string{exp.ID}, all...)
+	}
+
+	// pageAll lists with f, size at a time, returning IDs and page sizes.
+	pageAll := func(t *testing.T, f store.ExpFilter) (got []string, sizes []int) {
+		t.Helper()
+		for range 100 {
+			items, next, err := e.s.ListExps(ctx, f)
+			if err != nil {
+				t.Fatalf("ListExps(%+v): %v", f, err)
+			}
+			sizes = append(sizes, len(items))
+			for _, x := range items {
+				got = append(got, x.ID)
+			}
+			if next == "" {
+				return got, sizes
+			}
+			f.Token = next
+		}
+		t.Fatal("pagination did not end")
+		return nil, nil
+	}
+	// filtered returns the IDs of all (newest first) whose index i matches.
+	filtered := func(keep func(i int) bool) []string {
+		var out []string
+		for k, id := range all {
+			if keep(24 - k) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+
+	tests := []struct {
+		name      string
+		f         store.ExpFilter
+		want      []string
+		wantSizes []int
+	}{
+		{"all in pages of 7", store.ExpFilter{Page: store.Page{Size: 7}}, all, []int{7, 7, 7, 4}},
+		{"exact multiple of the page size", store.ExpFilter{Page: store.Page{Size: 5}}, all, []int{5, 5, 5, 5, 5}},
+		{"default page size", store.ExpFilter{}, all, []int{25}},
+		{"cluster", store.ExpFilter{ClusterName: "a", Page: store.Page{Size: 5}},
+			filtered(func(i int) bool { return i%2 == 0 }), []int{5, 5, 3}},
+		{"status", store.ExpFilter{Status: lifecycle.Running, Page: store.Page{Size: 3}},
+			filtered(func(i int) bool { return i%4 == 0 }), []int{3, 3, 1}},
+		{"type and creator", store.ExpFilter{ExpType: "eval", Creator: "bob"},
+			filtered(func(i int) bool { return i%3 == 1 && i%5 == 1 }), []int{2}},
+		{"no match", store.ExpFilter{ClusterName: "zzz"}, nil, []int{0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, sizes := pageAll(t, tc.f)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("IDs mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantSizes, sizes); diff != "" {
+				t.Errorf("page sizes mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	for _, tok := range []string{"!!!", "bm90LWEtbnVtYmVy" /* "not-a-number" */, "MA" /* "0" */} {
+		_, _, err := e.s.ListExps(ctx, store.ExpFilter{Page: store.Page{Token: tok}})
+		var fe *errdefs.FieldError
+		if !errors.As(err, &fe) || fe.Field != "page_token" {
+			t.Errorf("ListExps(token %q) = %v, want FieldError on page_token", tok, err)
+		}
+	}
+	if _, _, err := e.s.ListExps(ctx, store.ExpFilter{Page: store.Page{Size: -1}}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("ListExps(size -1) = %v, want ErrInvalid", err)
+	}
+}
+
+func testListJobsAndArtifacts(t *testing.T, e env) {
+	var allJobs, allArts, expIDs []string // oldest first
+	var jobs2 []*store.Job
+	for i := range 4 {
+		exp, jobs, art := newExp(fmt.Sprintf("lj-%d", i), "a", "b", "c")
+		if i == 2 {
+			jobs[1].Status = lifecycle.Running
+			jobs[2].Status = lifecycle.Failed
+			art.Status = lifecycle.Failed
+			jobs2 = jobs
+		}
+		mustCreate(t, e.s, exp, jobs, art)
+		expIDs = append(expIDs, exp.ID)
+		for _, j := range jobs {
+			allJobs = append(allJobs, j.ID)
+		}
+		allArts = append(allArts, art.ID)
+	}
+	if _, err := e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: jobs2[1].ID, Expected: lifecycle.Running, Status: lifecycle.Running, ClusterName: "gke-x"}); err != nil {
+		t.Fatal(err)
+	}
+
+	listJobs := func(t *testing.T, f store.JobFilter) []string {
+		t.Helper()
+		var out []string
+		for range 100 {
+			items, next, err := e.s.ListJobs(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range items {
+				out = append(out, j.ID)
+			}
+			if next == "" {
+				return out
+			}
+			f.Token = next
+		}
+		t.Fatal("pagination did not end")
+		return nil
+	}
+	without := func(ids []string, drop ...string) []string {
+		var out []string
+		for _, id := range ids {
+			keep := true
+			for _, d := range drop {
+				keep = keep && id != d
+			}
+			if keep {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	jobTests := []struct {
+		name string
+		f    store.JobFilter
+		want []string
+	}{
+		{"all, oldest first", store.JobFilter{Page: store.Page{Size: 5}}, allJobs},
+		{"experiment", store.JobFilter{ExpID: expIDs[2], Page: store.Page{Size: 2}}, allJobs[6:9]},
+		{"statuses", store.JobFilter{Statuses: []lifecycle.Status{lifecycle.Running, lifecycle.Failed}}, allJobs[7:9]},
+		{"non-terminal", store.JobFilter{Statuses: []lifecycle.Status{lifecycle.Pending, lifecycle.Running}, Page: store.Page{Size: 4}},
+			without(allJobs, jobs2[2].ID)},
+		{"cluster and status", store.JobFilter{ClusterName: "gke-x", Statuses: []lifecycle.Status{lifecycle.Running}}, []string{jobs2[1].ID}},
+		{"cluster, other status", store.JobFilter{ClusterName: "gke-x", Statuses: []lifecycle.Status{lifecycle.Pending}}, nil},
+	}
+	for _, tc := range jobTests {
+		t.Run("jobs "+tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, listJobs(t, tc.f)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	arts, next, err := e.s.ListArtifacts(ctx, store.ArtifactFilter{Page: store.Page{Size: 3}})
+	if err != nil || next == "" || len(arts) != 3 || arts[0].ID != allArts[0] {
+		t.Fatalf("ListArtifacts first page = %d items, next %q, %v", len(arts), next, err)
+	}
+	rest, next, err := e.s.ListArtifacts(ctx, store.ArtifactFilter{Page: store.Page{Size: 3, Token: next}})
+	if err != nil || next != "" || len(rest) != 1 || rest[0].ID != allArts[3] {
+		t.Errorf("ListArtifacts second page = %d items, next %q, %v", len(rest), next, err)
+	}
+	failed, _, err := e.s.ListArtifacts(ctx, store.ArtifactFilter{Statuses: []lifecycle.Status{lifecycle.Failed}})
+	if err != nil || len(failed) != 1 || failed[0].ID != allArts[2] {
+		t.Errorf("ListArtifacts(Failed) = %d items, %v; want %s", len(failed), err, allArts[2])
+	}
+	byExp, _, err := e.s.ListArtifacts(ctx, store.ArtifactFilter{ExpID: expIDs[1]})
+	if err != nil || len(byExp) != 1 || byExp[0].ID != allArts[1] {
+		t.Errorf("ListArtifacts(exp) = %d items, %v; want %s", len(byExp), err, allArts[1])
+	}
+	if _, _, err := e.s.ListJobs(ctx, store.JobFilter{Page: store.Page{Token: "garbage!"}}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("ListJobs(bad token) = %v, want ErrInvalid", err)
+	}
+}
+
+func testDeleteExp(t *testing.T, e env) {
+	keep, keepJobs, keepArt := newExp("keep")
+	keep.Status = lifecycle.Succeeded
+	mustCreate(t, e.s, keep, keepJobs, keepArt)
+
+	for _, st := range []lifecycle.Status{lifecycle.Created, lifecycle.Running, lifecycle.Aborting} {
+		exp, jobs, art := newExp("live-" + strings.ToLower(string(st)))
+		exp.Status = st
+		mustCreate(t, e.s, exp, jobs, art)
+		err := e.s.DeleteExp(ctx, exp.ID)
+		want := fmt.Sprintf("experiment %s is %s", exp.ID, st)
+		if !errors.Is(err, errdefs.ErrFailedPrecondition) || !strings.Contains(err.Error(), want) {
+			t.Errorf("DeleteExp(%s) = %v, want ErrFailedPrecondition containing %q", st, err, want)
+		}
+		if _, err := e.s.GetExp(ctx, exp.ID); err != nil {
+			t.Errorf("refused delete removed the experiment: %v", err)
+		}
+	}
+
+	for _, st := range []lifecycle.Status{lifecycle.Succeeded, lifecycle.Failed, lifecycle.Aborted} {
+		exp, jobs, art := newExp("done-" + strings.ToLower(string(st)))
+		exp.Status = st
+		mustCreate(t, e.s, exp, jobs, art)
+		if err := e.s.DeleteExp(ctx, exp.ID); err != nil {
+			t.Fatalf("DeleteExp(%s): %v", st, err)
+		}
+		assertNoRows(t, e.s, exp, jobs, art)
+		for _, j := range jobs {
+			if _, err := e.s.GetJob(ctx, j.ID); !errors.Is(err, errdefs.ErrNotFound) {
+				t.Errorf("GetJob after delete = %v, want ErrNotFound", err)
+			}
+		}
+		if err := e.s.DeleteExp(ctx, exp.ID); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("second DeleteExp = %v, want ErrNotFound", err)
+		}
+	}
+
+	// The other experiment is untouched.
+	if _, err := e.s.GetExp(ctx, keep.ID); err != nil {
+		t.Errorf("GetExp(keep) = %v", err)
+	}
+	if got, _, _ := e.s.ListJobs(ctx, store.JobFilter{ExpID: keep.ID}); len(got) != len(keepJobs) {
+		t.Errorf("keep has %d jobs, want %d", len(got), len(keepJobs))
+	}
+	if _, err := e.s.GetArtifact(ctx, keepArt.ID); err != nil {
+		t.Errorf("GetArtifact(keep) = %v", err)
+	}
+}
+
+func testClusters(t *testing.T, e env) {
+	if _, err := e.s.UpsertCluster(ctx, &store.Cluster{Name: "edge-1", Backend: "gke"}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("UpsertCluster(new, no ID) = %v, want ErrInvalid", err)
+	}
+	in := &store.Cluster{
+		ID: "cl-aaaaaaaaaa", Name: "edge-1", Backend: "gke", Project: "p", Location: "us-central1",
+		AcceleratorTypes: []string{"tpu-v5e", "tpu-v6e"}, GCSBucket: "bkt", DefaultReservation: "res-1",
+		Status: store.ClusterActive,
+	}
+	created, err := e.s.UpsertCluster(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *in
+	want.CreatedAt = t0us
+	if diff := cmp.Diff(&want, created); diff != "" {
+		t.Errorf("UpsertCluster(new) (-want +got):\n%s", diff)
+	}
+
+	// Same name, new ID and fields: the row keeps its ID and created_at.
+	e.clk.Advance(time.Hour)
+	upd := &store.Cluster{ID: "cl-bbbbbbbbbb", Name: "edge-1", Backend: "gke", Project: "p2", Location: "eu-west4",
+		AcceleratorTypes: []string{"tpu-v6e"}, Status: store.ClusterMaintenance}
+	updated, err := e.s.UpsertCluster(ctx, upd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = *upd
+	want.ID, want.CreatedAt = in.ID, t0us
+	if diff := cmp.Diff(&want, updated); diff != "" {
+		t.Errorf("UpsertCluster(existing) (-want +got):\n%s", diff)
+	}
+
+	local, err := e.s.UpsertCluster(ctx, &store.Cluster{ID: "cl-cccccccccc", Name: "local", Backend: "local", Status: store.ClusterActive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"edge-1", in.ID} {
+		got, err := e.s.GetCluster(ctx, key)
+		if err != nil {
+			t.Fatalf("GetCluster(%s): %v", key, err)
+		}
+		if diff := cmp.Diff(updated, got); diff != "" {
+			t.Errorf("GetCluster(%s) (-want +got):\n%s", key, diff)
+		}
+	}
+	if _, err := e.s.GetCluster(ctx, "nope"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("GetCluster(nope) = %v, want ErrNotFound", err)
+	}
+	if _, err := e.s.UpsertCluster(ctx, &store.Cluster{ID: in.ID, Name: "edge-2"}); !errors.Is(err, errdefs.ErrAlreadyExists) {
+		t.Errorf("UpsertCluster(new name, taken ID) = %v, want ErrAlreadyExists", err)
+	}
+	list, err := e.s.ListClusters(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]*store.Cluster{updated, local}, list); diff != "" {
+		t.Errorf("ListClusters (-want +got):\n%s", diff)
+	}
+}
+
+func testEnsureUser(t *testing.T, e env) {
+	const n = 20
+	var wg sync.WaitGroup
+	got := make([]*store.User, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			got[i], errs[i] = e.s.EnsureUser(ctx, &store.User{UserID: "u-1", Email: "one@example.com"})
+		})
+	}
+	wg.Wait()
+	want := &store.User{UserID: "u-1", Email: "one@example.com", CreatedAt: t0us}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("EnsureUser #%d: %v", i, errs[i])
+		}
+		if diff := cmp.Diff(want, got[i]); diff != "" {
+			t.Errorf("EnsureUser #%d (-want +got):\n%s", i, diff)
+		}
+	}
+
+	// An existing user comes back as stored.
+	e.clk.Advance(time.Hour)
+	again, err := e.s.EnsureUser(ctx, &store.User{UserID: "u-1", Email: "changed@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, again); diff != "" {
+		t.Errorf("EnsureUser(existing) (-want +got):\n%s", diff)
+	}
+	if _, err := e.s.EnsureUser(ctx, &store.User{UserID: "u-2", Email: "one@example.com"}); !errors.Is(err, errdefs.ErrAlreadyExists) {
+		t.Errorf("EnsureUser(taken email) = %v, want ErrAlreadyExists", err)
+	}
+	// Principals without email do not collide.
+	for _, id := range []string{"svc-a", "svc-b"} {
+		if _, err := e.s.EnsureUser(ctx, &store.User{UserID: id}); err != nil {
+			t.Errorf("EnsureUser(%s, no email): %v", id, err)
+		}
+	}
+	if _, err := e.s.EnsureUser(ctx, &store.User{}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("EnsureUser(no ID) = %v, want ErrInvalid", err)
+	}
+	users, err := e.s.ListUsers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := t0us.Add(time.Hour)
+	wantUsers := []*store.User{
+		{UserID: "svc-a", CreatedAt: later}, {UserID: "svc-b", CreatedAt: later}, want,
+	}
+	if diff := cmp.Diff(wantUsers, users); diff != "" {
+		t.Errorf("ListUsers (-want +got):\n%s", diff)
+	}
+}
+
+func testMigrateTwice(t *testing.T, e env) {
+	if err := e.s.Migrate(ctx); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+}
+
+func TestSQLiteDSN(t *testing.T) {
+	const defaults = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	tests := []struct {
+		path, want string
+	}{
+		{"/var/lib/falcon/falcon.db", "file:/var/lib/falcon/falcon.db?" + defaults},
+		{"rel/falcon.db", "file:rel/falcon.db?" + defaults},
+		{"/tmp/odd?#%.db", "file:/tmp/odd%3f%23%25.db?" + defaults},
+	}
+	for _, tc := range tests {
+		if got := sqlstore.SQLiteDSN(tc.path); got != tc.want {
+			t.Errorf("SQLiteDSN(%q) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}
+
+// An in-memory database lives in one connection, so the store must not
+// split it into a write and a read pool.
+func TestSQLiteInMemory(t *testing.T) {
+	s, err := sqlstore.Open(ctx, "sqlite", "file::memory:", sqlstore.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	exp, jobs, art := newExp("mem")
+	mustCreate(t, s, exp, jobs, art)
+	if _, err := s.GetExp(ctx, exp.ID); err != nil {
+		t.Errorf("GetExp: %v", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := sqlstore.Open(ctx, "postgres", ""); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("Open(postgres) = %v, want ErrInvalid", err)
+	}
+	// Port 1 refuses at once: callers (the CLI) map this to "unavailable".
+	if _, err := sqlstore.Open(ctx, "mysql", "root@tcp(127.0.0.1:1)/falcon"); !errors.Is(err, errdefs.ErrUnavailable) {
+		t.Errorf("Open(unreachable MySQL) = %v, want ErrUnavailable", err)
+	}
+}

@@ -1,0 +1,91 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+// entity is what updateStatus needs to know about a table.
+type entity struct {
+	kind    string // in messages: "job job-abc is Aborting, not Running"
+	table   string
+	machine lifecycle.Machine
+	// phases: the table has started_at, finished_at, aborting_at and
+	// aborted_at.
+	phases bool
+}
+
+var (
+	expEntity = entity{"experiment", "experiments", lifecycle.ExperimentMachine, true}
+	jobEntity = entity{"job", "jobs", lifecycle.JobMachine, true}
+	artEntity = entity{"artifact", "artifacts", lifecycle.ArtifactMachine, false}
+)
+
+// updateStatus applies u as one conditional UPDATE ... WHERE id = ? AND
+// status = ?, then calls read in the same transaction to load the row it
+// wrote (MariaDB has no UPDATE ... RETURNING). The status check and the write
+// are a single statement, so no other writer can slip in between: whoever
+// loses a race sees 0 rows and gets ErrFailedPrecondition naming the status
+// that won.
+func (s *Store) updateStatus(ctx context.Context, e entity, u store.StatusUpdate, read func(*sql.Tx) error) error {
+	if u.Expected == "" {
+		return errdefs.Invalid("expected_status", "is required: pass the status you read, so that a change made since is not overwritten")
+	}
+	if err := e.machine.Check(u.Expected, u.Status); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.d.timeArg(s.now())
+		sets := []string{"status = ?", "reason = ?", "message = ?", "version = version + 1", "updated_at = ?"}
+		args := []any{string(u.Status), u.Reason, u.Message, now}
+		if e.phases {
+			// COALESCE keeps the first time: a same-status update (new
+			// Reason or Message) must not move when the phase began.
+			if u.Status == lifecycle.Running {
+				sets, args = append(sets, "started_at = COALESCE(started_at, ?)"), append(args, now)
+			}
+			if u.Status == lifecycle.Aborting {
+				sets, args = append(sets, "aborting_at = COALESCE(aborting_at, ?)"), append(args, now)
+			}
+			if u.Status == lifecycle.Aborted {
+				sets, args = append(sets, "aborted_at = ?"), append(args, now)
+			}
+			if e.machine.IsTerminal(u.Status) {
+				sets, args = append(sets, "finished_at = ?"), append(args, now)
+			}
+		}
+		if u.ClusterName != "" {
+			sets, args = append(sets, "cluster_name = ?"), append(args, u.ClusterName)
+		}
+		args = append(args, u.ID, string(u.Expected))
+		// version always changes, so a matched row is always a changed row
+		// and MySQL's affected-rows count (changed, not matched, without
+		// clientFoundRows) is 1 exactly when the precondition held.
+		res, err := tx.ExecContext(ctx, "UPDATE "+e.table+" SET "+strings.Join(sets, ", ")+" WHERE id = ? AND status = ?", args...)
+		if err != nil {
+			return dbErr("update "+e.kind+" status", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return dbErr("update "+e.kind+" status", err)
+		}
+		if n == 0 {
+			var cur lifecycle.Status
+			err := tx.QueryRowContext(ctx, "SELECT status FROM "+e.table+" WHERE id = ?", u.ID).Scan(&cur)
+			if errors.Is(err, sql.ErrNoRows) {
+				return errdefs.NotFound(e.kind, u.ID)
+			}
+			if err != nil {
+				return dbErr("update "+e.kind+" status", err)
+			}
+			return errdefs.Precondition("%s %s is %s, not %s", e.kind, u.ID, cur, u.Expected)
+		}
+		return read(tx)
+	})
+}

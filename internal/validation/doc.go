@@ -1,0 +1,10 @@
+// Package validation checks an experiment request before anything is written,
+// and reports every problem at once as errdefs.FieldErrors whose field paths
+// match the manifest (role_to_task_spec.worker.replica), so a user or agent
+// can fix the file without guessing.
+//
+// The rules protect the rest of the system: names become Kubernetes object
+// names and paths (DNS-1123 labels), the config string is bounded because
+// large data belongs in artifacts, never in the database, and env names that
+// Falcon itself sets are reserved so a job always sees its true identity.
+package validation

@@ -1,0 +1,157 @@
+package validation
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/errdefs"
+)
+
+// Limits. They are generous for real use and small enough that one request
+// cannot hurt the database or the controllers.
+const (
+	MaxConfigBytes  = 1 << 20 // 1 MiB
+	MaxCommandBytes = 256 << 10
+	MaxRoles        = 16
+	MaxReplica      = 1024
+	MaxTags         = 32
+	MaxEnvs         = 256
+	MaxNameLen      = 63
+)
+
+// SupplyModes are the allowed task supply modes; empty lets Falcon choose.
+var SupplyModes = []string{"", "reservation", "flex-start"}
+
+var (
+	dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	topology     = regexp.MustCompile(`^[1-9][0-9]*x[1-9][0-9]*(x[1-9][0-9]*)?$`)
+	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	tagPattern   = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.:=/]*[A-Za-z0-9])?$`)
+)
+
+// ReservedEnvs are set by Falcon for every process; a task may not set them.
+var ReservedEnvs = []string{
+	"FALCON_EXP_ID", "FALCON_JOB_ID", "FALCON_ROLE", "FALCON_RANK", "FALCON_WORLD_SIZE",
+	"FALCON_ARTIFACT_DIR", "ARTIFACT_LOCAL_DIR", "CUSTOM_CONFIG_KEY",
+}
+
+// Experiment checks a create request. knownCluster reports whether a cluster
+// name is registered (nil skips the check); clusters lists the registered
+// names for the error message.
+func Experiment(e *falconv1.Experiment, knownCluster func(string) bool, clusters []string) error {
+	var errs errdefs.FieldErrors
+	if e == nil {
+		errs.Add("experiment", "is required")
+		return errs.Err()
+	}
+	label(&errs, "name", e.GetName(), true)
+	if e.GetExpType() != "" {
+		label(&errs, "exp_type", e.GetExpType(), false)
+	}
+	if c := e.GetClusterName(); c != "" && knownCluster != nil && !knownCluster(c) {
+		errs.Add("cluster_name", "unknown cluster %q; registered clusters: %s", c, orNone(clusters))
+	}
+	if len(e.GetTags()) > MaxTags {
+		errs.Add("tags", "at most %d tags, got %d", MaxTags, len(e.GetTags()))
+	}
+	for i, t := range e.GetTags() {
+		if len(t) > MaxNameLen || !tagPattern.MatchString(t) {
+			errs.Add(fmt.Sprintf("tags[%d]", i), "%q must be 1-%d characters of letters, digits and -_.:=/ starting and ending with a letter or digit", t, MaxNameLen)
+		}
+	}
+	if n := len(e.GetConfig()); n > MaxConfigBytes {
+		errs.Add("config", "is %d bytes, the limit is %d (1 MiB); put large data in artifacts and reference it from the config", n, MaxConfigBytes)
+	}
+	roles := e.GetRoleToTaskSpec()
+	switch {
+	case len(roles) == 0:
+		errs.Add("role_to_task_spec", "is required: map each role name (e.g. worker) to a task spec with at least a command")
+	case len(roles) > MaxRoles:
+		errs.Add("role_to_task_spec", "at most %d roles, got %d", MaxRoles, len(roles))
+	}
+	names := make([]string, 0, len(roles))
+	for r := range roles {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	for _, r := range names {
+		task(&errs, "role_to_task_spec."+r, r, roles[r])
+	}
+	return errs.Err()
+}
+
+func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec) {
+	if !dns1123Label.MatchString(role) || len(role) > MaxNameLen {
+		errs.Add(path, "role name %q must be a DNS-1123 label: at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", role, MaxNameLen)
+	}
+	if t == nil {
+		errs.Add(path, "task spec is required")
+		return
+	}
+	switch {
+	case strings.TrimSpace(t.GetCommand()) == "":
+		errs.Add(path+".command", "is required and must not be empty")
+	case len(t.GetCommand()) > MaxCommandBytes:
+		errs.Add(path+".command", "is %d bytes, the limit is %d", len(t.GetCommand()), MaxCommandBytes)
+	}
+	if r := t.GetReplica(); r < 1 || r > MaxReplica {
+		errs.Add(path+".replica", "must be between 1 and %d (hosts in the slice), got %d", MaxReplica, r)
+	}
+	if t.GetTimeoutSeconds() < 0 {
+		errs.Add(path+".timeout_seconds", "must be 0 (no limit) or positive, got %d", t.GetTimeoutSeconds())
+	}
+	if t.GetDeviceCount() < 0 {
+		errs.Add(path+".device_count", "must not be negative, got %d", t.GetDeviceCount())
+	}
+	if topo := t.GetDeviceTopo(); topo != "" && !topology.MatchString(topo) {
+		errs.Add(path+".device_topo", "%q must be NxM or NxMxK with positive integers (e.g. 2x2x4)", topo)
+	}
+	if !slices.Contains(SupplyModes, t.GetSupplyMode()) {
+		errs.Add(path+".supply_mode", "%q is not allowed; use reservation or flex-start, or leave it empty", t.GetSupplyMode())
+	}
+	if len(t.GetEnvs()) > MaxEnvs {
+		errs.Add(path+".envs", "at most %d variables, got %d", MaxEnvs, len(t.GetEnvs()))
+	}
+	keys := make([]string, 0, len(t.GetEnvs()))
+	for k := range t.GetEnvs() {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch {
+		case !envName.MatchString(k):
+			errs.Add(path+".envs."+k, "is not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+		case slices.Contains(ReservedEnvs, k):
+			errs.Add(path+".envs."+k, "is set by Falcon and cannot be overridden; reserved: %s", strings.Join(ReservedEnvs, ", "))
+		}
+	}
+}
+
+func label(errs *errdefs.FieldErrors, field, v string, required bool) {
+	switch {
+	case v == "" && required:
+		errs.Add(field, "is required")
+	case len(v) > MaxNameLen || !dns1123Label.MatchString(v):
+		errs.Add(field, "%q must be a DNS-1123 label: at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", v, MaxNameLen)
+	}
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "(none)"
+	}
+	return strings.Join(xs, ", ")
+}
+
+// Status checks that s is one of allowed, naming field and the allowed values.
+func Status(field, s string, allowed []string) error {
+	if slices.Contains(allowed, s) {
+		return nil
+	}
+	return errdefs.Invalid(field, "%s is not a status; allowed: %s", strconv.Quote(s), strings.Join(allowed, ", "))
+}

@@ -1,0 +1,93 @@
+package validation
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"google.golang.org/protobuf/proto"
+)
+
+func valid() *falconv1.Experiment {
+	return &falconv1.Experiment{
+		Name:    "model-profiling-001",
+		ExpType: "profiling",
+		Tags:    []string{"team=serving", "v7x"},
+		Config:  "model: qwen",
+		RoleToTaskSpec: map[string]*falconv1.TaskSpec{
+			"main": {Command: "echo hi", Replica: 2, DeviceTopo: "2x2x2", Envs: map[string]string{"LOG_LEVEL": "info"}},
+		},
+	}
+}
+
+func TestExperiment(t *testing.T) {
+	known := func(c string) bool { return c == "local" }
+	tests := []struct {
+		name   string
+		mutate func(e *falconv1.Experiment)
+		fields []string // expected field paths in the error; empty = valid
+	}{
+		{"valid", func(e *falconv1.Experiment) {}, nil},
+		{"known cluster", func(e *falconv1.Experiment) { e.ClusterName = "local" }, nil},
+		{"missing name", func(e *falconv1.Experiment) { e.Name = "" }, []string{"name"}},
+		{"upper-case name", func(e *falconv1.Experiment) { e.Name = "Model" }, []string{"name"}},
+		{"name too long", func(e *falconv1.Experiment) { e.Name = strings.Repeat("a", 64) }, []string{"name"}},
+		{"name ends with dash", func(e *falconv1.Experiment) { e.Name = "a-" }, []string{"name"}},
+		{"bad exp_type", func(e *falconv1.Experiment) { e.ExpType = "Profiling!" }, []string{"exp_type"}},
+		{"unknown cluster", func(e *falconv1.Experiment) { e.ClusterName = "nope" }, []string{"cluster_name"}},
+		{"bad tag", func(e *falconv1.Experiment) { e.Tags = []string{"ok", " bad"} }, []string{"tags[1]"}},
+		{"config over 1 MiB", func(e *falconv1.Experiment) { e.Config = strings.Repeat("x", MaxConfigBytes+1) }, []string{"config"}},
+		{"config exactly 1 MiB", func(e *falconv1.Experiment) { e.Config = strings.Repeat("x", MaxConfigBytes) }, nil},
+		{"no roles", func(e *falconv1.Experiment) { e.RoleToTaskSpec = nil }, []string{"role_to_task_spec"}},
+		{"bad role name", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["Main_Role"] = &falconv1.TaskSpec{Command: "x", Replica: 1}
+		}, []string{"role_to_task_spec.Main_Role"}},
+		{"nil task", func(e *falconv1.Experiment) { e.RoleToTaskSpec["w"] = nil }, []string{"role_to_task_spec.w"}},
+		{"empty command", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Command = "  \n" }, []string{"role_to_task_spec.main.command"}},
+		{"replica zero", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Replica = 0 }, []string{"role_to_task_spec.main.replica"}},
+		{"replica negative", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Replica = -1 }, []string{"role_to_task_spec.main.replica"}},
+		{"negative timeout", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].TimeoutSeconds = -5 }, []string{"role_to_task_spec.main.timeout_seconds"}},
+		{"topology 2x2", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "2x2" }, nil},
+		{"topology 4", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "4" }, []string{"role_to_task_spec.main.device_topo"}},
+		{"topology 2x0x1", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "2x0x1" }, []string{"role_to_task_spec.main.device_topo"}},
+		{"topology 2x2x2x2", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "2x2x2x2" }, []string{"role_to_task_spec.main.device_topo"}},
+		{"negative device_count", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceCount = -8 }, []string{"role_to_task_spec.main.device_count"}},
+		{"bad supply mode", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].SupplyMode = "spot" }, []string{"role_to_task_spec.main.supply_mode"}},
+		{"bad env name", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Envs["1BAD"] = "x" }, []string{"role_to_task_spec.main.envs.1BAD"}},
+		{"reserved env", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Envs["FALCON_RANK"] = "9" }, []string{"role_to_task_spec.main.envs.FALCON_RANK"}},
+		{"several problems at once", func(e *falconv1.Experiment) {
+			e.Name = ""
+			e.RoleToTaskSpec["main"].Replica = 0
+			e.RoleToTaskSpec["main"].Command = ""
+		}, []string{"name", "role_to_task_spec.main.command", "role_to_task_spec.main.replica"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := proto.Clone(valid()).(*falconv1.Experiment)
+			tt.mutate(e)
+			err := Experiment(e, known, []string{"local"})
+			if len(tt.fields) == 0 {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, errdefs.ErrInvalid) {
+				t.Fatalf("want an InvalidArgument error, got %v", err)
+			}
+			var fe errdefs.FieldErrors
+			if !errors.As(err, &fe) {
+				t.Fatalf("want FieldErrors, got %T", err)
+			}
+			var got []string
+			for _, f := range fe {
+				got = append(got, f.Field)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.fields, ",") {
+				t.Fatalf("fields = %v, want %v (error: %v)", got, tt.fields, err)
+			}
+		})
+	}
+}
