@@ -27,7 +27,7 @@ func taskToAPI(t store.TaskSpec) *falconv1.TaskSpec {
 	return &falconv1.TaskSpec{
 		Command: t.Command, Replica: t.Replica, Image: t.Image,
 		DeviceCount: t.DeviceCount, DeviceType: t.DeviceType, DeviceTopo: t.DeviceTopo,
-		Envs: t.Envs, TimeoutSeconds: t.TimeoutSeconds, SupplyMode: t.SupplyMode,
+		Envs: t.Envs, TimeoutSeconds: int32(t.TimeoutSeconds), SupplyMode: t.SupplyMode,
 	}
 }
 
@@ -35,7 +35,7 @@ func taskFromAPI(t *falconv1.TaskSpec) store.TaskSpec {
 	return store.TaskSpec{
 		Command: t.GetCommand(), Replica: t.GetReplica(), Image: t.GetImage(),
 		DeviceCount: t.GetDeviceCount(), DeviceType: t.GetDeviceType(), DeviceTopo: t.GetDeviceTopo(),
-		Envs: t.GetEnvs(), TimeoutSeconds: t.GetTimeoutSeconds(), SupplyMode: t.GetSupplyMode(),
+		Envs: t.GetEnvs(), TimeoutSeconds: int64(t.GetTimeoutSeconds()), SupplyMode: t.GetSupplyMode(),
 	}
 }
 
@@ -49,7 +49,7 @@ func expToAPI(e *store.Experiment) *falconv1.Experiment {
 		Priority: e.Priority, Tags: e.Tags, Config: e.Config, RoleToTaskSpec: roles,
 		Status: string(e.Status), Reason: e.Reason, Message: e.Message,
 		Creator: e.Creator, CreatorId: e.CreatorID, ArtifactPath: e.ArtifactPath,
-		Version:   e.Version,
+		Version:   int32(e.Version),
 		CreatedAt: ts(e.CreatedAt), UpdatedAt: ts(e.UpdatedAt),
 		StartedAt: tsp(e.StartedAt), FinishedAt: tsp(e.FinishedAt),
 		AbortingAt: tsp(e.AbortingAt), AbortedAt: tsp(e.AbortedAt),
@@ -63,7 +63,7 @@ func jobToAPI(j *store.Job) *falconv1.Job {
 		TaskSpec: taskToAPI(j.TaskSpec), Replica: j.TaskSpec.Replica,
 		Status: string(j.Status), Reason: j.Reason, Message: j.Message,
 		Creator: j.Creator, ArtifactId: j.ArtifactID, ArtifactPath: j.ArtifactPath,
-		Version:   j.Version,
+		Version:   int32(j.Version),
 		CreatedAt: ts(j.CreatedAt), UpdatedAt: ts(j.UpdatedAt),
 		StartedAt: tsp(j.StartedAt), FinishedAt: tsp(j.FinishedAt),
 		AbortingAt: tsp(j.AbortingAt), AbortedAt: tsp(j.AbortedAt),
@@ -73,7 +73,7 @@ func jobToAPI(j *store.Job) *falconv1.Job {
 func artifactToAPI(a *store.Artifact) *falconv1.Artifact {
 	return &falconv1.Artifact{
 		Id: a.ID, ExpId: a.ExpID, Path: a.Path, ArtifactType: a.ArtifactType,
-		Status: string(a.Status), Reason: a.Reason, Message: a.Message, Version: a.Version,
+		Status: string(a.Status), Reason: a.Reason, Message: a.Message, Version: int32(a.Version),
 		CreatedAt: ts(a.CreatedAt), UpdatedAt: ts(a.UpdatedAt),
 	}
 }

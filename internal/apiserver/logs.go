@@ -236,4 +236,3 @@ func (p *podReader) seek(off int64) error {
 }
 
 func (p *podReader) close() { _ = p.f.Close() }
-

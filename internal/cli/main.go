@@ -33,6 +33,9 @@ func run(ctx context.Context, args []string, ios *iostreams.IOStreams, getenv fu
 	f, g := newFactory(ios, getenv)
 	root := newCmdRoot(f, g, getenv)
 	root.SetArgs(args)
+	root.SetIn(ios.In)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return errdefs.ExitOK

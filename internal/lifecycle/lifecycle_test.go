@@ -22,7 +22,7 @@ var legal = map[Kind]map[[2]Status]bool{
 		{Created, Aborting}: true, {Running, Aborting}: true, {Aborting, Aborted}: true,
 	},
 	KindArtifact: {
-		{Created, Created}: true,
+		{Created, Created}:   true,
 		{Created, Succeeded}: true, {Created, Failed}: true,
 	},
 }

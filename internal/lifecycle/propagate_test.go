@@ -139,7 +139,7 @@ func TestPropagate(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Propagate (-want +got):\n%s", diff)
 			}
-			for _, u := range append(append(append([]Update{}, got.AbortJobs...), got.Exp...)) {
+			for _, u := range append(append([]Update{}, got.AbortJobs...), got.Exp...) {
 				m := JobMachine
 				if u.ID == tt.exp.ID {
 					m = ExperimentMachine

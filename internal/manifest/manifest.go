@@ -101,7 +101,7 @@ func (d *decoder) experiment(n *yaml.Node) *falconv1.Experiment {
 		return exp
 	}
 	var (
-		defaultTimeout int64
+		defaultTimeout int32
 		roleNodes      *yaml.Node
 		roleKeyPath    string
 	)
@@ -122,7 +122,7 @@ func (d *decoder) experiment(n *yaml.Node) *falconv1.Experiment {
 		case "role_to_task_spec":
 			roleNodes, roleKeyPath = v, path
 		case "timeout_seconds":
-			defaultTimeout = d.int64(path, v)
+			defaultTimeout = d.int32(path, v)
 		}
 	})
 	// Roles are decoded last so the top-level timeout is known wherever it
@@ -135,7 +135,7 @@ func (d *decoder) experiment(n *yaml.Node) *falconv1.Experiment {
 
 // roles decodes role name -> task spec. Roles without their own
 // timeout_seconds get defaultTimeout.
-func (d *decoder) roles(path string, n *yaml.Node, defaultTimeout int64, allowNull bool) map[string]*falconv1.TaskSpec {
+func (d *decoder) roles(path string, n *yaml.Node, defaultTimeout int32, allowNull bool) map[string]*falconv1.TaskSpec {
 	if allowNull && isNull(n) {
 		return nil
 	}
@@ -149,7 +149,7 @@ func (d *decoder) roles(path string, n *yaml.Node, defaultTimeout int64, allowNu
 	return roles
 }
 
-func (d *decoder) taskSpec(path string, n *yaml.Node, defaultTimeout int64) *falconv1.TaskSpec {
+func (d *decoder) taskSpec(path string, n *yaml.Node, defaultTimeout int32) *falconv1.TaskSpec {
 	spec := &falconv1.TaskSpec{}
 	if !d.expectMapping(path, n) {
 		return spec
@@ -172,7 +172,7 @@ func (d *decoder) taskSpec(path string, n *yaml.Node, defaultTimeout int64) *fal
 		case "envs":
 			spec.Envs = d.envs(fpath, v)
 		case "timeout_seconds":
-			spec.TimeoutSeconds = d.int64(fpath, v)
+			spec.TimeoutSeconds = d.int32(fpath, v)
 			hasTimeout = true
 		case "supply_mode":
 			spec.SupplyMode = d.str(fpath, v)
@@ -234,10 +234,6 @@ func (d *decoder) str(path string, n *yaml.Node) string {
 		return ""
 	}
 	return n.Value
-}
-
-func (d *decoder) int64(path string, n *yaml.Node) int64 {
-	return d.integer(path, n, math.MinInt64, math.MaxInt64)
 }
 
 func (d *decoder) int32(path string, n *yaml.Node) int32 {

@@ -46,7 +46,7 @@ type TaskSpec struct {
 	Envs       map[string]string `protobuf:"bytes,7,rep,name=envs,proto3" json:"envs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Seconds the job may run before it is stopped and failed with Reason
 	// Timeout; 0 means no limit.
-	TimeoutSeconds int64 `protobuf:"varint,8,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
+	TimeoutSeconds int32 `protobuf:"varint,8,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
 	// "reservation" or "flex-start"; empty lets Falcon choose.
 	SupplyMode    string `protobuf:"bytes,9,opt,name=supply_mode,json=supplyMode,proto3" json:"supply_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -132,7 +132,7 @@ func (x *TaskSpec) GetEnvs() map[string]string {
 	return nil
 }
 
-func (x *TaskSpec) GetTimeoutSeconds() int64 {
+func (x *TaskSpec) GetTimeoutSeconds() int32 {
 	if x != nil {
 		return x.TimeoutSeconds
 	}
@@ -163,7 +163,7 @@ type Experiment struct {
 	Creator        string                 `protobuf:"bytes,12,opt,name=creator,proto3" json:"creator,omitempty"`
 	CreatorId      string                 `protobuf:"bytes,13,opt,name=creator_id,json=creatorId,proto3" json:"creator_id,omitempty"`
 	ArtifactPath   string                 `protobuf:"bytes,14,opt,name=artifact_path,json=artifactPath,proto3" json:"artifact_path,omitempty"`
-	Version        int64                  `protobuf:"varint,15,opt,name=version,proto3" json:"version,omitempty"`
+	Version        int32                  `protobuf:"varint,15,opt,name=version,proto3" json:"version,omitempty"`
 	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	StartedAt      *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
@@ -305,7 +305,7 @@ func (x *Experiment) GetArtifactPath() string {
 	return ""
 }
 
-func (x *Experiment) GetVersion() int64 {
+func (x *Experiment) GetVersion() int32 {
 	if x != nil {
 		return x.Version
 	}
@@ -385,7 +385,7 @@ type Job struct {
 	Creator      string                 `protobuf:"bytes,13,opt,name=creator,proto3" json:"creator,omitempty"`
 	ArtifactId   string                 `protobuf:"bytes,14,opt,name=artifact_id,json=artifactId,proto3" json:"artifact_id,omitempty"`
 	ArtifactPath string                 `protobuf:"bytes,15,opt,name=artifact_path,json=artifactPath,proto3" json:"artifact_path,omitempty"`
-	Version      int64                  `protobuf:"varint,16,opt,name=version,proto3" json:"version,omitempty"`
+	Version      int32                  `protobuf:"varint,16,opt,name=version,proto3" json:"version,omitempty"`
 	CreatedAt    *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt    *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	StartedAt    *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
@@ -533,7 +533,7 @@ func (x *Job) GetArtifactPath() string {
 	return ""
 }
 
-func (x *Job) GetVersion() int64 {
+func (x *Job) GetVersion() int32 {
 	if x != nil {
 		return x.Version
 	}
@@ -598,7 +598,7 @@ type Artifact struct {
 	Status        string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
 	Reason        string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	Message       string                 `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
-	Version       int64                  `protobuf:"varint,8,opt,name=version,proto3" json:"version,omitempty"`
+	Version       int32                  `protobuf:"varint,8,opt,name=version,proto3" json:"version,omitempty"`
 	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -684,7 +684,7 @@ func (x *Artifact) GetMessage() string {
 	return ""
 }
 
-func (x *Artifact) GetVersion() int64 {
+func (x *Artifact) GetVersion() int32 {
 	if x != nil {
 		return x.Version
 	}
@@ -2495,7 +2495,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\vdevice_topo\x18\x06 \x01(\tR\n" +
 	"deviceTopo\x121\n" +
 	"\x04envs\x18\a \x03(\v2\x1d.falcon.v1.TaskSpec.EnvsEntryR\x04envs\x12'\n" +
-	"\x0ftimeout_seconds\x18\b \x01(\x03R\x0etimeoutSeconds\x12\x1f\n" +
+	"\x0ftimeout_seconds\x18\b \x01(\x05R\x0etimeoutSeconds\x12\x1f\n" +
 	"\vsupply_mode\x18\t \x01(\tR\n" +
 	"supplyMode\x1a7\n" +
 	"\tEnvsEntry\x12\x10\n" +
@@ -2519,7 +2519,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\n" +
 	"creator_id\x18\r \x01(\tR\tcreatorId\x12#\n" +
 	"\rartifact_path\x18\x0e \x01(\tR\fartifactPath\x12\x18\n" +
-	"\aversion\x18\x0f \x01(\x03R\aversion\x129\n" +
+	"\aversion\x18\x0f \x01(\x05R\aversion\x129\n" +
 	"\n" +
 	"created_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
@@ -2555,7 +2555,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\vartifact_id\x18\x0e \x01(\tR\n" +
 	"artifactId\x12#\n" +
 	"\rartifact_path\x18\x0f \x01(\tR\fartifactPath\x12\x18\n" +
-	"\aversion\x18\x10 \x01(\x03R\aversion\x129\n" +
+	"\aversion\x18\x10 \x01(\x05R\aversion\x129\n" +
 	"\n" +
 	"created_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
@@ -2577,7 +2577,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\a \x01(\tR\amessage\x12\x18\n" +
-	"\aversion\x18\b \x01(\x03R\aversion\x129\n" +
+	"\aversion\x18\b \x01(\x05R\aversion\x129\n" +
 	"\n" +
 	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +

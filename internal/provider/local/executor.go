@@ -356,14 +356,28 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 // Close is Shutdown without a deadline.
 func (e *Executor) Close() error { return e.Shutdown(context.Background()) }
 
+// hold counts one more goroutine in e.wg, unless Shutdown has begun. Taking
+// the slot under e.mu, before anything is started, guarantees that Shutdown's
+// wait never misses a goroutine and never races with its Add.
+func (e *Executor) hold() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
+	return true
+}
+
 // spawn runs f on a goroutine Shutdown waits for. Once Shutdown has begun
 // nothing new is spawned: Shutdown stops every job itself, and waking a
 // controller that is shutting down helps nobody.
 func (e *Executor) spawn(f func()) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.closed {
-		e.wg.Go(f)
+	if e.hold() {
+		go func() {
+			defer e.wg.Done()
+			f()
+		}()
 	}
 }
 

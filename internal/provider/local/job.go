@@ -168,6 +168,17 @@ func (e *Executor) start(j *job, s Spec) (persisted bool, err error) {
 }
 
 func (e *Executor) startRank(j *job, r *rank, command string, env []string) error {
+	// Every started process needs its reaper, so the reaper's slot is taken
+	// before the process exists; Shutdown then cannot miss it.
+	if !e.hold() {
+		return ErrClosed
+	}
+	reaping := false
+	defer func() {
+		if !reaping {
+			e.wg.Done()
+		}
+	}()
 	logf, err := os.OpenFile(e.layout.logFile(j.id, r.pod), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -194,7 +205,11 @@ func (e *Executor) startRank(j *job, r *rank, command string, env []string) erro
 		// Keep it running: a restart still finds it by its environment.
 		e.log.Error("cannot record a rank's pid", "job", j.id, "pod", r.pod, "err", err)
 	}
-	e.wg.Go(func() { e.reap(j, r) })
+	reaping = true
+	go func() {
+		defer e.wg.Done()
+		e.reap(j, r)
+	}()
 	return nil
 }
 

@@ -1,0 +1,268 @@
+package resourcemanager_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/resourcemanager"
+	"github.com/falconhq/falcon/internal/store"
+	"github.com/falconhq/falcon/internal/testenv/apitest"
+)
+
+// scripted is a Backend whose jobs do what the test says. The resource
+// manager's own interface is the edge here; the API server behind it is real.
+type scripted struct {
+	mu          sync.Mutex
+	phase       map[string]resourcemanager.Observation
+	dispatched  map[string]*falconv1.Job
+	stopped     map[string]int
+	dispatchErr error
+	onDispatch  func(j *falconv1.Job)
+}
+
+func newScripted() *scripted {
+	return &scripted{phase: map[string]resourcemanager.Observation{}, dispatched: map[string]*falconv1.Job{}, stopped: map[string]int{}}
+}
+
+func (s *scripted) Dispatch(_ context.Context, _ *falconv1.Cluster, j *falconv1.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dispatchErr != nil {
+		return s.dispatchErr
+	}
+	if _, ok := s.dispatched[j.GetId()]; !ok {
+		s.dispatched[j.GetId()] = proto.Clone(j).(*falconv1.Job)
+		s.phase[j.GetId()] = resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: "1/1 running"}
+	}
+	if s.onDispatch != nil {
+		s.onDispatch(j)
+	}
+	return nil
+}
+
+func (s *scripted) Observe(_ context.Context, _ *falconv1.Cluster, j *falconv1.Job) (resourcemanager.Observation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := s.phase[j.GetId()]; ok {
+		return o, nil
+	}
+	return resourcemanager.Observation{Phase: resourcemanager.PhaseUnknown}, nil
+}
+
+func (s *scripted) Stop(_ context.Context, _ *falconv1.Cluster, j *falconv1.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped[j.GetId()]++
+	s.phase[j.GetId()] = resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: "killed"}
+	return nil
+}
+
+func (s *scripted) set(id string, p resourcemanager.Phase, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.phase[id] = resourcemanager.Observation{Phase: p, Message: msg}
+}
+
+type fixture struct {
+	env *apitest.Env
+	be  *scripted
+	now time.Time
+	mgr *resourcemanager.Manager
+	n   int
+}
+
+func setup(t *testing.T) *fixture {
+	f := &fixture{env: apitest.Start(t, map[string]string{"local": "test"}), be: newScripted(), now: time.Now()}
+	f.mgr = resourcemanager.New(f.env.Conn, resourcemanager.WithBackend("test", f.be),
+		resourcemanager.WithClock(func() time.Time { return f.now }))
+	return f
+}
+
+func (f *fixture) cycle(t *testing.T) {
+	t.Helper()
+	if _, err := f.mgr.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) one(t *testing.T, task *falconv1.TaskSpec) (expID, jobID string) {
+	f.n++
+	exp := f.env.Create(t, fmt.Sprintf("exp-%d", f.n), map[string]*falconv1.TaskSpec{"main": task})
+	return exp.GetId(), exp.GetJobs()[0].GetId()
+}
+
+func want(t *testing.T, j *falconv1.Job, status, reason, msgPart string) {
+	t.Helper()
+	if j.GetStatus() != status || j.GetReason() != reason || !strings.Contains(j.GetMessage(), msgPart) {
+		t.Fatalf("job is %s/%s %q, want %s/%s containing %q", j.GetStatus(), j.GetReason(), j.GetMessage(), status, reason, msgPart)
+	}
+}
+
+func TestDispatchRunsAndSucceeds(t *testing.T) {
+	f := setup(t)
+	_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	f.cycle(t)
+	j := f.env.Job(t, job)
+	want(t, j, "Running", "", "1/1 running")
+	if j.GetClusterName() != "local" || j.GetStartedAt() == nil {
+		t.Fatalf("running job: cluster %q started_at %v", j.GetClusterName(), j.GetStartedAt())
+	}
+	if got := f.be.dispatched[job].GetConfig(); !strings.HasPrefix(got, "cfg-") {
+		t.Fatalf("backend got config %q, want the experiment's config", got)
+	}
+	f.be.set(job, resourcemanager.PhaseSucceeded, "")
+	f.cycle(t)
+	want(t, f.env.Job(t, job), "Succeeded", "", "")
+}
+
+func TestBackendOutcomes(t *testing.T) {
+	tests := []struct {
+		name                  string
+		phase                 resourcemanager.Phase
+		msg                   string
+		status, reason, inMsg string
+	}{
+		{"exit code", resourcemanager.PhaseFailed, "rank 0 exited with code 3", "Failed", "JobFailed", "code 3"},
+		{"vanished", resourcemanager.PhaseUnknown, "", "Failed", "JobFailed", "gone"},
+		{"progress", resourcemanager.PhaseRunning, "2/2 running", "Running", "", "2/2 running"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := setup(t)
+			_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+			f.cycle(t)
+			if tt.phase == resourcemanager.PhaseUnknown {
+				delete(f.be.phase, job)
+			} else {
+				f.be.set(job, tt.phase, tt.msg)
+			}
+			f.cycle(t)
+			want(t, f.env.Job(t, job), tt.status, tt.reason, tt.inMsg)
+		})
+	}
+}
+
+func TestSubmitFailure(t *testing.T) {
+	f := setup(t)
+	f.be.dispatchErr = errors.New("admission webhook denied")
+	_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	f.cycle(t)
+	want(t, f.env.Job(t, job), "Failed", "JobSubmitFailed", "admission webhook denied")
+}
+
+func TestTimeout(t *testing.T) {
+	f := setup(t)
+	_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1, TimeoutSeconds: 30})
+	f.cycle(t)
+	started := f.env.Job(t, job).GetStartedAt().AsTime()
+
+	f.now = started.Add(29 * time.Second)
+	next, err := f.mgr.Reconcile(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, f.env.Job(t, job), "Running", "", "")
+	if !next.Equal(started.Add(30 * time.Second)) {
+		t.Fatalf("next wake-up %v, want the deadline %v", next, started.Add(30*time.Second))
+	}
+	f.now = started.Add(30 * time.Second)
+	f.cycle(t)
+	want(t, f.env.Job(t, job), "Failed", "Timeout", "30s")
+	if f.be.stopped[job] != 1 {
+		t.Fatalf("timed-out job stopped %d times, want 1", f.be.stopped[job])
+	}
+}
+
+func TestAbortInEveryPhase(t *testing.T) {
+	abort := func(t *testing.T, f *fixture, exp string) {
+		if _, err := f.env.Exps.AbortExp(context.Background(), &falconv1.AbortExpRequest{Id: exp, Reason: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("waiting, never dispatched", func(t *testing.T) {
+		f := setup(t)
+		exp, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+		abort(t, f, exp)
+		f.cycle(t)
+		j := f.env.Job(t, job)
+		want(t, j, "Aborted", "", "test")
+		if j.GetAbortedAt() == nil || f.be.stopped[job] != 0 || f.be.dispatched[job] != nil {
+			t.Fatalf("aborted_at %v, stopped %d, dispatched %v", j.GetAbortedAt(), f.be.stopped[job], f.be.dispatched[job] != nil)
+		}
+	})
+	t.Run("running", func(t *testing.T) {
+		f := setup(t)
+		exp, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+		f.cycle(t)
+		abort(t, f, exp)
+		f.cycle(t)
+		want(t, f.env.Job(t, job), "Aborted", "", "test")
+		if f.be.stopped[job] != 1 {
+			t.Fatalf("stopped %d times", f.be.stopped[job])
+		}
+	})
+	t.Run("lands while dispatching", func(t *testing.T) {
+		f := setup(t)
+		exp, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+		// The abort lands after the manager read the job and before it
+		// records Running: its write must lose, and the abort must win.
+		f.be.onDispatch = func(*falconv1.Job) {
+			f.be.onDispatch = nil
+			go abort(t, f, exp)
+			time.Sleep(100 * time.Millisecond)
+		}
+		f.cycle(t)
+		f.cycle(t)
+		want(t, f.env.Job(t, job), "Aborted", "", "test")
+		if f.be.stopped[job] != 1 {
+			t.Fatalf("the dispatched job was stopped %d times, want 1", f.be.stopped[job])
+		}
+	})
+}
+
+func TestCrashMidDispatchConverges(t *testing.T) {
+	f := setup(t)
+	_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	// A previous manager marked it Dispatching and died.
+	if _, err := f.env.Jobs.UpdateJobStatus(context.Background(), &falconv1.UpdateJobStatusRequest{
+		Id: job, ExpectedStatus: "Pending", Status: "Pending", Reason: "Dispatching", Message: "m", ClusterName: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	f.cycle(t)
+	want(t, f.env.Job(t, job), "Running", "", "")
+	f.cycle(t) // idempotent: nothing more happens
+	if n := len(f.be.dispatched); n != 1 {
+		t.Fatalf("dispatched %d jobs", n)
+	}
+}
+
+func TestClusterNotActiveWaits(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	c, err := f.env.Store.GetCluster(ctx, "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Status = store.ClusterMaintenance
+	if _, err := f.env.Store.UpsertCluster(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	exp, err := f.env.Exps.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
+		Name: "pinned", ClusterName: "local", RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cycle(t)
+	want(t, f.env.Job(t, exp.GetJobs()[0].GetId()), "Pending", "Waiting", "maintenance")
+	if len(f.be.dispatched) != 0 {
+		t.Fatal("dispatched to a cluster in maintenance")
+	}
+}
