@@ -1008,3 +1008,43 @@ func TestFalconEnvsAreTheReservedOnes(t *testing.T) {
 		t.Errorf("reserved env vars (-validation +executor):\n%s", diff)
 	}
 }
+
+func TestRankThatCannotStartFailsTheJob(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h := newHarness(t, dir)
+	s := newSpec(`sleep 600`, 3)
+	// Rank 1's log cannot be opened: a directory stands where it goes.
+	if err := os.MkdirAll(h.e.LogPath(s.JobID, s.JobID+"-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	err := h.e.Start(context.Background(), s)
+	if err == nil || !strings.Contains(err.Error(), "rank 1") {
+		t.Fatalf("Start = %v, want an error naming rank 1", err)
+	}
+	rank0 := h.pid(t, s.JobID, 0)
+	got := h.waitEnded(t, s.JobID)
+	if !groupGone(rank0.Pid) {
+		t.Errorf("rank 0 (process group %d) survives its sibling's failed start", rank0.Pid)
+	}
+	want := Status{
+		Phase: PhaseFailed, Reason: ReasonStartFailed, ExitCode: -1,
+		Message: fmt.Sprintf("rank 1 (pod %s-1) failed to start: open %s: is a directory", s.JobID, h.e.LogPath(s.JobID, s.JobID+"-1")),
+		Pods: []PodStatus{
+			{Name: s.JobID + "-0", Rank: 0, ExitCode: intp(128 + 15)},
+			{Name: s.JobID + "-1", Rank: 1},
+			{Name: s.JobID + "-2", Rank: 2},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Status (-want +got):\n%s", diff)
+	}
+	// The failure is the job's outcome, not a reason to try again.
+	if err := h.e.Start(context.Background(), s); err != nil {
+		t.Errorf("second Start = %v, want nil", err)
+	}
+	if _, err := os.Stat(layout{dir}.pidFile(s.JobID, 2)); !os.IsNotExist(err) {
+		t.Errorf("rank 2 was started after rank 1 failed to start (pid file: %v)", err)
+	}
+}

@@ -1,0 +1,491 @@
+package queue
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Key names one queue.
+type Key struct {
+	Cluster  string
+	Topology string // e.g. "2x2x4"
+}
+
+func (k Key) String() string { return k.Cluster + "/" + k.Topology }
+
+func compareKeys(a, b Key) int {
+	return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Topology, b.Topology))
+}
+
+// Job is what the scheduler needs to know of a job waiting for a slice.
+type Job struct {
+	ID              string
+	Actor           string // the user who submitted it; the unit of round-robin
+	Name            string // shown to other users in Waiting messages
+	AcceleratorType string // e.g. "v7x"
+	Topology        string // e.g. "2x2x4"
+	PinnedCluster   string // if set, the only cluster the job may run in
+	// Created orders the job within its actor's FIFO; the ID breaks ties.
+	Created time.Time
+}
+
+// Ref identifies a job in positions and messages.
+type Ref struct {
+	ID, Actor, Name string
+}
+
+// label is how a job appears in other jobs' messages.
+func (r Ref) label() string {
+	name := r.Name
+	if name == "" {
+		name = r.ID
+	}
+	return r.Actor + ": " + name
+}
+
+// Phase is where a job is inside the scheduler.
+type Phase string
+
+const (
+	Waiting   Phase = "Waiting"
+	Acquiring Phase = "Acquiring" // holds its queue's slot (Provisioning or Dispatching)
+)
+
+// entry is one job in the scheduler.
+type entry struct {
+	job Job
+	key Key
+	// created is job.Created in Unix nanoseconds. Comparing integers is
+	// cheaper than time.Time.Compare and, unlike it, ignores monotonic clock
+	// readings, which would order a job created in this process differently
+	// from the same job read back from the store.
+	created int64
+	actor   *actorQueue // while waiting; nil once acquiring
+	index   int         // position in actor.jobs
+	since   time.Time   // when it started acquiring, by the scheduler's clock
+}
+
+func (e *entry) less(o *entry) bool {
+	if e.created != o.created {
+		return e.created < o.created
+	}
+	return e.job.ID < o.job.ID
+}
+func (e *entry) setIndex(i int) { e.index = i }
+func (e *entry) ref() Ref       { return Ref{ID: e.job.ID, Actor: e.job.Actor, Name: e.job.Name} }
+
+// actorQueue is one actor's waiting jobs in one queue, earliest first.
+type actorQueue struct {
+	name  string
+	jobs  minHeap[*entry]
+	index int // position in queue.heads
+}
+
+// less orders actors by their earliest job, which is what Pick compares.
+func (a *actorQueue) less(o *actorQueue) bool { return a.jobs[0].less(o.jobs[0]) }
+func (a *actorQueue) setIndex(i int)          { a.index = i }
+
+// queue is one (cluster, topology) queue. Picking is O(log A) for A actors:
+// the winner is the best actor head, or, when that actor was served last, the
+// better of the heap root's two children, which are the second best.
+type queue struct {
+	key        Key
+	actors     map[string]*actorQueue
+	heads      minHeap[*actorQueue] // actors with waiting jobs, by earliest job
+	waiting    int
+	acquiring  *entry
+	lastServed string
+
+	// order caches the simulated pick order (see Waiting). A pick removes
+	// exactly order[0] and leaves the rest valid, because the simulation
+	// after step one starts from the state the pick leaves behind; adds,
+	// removals and SetLastServed can reshuffle everything and clear it.
+	order   []*entry
+	orderOK bool
+}
+
+func (q *queue) invalidate() { q.order, q.orderOK = nil, false }
+
+func (q *queue) push(e *entry) {
+	a := q.actors[e.job.Actor]
+	if a == nil {
+		a = &actorQueue{name: e.job.Actor}
+		q.actors[a.name] = a
+		a.jobs.push(e)
+		q.heads.push(a)
+	} else {
+		a.jobs.push(e)
+		if e.index == 0 { // new earliest job: the actor moves up
+			q.heads.fix(a.index)
+		}
+	}
+	e.actor = a
+	q.waiting++
+	q.invalidate()
+}
+
+// unlink takes a waiting job out of its actor's FIFO. It leaves the cached
+// order alone; the caller decides whether it is still valid.
+func (q *queue) unlink(e *entry) {
+	a := e.actor
+	a.jobs.remove(e.index)
+	e.actor = nil
+	if len(a.jobs) == 0 {
+		q.heads.remove(a.index)
+		delete(q.actors, a.name)
+	} else {
+		q.heads.fix(a.index)
+	}
+	q.waiting--
+}
+
+// next returns the actor whose earliest job the pick rule chooses.
+func (q *queue) next() *actorQueue {
+	h := q.heads
+	if len(h) == 0 {
+		return nil
+	}
+	if h[0].name != q.lastServed || len(h) == 1 {
+		return h[0]
+	}
+	if len(h) > 2 && h[2].less(h[1]) {
+		return h[2]
+	}
+	return h[1]
+}
+
+func (q *queue) depth() int {
+	if q.acquiring != nil {
+		return q.waiting + 1
+	}
+	return q.waiting
+}
+
+// Scheduler holds every queue. It is safe for concurrent use; all methods
+// are cheap enough to run under one mutex.
+type Scheduler struct {
+	mu         sync.Mutex
+	now        func() time.Time
+	aheadLimit int
+	jobs       map[string]*entry
+	queues     map[Key]*queue // never deleted: a queue remembers its last-served actor
+}
+
+// Option configures a Scheduler.
+type Option func(*Scheduler)
+
+// WithClock injects the clock that stamps when a job starts acquiring.
+func WithClock(now func() time.Time) Option { return func(s *Scheduler) { s.now = now } }
+
+// WithAheadLimit sets how many jobs ahead a Waiting message lists by name
+// before summarizing the rest as "and N more" (default 5).
+func WithAheadLimit(n int) Option { return func(s *Scheduler) { s.aheadLimit = max(n, 0) } }
+
+// New returns an empty Scheduler.
+func New(opts ...Option) *Scheduler {
+	s := &Scheduler{
+		now:        time.Now,
+		aheadLimit: 5,
+		jobs:       make(map[string]*entry),
+		queues:     make(map[Key]*queue),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+func (s *Scheduler) queue(k Key) *queue {
+	q := s.queues[k]
+	if q == nil {
+		q = &queue{key: k, actors: make(map[string]*actorQueue)}
+		s.queues[k] = q
+	}
+	return q
+}
+
+func validateJob(j Job) error {
+	switch {
+	case j.ID == "":
+		return fmt.Errorf("%w: empty ID", ErrInvalid)
+	case j.Actor == "":
+		return fmt.Errorf("%w: job %s: empty actor", ErrInvalid, j.ID)
+	case j.AcceleratorType == "":
+		return fmt.Errorf("%w: job %s: empty accelerator type", ErrInvalid, j.ID)
+	case j.Topology == "":
+		return fmt.Errorf("%w: job %s: empty topology", ErrInvalid, j.ID)
+	case j.Created.IsZero():
+		return fmt.Errorf("%w: job %s: zero creation time", ErrInvalid, j.ID)
+	}
+	return nil
+}
+
+func validate(j Job, k Key) error {
+	if err := validateJob(j); err != nil {
+		return err
+	}
+	switch {
+	case k.Cluster == "":
+		return fmt.Errorf("%w: job %s: empty cluster in key", ErrInvalid, j.ID)
+	case k.Topology != j.Topology:
+		return fmt.Errorf("%w: job %s has topology %s but key is %s", ErrInvalid, j.ID, j.Topology, k)
+	case j.PinnedCluster != "" && j.PinnedCluster != k.Cluster:
+		return fmt.Errorf("%w: job %s is pinned to %s but key is %s", ErrInvalid, j.ID, j.PinnedCluster, k)
+	}
+	return nil
+}
+
+// Add puts a waiting job in the queue for key, typically one returned by
+// Select. It is idempotent on the job ID: adding a job that is already in
+// that queue, waiting or acquiring, does nothing (the first Add's fields are
+// kept), which lets a level-triggered caller re-add every Pending job each
+// cycle. Adding it under another key is ErrConflict; Remove it first to move
+// it.
+func (s *Scheduler) Add(job Job, key Key) error {
+	if err := validate(job, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addLocked(job, key)
+}
+
+func (s *Scheduler) addLocked(job Job, key Key) error {
+	if e, ok := s.jobs[job.ID]; ok {
+		if e.key != key {
+			return fmt.Errorf("%w: job %s is in queue %s, not %s", ErrConflict, job.ID, e.key, key)
+		}
+		return nil
+	}
+	e := &entry{job: job, key: key, created: job.Created.UnixNano()}
+	s.jobs[job.ID] = e
+	s.queue(key).push(e)
+	return nil
+}
+
+// Enqueue places a job that is not queued yet (Select, then Add) and returns
+// its key. A job already queued keeps its key, so calling Enqueue for every
+// Pending job each cycle is safe. If no cluster fits, the error is an
+// *UnplaceableError and the job stays unassigned.
+func (s *Scheduler) Enqueue(job Job, clusters []Cluster) (Key, error) {
+	if err := validateJob(job); err != nil {
+		return Key{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.jobs[job.ID]; ok {
+		return e.key, nil
+	}
+	k, err := s.selectLocked(job, clusters)
+	if err != nil {
+		return Key{}, err
+	}
+	return k, s.addLocked(job, k)
+}
+
+// MarkAcquiring records that job already holds key's slot. It exists for
+// rebuilding after a restart, for jobs whose rows say Provisioning or
+// Dispatching. The job may be new or already waiting in that queue. Since
+// the slot's holder was the last actor served there, it also restores the
+// queue's round-robin memory. Marking a job that already holds the slot does
+// nothing; if another job holds it, the error is ErrSlotBusy.
+func (s *Scheduler) MarkAcquiring(job Job, key Key) error {
+	if err := validate(job, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queue(key)
+	e, ok := s.jobs[job.ID]
+	switch {
+	case ok && e.key != key:
+		return fmt.Errorf("%w: job %s is in queue %s, not %s", ErrConflict, job.ID, e.key, key)
+	case ok && q.acquiring == e:
+		return nil
+	case q.acquiring != nil:
+		return fmt.Errorf("%w: %s is held by job %s, cannot mark %s", ErrSlotBusy, key, q.acquiring.job.ID, job.ID)
+	case ok:
+		q.unlink(e)
+	default:
+		e = &entry{job: job, key: key, created: job.Created.UnixNano()}
+		s.jobs[job.ID] = e
+	}
+	q.acquiring, e.since, q.lastServed = e, s.now(), e.job.Actor
+	q.invalidate()
+	return nil
+}
+
+// Pick hands key's free slot to the next job by the pick rule and returns
+// it; the job is then acquiring and its actor is the queue's last served.
+// It returns false if the slot is taken or nobody is waiting. Cost:
+// O(log jobs-of-actor + log actors).
+func (s *Scheduler) Pick(key Key) (Job, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[key]
+	if q == nil || q.acquiring != nil {
+		return Job{}, false
+	}
+	a := q.next()
+	if a == nil {
+		return Job{}, false
+	}
+	e := a.jobs[0]
+	q.unlink(e)
+	q.acquiring, e.since, q.lastServed = e, s.now(), e.job.Actor
+	if q.orderOK && len(q.order) > 0 && q.order[0] == e {
+		q.order[0] = nil
+		q.order = q.order[1:]
+	} else {
+		q.invalidate()
+	}
+	return e.job, true
+}
+
+// Release frees the slot held by jobID, whose pods are all Running, and
+// forgets the job: a running job no longer occupies its queue. A waiting job
+// is ErrNotAcquiring; an unknown one ErrNotFound.
+func (s *Scheduler) Release(jobID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.jobs[jobID]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotFound, jobID)
+	}
+	if e.actor != nil {
+		return fmt.Errorf("%w: %s is waiting in %s", ErrNotAcquiring, jobID, e.key)
+	}
+	s.queues[e.key].acquiring = nil
+	delete(s.jobs, jobID)
+	return nil
+}
+
+// Remove forgets a job that ended (failed, aborted, timed out) whether it
+// was waiting or acquiring; an acquiring job frees its slot. An unknown job
+// is ErrNotFound.
+func (s *Scheduler) Remove(jobID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.jobs[jobID]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotFound, jobID)
+	}
+	q := s.queues[e.key]
+	if e.actor == nil {
+		q.acquiring = nil
+	} else {
+		q.unlink(e)
+		q.invalidate()
+	}
+	delete(s.jobs, jobID)
+	return nil
+}
+
+// Lookup reports which queue holds jobID and in which phase.
+func (s *Scheduler) Lookup(jobID string) (Key, Phase, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.jobs[jobID]
+	if !ok {
+		return Key{}, "", false
+	}
+	if e.actor == nil {
+		return e.key, Acquiring, true
+	}
+	return e.key, Waiting, true
+}
+
+// LastServed returns the actor who got key's most recent slot, "" if none is
+// known. Persist it if the one-turn fairness blip after a restart matters.
+func (s *Scheduler) LastServed(key Key) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[key]; q != nil {
+		return q.lastServed
+	}
+	return ""
+}
+
+// SetLastServed restores key's round-robin memory after a restart.
+func (s *Scheduler) SetLastServed(key Key, actor string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queue(key)
+	if q.lastServed != actor {
+		q.lastServed = actor
+		q.invalidate()
+	}
+}
+
+// Depth is the number of jobs in key's queue, waiting plus acquiring; it is
+// what cluster selection balances and what MaxQueueDepth bounds.
+func (s *Scheduler) Depth(key Key) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[key]; q != nil {
+		return q.depth()
+	}
+	return 0
+}
+
+// Keys returns the queues holding at least one job, sorted.
+func (s *Scheduler) Keys() []Key {
+	return s.keys(func(q *queue) bool { return q.depth() > 0 })
+}
+
+// Ready returns the queues whose slot is free and which have a job waiting,
+// sorted: the ones a scheduling cycle should Pick from.
+func (s *Scheduler) Ready() []Key {
+	return s.keys(func(q *queue) bool { return q.acquiring == nil && q.waiting > 0 })
+}
+
+func (s *Scheduler) keys(keep func(*queue) bool) []Key {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ks []Key
+	for k, q := range s.queues {
+		if keep(q) {
+			ks = append(ks, k)
+		}
+	}
+	slices.SortFunc(ks, compareKeys)
+	return ks
+}
+
+// Stats describes one queue.
+type Stats struct {
+	Key     Key
+	Waiting int
+	Actors  int // actors with at least one waiting job
+	// Acquiring is the job holding the slot; zero if the slot is free.
+	Acquiring      Ref
+	AcquiringSince time.Time // by the scheduler's clock
+	LastServed     string
+	OldestWaiting  time.Time // Created of the earliest waiting job
+}
+
+// Snapshot describes every queue that holds a job or remembers a last-served
+// actor, sorted by key. It is enough to persist the round-robin memory.
+func (s *Scheduler) Snapshot() []Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Stats
+	for k, q := range s.queues {
+		if q.depth() == 0 && q.lastServed == "" {
+			continue
+		}
+		st := Stats{Key: k, Waiting: q.waiting, Actors: len(q.heads), LastServed: q.lastServed}
+		if e := q.acquiring; e != nil {
+			st.Acquiring, st.AcquiringSince = e.ref(), e.since
+		}
+		if len(q.heads) > 0 {
+			st.OldestWaiting = q.heads[0].jobs[0].job.Created
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b Stats) int { return compareKeys(a.Key, b.Key) })
+	return out
+}
