@@ -110,10 +110,11 @@ func ExperimentDetail(e *falconv1.Experiment) TableFunc {
 			{"Started", Timestamp(v.Now, e.GetStartedAt())},
 			{"Finished", Timestamp(v.Now, e.GetFinishedAt())},
 			{"Aborted", Timestamp(v.Now, e.GetAbortedAt())},
-			{"Artifacts", e.GetArtifactPath()},
 		}
 		if a := e.GetArtifact(); a != nil {
 			fields = append(fields, Field{"Artifact", artifactLine(a)})
+		} else {
+			fields = append(fields, Field{"Artifact", e.GetArtifactPath()})
 		}
 		if err := WriteFields(v.Out, fields); err != nil {
 			return err
@@ -183,7 +184,7 @@ var roleColumns = []Column[namedSpec]{
 	{"ROLE", func(r namedSpec) string { return r.name }},
 	{"REPLICA", func(r namedSpec) string { return strconv.Itoa(int(r.spec.GetReplica())) }},
 	{"DEVICE", func(r namedSpec) string { return r.spec.GetDeviceType() }},
-	{"COUNT", func(r namedSpec) string { return strconv.Itoa(int(r.spec.GetDeviceCount())) }},
+	{"COUNT", func(r namedSpec) string { return nonZero(r.spec.GetDeviceCount()) }},
 	{"TOPO", func(r namedSpec) string { return r.spec.GetDeviceTopo() }},
 	{"IMAGE", func(r namedSpec) string { return r.spec.GetImage() }},
 }
@@ -251,4 +252,12 @@ func ClusterDetail(c *falconv1.Cluster) TableFunc {
 			{"Created", Timestamp(v.Now, c.GetCreatedAt())},
 		})
 	}
+}
+
+// nonZero formats n, or "" (shown as "-") when it is 0 and so unset.
+func nonZero(n int32) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(int(n))
 }

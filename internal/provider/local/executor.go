@@ -41,8 +41,10 @@ const (
 
 var falconEnvs = []string{envExpID, envJobID, envRole, envRank, envWorldSize, envArtifactDir, envArtifactAlt, envConfig}
 
-// Clock is the executor's view of time. Only the kill grace period is
-// measured with it, so tests can step past a grace period instead of waiting.
+// Clock is the executor's view of time: it stamps exit markers (the earliest
+// failure is the one reported) and measures the kill grace period, so tests
+// can step past a grace period instead of waiting it out. Polling for the
+// kernel to finish killing processes uses real time.
 type Clock interface {
 	Now() time.Time
 	After(d time.Duration) <-chan time.Time
@@ -240,7 +242,8 @@ func (e *Executor) Status(ctx context.Context, jobID string) (Status, error) {
 
 // Kill stops every rank of the job that still runs: SIGTERM to each process
 // group, SIGKILL to what is left after the grace period, and returns once
-// all of them are gone (or ctx ends). Afterwards the job is Failed with
+// all of them are gone. If ctx ends first, Kill returns its error and the
+// escalation stops; call it again to finish. Afterwards the job is Failed with
 // ReasonKilled, unless it had already ended. Killing an unknown or finished
 // job does nothing.
 func (e *Executor) Kill(ctx context.Context, jobID string) error {

@@ -223,14 +223,23 @@ func (e *Executor) startRank(j *job, r *rank, command string, env []string) erro
 //     the other ranks: a slice with a dead rank is useless;
 //  6. tell the controller.
 func (e *Executor) reap(j *job, r *rank) {
+	var werr error
 	if err := waitExited(r.pid); err != nil {
+		// Not expected. Without the pinned zombie the group cannot be
+		// signalled safely after the leader exits, so stragglers are left
+		// alone rather than risk signalling a recycled group.
 		e.log.Error("waitid on a rank failed", "job", j.id, "pod", r.pod, "err", err)
+		werr = r.cmd.Wait()
+		r.sigMu.Lock()
+		r.exiting = true
+		r.sigMu.Unlock()
+	} else {
+		r.sigMu.Lock()
+		r.exiting = true
+		r.sigMu.Unlock()
+		e.killStragglers(j.id, r.pid)
+		werr = r.cmd.Wait()
 	}
-	r.sigMu.Lock()
-	r.exiting = true
-	r.sigMu.Unlock()
-	e.killStragglers(j.id, r.pid)
-	werr := r.cmd.Wait()
 
 	x := exitRecord{End: endExited, Pid: r.pid}
 	if ps := r.cmd.ProcessState; ps != nil {

@@ -39,7 +39,9 @@ func NewCmdAbort(f *factory.Factory, runF func(context.Context, *Options) error)
 Asks for confirmation on a terminal; without a terminal (scripts, agents)
 --yes is required. An experiment that already ended is left as it is and
 reported as unchanged, which is not an error. With several IDs every one is
-tried; the exit code is the worst of their results.`,
+tried; the exit code is the worst (highest) of their results. With -o json
+each ID prints its AbortExpResponse (experiment, changed, message) as its
+own JSON object; failures go to stderr.`,
 		Example: `  falcon exp abort exp-q7odgo8q9x --reason 'wrong image' --yes`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -102,8 +102,11 @@ func createRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	return opts.Printer().Print(created, func(v output.View) error {
-		fmt.Fprintf(v.Out, "Created experiment %s %q on cluster %s (%s)\n",
-			created.GetId(), created.GetName(), created.GetClusterName(), created.GetStatus())
+		where := ""
+		if c := created.GetClusterName(); c != "" {
+			where = " on cluster " + c
+		}
+		fmt.Fprintf(v.Out, "Created experiment %s %q%s (%s)\n", created.GetId(), created.GetName(), where, created.GetStatus())
 		fmt.Fprintf(v.Notes, "Follow it with `falcon exp logs %[1]s -f`, or wait for it with `falcon exp wait %[1]s`.\n", created.GetId())
 		return nil
 	})
