@@ -40,11 +40,7 @@ func (b *Backend) Observe(ctx context.Context, _ *falconv1.Cluster, j *falconv1.
 	case PhaseSucceeded:
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: st.Message}, nil
 	case PhaseFailed:
-		msg := st.Message
-		if st.Reason == ReasonLost {
-			msg = "processes lost: " + msg
-		}
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: msg}, nil
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: st.Message}, nil
 	default:
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseUnknown,
 			Message: fmt.Sprintf("processes lost: this machine has no record of job %s (was the data dir removed?)", j.GetId())}, nil
