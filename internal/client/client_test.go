@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,9 +236,9 @@ func TestConnectionRefused(t *testing.T) {
 }
 
 func TestTimeoutAndNonGatewayErrors(t *testing.T) {
-	var gotAuth string
+	var gotAuth atomic.Value
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAuth = r.Header.Get("Authorization")
+		gotAuth.Store(r.Header.Get("Authorization"))
 		switch r.URL.Path {
 		case "/v1/experiments/slow":
 			time.Sleep(500 * time.Millisecond)
@@ -258,8 +259,8 @@ func TestTimeoutAndNonGatewayErrors(t *testing.T) {
 	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "50ms") {
 		t.Errorf("slow: %v, want DeadlineExceeded naming the timeout", err)
 	}
-	if gotAuth != "Bearer tok" {
-		t.Errorf("Authorization = %q, want the bearer token", gotAuth)
+	if got := gotAuth.Load(); got != "Bearer tok" {
+		t.Errorf("Authorization = %q, want the bearer token", got)
 	}
 	_, err = c.GetExp(ctx, &falconv1.GetExpRequest{Id: "proxy"})
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "bad gateway") {

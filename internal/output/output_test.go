@@ -166,7 +166,7 @@ job-ki5t2jegpi  worker  Failed  JobFailed  exit code 3  2
 
 func TestShortDuration(t *testing.T) {
 	tests := map[time.Duration]string{
-		0:                "0s",
+		0:                 "0s",
 		119 * time.Second: "119s",
 		2 * time.Minute:   "2m",
 		119 * time.Minute: "119m",

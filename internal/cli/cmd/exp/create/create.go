@@ -151,4 +151,3 @@ func Experiment(opts *Options) (*falconv1.Experiment, error) {
 	}
 	return exp, nil
 }
-

@@ -95,8 +95,8 @@ func TestWait(t *testing.T) {
 			wantOut:    "RoleFailed",
 		},
 		{
-			name:     "aborted",
-			steps:    []step{{status: "Aborting"}, {status: "Aborted"}},
+			name:       "aborted",
+			steps:      []step{{status: "Aborting"}, {status: "Aborted"}},
 			wantCode:   errdefs.ExitNotSucceeded,
 			wantErr:    "ended Aborted",
 			wantSleeps: []time.Duration{time.Second},
