@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/stack"
 )
 
@@ -29,7 +30,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 func newLogger(level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %q is not a level; allowed: debug, info, warn, error", level)
+		return nil, errdefs.Invalid("--log-level", "%q is not a level; allowed: debug, info, warn, error", level)
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
@@ -95,10 +96,10 @@ func envOr(k, def string) string {
 
 func checkDB(driver, dsn string) error {
 	if driver != "mysql" && driver != "sqlite" {
-		return fmt.Errorf("--db-driver: %q is not supported; allowed: mysql, sqlite", driver)
+		return errdefs.Invalid("--db-driver", "%q is not supported; allowed: mysql, sqlite", driver)
 	}
 	if dsn == "" {
-		return fmt.Errorf("--db-dsn is required")
+		return errdefs.Invalid("--db-dsn", "is required (or set FALCON_DB_DSN)")
 	}
 	return nil
 }
@@ -157,6 +158,7 @@ func newControllerCmd() *cobra.Command {
 	f.StringVar(&cfg.Server, "api-grpc", envOr("FALCON_API_GRPC", "127.0.0.1:9090"), "the API server's gRPC address (env FALCON_API_GRPC)")
 	f.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "working directory of the local backend")
 	f.DurationVar(&cfg.Interval, "poll-interval", 5*time.Second, "safety-net poll; changes wake the controllers at once")
+	f.StringVar(&cfg.LocalCluster, "local-cluster", "", "register a cluster of this name that runs jobs as processes on this machine")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/provider/local"
@@ -60,7 +61,10 @@ type ControllerConfig struct {
 	Server   string // the API server's gRPC address
 	DataDir  string // for the local backend
 	Interval time.Duration
-	Log      *slog.Logger
+	// LocalCluster, if set, registers a cluster of that name whose jobs run
+	// as processes on this controller's machine.
+	LocalCluster string
+	Log          *slog.Logger
 }
 
 // Controller runs the expController and the resource manager against an API
@@ -75,6 +79,13 @@ func Controller(ctx context.Context, cfg ControllerConfig) error {
 		return err
 	}
 	defer conn.Close()
+	if cfg.LocalCluster != "" {
+		if _, err := falconv1.NewClusterServiceClient(conn).RegisterCluster(ctx, &falconv1.RegisterClusterRequest{
+			Cluster: &falconv1.Cluster{Name: cfg.LocalCluster, Backend: local.BackendName, Location: "localhost"},
+		}); err != nil {
+			return fmt.Errorf("register local cluster %s: %w", cfg.LocalCluster, err)
+		}
+	}
 	var mgr *resourcemanager.Manager
 	exec, err := local.New(cfg.DataDir, local.WithLogger(log), local.WithOnExit(func(string) {
 		if mgr != nil {

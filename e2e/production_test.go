@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+)
+
+// TestServerAndControllerOnMariaDB runs Falcon as it is deployed: `falcon
+// migrate`, `falcon server` on MariaDB and `falcon controller` as separate
+// processes, the controller reaching the server over gRPC.
+func TestServerAndControllerOnMariaDB(t *testing.T) {
+	admin := os.Getenv("FALCON_TEST_MYSQL_DSN")
+	if admin == "" {
+		admin = "root@tcp(127.0.0.1:3306)/test?parseTime=true"
+	}
+	db, err := sql.Open("mysql", admin)
+	if err == nil {
+		err = db.Ping()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("MariaDB is required under CI=true: %v", err)
+		}
+		t.Skipf("MariaDB unreachable: %v", err)
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	name := "falcon_e2e_" + hex.EncodeToString(b)
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Exec("DROP DATABASE " + name); db.Close() })
+	dsn := "root@tcp(127.0.0.1:3306)/" + name + "?parseTime=true"
+
+	if out, err := exec.Command(falconBin, "migrate", "--db-driver", "mysql", "--db-dsn", dsn).CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)
+	var serverLog, ctlLog bytes.Buffer
+	server := exec.Command(falconBin, "server", "--db-driver", "mysql", "--db-dsn", dsn,
+		"--http-addr", httpAddr, "--grpc-addr", grpcAddr, "--artifact-root", dir, "--log-dir", dir+"/logs")
+	server.Stderr = &serverLog
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Process.Signal(syscall.SIGTERM); server.Wait() })
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get("http://" + httpAddr + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not come up:\n%s", serverLog.String())
+		}
+	}
+	ctl := exec.Command(falconBin, "controller", "--api-grpc", grpcAddr, "--data-dir", dir, "--local-cluster", "box", "--log-level", "debug")
+	ctl.Stderr = &ctlLog
+	if err := ctl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Process.Signal(syscall.SIGTERM); ctl.Wait() })
+
+	d := &dev{t: t, dataDir: dir, http: httpAddr, stderr: &serverLog}
+	var clusters map[string]any
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		clusters = d.mustJSON("cluster", "list")
+		if len(clusters["items"].([]any)) == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !strings.Contains(d.run("", "cluster", "list").stdout, "box") {
+		t.Fatalf("controller did not register its cluster: %v\n%s", clusters, ctlLog.String())
+	}
+	exp := d.create("name: on-mariadb\ncluster_name: box\nrole_to_task_spec:\n  main:\n    command: echo from mariadb\n    replica: 2\n")
+	r := d.run("", "exp", "wait", exp["id"].(string), "--timeout", "60s")
+	if r.code != 0 {
+		t.Fatalf("wait: %d %s\nserver:\n%s\ncontroller:\n%s", r.code, r.stderr, serverLog.String(), ctlLog.String())
+	}
+	if logs := d.run("", "exp", "logs", exp["id"].(string)); strings.Count(logs.stdout, "from mariadb") != 2 {
+		t.Fatalf("logs: %q", logs.stdout)
+	}
+}
