@@ -11,6 +11,6 @@
 // gateway turns those into HTTP statuses.
 //
 // Which methods are public is decided by api/falcon/v1/gateway.yaml: the
-// controller-only methods (status updates, AbortJob, WatchChanges,
-// RegisterCluster) have no HTTP route at all.
+// controller-only methods (status updates, AbortJob, WatchChanges) have no
+// HTTP route at all.
 package apiserver

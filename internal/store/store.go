@@ -98,14 +98,36 @@ const (
 type Cluster struct {
 	ID                 string
 	Name               string
-	Backend            string // "local", later "kubernetes", "gke"
+	Backend            string // "local", "kubernetes" or "gke"
 	Project            string
 	Location           string
-	AcceleratorTypes   []string
+	AcceleratorTypes   []string // what it offers, most preferred first; empty offers anything (local)
 	GCSBucket          string
 	DefaultReservation string
 	Status             string
 	CreatedAt          time.Time
+	// Spec holds how to reach and use the cluster. It is stored as one JSON
+	// document because it grows with every backend, and nothing queries
+	// inside it.
+	Spec ClusterSpec
+}
+
+// ClusterSpec is the backend-specific part of a cluster's registration.
+type ClusterSpec struct {
+	Namespace     string            `json:"namespace,omitempty"`
+	Kubeconfig    string            `json:"kubeconfig,omitempty"`   // path on the controller's machine (kubernetes backend)
+	KubeContext   string            `json:"kube_context,omitempty"` // context in that kubeconfig
+	GKECluster    string            `json:"gke_cluster,omitempty"`  // GKE cluster name (gke backend)
+	MaxQueueDepth int               `json:"max_queue_depth,omitempty"`
+	Accelerators  []AcceleratorSlot `json:"accelerators,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
+}
+
+// AcceleratorSlot is one accelerator type a cluster offers; a lower
+// priority is preferred when several clusters could take a job.
+type AcceleratorSlot struct {
+	Type     string `json:"type"`
+	Priority int    `json:"priority"`
 }
 
 // User is a person or service principal, registered on first request.

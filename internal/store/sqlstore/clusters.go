@@ -10,12 +10,12 @@ import (
 	"github.com/falconhq/falcon/internal/store"
 )
 
-const clusterCols = "id, name, backend, project, location, accelerator_types, gcs_bucket, default_reservation, status, created_at"
+const clusterCols = "id, name, backend, project, location, accelerator_types, gcs_bucket, default_reservation, status, created_at, spec"
 
 func scanCluster(sc scanner) (*store.Cluster, error) {
 	var c store.Cluster
 	err := sc.Scan(&c.ID, &c.Name, &c.Backend, &c.Project, &c.Location, jsonCol{&c.AcceleratorTypes},
-		&c.GCSBucket, &c.DefaultReservation, &c.Status, timeCol{&c.CreatedAt})
+		&c.GCSBucket, &c.DefaultReservation, &c.Status, timeCol{&c.CreatedAt}, jsonCol{&c.Spec})
 	return &c, err
 }
 
@@ -33,9 +33,9 @@ func (s *Store) UpsertCluster(ctx context.Context, c *store.Cluster) (*store.Clu
 		switch {
 		case err == nil:
 			if _, err := tx.ExecContext(ctx, "UPDATE clusters SET backend = ?, project = ?, location = ?, "+
-				"accelerator_types = ?, gcs_bucket = ?, default_reservation = ?, status = ? WHERE id = ?",
+				"accelerator_types = ?, gcs_bucket = ?, default_reservation = ?, status = ?, spec = ? WHERE id = ?",
 				c.Backend, c.Project, c.Location, jsonArg(c.AcceleratorTypes), c.GCSBucket, c.DefaultReservation,
-				c.Status, id); err != nil {
+				c.Status, jsonArg(c.Spec), id); err != nil {
 				return dbErr("update cluster", err)
 			}
 		case errors.Is(err, sql.ErrNoRows):
@@ -49,7 +49,7 @@ func (s *Store) UpsertCluster(ctx context.Context, c *store.Cluster) (*store.Clu
 			}
 			if _, err := tx.ExecContext(ctx, insertSQL("clusters", clusterCols),
 				c.ID, c.Name, c.Backend, c.Project, c.Location, jsonArg(c.AcceleratorTypes), c.GCSBucket,
-				c.DefaultReservation, c.Status, s.d.timeArg(created)); err != nil {
+				c.DefaultReservation, c.Status, s.d.timeArg(created), jsonArg(c.Spec)); err != nil {
 				return dbErr("insert cluster", err)
 			}
 		default:

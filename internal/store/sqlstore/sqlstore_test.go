@@ -943,6 +943,9 @@ func testClusters(t *testing.T, e env) {
 		ID: "cl-aaaaaaaaaa", Name: "edge-1", Backend: "gke", Project: "p", Location: "us-central1",
 		AcceleratorTypes: []string{"tpu-v5e", "tpu-v6e"}, GCSBucket: "bkt", DefaultReservation: "res-1",
 		Status: store.ClusterActive,
+		Spec: store.ClusterSpec{Namespace: "falcon", Kubeconfig: "/etc/kube", KubeContext: "edge-1", MaxQueueDepth: 5,
+			Accelerators: []store.AcceleratorSlot{{Type: "tpu-v5e", Priority: 1}, {Type: "tpu-v6e", Priority: 2}},
+			Labels:       map[string]string{"env": "prod"}},
 	}
 	created, err := e.s.UpsertCluster(ctx, in)
 	if err != nil {
@@ -957,7 +960,8 @@ func testClusters(t *testing.T, e env) {
 	// Same name, new ID and fields: the row keeps its ID and created_at.
 	e.clk.Advance(time.Hour)
 	upd := &store.Cluster{ID: "cl-bbbbbbbbbb", Name: "edge-1", Backend: "gke", Project: "p2", Location: "eu-west4",
-		AcceleratorTypes: []string{"tpu-v6e"}, Status: store.ClusterMaintenance}
+		AcceleratorTypes: []string{"tpu-v6e"}, Status: store.ClusterMaintenance,
+		Spec: store.ClusterSpec{Namespace: "other"}}
 	updated, err := e.s.UpsertCluster(ctx, upd)
 	if err != nil {
 		t.Fatal(err)
