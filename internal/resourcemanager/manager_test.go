@@ -25,6 +25,7 @@ type scripted struct {
 	dispatched  map[string]*falconv1.Job
 	stopped     map[string]int
 	dispatchErr error
+	startPhase  resourcemanager.Phase // what a new job reports first; Running if empty
 	onDispatch  func(j *falconv1.Job)
 }
 
@@ -40,7 +41,11 @@ func (s *scripted) Dispatch(_ context.Context, _ *falconv1.Cluster, j *falconv1.
 	}
 	if _, ok := s.dispatched[j.GetId()]; !ok {
 		s.dispatched[j.GetId()] = proto.Clone(j).(*falconv1.Job)
-		s.phase[j.GetId()] = resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: "1/1 running"}
+		p := s.startPhase
+		if p == "" {
+			p = resourcemanager.PhaseRunning
+		}
+		s.phase[j.GetId()] = resourcemanager.Observation{Phase: p, Message: "1/1 running"}
 	}
 	if s.onDispatch != nil {
 		s.onDispatch(j)
@@ -216,8 +221,14 @@ func TestAbortInEveryPhase(t *testing.T) {
 		// records Running: its write must lose, and the abort must win.
 		f.be.onDispatch = func(*falconv1.Job) {
 			f.be.onDispatch = nil
-			go abort(t, f, exp)
-			time.Sleep(100 * time.Millisecond)
+			done := make(chan error)
+			go func() {
+				_, err := f.env.Exps.AbortExp(context.Background(), &falconv1.AbortExpRequest{Id: exp, Reason: "test"})
+				done <- err
+			}()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
 		}
 		f.cycle(t)
 		f.cycle(t)
@@ -261,8 +272,55 @@ func TestClusterNotActiveWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.cycle(t)
-	want(t, f.env.Job(t, exp.GetJobs()[0].GetId()), "Pending", "Waiting", "maintenance")
+	want(t, f.env.Job(t, exp.GetJobs()[0].GetId()), "Pending", "Waiting", "not active")
 	if len(f.be.dispatched) != 0 {
 		t.Fatal("dispatched to a cluster in maintenance")
+	}
+}
+
+func TestOneJobAcquiresPerQueue(t *testing.T) {
+	f := setup(t)
+	f.be.startPhase = resourcemanager.PhasePending
+	task := func() *falconv1.TaskSpec {
+		return &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
+	}
+	_, j1 := f.one(t, task())
+	_, j2 := f.one(t, task())
+	_, j3 := f.one(t, task())
+	_, other := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x2"})
+	f.cycle(t)
+	want(t, f.env.Job(t, j1), "Pending", "Dispatching", "")
+	want(t, f.env.Job(t, j2), "Pending", "Waiting", "next in line")
+	want(t, f.env.Job(t, j3), "Pending", "Waiting", "queue position #2, 1 ahead")
+	// Another topology is another queue: it is not blocked.
+	want(t, f.env.Job(t, other), "Pending", "Dispatching", "")
+
+	f.be.set(j1, resourcemanager.PhaseRunning, "1/1 pods running")
+	f.cycle(t)
+	want(t, f.env.Job(t, j1), "Running", "", "1/1 pods running")
+	want(t, f.env.Job(t, j2), "Pending", "Dispatching", "")
+	want(t, f.env.Job(t, j3), "Pending", "Waiting", "next in line")
+
+	// A job that fails while acquiring frees the slot too.
+	f.be.set(j2, resourcemanager.PhaseFailed, "pod x: ImagePullBackOff")
+	f.cycle(t)
+	want(t, f.env.Job(t, j2), "Failed", "JobFailed", "ImagePullBackOff")
+	if f.be.stopped[j2] != 1 {
+		t.Fatalf("failed job's leftovers stopped %d times, want 1", f.be.stopped[j2])
+	}
+	want(t, f.env.Job(t, j3), "Pending", "Dispatching", "")
+}
+
+func TestTimeoutWhileAcquiring(t *testing.T) {
+	f := setup(t)
+	f.be.startPhase = resourcemanager.PhasePending
+	_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1, TimeoutSeconds: 60})
+	f.cycle(t)
+	want(t, f.env.Job(t, job), "Pending", "Dispatching", "")
+	f.now = f.now.Add(61 * time.Second)
+	f.cycle(t)
+	want(t, f.env.Job(t, job), "Failed", "Timeout", "waiting for resources")
+	if f.be.stopped[job] != 1 {
+		t.Fatalf("stopped %d times", f.be.stopped[job])
 	}
 }

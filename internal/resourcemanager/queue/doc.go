@@ -18,6 +18,15 @@
 // candidate wins. Created time orders jobs and the job ID breaks ties, so the
 // order is total and does not depend on map iteration or insertion order.
 //
+// The resource manager drives it once per cycle:
+//
+//  1. Enqueue every Pending job not yet queued (Select picks the cluster:
+//     an idle node pool of the right shape first, else the shortest queue);
+//     an unplaceable job keeps its *UnplaceableError text as its message.
+//  2. Pick from every Ready queue and start provisioning what it returns.
+//  3. Release jobs whose pods all run; Remove jobs that ended or were aborted.
+//  4. Write each waiting job's Waiting position and Message.
+//
 // The Scheduler is an in-memory index, not a source of truth: the job rows in
 // the store are. After a controller restart the caller rebuilds it by adding
 // every waiting job (Add) and every job still Provisioning or Dispatching

@@ -12,9 +12,10 @@ type Position struct {
 	// Pos is 1-based: Pos-1 jobs will be picked before this one if nothing
 	// changes. It follows the pick rule, not plain FIFO.
 	Pos int
-	// Ahead lists the first jobs of the queue, at most the scheduler's ahead
-	// limit of the Pos-1 jobs in front of this one. Positions returned by one
-	// Waiting call share this backing array; treat it as read-only.
+	// Ahead names the first of the Pos-1 jobs in front of this one, up to
+	// the scheduler's ahead limit, front of the queue first: the jobs that
+	// go next are the ones worth naming. Positions returned by one Waiting
+	// call share this backing array; treat it as read-only.
 	Ahead []Ref
 	// Acquiring is the job holding the queue's slot, nil if it is free;
 	// shared like Ahead.
@@ -28,20 +29,22 @@ type Position struct {
 // For the job at the front it names what it waits for instead.
 func (p Position) Message() string {
 	var b strings.Builder
+	b.Grow(96 + 48*len(p.Ahead)) // one allocation for typical names
+	var num [20]byte
 	b.WriteString("queue position #")
-	b.WriteString(strconv.Itoa(p.Pos))
+	b.Write(strconv.AppendInt(num[:0], int64(p.Pos), 10))
 	ahead := p.Pos - 1
 	if ahead == 0 {
 		b.WriteString(", next in line")
 		if p.Acquiring != nil {
 			b.WriteString(", waiting for ")
-			b.WriteString(p.Acquiring.label())
+			writeLabel(&b, *p.Acquiring)
 			b.WriteString(" to finish acquiring resources")
 		}
 		return b.String()
 	}
 	b.WriteString(", ")
-	b.WriteString(strconv.Itoa(ahead))
+	b.Write(strconv.AppendInt(num[:0], int64(ahead), 10))
 	b.WriteString(" ahead")
 	for i, r := range p.Ahead {
 		if i == 0 {
@@ -49,22 +52,33 @@ func (p Position) Message() string {
 		} else {
 			b.WriteString(", ")
 		}
-		b.WriteString(r.label())
+		writeLabel(&b, r)
 	}
 	if more := ahead - len(p.Ahead); more > 0 && len(p.Ahead) > 0 {
 		b.WriteString(" and ")
-		b.WriteString(strconv.Itoa(more))
+		b.Write(strconv.AppendInt(num[:0], int64(more), 10))
 		b.WriteString(" more")
 	}
 	return b.String()
 }
 
+// writeLabel writes how a job appears in other jobs' messages.
+func writeLabel(b *strings.Builder, r Ref) {
+	b.WriteString(r.Actor)
+	b.WriteString(": ")
+	if r.Name != "" {
+		b.WriteString(r.Name)
+	} else {
+		b.WriteString(r.ID)
+	}
+}
+
 // Waiting returns key's waiting jobs in the order Pick would hand them out
 // if no job arrived or left: the round-robin is played out, starting from
-// the queue's last-served actor. It costs O(n log n) for n waiting jobs the
-// first time after an Add, Remove or SetLastServed, and O(n) (building the
-// result) when only picks happened since, because a pick consumes exactly
-// the front of the cached order.
+// the queue's last-served actor. For n waiting jobs of A actors it costs
+// O(n log A) the first time after an Add, Remove or SetLastServed, and O(n)
+// (building the result) when only picks and releases happened since, because
+// a pick consumes exactly the front of the cached order.
 func (s *Scheduler) Waiting(key Key) []Position {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,79 +87,113 @@ func (s *Scheduler) Waiting(key Key) []Position {
 		return nil
 	}
 	order := q.simulate()
-	head := make([]Ref, min(len(order), s.aheadLimit))
-	for i := range head {
-		head[i] = order[i].ref()
-	}
+	n := min(len(order), s.aheadLimit)
+	head := slices.Clone(order[:n]) // not the cache itself: a Pick rewrites it
 	var holder *Ref
 	if q.acquiring != nil {
 		r := q.acquiring.ref()
 		holder = &r
 	}
 	out := make([]Position, len(order))
-	for i, e := range order {
+	for i, r := range order {
 		n := min(i, len(head))
-		out[i] = Position{Ref: e.ref(), Pos: i + 1, Ahead: head[:n:n], Acquiring: holder}
+		out[i] = Position{Ref: r, Pos: i + 1, Ahead: head[:n:n], Acquiring: holder}
 	}
 	return out
 }
 
-// cursor walks one actor's jobs, sorted, during a simulation.
+// cursor walks one actor's FIFO during a simulation.
 type cursor struct {
-	actor string
-	jobs  []*entry
-	next  int
-	index int
+	f     *fifo
+	pos   int  // next live slot in f.slots
+	first rank // f.slots[pos].rank
 }
 
-func (c *cursor) less(o *cursor) bool { return c.jobs[c.next].less(o.jobs[o.next]) }
-func (c *cursor) setIndex(i int)      { c.index = i }
+// cursors is a min-heap of cursors by first. It is written out rather than
+// reusing minHeap because this loop runs once per waiting job, and plain
+// code lets the compiler inline the comparisons that generic code reaches
+// through a dictionary.
+type cursors []cursor
+
+func (h cursors) fix(i int) {
+	for i > 0 { // up
+		p := (i - 1) / 2
+		if !h[i].first.less(h[p].first) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	for { // down
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		j := l
+		if r := l + 1; r < len(h) && h[r].first.less(h[l].first) {
+			j = r
+		}
+		if !h[j].first.less(h[i].first) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+func (h *cursors) remove(i int) {
+	last := len(*h) - 1
+	(*h)[i] = (*h)[last]
+	*h = (*h)[:last]
+	if i < last {
+		h.fix(i)
+	}
+}
 
 // simulate returns the queue's pick order, from the cache if it is valid.
-// It replays queue.next step by step on sorted copies of each actor's jobs,
-// so it can never disagree with Pick.
-func (q *queue) simulate() []*entry {
+// It replays queue.next step by step over the actors' FIFOs, which are
+// already sorted, so it costs O(n log A) and can never disagree with Pick.
+func (q *queue) simulate() []Ref {
 	if q.orderOK {
 		return q.order
 	}
-	cursors := make([]cursor, 0, len(q.heads))
-	h := make(minHeap[*cursor], 0, len(q.heads))
-	for _, a := range q.heads {
-		jobs := slices.Clone(a.jobs)
-		slices.SortFunc(jobs, func(x, y *entry) int {
-			if x.less(y) {
-				return -1
-			}
-			return 1 // IDs are unique, so no two entries are equal
-		})
-		cursors = append(cursors, cursor{actor: a.name, jobs: jobs})
+	// q.heads is a heap by the same key, so its copy needs no heapifying.
+	h := make(cursors, len(q.heads))
+	for i, f := range q.heads {
+		h[i] = cursor{f: f, pos: f.head, first: f.first}
 	}
-	for i := range cursors {
-		h.push(&cursors[i])
-	}
-	order := make([]*entry, 0, q.waiting)
-	last := q.lastServed
+	order := make([]Ref, 0, q.waiting)
+	last := q.actors[q.lastServed] // nil if that actor has nothing waiting
 	for len(h) > 1 {
 		i := 0
-		if h[0].actor == last {
+		if h[0].f == last {
 			i = 1
-			if len(h) > 2 && h[2].less(h[1]) {
+			if len(h) > 2 && h[2].first.less(h[1].first) {
 				i = 2
 			}
 		}
-		c := h[i]
-		order = append(order, c.jobs[c.next])
-		c.next++
-		last = c.actor
-		if c.next == len(c.jobs) {
+		c := &h[i]
+		f := c.f
+		order = append(order, f.ref(f.slots[c.pos]))
+		last = f
+		c.pos++
+		for c.pos < len(f.slots) && f.slots[c.pos].e == nil {
+			c.pos++
+		}
+		if c.pos == len(f.slots) {
 			h.remove(i)
 		} else {
-			h.down(i) // its head only got later
+			c.first = f.slots[c.pos].rank
+			h.fix(i) // its earliest job only got later
 		}
 	}
 	if len(h) == 1 { // one actor left: plain FIFO
-		c := h[0]
-		order = append(order, c.jobs[c.next:]...)
+		f := h[0].f
+		for _, sl := range f.slots[h[0].pos:] {
+			if sl.e != nil {
+				order = append(order, f.ref(sl))
+			}
+		}
 	}
 	q.order, q.orderOK = order, true
 	return order

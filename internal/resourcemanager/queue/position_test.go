@@ -110,7 +110,14 @@ func TestWaitingPositions(t *testing.T) {
 		{Ref: ref("a2", "alice"), Pos: 2, Ahead: []queue.Ref{ref("b1", "bob")}, Acquiring: &holder},
 		{Ref: ref("c1", "carol"), Pos: 3, Ahead: []queue.Ref{ref("b1", "bob"), ref("a2", "alice")}, Acquiring: &holder},
 	}
-	if diff := cmp.Diff(want, s.Waiting(k)); diff != "" {
+	got := s.Waiting(k)
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Waiting (-want +got):\n%s", diff)
+	}
+	// The queue moving on must not rewrite what the caller already holds.
+	s.Release("a1")
+	s.Pick(k)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("earlier Waiting result after a Pick (-want +got):\n%s", diff)
 	}
 }

@@ -37,132 +37,28 @@ type Ref struct {
 	ID, Actor, Name string
 }
 
-// label is how a job appears in other jobs' messages.
-func (r Ref) label() string {
-	name := r.Name
-	if name == "" {
-		name = r.ID
-	}
-	return r.Actor + ": " + name
-}
-
 // Phase is where a job is inside the scheduler.
 type Phase string
 
 const (
-	Waiting   Phase = "Waiting"
-	Acquiring Phase = "Acquiring" // holds its queue's slot (Provisioning or Dispatching)
+	PhaseWaiting   Phase = "Waiting"
+	PhaseAcquiring Phase = "Acquiring" // holds its queue's slot (Provisioning or Dispatching)
 )
 
 // entry is one job in the scheduler.
 type entry struct {
-	job Job
-	key Key
-	// created is job.Created in Unix nanoseconds. Comparing integers is
-	// cheaper than time.Time.Compare and, unlike it, ignores monotonic clock
-	// readings, which would order a job created in this process differently
-	// from the same job read back from the store.
-	created int64
-	actor   *actorQueue // while waiting; nil once acquiring
-	index   int         // position in actor.jobs
-	since   time.Time   // when it started acquiring, by the scheduler's clock
+	job   Job
+	key   Key
+	rank  rank
+	actor *fifo     // while waiting; nil once acquiring
+	since time.Time // when it started acquiring, by the scheduler's clock
 }
 
-func (e *entry) less(o *entry) bool {
-	if e.created != o.created {
-		return e.created < o.created
-	}
-	return e.job.ID < o.job.ID
-}
-func (e *entry) setIndex(i int) { e.index = i }
-func (e *entry) ref() Ref       { return Ref{ID: e.job.ID, Actor: e.job.Actor, Name: e.job.Name} }
-
-// actorQueue is one actor's waiting jobs in one queue, earliest first.
-type actorQueue struct {
-	name  string
-	jobs  minHeap[*entry]
-	index int // position in queue.heads
+func newEntry(job Job, key Key) *entry {
+	return &entry{job: job, key: key, rank: rank{created: job.Created.UnixNano(), id: job.ID}}
 }
 
-// less orders actors by their earliest job, which is what Pick compares.
-func (a *actorQueue) less(o *actorQueue) bool { return a.jobs[0].less(o.jobs[0]) }
-func (a *actorQueue) setIndex(i int)          { a.index = i }
-
-// queue is one (cluster, topology) queue. Picking is O(log A) for A actors:
-// the winner is the best actor head, or, when that actor was served last, the
-// better of the heap root's two children, which are the second best.
-type queue struct {
-	key        Key
-	actors     map[string]*actorQueue
-	heads      minHeap[*actorQueue] // actors with waiting jobs, by earliest job
-	waiting    int
-	acquiring  *entry
-	lastServed string
-
-	// order caches the simulated pick order (see Waiting). A pick removes
-	// exactly order[0] and leaves the rest valid, because the simulation
-	// after step one starts from the state the pick leaves behind; adds,
-	// removals and SetLastServed can reshuffle everything and clear it.
-	order   []*entry
-	orderOK bool
-}
-
-func (q *queue) invalidate() { q.order, q.orderOK = nil, false }
-
-func (q *queue) push(e *entry) {
-	a := q.actors[e.job.Actor]
-	if a == nil {
-		a = &actorQueue{name: e.job.Actor}
-		q.actors[a.name] = a
-		a.jobs.push(e)
-		q.heads.push(a)
-	} else {
-		a.jobs.push(e)
-		if e.index == 0 { // new earliest job: the actor moves up
-			q.heads.fix(a.index)
-		}
-	}
-	e.actor = a
-	q.waiting++
-	q.invalidate()
-}
-
-// unlink takes a waiting job out of its actor's FIFO. It leaves the cached
-// order alone; the caller decides whether it is still valid.
-func (q *queue) unlink(e *entry) {
-	a := e.actor
-	a.jobs.remove(e.index)
-	e.actor = nil
-	if len(a.jobs) == 0 {
-		q.heads.remove(a.index)
-		delete(q.actors, a.name)
-	} else {
-		q.heads.fix(a.index)
-	}
-	q.waiting--
-}
-
-// next returns the actor whose earliest job the pick rule chooses.
-func (q *queue) next() *actorQueue {
-	h := q.heads
-	if len(h) == 0 {
-		return nil
-	}
-	if h[0].name != q.lastServed || len(h) == 1 {
-		return h[0]
-	}
-	if len(h) > 2 && h[2].less(h[1]) {
-		return h[2]
-	}
-	return h[1]
-}
-
-func (q *queue) depth() int {
-	if q.acquiring != nil {
-		return q.waiting + 1
-	}
-	return q.waiting
-}
+func (e *entry) ref() Ref { return Ref{ID: e.job.ID, Actor: e.job.Actor, Name: e.job.Name} }
 
 // Scheduler holds every queue. It is safe for concurrent use; all methods
 // are cheap enough to run under one mutex.
@@ -201,7 +97,7 @@ func New(opts ...Option) *Scheduler {
 func (s *Scheduler) queue(k Key) *queue {
 	q := s.queues[k]
 	if q == nil {
-		q = &queue{key: k, actors: make(map[string]*actorQueue)}
+		q = &queue{key: k, actors: make(map[string]*fifo)}
 		s.queues[k] = q
 	}
 	return q
@@ -260,7 +156,7 @@ func (s *Scheduler) addLocked(job Job, key Key) error {
 		}
 		return nil
 	}
-	e := &entry{job: job, key: key, created: job.Created.UnixNano()}
+	e := newEntry(job, key)
 	s.jobs[job.ID] = e
 	s.queue(key).push(e)
 	return nil
@@ -310,7 +206,7 @@ func (s *Scheduler) MarkAcquiring(job Job, key Key) error {
 	case ok:
 		q.unlink(e)
 	default:
-		e = &entry{job: job, key: key, created: job.Created.UnixNano()}
+		e = newEntry(job, key)
 		s.jobs[job.ID] = e
 	}
 	q.acquiring, e.since, q.lastServed = e, s.now(), e.job.Actor
@@ -333,11 +229,11 @@ func (s *Scheduler) Pick(key Key) (Job, bool) {
 	if a == nil {
 		return Job{}, false
 	}
-	e := a.jobs[0]
+	e := a.slots[a.head].e
 	q.unlink(e)
 	q.acquiring, e.since, q.lastServed = e, s.now(), e.job.Actor
-	if q.orderOK && len(q.order) > 0 && q.order[0] == e {
-		q.order[0] = nil
+	if q.orderOK && len(q.order) > 0 && q.order[0].ID == e.job.ID {
+		q.order[0] = Ref{}
 		q.order = q.order[1:]
 	} else {
 		q.invalidate()
@@ -393,9 +289,9 @@ func (s *Scheduler) Lookup(jobID string) (Key, Phase, bool) {
 		return Key{}, "", false
 	}
 	if e.actor == nil {
-		return e.key, Acquiring, true
+		return e.key, PhaseAcquiring, true
 	}
-	return e.key, Waiting, true
+	return e.key, PhaseWaiting, true
 }
 
 // LastServed returns the actor who got key's most recent slot, "" if none is
@@ -482,7 +378,8 @@ func (s *Scheduler) Snapshot() []Stats {
 			st.Acquiring, st.AcquiringSince = e.ref(), e.since
 		}
 		if len(q.heads) > 0 {
-			st.OldestWaiting = q.heads[0].jobs[0].job.Created
+			f := q.heads[0]
+			st.OldestWaiting = f.slots[f.head].e.job.Created
 		}
 		out = append(out, st)
 	}

@@ -2,6 +2,9 @@ package queue_test
 
 import (
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -424,4 +427,34 @@ func TestRestartRebuild(t *testing.T) {
 			t.Errorf("rebuilt order (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestConcurrentUse is for the race detector: a scheduling loop, a status
+// updater and API handlers may share one Scheduler.
+func TestConcurrentUse(t *testing.T) {
+	const workers, perWorker = 4, 200
+	s := queue.New()
+	var picked atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				add(t, s, k, job(fmt.Sprintf("w%d-%d", w, i), fmt.Sprint("actor", i%3), i))
+				if j, ok := s.Pick(k); ok {
+					picked.Add(1)
+					if err := s.Release(j.ID); err != nil {
+						t.Error(err)
+					}
+				}
+				for _, p := range s.Waiting(k) {
+					_ = p.Message()
+				}
+				_ = s.Snapshot()
+			}
+		})
+	}
+	wg.Wait()
+	if got := int(picked.Load()) + len(drain(t, s, k)); got != workers*perWorker {
+		t.Errorf("picked %d jobs in all; want %d", got, workers*perWorker)
+	}
 }

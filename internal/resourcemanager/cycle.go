@@ -1,0 +1,452 @@
+package resourcemanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+// cycle is one Reconcile's view of the world.
+type cycle struct {
+	clusters map[string]*falconv1.Cluster
+	cands    []queue.Cluster
+	next     time.Time // earliest deadline seen
+}
+
+func (c *cycle) deadline(t time.Time) {
+	if !t.IsZero() && (c.next.IsZero() || t.Before(c.next)) {
+		c.next = t
+	}
+}
+
+// Reconcile runs one cycle and returns the earliest upcoming timeout (zero
+// if none), so Run can wake exactly then:
+//  1. read the registered clusters and every Pending, Running and Aborting
+//     job, oldest first; forget queued jobs that are no longer Pending;
+//  2. Aborting: stop the job on its cluster (if it reached one), then mark
+//     it Aborted — in every phase: waiting, acquiring or running;
+//  3. Pending and acquiring (Reason Dispatching, cluster set): observe it;
+//     all replicas running -> Running (releasing its queue slot); failed ->
+//     Failed; gone (a dispatch cut short by a crash) -> dispatch again;
+//     waiting too long for its resources -> Failed/Timeout;
+//  4. Pending and waiting: place it in a (cluster, topology) queue;
+//  5. hand every free queue slot to the next job by the pick rule and
+//     dispatch it;
+//  6. write every waiting job's queue position and the jobs ahead of it;
+//  7. Running: fail it with Reason Timeout once timeout_seconds have passed
+//     since it started (stopping it first); otherwise observe it.
+func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
+	cl, err := m.clusters.ListClusters(ctx, &falconv1.ListClustersRequest{})
+	if err != nil {
+		return time.Time{}, err
+	}
+	jobs, err := m.liveJobs(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	c := &cycle{clusters: map[string]*falconv1.Cluster{}}
+	for _, x := range cl.GetItems() {
+		c.clusters[x.GetName()] = x
+	}
+	c.cands = m.candidates(cl.GetItems(), jobs)
+	m.forgetEnded(jobs)
+
+	var waiting []*falconv1.Job
+	byID := map[string]*falconv1.Job{}
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			return c.next, ctx.Err()
+		}
+		byID[j.GetId()] = j
+		switch {
+		case j.GetStatus() == string(lifecycle.Aborting):
+			m.abort(ctx, c, j)
+		case j.GetStatus() == string(lifecycle.Pending) && acquiring(j):
+			m.acquire(ctx, c, j)
+		case j.GetStatus() == string(lifecycle.Pending):
+			waiting = append(waiting, j)
+		}
+	}
+	for _, j := range waiting {
+		if _, err := m.sched.Enqueue(schedJob(j), c.cands); err != nil {
+			var unplaceable *queue.UnplaceableError
+			if errors.As(err, &unplaceable) {
+				m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonWaiting, unplaceable.Message, "")
+			} else {
+				m.log.Warn("enqueue job", "job", j.GetId(), "err", err)
+			}
+		}
+	}
+	m.pickAll(ctx, c, byID)
+	m.writePositions(ctx, byID)
+	for _, j := range jobs {
+		if j.GetStatus() == string(lifecycle.Running) {
+			m.observeRunning(ctx, c, j)
+		}
+	}
+	return c.next, nil
+}
+
+// acquiring reports whether a Pending job has left its queue: it was picked
+// and is being provisioned or dispatched on its cluster.
+func acquiring(j *falconv1.Job) bool {
+	switch lifecycle.Reason(j.GetReason()) {
+	case lifecycle.ReasonDispatching, lifecycle.ReasonProvisioning, lifecycle.ReasonProvisioningFallback:
+		return j.GetClusterName() != ""
+	}
+	return false
+}
+
+// candidates describes the registered clusters to the scheduler. A cluster
+// whose backend this controller does not run receives nothing. A cluster
+// that lists no accelerator types (local) offers every type seen this cycle.
+func (m *Manager) candidates(clusters []*falconv1.Cluster, jobs []*falconv1.Job) []queue.Cluster {
+	var out []queue.Cluster
+	for _, x := range clusters {
+		_, known := m.backends[x.GetBackend()]
+		qc := queue.Cluster{
+			Name:          x.GetName(),
+			Active:        known && x.GetStatus() == store.ClusterActive,
+			Accelerators:  map[string]int{},
+			MaxQueueDepth: int(x.GetMaxQueueDepth()),
+		}
+		for _, a := range x.GetAccelerators() {
+			qc.Accelerators[a.GetType()] = -int(a.GetPriority()) // registry: 1 is best; scheduler: higher is better
+		}
+		for i, t := range x.GetAcceleratorTypes() {
+			if _, ok := qc.Accelerators[t]; !ok {
+				qc.Accelerators[t] = -i - 1
+			}
+		}
+		if len(qc.Accelerators) == 0 {
+			for _, j := range jobs {
+				qc.Accelerators[deviceType(j)] = 0
+			}
+		}
+		out = append(out, qc)
+	}
+	return out
+}
+
+func deviceType(j *falconv1.Job) string {
+	if t := j.GetTaskSpec().GetDeviceType(); t != "" {
+		return t
+	}
+	return "cpu"
+}
+
+func topology(j *falconv1.Job) string {
+	if t := j.GetTaskSpec().GetDeviceTopo(); t != "" {
+		return t
+	}
+	return "none"
+}
+
+func schedJob(j *falconv1.Job) queue.Job {
+	actor := j.GetCreator()
+	if actor == "" {
+		actor = "unknown"
+	}
+	return queue.Job{
+		ID: j.GetId(), Actor: actor, Name: j.GetExpName() + "/" + j.GetRole(),
+		AcceleratorType: deviceType(j), Topology: topology(j),
+		PinnedCluster: pinned(j), Created: j.GetCreatedAt().AsTime(),
+	}
+}
+
+// pinned is the cluster a waiting job must run on: a cluster name on a job
+// that has not been dispatched comes from the experiment's cluster_name.
+func pinned(j *falconv1.Job) string {
+	if acquiring(j) {
+		return ""
+	}
+	return j.GetClusterName()
+}
+
+// forgetEnded drops from the scheduler every job that is no longer Pending.
+func (m *Manager) forgetEnded(jobs []*falconv1.Job) {
+	pending := map[string]bool{}
+	for _, j := range jobs {
+		if j.GetStatus() == string(lifecycle.Pending) {
+			pending[j.GetId()] = true
+		}
+	}
+	for _, st := range m.sched.Snapshot() {
+		for _, p := range m.sched.Waiting(st.Key) {
+			if !pending[p.ID] {
+				_ = m.sched.Remove(p.ID)
+			}
+		}
+		if st.Acquiring.ID != "" && !pending[st.Acquiring.ID] {
+			_ = m.sched.Remove(st.Acquiring.ID)
+		}
+	}
+}
+
+func (m *Manager) liveJobs(ctx context.Context) ([]*falconv1.Job, error) {
+	var out []*falconv1.Job
+	token := ""
+	for {
+		resp, err := m.jobs.ListJobs(ctx, &falconv1.ListJobsRequest{
+			Statuses:  []string{string(lifecycle.Pending), string(lifecycle.Running), string(lifecycle.Aborting)},
+			PageSize:  1000,
+			PageToken: token,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.GetItems()...)
+		if token = resp.GetNextPageToken(); token == "" {
+			return out, nil
+		}
+	}
+}
+
+func (m *Manager) backendFor(c *falconv1.Cluster) (Backend, error) {
+	if c == nil {
+		return nil, fmt.Errorf("cluster is not registered")
+	}
+	b, ok := m.backends[c.GetBackend()]
+	if !ok {
+		return nil, fmt.Errorf("cluster %s uses backend %q, which this controller does not run", c.GetName(), c.GetBackend())
+	}
+	return b, nil
+}
+
+// update writes a status change conditional on the status the job had when
+// read. Losing that race (FailedPrecondition) is normal — usually a user's
+// abort — and is left to the next cycle.
+func (m *Manager) update(ctx context.Context, j *falconv1.Job, to lifecycle.Status, reason lifecycle.Reason, msg, cluster string) bool {
+	if j.GetStatus() == string(to) && j.GetReason() == string(reason) && j.GetMessage() == msg && (cluster == "" || cluster == j.GetClusterName()) {
+		return true
+	}
+	updated, err := m.jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{
+		Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(to),
+		Reason: string(reason), Message: msg, ClusterName: cluster,
+	})
+	if err != nil {
+		if status.Code(err) == codes.FailedPrecondition {
+			m.log.Debug("job changed under us; next cycle will see it", "job", j.GetId(), "err", err)
+		} else {
+			m.log.Warn("update job status", "job", j.GetId(), "to", to, "err", err)
+		}
+		return false
+	}
+	config := j.GetConfig()
+	proto.Reset(j)
+	proto.Merge(j, updated)
+	if j.Config == "" {
+		j.Config = config
+	}
+	return true
+}
+
+func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
+	// Stop is idempotent, so a job pinned to a cluster but never dispatched
+	// costs one no-op call; knowing for sure it was never dispatched would
+	// need state the abort has already cleared (its Reason).
+	if name := j.GetClusterName(); name != "" {
+		cl := c.clusters[name]
+		if b, err := m.backendFor(cl); err == nil {
+			if err := b.Stop(ctx, cl, j); err != nil {
+				m.log.Warn("stop job", "job", j.GetId(), "cluster", name, "err", err)
+				return // retry next cycle; the job stays Aborting
+			}
+		}
+	}
+	msg := j.GetMessage()
+	if msg == "" {
+		msg = "aborted"
+	}
+	reason := ""
+	if j.GetReason() == string(lifecycle.ReasonSiblingFailed) {
+		reason = j.GetReason()
+	}
+	if m.update(ctx, j, lifecycle.Aborted, lifecycle.Reason(reason), msg, "") {
+		_ = m.sched.Remove(j.GetId())
+		m.log.Info("job aborted", "job", j.GetId(), "exp", j.GetExpId())
+	}
+}
+
+// pickAll hands every free slot to its next job, again and again while
+// dispatches finish at once (the local backend runs a job immediately,
+// releasing the slot in the same cycle).
+func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falconv1.Job) {
+	for progress := true; progress && ctx.Err() == nil; {
+		progress = false
+		for _, key := range m.sched.Ready() {
+			sj, ok := m.sched.Pick(key)
+			if !ok {
+				continue
+			}
+			j := byID[sj.ID]
+			if j == nil {
+				_ = m.sched.Remove(sj.ID)
+				continue
+			}
+			if !m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonDispatching, "submitting to cluster "+key.Cluster, key.Cluster) {
+				_ = m.sched.Remove(sj.ID) // aborted meanwhile; next cycle handles it
+				continue
+			}
+			m.acquire(ctx, c, j)
+			if _, phase, ok := m.sched.Lookup(j.GetId()); !ok || phase != queue.PhaseAcquiring {
+				progress = true
+			}
+		}
+	}
+}
+
+// acquire drives a job that holds its queue's slot: dispatch it if the
+// cluster has no trace of it, then act on what the cluster reports.
+func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job) {
+	cl := c.clusters[j.GetClusterName()]
+	key := queue.Key{Cluster: j.GetClusterName(), Topology: topology(j)}
+	if err := m.sched.MarkAcquiring(schedJob(j), key); err != nil && !errors.Is(err, queue.ErrConflict) {
+		m.log.Debug("mark acquiring", "job", j.GetId(), "err", err)
+	}
+	b, err := m.backendFor(cl)
+	if err != nil {
+		m.log.Warn("job acquiring on an unusable cluster", "job", j.GetId(), "err", err)
+		return
+	}
+	if t := j.GetTaskSpec().GetTimeoutSeconds(); t > 0 {
+		since := m.acquiringSince(key, j.GetId())
+		deadline := since.Add(time.Duration(t) * time.Second)
+		if !since.IsZero() && !m.now().Before(deadline) {
+			m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds waiting for resources on %s; the job was cancelled", t, cl.GetName()))
+			return
+		}
+		c.deadline(deadline)
+	}
+	obs, err := b.Observe(ctx, cl, j)
+	if err != nil {
+		m.log.Warn("observe job", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
+		return
+	}
+	if obs.Phase == PhaseUnknown {
+		if err := m.dispatch(ctx, cl, b, j); err != nil {
+			return
+		}
+		if obs, err = b.Observe(ctx, cl, j); err != nil {
+			return
+		}
+	}
+	switch obs.Phase {
+	case PhasePending, PhaseUnknown:
+		m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonDispatching, obs.Message, "")
+	case PhaseRunning:
+		if m.update(ctx, j, lifecycle.Running, "", obs.Message, "") {
+			_ = m.sched.Release(j.GetId())
+			m.log.Info("job running", "job", j.GetId(), "exp", j.GetExpId(), "cluster", cl.GetName())
+		}
+	case PhaseSucceeded:
+		// Finished before we saw it run: pass through Running.
+		if m.update(ctx, j, lifecycle.Running, "", "", "") && m.update(ctx, j, lifecycle.Succeeded, "", obs.Message, "") {
+			_ = m.sched.Remove(j.GetId())
+		}
+	case PhaseFailed:
+		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobFailed, obs.Message)
+	}
+}
+
+func (m *Manager) acquiringSince(key queue.Key, id string) time.Time {
+	for _, st := range m.sched.Snapshot() {
+		if st.Key == key && st.Acquiring.ID == id {
+			return st.AcquiringSince
+		}
+	}
+	return time.Time{}
+}
+
+// dispatch submits the job with its experiment's config (which GetJob carries).
+func (m *Manager) dispatch(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job) error {
+	if j.GetConfig() == "" {
+		full, err := m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: j.GetId()})
+		if err != nil {
+			m.log.Warn("get job", "job", j.GetId(), "err", err)
+			return err
+		}
+		if full.GetStatus() != j.GetStatus() {
+			return fmt.Errorf("job %s changed to %s", j.GetId(), full.GetStatus()) // aborted meanwhile
+		}
+		j.Config = full.GetConfig()
+	}
+	if err := b.Dispatch(ctx, cl, j); err != nil {
+		m.log.Warn("dispatch failed", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
+		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cl.GetName()+" failed: "+err.Error())
+		return err
+	}
+	return nil
+}
+
+// stopAndFail cleans up whatever the job left on its cluster and fails it.
+func (m *Manager) stopAndFail(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job, reason lifecycle.Reason, msg string) {
+	if err := b.Stop(ctx, cl, j); err != nil {
+		m.log.Warn("stop job", "job", j.GetId(), "err", err)
+		return // retry next cycle
+	}
+	if m.update(ctx, j, lifecycle.Failed, reason, msg, "") {
+		_ = m.sched.Remove(j.GetId())
+	}
+}
+
+// writePositions tells every waiting job where it stands.
+func (m *Manager) writePositions(ctx context.Context, byID map[string]*falconv1.Job) {
+	for _, key := range m.sched.Keys() {
+		for _, p := range m.sched.Waiting(key) {
+			j := byID[p.ID]
+			if j == nil || j.GetStatus() != string(lifecycle.Pending) || acquiring(j) {
+				continue
+			}
+			m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonWaiting, p.Message(), "")
+		}
+	}
+}
+
+func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job) {
+	cl := c.clusters[j.GetClusterName()]
+	b, err := m.backendFor(cl)
+	if err != nil {
+		m.log.Warn("running job on unusable cluster", "job", j.GetId(), "cluster", j.GetClusterName(), "err", err)
+		return
+	}
+	if t := j.GetTaskSpec().GetTimeoutSeconds(); t > 0 && j.GetStartedAt() != nil {
+		deadline := j.GetStartedAt().AsTime().Add(time.Duration(t) * time.Second)
+		if !m.now().Before(deadline) {
+			m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds; the job was stopped", t))
+			return
+		}
+		c.deadline(deadline)
+	}
+	obs, err := b.Observe(ctx, cl, j)
+	if err != nil {
+		m.log.Warn("observe job", "job", j.GetId(), "err", err)
+		return
+	}
+	switch obs.Phase {
+	case PhaseSucceeded:
+		m.update(ctx, j, lifecycle.Succeeded, "", obs.Message, "")
+	case PhaseFailed:
+		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobFailed, obs.Message)
+	case PhaseUnknown:
+		msg := obs.Message
+		if msg == "" {
+			msg = "the job's processes are gone and its outcome is unknown"
+		}
+		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobFailed, msg)
+	default:
+		// A running job whose pod restarted or is being rescheduled reports
+		// Pending: it stays Running, with the backend's account.
+		m.update(ctx, j, lifecycle.Running, "", obs.Message, "")
+	}
+}
