@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,4 +284,22 @@ func TestRestartKeepsEverything(t *testing.T) {
 		t.Fatalf("after restarts: %d experiments, want 2", n)
 	}
 	_ = time.Second
+}
+
+func TestLogsFollowUntilTheEnd(t *testing.T) {
+	d := startDev(t, "")
+	exp := d.create("name: chatty\nrole_to_task_spec:\n  main:\n    command: for i in 1 2 3 4 5; do echo line-$i; sleep 0.3; done\n    replica: 1\n")
+	start := time.Now()
+	r := d.run("", "exp", "logs", exp["id"].(string), "-f")
+	if r.code != 0 {
+		t.Fatalf("logs -f: exit %d %s", r.code, r.stderr)
+	}
+	for i := 1; i <= 5; i++ {
+		if !strings.Contains(r.stdout, fmt.Sprintf("line-%d", i)) {
+			t.Errorf("followed logs lack line-%d:\n%s", i, r.stdout)
+		}
+	}
+	if time.Since(start) < time.Second {
+		t.Errorf("logs -f returned after %s, before the job could have finished", time.Since(start))
+	}
 }
