@@ -13,6 +13,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
+	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/provider/local"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 )
@@ -102,8 +103,15 @@ func Controller(ctx context.Context, cfg ControllerConfig) error {
 	if interval == 0 {
 		interval = 5 * time.Second
 	}
+	kb := kube.New(kube.WithLogger(log), kube.WithOnChange(func() {
+		if mgr != nil {
+			mgr.Wake()
+		}
+	}))
+	defer kb.Close()
 	mgr = resourcemanager.New(conn, resourcemanager.WithLogger(log), resourcemanager.WithInterval(interval),
-		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)))
+		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)),
+		resourcemanager.WithBackend(kube.BackendName, kb))
 	ec := expctl.New(conn, expctl.WithLogger(log), expctl.WithInterval(interval))
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return mgr.Run(gctx) })

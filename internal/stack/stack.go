@@ -20,6 +20,7 @@ import (
 	"github.com/falconhq/falcon/internal/changefeed"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/provider/local"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/store"
@@ -118,8 +119,15 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	if interval == 0 {
 		interval = 2 * time.Second
 	}
+	kb := kube.New(kube.WithLogger(log), kube.WithOnChange(func() {
+		if mgr != nil {
+			mgr.Wake()
+		}
+	}))
+	defer kb.Close()
 	mgr = resourcemanager.New(conn, resourcemanager.WithLogger(log), resourcemanager.WithInterval(interval),
-		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)))
+		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)),
+		resourcemanager.WithBackend(kube.BackendName, kb))
 	ec := expctl.New(conn, expctl.WithLogger(log), expctl.WithInterval(interval))
 
 	if cfg.Ready != nil {

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/errdefs"
 )
 
@@ -93,6 +95,7 @@ func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec) {
 		errs.Add(path, "task spec is required")
 		return
 	}
+	before := len(*errs)
 	switch {
 	case strings.TrimSpace(t.GetCommand()) == "":
 		errs.Add(path+".command", "is required and must not be empty")
@@ -110,6 +113,23 @@ func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec) {
 	}
 	if topo := t.GetDeviceTopo(); topo != "" && !topology.MatchString(topo) {
 		errs.Add(path+".device_topo", "%q must be NxM or NxMxK with positive integers (e.g. 2x2x4)", topo)
+	}
+	if n := len(*errs); n == before && (t.GetDeviceType() != "" || t.GetDeviceTopo() != "") {
+		// The slice must be consistent in itself: a topology fixes the host
+		// count and the devices per host, whatever cluster runs it.
+		_, err := accelerator.Resolve(t.GetDeviceType(), t.GetDeviceTopo(), int(t.GetReplica()), int(t.GetDeviceCount()))
+		var fes errdefs.FieldErrors
+		var fe *errdefs.FieldError
+		switch {
+		case errors.As(err, &fes):
+			for _, e := range fes {
+				errs.Add(path+"."+e.Field, "%s", e.Detail)
+			}
+		case errors.As(err, &fe):
+			errs.Add(path+"."+fe.Field, "%s", fe.Detail)
+		case err != nil:
+			errs.Add(path, "%v", err)
+		}
 	}
 	if !slices.Contains(SupplyModes, t.GetSupplyMode()) {
 		errs.Add(path+".supply_mode", "%q is not allowed; use reservation or flex-start, or leave it empty", t.GetSupplyMode())

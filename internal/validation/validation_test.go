@@ -17,7 +17,7 @@ func valid() *falconv1.Experiment {
 		Tags:    []string{"team=serving", "v7x"},
 		Config:  "model: qwen",
 		RoleToTaskSpec: map[string]*falconv1.TaskSpec{
-			"main": {Command: "echo hi", Replica: 2, DeviceTopo: "2x2x2", Envs: map[string]string{"LOG_LEVEL": "info"}},
+			"main": {Command: "echo hi", Replica: 2, DeviceType: "v7x", DeviceTopo: "2x2x2", Envs: map[string]string{"LOG_LEVEL": "info"}},
 		},
 	}
 }
@@ -49,11 +49,24 @@ func TestExperiment(t *testing.T) {
 		{"replica zero", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Replica = 0 }, []string{"role_to_task_spec.main.replica"}},
 		{"replica negative", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Replica = -1 }, []string{"role_to_task_spec.main.replica"}},
 		{"negative timeout", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].TimeoutSeconds = -5 }, []string{"role_to_task_spec.main.timeout_seconds"}},
-		{"topology 2x2", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "2x2" }, nil},
+		{"v6e 2x2 on one host", func(e *falconv1.Experiment) {
+			t := e.RoleToTaskSpec["main"]
+			t.DeviceType, t.DeviceTopo, t.Replica = "v6e", "2x2", 1
+		}, nil},
+		{"2D topology on v7x", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "2x2" }, []string{"role_to_task_spec.main.device_topo"}},
+		{"replica does not match the slice", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "2x2x4" }, []string{"role_to_task_spec.main.replica"}},
+		{"v7x device_count counts devices", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceCount = 4 }, []string{"role_to_task_spec.main.device_count"}},
+		{"v7x device_count 8 per host", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceCount = 8 }, nil},
+		{"unknown device type", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceType = "v9z" }, []string{"role_to_task_spec.main.device_type"}},
+		{"topology without device type", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceType = "" }, []string{"role_to_task_spec.main.device_topo"}},
 		{"topology 4", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "4" }, []string{"role_to_task_spec.main.device_topo"}},
 		{"topology 2x0x1", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "2x0x1" }, []string{"role_to_task_spec.main.device_topo"}},
 		{"topology 2x2x2x2", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "2x2x2x2" }, []string{"role_to_task_spec.main.device_topo"}},
 		{"negative device_count", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceCount = -8 }, []string{"role_to_task_spec.main.device_count"}},
+		{"negative device_count is not checked twice", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].DeviceCount = -8
+			e.RoleToTaskSpec["main"].DeviceTopo = "2x2x4"
+		}, []string{"role_to_task_spec.main.device_count"}},
 		{"bad supply mode", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].SupplyMode = "spot" }, []string{"role_to_task_spec.main.supply_mode"}},
 		{"bad env name", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Envs["1BAD"] = "x" }, []string{"role_to_task_spec.main.envs.1BAD"}},
 		{"reserved env", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Envs["FALCON_RANK"] = "9" }, []string{"role_to_task_spec.main.envs.FALCON_RANK"}},

@@ -1,0 +1,355 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/provider/kube/render"
+	"github.com/falconhq/falcon/internal/resourcemanager"
+)
+
+// BackendName is the value of a cluster's backend field for this backend.
+const BackendName = "kubernetes"
+
+// Backend drives jobs on Kubernetes clusters.
+type Backend struct {
+	log       *slog.Logger
+	onChange  func()
+	restFor   func(*falconv1.Cluster) (*rest.Config, error)
+	now       func() time.Time
+	callLimit time.Duration
+
+	mu    sync.Mutex
+	edges map[string]*edge // by cluster name
+}
+
+var _ resourcemanager.Backend = (*Backend)(nil)
+
+// Option configures a Backend.
+type Option func(*Backend)
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(b *Backend) { b.log = l } }
+
+// WithOnChange is called whenever an informer sees a Falcon object change.
+func WithOnChange(f func()) Option { return func(b *Backend) { b.onChange = f } }
+
+// WithRESTConfig replaces how a cluster's connection is built (default: the
+// cluster's kubeconfig file and context).
+func WithRESTConfig(f func(*falconv1.Cluster) (*rest.Config, error)) Option {
+	return func(b *Backend) { b.restFor = f }
+}
+
+// New returns a Backend.
+func New(opts ...Option) *Backend {
+	b := &Backend{
+		log:       slog.Default(),
+		onChange:  func() {},
+		restFor:   KubeconfigREST,
+		now:       time.Now,
+		callLimit: 10 * time.Second,
+		edges:     map[string]*edge{},
+	}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// KubeconfigREST builds a client config from the cluster's kubeconfig path
+// (default loading rules when empty: $KUBECONFIG, ~/.kube/config) and context.
+func KubeconfigREST(c *falconv1.Cluster) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if c.GetKubeconfig() != "" {
+		rules.ExplicitPath = c.GetKubeconfig()
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: c.GetKubeContext()}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig for cluster %s (context %q): %w", c.GetName(), c.GetKubeContext(), err)
+	}
+	return cfg, nil
+}
+
+// edge is one cluster's client, informers and health.
+type edge struct {
+	key       string
+	namespace string
+	client    kubernetes.Interface
+	jobs      batchlisters.JobLister
+	pods      corelisters.PodLister
+	synced    func() bool
+	stop      chan struct{}
+
+	mu        sync.Mutex
+	failures  int
+	retryAt   time.Time
+	lastError error
+}
+
+func connKey(c *falconv1.Cluster) string {
+	return strings.Join([]string{c.GetKubeconfig(), c.GetKubeContext(), namespace(c)}, "\x00")
+}
+
+func namespace(c *falconv1.Cluster) string {
+	if ns := c.GetNamespace(); ns != "" {
+		return ns
+	}
+	return "default"
+}
+
+// edgeFor returns the cluster's connection, (re)building it when the
+// cluster's registration changed, and failing fast while it is backing off.
+func (b *Backend) edgeFor(c *falconv1.Cluster) (*edge, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.edges[c.GetName()]
+	if ok && e.key != connKey(c) {
+		close(e.stop)
+		delete(b.edges, c.GetName())
+		ok = false
+	}
+	if !ok {
+		cfg, err := b.restFor(c)
+		if err != nil {
+			return nil, err
+		}
+		cfg = rest.CopyConfig(cfg)
+		cfg.Timeout = 0 // watches are long; calls carry their own deadlines
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("client for cluster %s: %w", c.GetName(), err)
+		}
+		e = &edge{key: connKey(c), namespace: namespace(c), client: cs, stop: make(chan struct{})}
+		f := informers.NewSharedInformerFactoryWithOptions(cs, 10*time.Minute,
+			informers.WithNamespace(e.namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = render.ManagedBySelector }))
+		ji, pi := f.Batch().V1().Jobs(), f.Core().V1().Pods()
+		h := cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { b.onChange() },
+			UpdateFunc: func(any, any) { b.onChange() },
+			DeleteFunc: func(any) { b.onChange() },
+		}
+		if _, err := ji.Informer().AddEventHandler(h); err != nil {
+			return nil, err
+		}
+		if _, err := pi.Informer().AddEventHandler(h); err != nil {
+			return nil, err
+		}
+		e.jobs, e.pods = ji.Lister(), pi.Lister()
+		e.synced = func() bool { return ji.Informer().HasSynced() && pi.Informer().HasSynced() }
+		// A watch that fails (apiserver down, token rejected) is retried by
+		// the reflector with backoff; log it so an unreachable cluster shows.
+		name := c.GetName()
+		for _, inf := range []cache.SharedIndexInformer{ji.Informer(), pi.Informer()} {
+			_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+				b.log.Warn("watch on edge cluster failed; retrying", "cluster", name, "err", err)
+			})
+		}
+		f.Start(e.stop)
+		b.edges[c.GetName()] = e
+	}
+	return e, e.check(b.now())
+}
+
+// check fails fast while the cluster is in backoff after failed calls.
+func (e *edge) check(now time.Time) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if now.Before(e.retryAt) {
+		return fmt.Errorf("cluster unreachable, retrying in %s: %w", e.retryAt.Sub(now).Round(time.Second), e.lastError)
+	}
+	return nil
+}
+
+// record notes the outcome of a call to the cluster's apiserver: a
+// connection-level failure starts or extends exponential backoff.
+func (e *edge) record(now time.Time, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err == nil || !unreachable(err) {
+		e.failures, e.retryAt, e.lastError = 0, time.Time{}, nil
+		return
+	}
+	e.failures++
+	backoff := min(time.Second<<min(e.failures-1, 6), time.Minute)
+	e.retryAt, e.lastError = now.Add(backoff), err
+}
+
+func unreachable(err error) bool {
+	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return false // the server answered
+	}
+	return true // transport-level: refused, reset, DNS, TLS, deadline
+}
+
+// Close stops every informer.
+func (b *Backend) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for n, e := range b.edges {
+		close(e.stop)
+		delete(b.edges, n)
+	}
+}
+
+// Dispatch creates the job's Service (multi-host) and Job. Both are named
+// from the job ID, so a retry finds what an earlier attempt created.
+func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
+	e, err := b.edgeFor(c)
+	if err != nil {
+		return err
+	}
+	objs, err := render.Render(render.Input{
+		Job: j, Config: j.GetConfig(), ClusterID: c.GetId(), ClusterName: c.GetName(),
+		Namespace: e.namespace, Bucket: c.GetGcsBucket(),
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.callLimit)
+	defer cancel()
+	if objs.Service != nil {
+		_, err := e.client.CoreV1().Services(e.namespace).Create(ctx, objs.Service, metav1.CreateOptions{})
+		e.record(b.now(), ignoreExists(err))
+		if err := ignoreExists(err); err != nil {
+			return fmt.Errorf("create Service %s/%s: %w", e.namespace, objs.Service.Name, err)
+		}
+	}
+	created, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, objs.Job, metav1.CreateOptions{})
+	e.record(b.now(), ignoreExists(err))
+	if err == nil && objs.Service != nil {
+		// Let the garbage collector delete the Service with the Job, even
+		// if the Job is removed outside Falcon.
+		svc, gerr := e.client.CoreV1().Services(e.namespace).Get(ctx, objs.Service.Name, metav1.GetOptions{})
+		if gerr == nil {
+			render.SetOwner(svc, created)
+			if _, uerr := e.client.CoreV1().Services(e.namespace).Update(ctx, svc, metav1.UpdateOptions{}); uerr != nil {
+				b.log.Debug("set Service owner", "job", j.GetId(), "err", uerr)
+			}
+		}
+	}
+	if apierrors.IsAlreadyExists(err) {
+		existing, gerr := e.client.BatchV1().Jobs(e.namespace).Get(ctx, objs.Job.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return fmt.Errorf("get existing Job %s/%s: %w", e.namespace, objs.Job.Name, gerr)
+		}
+		if existing.Labels[render.LabelJobID] != j.GetId() {
+			return fmt.Errorf("a Job named %s/%s exists that Falcon did not create for %s", e.namespace, objs.Job.Name, j.GetId())
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create Job %s/%s: %w", e.namespace, objs.Job.Name, err)
+	}
+	return nil
+}
+
+// Stop deletes the Job and its pods and Service. Missing objects are fine.
+func (b *Backend) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
+	e, err := b.edgeFor(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.callLimit)
+	defer cancel()
+	name := render.Name(j.GetId())
+	bg := metav1.DeletePropagationBackground
+	err = e.client.BatchV1().Jobs(e.namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	e.record(b.now(), ignoreNotFound(err))
+	if err := ignoreNotFound(err); err != nil {
+		return fmt.Errorf("delete Job %s/%s: %w", e.namespace, name, err)
+	}
+	// Don't wait for the garbage collector to notice the Job is gone: start
+	// terminating the pods now (with their grace period, so a task can
+	// flush a last profile or log line).
+	sel := labels.Set{render.LabelJobID: j.GetId()}.String()
+	if err := e.client.CoreV1().Pods(e.namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: sel}); ignoreNotFound(err) != nil {
+		return fmt.Errorf("delete pods of %s: %w", name, err)
+	}
+	if err := e.client.CoreV1().Services(e.namespace).Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+		return fmt.Errorf("delete Service %s/%s: %w", e.namespace, name, err)
+	}
+	return nil
+}
+
+// Observe reports the job from the informer caches.
+func (b *Backend) Observe(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) (resourcemanager.Observation, error) {
+	e, err := b.edgeFor(c)
+	if err != nil {
+		return resourcemanager.Observation{}, err
+	}
+	name := render.Name(j.GetId())
+	job, err := e.jobs.Jobs(e.namespace).Get(name)
+	if apierrors.IsNotFound(err) || !e.synced() {
+		// The cache may lag a create; ask the apiserver before concluding.
+		gctx, cancel := context.WithTimeout(ctx, b.callLimit)
+		job, err = e.client.BatchV1().Jobs(e.namespace).Get(gctx, name, metav1.GetOptions{})
+		cancel()
+		e.record(b.now(), ignoreNotFound(err))
+	}
+	if apierrors.IsNotFound(err) {
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseUnknown,
+			Message: fmt.Sprintf("Kubernetes Job %s/%s is gone (deleted outside Falcon?)", e.namespace, name)}, nil
+	}
+	if err != nil {
+		return resourcemanager.Observation{}, err
+	}
+	var pods []*corev1.Pod
+	if e.synced() {
+		pods, err = e.pods.Pods(e.namespace).List(labels.SelectorFromSet(labels.Set{render.LabelJobID: j.GetId()}))
+		if err != nil {
+			return resourcemanager.Observation{}, err
+		}
+	} else {
+		gctx, cancel := context.WithTimeout(ctx, b.callLimit)
+		list, err := e.client.CoreV1().Pods(e.namespace).List(gctx, metav1.ListOptions{LabelSelector: render.LabelJobID + "=" + j.GetId()})
+		cancel()
+		e.record(b.now(), err)
+		if err != nil {
+			return resourcemanager.Observation{}, err
+		}
+		for i := range list.Items {
+			pods = append(pods, &list.Items[i])
+		}
+	}
+	return Observe(job, pods, int(j.GetTaskSpec().GetReplica())), nil
+}
+
+func ignoreExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+

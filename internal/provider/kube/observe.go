@@ -1,0 +1,117 @@
+package kube
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/falconhq/falcon/internal/resourcemanager"
+)
+
+// waitingFailures are container waiting reasons that never resolve on their
+// own: the Job would sit forever, so Falcon fails it and says why.
+var waitingFailures = map[string]bool{
+	"ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true,
+}
+
+// Observe maps a Kubernetes Job and its pods to Falcon's view. It is pure so
+// every mapping rule is table-tested without a cluster:
+//   - the Job's Complete condition -> Succeeded;
+//   - a pod whose container terminated non-zero, or the Job's Failed
+//     condition -> Failed, naming the pod, the reason (OOMKilled, Error) and
+//     the exit code;
+//   - a container stuck in ImagePullBackOff and the like -> Failed;
+//   - every replica's pod Running -> Running (this releases the queue slot);
+//   - otherwise Pending, with the scheduler's message for an unschedulable
+//     pod or a count of pods running.
+func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.Observation {
+	sort.Slice(pods, func(a, b int) bool { return pods[a].Name < pods[b].Name })
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded,
+				Message: fmt.Sprintf("%d/%d pods succeeded", job.Status.Succeeded, replica)}
+		}
+	}
+	for _, p := range pods {
+		if msg, ok := podFailure(p); ok {
+			return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: msg}
+		}
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			msg := "Job failed"
+			if c.Reason != "" {
+				msg += ": " + c.Reason
+			}
+			if c.Message != "" {
+				msg += ": " + c.Message
+			}
+			return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: msg}
+		}
+	}
+	running := 0
+	var why []string
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		switch p.Status.Phase {
+		case corev1.PodRunning:
+			running++
+		case corev1.PodPending:
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+					why = append(why, fmt.Sprintf("pod %s unschedulable: %s", p.Name, c.Message))
+				}
+			}
+		}
+	}
+	if running >= replica && replica > 0 {
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: fmt.Sprintf("%d/%d pods running", running, replica)}
+	}
+	msg := fmt.Sprintf("%d/%d pods running", running, replica)
+	if len(why) > 0 {
+		msg += "; " + why[0]
+	}
+	return resourcemanager.Observation{Phase: resourcemanager.PhasePending, Message: msg}
+}
+
+// podFailure reports why a pod has failed for good, if it has.
+func podFailure(p *corev1.Pod) (string, bool) {
+	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			reason := t.Reason
+			if reason == "" {
+				reason = "Error"
+			}
+			msg := fmt.Sprintf("pod %s terminated: %s (exit code %d)", p.Name, reason, t.ExitCode)
+			if t.Message != "" {
+				msg += ": " + strings.TrimSpace(t.Message)
+			}
+			return msg, true
+		}
+		if w := cs.State.Waiting; w != nil && waitingFailures[w.Reason] {
+			msg := fmt.Sprintf("pod %s: %s", p.Name, w.Reason)
+			if w.Message != "" {
+				msg += ": " + w.Message
+			}
+			return msg, true
+		}
+	}
+	if p.Status.Phase == corev1.PodFailed {
+		msg := fmt.Sprintf("pod %s failed", p.Name)
+		if p.Status.Reason != "" {
+			msg += ": " + p.Status.Reason
+		}
+		if p.Status.Message != "" {
+			msg += ": " + p.Status.Message
+		}
+		return msg, true
+	}
+	return "", false
+}

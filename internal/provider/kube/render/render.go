@@ -1,0 +1,701 @@
+package render
+
+import (
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/accelerator"
+	"github.com/falconhq/falcon/internal/errdefs"
+)
+
+// Labels on the Job, its pods and its Service. Values are Falcon IDs and a
+// role name, all valid label values. The kube provider lists Falcon's objects
+// with LabelManagedBy and finds one job's pods with LabelJobID.
+const (
+	LabelManagedBy    = "app.kubernetes.io/managed-by"
+	ManagedBy         = "falcon"
+	ManagedBySelector = LabelManagedBy + "=" + ManagedBy
+
+	LabelPrefix    = "falcon.dev/"
+	LabelExpID     = LabelPrefix + "exp-id"
+	LabelJobID     = LabelPrefix + "job-id"
+	LabelClusterID = LabelPrefix + "cluster-id"
+	LabelRole      = LabelPrefix + "role"
+)
+
+// Annotations on the Job, for people reading `kubectl describe`; Falcon
+// never reads them back.
+const (
+	AnnotationExpName     = LabelPrefix + "exp-name"
+	AnnotationCreator     = LabelPrefix + "creator"
+	AnnotationClusterName = LabelPrefix + "cluster-name"
+)
+
+// What the pod looks like from inside.
+const (
+	ContainerName = "task"
+	ArtifactDir   = "/falcon/artifacts"
+	LogDir        = "/falcon/logs"
+	// JAXCoordinatorPort is where rank 0 serves jax.distributed: the port JAX
+	// itself picks on TPU pods, so explicit and auto-detected setups agree.
+	JAXCoordinatorPort = 8476
+	// TerminationGracePeriod is long enough for a task to flush a profile or
+	// a last log line after an abort, and short enough that an abort frees
+	// the slice within a minute.
+	TerminationGracePeriod = 60 * time.Second
+)
+
+// Environment variables Falcon sets. The first eight are
+// validation.ReservedEnvs; the JAX ones only on multi-host slices.
+const (
+	EnvExpID       = "FALCON_EXP_ID"
+	EnvJobID       = "FALCON_JOB_ID"
+	EnvRole        = "FALCON_ROLE"
+	EnvRank        = "FALCON_RANK"
+	EnvWorldSize   = "FALCON_WORLD_SIZE"
+	EnvArtifactDir = "FALCON_ARTIFACT_DIR"
+	EnvArtifactAlt = "ARTIFACT_LOCAL_DIR"
+	EnvConfig      = "CUSTOM_CONFIG_KEY"
+
+	EnvJAXCoordinator  = "JAX_COORDINATOR_ADDRESS"
+	EnvJAXProcessID    = "JAX_PROCESS_ID"
+	EnvJAXNumProcesses = "JAX_NUM_PROCESSES"
+)
+
+// GCS FUSE CSI driver (GKE add-on) and the pod annotation that injects its
+// sidecar.
+const (
+	GCSFuseDriver     = "gcsfuse.csi.storage.gke.io"
+	GCSFuseAnnotation = "gke-gcsfuse/volumes"
+)
+
+const (
+	volArtifacts = "falcon-artifacts"
+	volLogs      = "falcon-logs"
+
+	// rankField is the downward-API path of a pod's completion index.
+	rankField = "metadata.annotations['" + batchv1.JobCompletionIndexAnnotation + "']"
+
+	// maxArgBytes is Linux's limit on one argv or environment string
+	// (MAX_ARG_STRLEN, 32 pages, counting the trailing NUL). A longer one
+	// makes execve fail with E2BIG and the container never starts, so it is
+	// caught here with a message instead.
+	maxArgBytes = 128<<10 - 1
+
+	defaultCPURequest    = "1"
+	defaultMemoryRequest = "2Gi"
+)
+
+// Input is everything Render needs about one job and where it runs.
+type Input struct {
+	// Job is the Falcon job: id, exp_id, role, task_spec (command, replica,
+	// image, envs, device_type, device_topo, device_count).
+	Job *falconv1.Job
+	// Config is the experiment's config string, handed to the task as
+	// CUSTOM_CONFIG_KEY; empty falls back to Job.Config.
+	Config string
+
+	ClusterID   string // label value, required
+	ClusterName string // annotation only
+	Namespace   string // required
+	// Bucket is the cluster's GCS bucket (a name, not a URL). Empty means no
+	// GCS FUSE: the artifact dir is an emptyDir and logs are kubectl's only.
+	Bucket string
+	// NodePool, when set, pins the pods to that GKE node pool.
+	NodePool string
+
+	// ArtifactID and ArtifactPath fall back to the Job's. A gs:// path names
+	// where the artifact dir is mounted from; any other path (a directory on
+	// the Falcon server) is unreachable from a pod and is ignored in favour
+	// of gs://<Bucket>/experiments/<exp>/artifacts/<ArtifactID>/.
+	ArtifactID   string
+	ArtifactPath string
+
+	// ServiceAccount runs the pods; it needs read-write access to the bucket
+	// through Workload Identity. Empty uses the namespace's default.
+	ServiceAccount string
+	// Resources are CPU and memory for the container; see Resources.
+	Resources Resources
+	// TTLAfterFinished deletes the Job this long after it finished; 0 keeps
+	// it until Falcon deletes it.
+	TTLAfterFinished time.Duration
+}
+
+// Resources are Kubernetes quantities ("500m", "2", "4Gi"). For a CPU-only
+// job an empty request defaults to 1 CPU and 2Gi, and an empty memory limit
+// to the memory request; the CPU limit stays unset unless given, so a task is
+// never throttled below what the node has spare. For accelerator jobs only
+// the values given are set: a TPU or GPU host's CPU and memory come with it.
+type Resources struct {
+	CPURequest, CPULimit, MemoryRequest, MemoryLimit string
+}
+
+// Objects are what Render produces for one job.
+type Objects struct {
+	Job *batchv1.Job
+	// Service is the headless Service of a multi-host slice; nil for one host.
+	Service *corev1.Service
+	// Slice is the checked placement the objects were built for: the node
+	// pool a job needs is described by it.
+	Slice accelerator.Slice
+}
+
+// Name is the name of the Kubernetes Job (and Service) of a Falcon job: the
+// job ID itself, already a DNS label, so that a provider retrying after a
+// crash finds the Job it created instead of creating another.
+func Name(jobID string) string { return jobID }
+
+// Hostname is the hostname of a rank's pod, which an Indexed Job sets to
+// <job name>-<index>.
+func Hostname(jobID string, rank int) string { return Name(jobID) + "-" + strconv.Itoa(rank) }
+
+// LogObject is the object name, in the cluster's bucket, of a rank's log.
+func LogObject(jobID string, rank int) string {
+	return "logs/" + jobID + "/" + Hostname(jobID, rank) + ".log"
+}
+
+// ArtifactPrefix is the object prefix of an artifact in a cluster's bucket,
+// without a trailing slash.
+func ArtifactPrefix(expID, artifactID string) string {
+	return "experiments/" + expID + "/artifacts/" + artifactID
+}
+
+// CoordinatorAddress is the JAX coordinator of a multi-host job: rank 0's
+// stable DNS name under the job's headless Service, and JAXCoordinatorPort.
+func CoordinatorAddress(jobID string) string {
+	return Hostname(jobID, 0) + "." + Name(jobID) + ":" + strconv.Itoa(JAXCoordinatorPort)
+}
+
+// SetOwner makes job the owner of svc, so that deleting the Job (an abort,
+// or its TTL) deletes the Service too. Call it with the Job as created,
+// which has the UID Render cannot know.
+func SetOwner(svc *corev1.Service, job *batchv1.Job) {
+	ref := metav1.OwnerReference{
+		APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job",
+		Name: job.Name, UID: job.UID,
+	}
+	for i, r := range svc.OwnerReferences {
+		if r.UID == ref.UID {
+			svc.OwnerReferences[i] = ref
+			return
+		}
+	}
+	svc.OwnerReferences = append(svc.OwnerReferences, ref)
+}
+
+// Render builds the objects for in. Problems with the task are
+// errdefs.FieldErrors on paths relative to the task spec (image, replica,
+// device_topo, envs.X, ...), so a caller can prefix them with
+// role_to_task_spec.<role>.; problems with the rest of the input are on
+// job.id, namespace, bucket, resources.cpu_request and so on.
+func Render(in Input) (*Objects, error) {
+	var errs errdefs.FieldErrors
+	job := in.Job
+	if job == nil {
+		errs.Add("job", "is required")
+		return nil, errs.Err()
+	}
+	task := job.GetTaskSpec()
+	if task == nil {
+		errs.Add("task_spec", "is required")
+		return nil, errs.Err()
+	}
+
+	// The task, in the order of its fields.
+	command := task.GetCommand()
+	switch {
+	case strings.TrimSpace(command) == "":
+		errs.Add("command", "is required and must not be empty")
+	case len(command) > maxArgBytes:
+		errs.Add("command", "is %d bytes; Linux limits one command-line argument to %d (MAX_ARG_STRLEN): put the script in the image or the artifact dir and run it from there", len(command), maxArgBytes)
+	}
+	image := strings.TrimSpace(task.GetImage())
+	if image == "" {
+		errs.Add("image", "is required on a Kubernetes cluster: the container image the command runs in")
+	}
+	replica := int(task.GetReplica())
+	if replica == 0 {
+		replica = int(job.GetReplica())
+	}
+	slice, err := accelerator.Resolve(task.GetDeviceType(), task.GetDeviceTopo(), replica, int(task.GetDeviceCount()))
+	if err != nil {
+		appendErr(&errs, err)
+	}
+	for _, k := range sortedKeys(task.GetEnvs()) {
+		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
+			errs.Add("envs."+k, "is not a valid environment variable name: %s", strings.Join(msgs, "; "))
+		} else if n := len(k) + 1 + len(task.GetEnvs()[k]); n > maxArgBytes {
+			errs.Add("envs."+k, "is %d bytes; Linux limits one environment variable to %d (MAX_ARG_STRLEN)", n, maxArgBytes)
+		}
+	}
+
+	// The job and where it runs.
+	id := job.GetId()
+	checkName(&errs, id, replica)
+	checkLabelValue(&errs, "job.exp_id", job.GetExpId(), true)
+	checkLabelValue(&errs, "job.role", job.GetRole(), true)
+	config := in.Config
+	if config == "" {
+		config = job.GetConfig()
+	}
+	if n := len(EnvConfig) + 1 + len(config); n > maxArgBytes {
+		errs.Add("config", "is %d bytes; as %s it exceeds Linux's %d-byte limit on one environment variable (MAX_ARG_STRLEN): put large data in the artifact dir and reference it from the config", len(config), EnvConfig, maxArgBytes)
+	}
+	checkLabelValue(&errs, "cluster_id", in.ClusterID, true)
+	if msgs := content.IsDNS1123Label(in.Namespace); len(msgs) > 0 {
+		errs.Add("namespace", "%q is not a namespace name: %s", in.Namespace, strings.Join(msgs, "; "))
+	}
+	art, err := artifactLocation(in)
+	if err != nil {
+		appendErr(&errs, err)
+	}
+	if in.NodePool != "" {
+		checkLabelValue(&errs, "node_pool", in.NodePool, false)
+	}
+	if sa := in.ServiceAccount; sa != "" {
+		if msgs := content.IsDNS1123Subdomain(sa); len(msgs) > 0 {
+			errs.Add("service_account", "%q is not a service account name: %s", sa, strings.Join(msgs, "; "))
+		}
+	}
+	res, err := in.Resources.requirements(slice.Spec.Kind == accelerator.KindCPU)
+	if err != nil {
+		appendErr(&errs, err)
+	}
+	addAccelerator(&res, slice)
+	if in.TTLAfterFinished < 0 {
+		errs.Add("ttl_after_finished", "must not be negative, got %s", in.TTLAfterFinished)
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+
+	r := renderer{in: in, job: job, task: task, id: id, replica: replica, slice: slice,
+		image: image, command: command, config: config, art: art, res: res}
+	return r.objects(), nil
+}
+
+// renderer holds the checked input while the objects are built.
+type renderer struct {
+	in      Input
+	job     *falconv1.Job
+	task    *falconv1.TaskSpec
+	id      string
+	replica int
+	slice   accelerator.Slice
+	image   string
+	command string
+	config  string
+	art     gcsLocation // zero: emptyDir
+	res     corev1.ResourceRequirements
+}
+
+func (r renderer) multiHost() bool { return r.replica > 1 }
+
+func (r renderer) objects() *Objects {
+	name := Name(r.id)
+	labels := r.labels()
+	annotations := map[string]string{}
+	for k, v := range map[string]string{
+		AnnotationExpName: r.job.GetExpName(), AnnotationCreator: r.job.GetCreator(), AnnotationClusterName: r.in.ClusterName,
+	} {
+		if v != "" {
+			annotations[k] = v
+		}
+	}
+	if len(annotations) == 0 {
+		annotations = nil
+	}
+
+	spec := batchv1.JobSpec{
+		Parallelism:    new(int32(r.replica)),
+		Completions:    new(int32(r.replica)),
+		CompletionMode: new(batchv1.IndexedCompletion),
+		// A failed rank fails the Falcon job; the user reruns it.
+		BackoffLimit: new(int32(0)),
+		Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: r.labels(), Annotations: r.podAnnotations()},
+			Spec:       r.podSpec(),
+		},
+	}
+	if ttl := r.in.TTLAfterFinished; ttl > 0 {
+		secs := min((ttl+time.Second-1)/time.Second, math.MaxInt32) // never round down to "at once"
+		spec.TTLSecondsAfterFinished = new(int32(secs))
+	}
+	out := &Objects{
+		Job: &batchv1.Job{
+			TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: name, Namespace: r.in.Namespace, Labels: labels, Annotations: annotations,
+			},
+			Spec: spec,
+		},
+		Slice: r.slice,
+	}
+	if r.multiHost() {
+		out.Service = &corev1.Service{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: name, Namespace: r.in.Namespace, Labels: r.labels(),
+			},
+			Spec: corev1.ServiceSpec{
+				ClusterIP: corev1.ClusterIPNone,
+				Selector:  map[string]string{LabelJobID: r.id},
+				// Ranks look each other up while starting, before any is Ready.
+				PublishNotReadyAddresses: true,
+			},
+		}
+	}
+	return out
+}
+
+func (r renderer) labels() map[string]string {
+	return map[string]string{
+		LabelManagedBy: ManagedBy,
+		LabelExpID:     r.job.GetExpId(),
+		LabelJobID:     r.id,
+		LabelClusterID: r.in.ClusterID,
+		LabelRole:      r.job.GetRole(),
+	}
+}
+
+func (r renderer) podAnnotations() map[string]string {
+	if r.in.Bucket == "" && r.art.bucket == "" {
+		return nil
+	}
+	return map[string]string{GCSFuseAnnotation: "true"}
+}
+
+func (r renderer) podSpec() corev1.PodSpec {
+	spec := corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		EnableServiceLinks:            new(false),
+		TerminationGracePeriodSeconds: new(int64(TerminationGracePeriod / time.Second)),
+		ServiceAccountName:            r.in.ServiceAccount,
+		// Tasks do not talk to the Kubernetes API; GCS access goes through
+		// Workload Identity's metadata server, not this token.
+		AutomountServiceAccountToken: new(false),
+		Containers:                   []corev1.Container{r.container()},
+		Volumes:                      r.volumes(),
+	}
+	if r.multiHost() {
+		spec.Subdomain = Name(r.id)
+	}
+	if len(r.slice.NodeSelector) > 0 || r.in.NodePool != "" {
+		spec.NodeSelector = map[string]string{}
+		for k, v := range r.slice.NodeSelector {
+			spec.NodeSelector[k] = v
+		}
+		if r.in.NodePool != "" {
+			spec.NodeSelector[accelerator.LabelNodePool] = r.in.NodePool
+		}
+	}
+	if t := r.slice.Toleration; t != nil {
+		spec.Tolerations = []corev1.Toleration{{
+			Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Effect: corev1.TaintEffect(t.Effect),
+		}}
+	}
+	return spec
+}
+
+func (r renderer) container() corev1.Container {
+	c := corev1.Container{
+		Name:      ContainerName,
+		Image:     r.image,
+		Command:   []string{"/bin/sh", "-c"},
+		Env:       r.env(),
+		Resources: r.res,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: volArtifacts, MountPath: ArtifactDir},
+		},
+	}
+	if r.in.Bucket != "" {
+		c.Args = []string{literal(logWrapper(LogDir, logDrain)), "falcon-task", literal(r.command)}
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volLogs, MountPath: LogDir})
+	} else {
+		c.Args = []string{literal(r.command)}
+	}
+	return c
+}
+
+// logDrain is how long the log wrapper lets tee copy what is left in the
+// FIFO after the command exited, before giving up on it.
+const logDrain = 10 * time.Second
+
+// logWrapper is the script that runs the user's command ($1) with its output
+// copied to the rank's log file in logDir and to the container's stdout, and
+// exits with the command's status. See the package comment for why it is
+// shaped like this. Render escapes it with literal like any other argument.
+func logWrapper(logDir string, drain time.Duration) string {
+	return `log="` + logDir + `/${FALCON_JOB_ID}-${FALCON_RANK}.log"
+fifo="/tmp/falcon-output-$$"
+rm -f "$fifo"
+if ! mkfifo "$fifo"; then
+  echo "falcon: cannot create $fifo; output is not copied to $log" >&2
+  exec /bin/sh -c "$1"
+fi
+tee -a "$log" <"$fifo" &
+tee_pid=$!
+/bin/sh -c "$1" >"$fifo" 2>&1 &
+pid=$!
+trap 'kill -TERM "$pid" 2>/dev/null' TERM INT
+wait "$pid"
+rc=$?
+while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done
+(sleep ` + strconv.Itoa(int(drain/time.Second)) + `; kill "$tee_pid" 2>/dev/null) >/dev/null 2>&1 &
+drain_pid=$!
+wait "$tee_pid"
+kill "$drain_pid" 2>/dev/null
+rm -f "$fifo"
+exit "$rc"
+`
+}
+
+func (r renderer) env() []corev1.EnvVar {
+	rank := &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: rankField}}
+	world := strconv.Itoa(r.replica)
+	env := []corev1.EnvVar{
+		{Name: EnvExpID, Value: literal(r.job.GetExpId())},
+		{Name: EnvJobID, Value: literal(r.id)},
+		{Name: EnvRole, Value: literal(r.job.GetRole())},
+		{Name: EnvRank, ValueFrom: rank},
+		{Name: EnvWorldSize, Value: world},
+		{Name: EnvArtifactDir, Value: ArtifactDir},
+		{Name: EnvArtifactAlt, Value: ArtifactDir},
+		{Name: EnvConfig, Value: literal(r.config)},
+	}
+	if r.multiHost() {
+		env = append(env,
+			corev1.EnvVar{Name: EnvJAXCoordinator, Value: CoordinatorAddress(r.id)},
+			corev1.EnvVar{Name: EnvJAXProcessID, ValueFrom: rank.DeepCopy()},
+			corev1.EnvVar{Name: EnvJAXNumProcesses, Value: world},
+		)
+	}
+	ours := make([]string, len(env))
+	for i, e := range env {
+		ours[i] = e.Name
+	}
+	envs := r.task.GetEnvs()
+	for _, k := range sortedKeys(envs) {
+		if slices.Contains(ours, k) {
+			continue // Falcon's identity and paths are always the truth
+		}
+		env = append(env, corev1.EnvVar{Name: k, Value: literal(envs[k])})
+	}
+	return env
+}
+
+func (r renderer) volumes() []corev1.Volume {
+	var vols []corev1.Volume
+	if r.art.bucket != "" {
+		vols = append(vols, fuseVolume(volArtifacts, r.art.bucket, "implicit-dirs,only-dir="+r.art.prefix))
+	} else {
+		vols = append(vols, corev1.Volume{Name: volArtifacts, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	if r.in.Bucket != "" {
+		vols = append(vols, fuseVolume(volLogs, r.in.Bucket, "only-dir=logs/"+r.id))
+	}
+	return vols
+}
+
+func fuseVolume(name, bucket, mountOptions string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+		Driver:           GCSFuseDriver,
+		VolumeAttributes: map[string]string{"bucketName": bucket, "mountOptions": mountOptions},
+	}}}
+}
+
+// literal escapes s for a container's command, args or env value, where the
+// kubelet replaces $(VAR) and turns $$ into $: doubling every $ makes the
+// process see exactly s.
+func literal(s string) string { return strings.ReplaceAll(s, "$", "$$") }
+
+// gcsLocation is a prefix in a bucket; the zero value means none.
+type gcsLocation struct{ bucket, prefix string }
+
+var (
+	// bucketName follows GCS's naming rules, dotted names included.
+	bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$`)
+	// objectPrefix is what Falcon writes into mount options: no commas (the
+	// option separator), no empty, . or .. segments.
+	objectPrefix = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$`)
+)
+
+// artifactLocation decides where the artifact dir is mounted from: the
+// job's gs:// artifact path, else the conventional prefix in the cluster's
+// bucket, else nowhere (an emptyDir).
+func artifactLocation(in Input) (gcsLocation, error) {
+	var errs errdefs.FieldErrors
+	if in.Bucket != "" && !bucketName.MatchString(in.Bucket) {
+		errs.Add("bucket", "%q is not a GCS bucket name (lower-case letters, digits, '-', '_' and '.'; give the name, not a gs:// URL)", in.Bucket)
+	}
+	path := in.ArtifactPath
+	if path == "" {
+		path = in.Job.GetArtifactPath()
+	}
+	artID := in.ArtifactID
+	if artID == "" {
+		artID = in.Job.GetArtifactId()
+	}
+	var loc gcsLocation
+	if rest, ok := strings.CutPrefix(path, "gs://"); ok {
+		b, p, _ := strings.Cut(rest, "/")
+		loc = gcsLocation{bucket: b, prefix: strings.Trim(p, "/")}
+		if !bucketName.MatchString(loc.bucket) {
+			errs.Add("artifact_path", "%q does not name a valid GCS bucket", path)
+		}
+		if !objectPrefix.MatchString(loc.prefix) {
+			errs.Add("artifact_path", "%q must be gs://<bucket>/<prefix> with a prefix of letters, digits, '.', '_', '-' and '/'", path)
+		}
+	} else if in.Bucket != "" {
+		if msgs := content.IsLabelValue(artID); artID == "" || len(msgs) > 0 {
+			errs.Add("artifact_id", "%q cannot name the artifact's prefix in bucket %s; a Falcon artifact ID (art-...) is required", artID, in.Bucket)
+		}
+		loc = gcsLocation{bucket: in.Bucket, prefix: ArtifactPrefix(in.Job.GetExpId(), artID)}
+	}
+	if err := errs.Err(); err != nil {
+		return gcsLocation{}, err
+	}
+	return loc, nil
+}
+
+// requirements parses r into container resources; see Resources for the
+// defaults.
+func (r Resources) requirements(cpuOnly bool) (corev1.ResourceRequirements, error) {
+	var errs errdefs.FieldErrors
+	parse := func(field, v, example string) *resource.Quantity {
+		if v == "" {
+			return nil
+		}
+		q, err := resource.ParseQuantity(v)
+		switch {
+		case err != nil:
+			errs.Add(field, "%q is not a Kubernetes quantity (e.g. %s)", v, example)
+			return nil
+		case q.Sign() <= 0:
+			errs.Add(field, "must be positive, got %s", v)
+			return nil
+		}
+		return &q
+	}
+	cpuReq := parse("resources.cpu_request", r.CPURequest, "500m or 2")
+	cpuLim := parse("resources.cpu_limit", r.CPULimit, "500m or 2")
+	memReq := parse("resources.memory_request", r.MemoryRequest, "512Mi or 4Gi")
+	memLim := parse("resources.memory_limit", r.MemoryLimit, "512Mi or 4Gi")
+	if err := errs.Err(); err != nil {
+		return corev1.ResourceRequirements{}, err
+	}
+
+	// A limit alone is also the request, as Kubernetes itself would default it.
+	if cpuReq == nil && cpuLim != nil {
+		cpuReq = new(cpuLim.DeepCopy())
+	}
+	if memReq == nil && memLim != nil {
+		memReq = new(memLim.DeepCopy())
+	}
+	if cpuOnly {
+		if cpuReq == nil {
+			cpuReq = new(resource.MustParse(defaultCPURequest))
+		}
+		if memReq == nil {
+			memReq = new(resource.MustParse(defaultMemoryRequest))
+		}
+		if memLim == nil {
+			memLim = new(memReq.DeepCopy())
+		}
+	}
+	if cpuReq != nil && cpuLim != nil && cpuLim.Cmp(*cpuReq) < 0 {
+		errs.Add("resources.cpu_limit", "%s is less than the CPU request %s", cpuLim, cpuReq)
+	}
+	if memReq != nil && memLim != nil && memLim.Cmp(*memReq) < 0 {
+		errs.Add("resources.memory_limit", "%s is less than the memory request %s", memLim, memReq)
+	}
+	if err := errs.Err(); err != nil {
+		return corev1.ResourceRequirements{}, err
+	}
+
+	var out corev1.ResourceRequirements
+	set := func(list *corev1.ResourceList, name corev1.ResourceName, q *resource.Quantity) {
+		if q == nil {
+			return
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[name] = *q
+	}
+	set(&out.Requests, corev1.ResourceCPU, cpuReq)
+	set(&out.Limits, corev1.ResourceCPU, cpuLim)
+	set(&out.Requests, corev1.ResourceMemory, memReq)
+	set(&out.Limits, corev1.ResourceMemory, memLim)
+	return out, nil
+}
+
+// addAccelerator requests the slice's accelerator on each pod. Extended
+// resources cannot be overcommitted, so requests and limits are equal.
+func addAccelerator(res *corev1.ResourceRequirements, sl accelerator.Slice) {
+	if sl.ResourceName == "" || sl.ResourcePerHost == 0 {
+		return
+	}
+	q := *resource.NewQuantity(int64(sl.ResourcePerHost), resource.DecimalSI)
+	for _, list := range []*corev1.ResourceList{&res.Requests, &res.Limits} {
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[corev1.ResourceName(sl.ResourceName)] = q.DeepCopy()
+	}
+}
+
+// checkJobName checks that the job ID can be the Job's name and, with the
+// highest index appended, its pods' hostname (a DNS label of 63 characters).
+func checkName(errs *errdefs.FieldErrors, id string, replica int) {
+	// DNS-1035 (a letter first) because the same name is the Service's.
+	if msgs := validation.IsDNS1035Label(id); len(msgs) > 0 {
+		errs.Add("job.id", "%q cannot name a Kubernetes Job and Service: %s", id, strings.Join(msgs, "; "))
+		return
+	}
+	if host := Hostname(id, max(replica-1, 0)); len(host) > validation.DNS1123LabelMaxLength {
+		errs.Add("job.id", "%q is too long: the pod hostname %s must be at most %d characters", id, host, validation.DNS1123LabelMaxLength)
+	}
+}
+
+func checkLabelValue(errs *errdefs.FieldErrors, field, v string, required bool) {
+	switch msgs := content.IsLabelValue(v); {
+	case v == "" && required:
+		errs.Add(field, "is required")
+	case len(msgs) > 0:
+		errs.Add(field, "%q is not a valid Kubernetes label value: %s", v, strings.Join(msgs, "; "))
+	}
+}
+
+// appendErr adds the field errors in err to errs.
+func appendErr(errs *errdefs.FieldErrors, err error) {
+	switch e := err.(type) {
+	case errdefs.FieldErrors:
+		*errs = append(*errs, e...)
+	case *errdefs.FieldError:
+		*errs = append(*errs, e)
+	default:
+		errs.Add("", "%v", err)
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
