@@ -287,7 +287,7 @@ func TestOneJobAcquiresPerQueue(t *testing.T) {
 	_, j1 := f.one(t, task())
 	_, j2 := f.one(t, task())
 	_, j3 := f.one(t, task())
-	_, other := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x2"})
+	_, other := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 2, DeviceType: "v7x", DeviceTopo: "2x2x2"})
 	f.cycle(t)
 	want(t, f.env.Job(t, j1), "Pending", "Dispatching", "")
 	want(t, f.env.Job(t, j2), "Pending", "Waiting", "next in line")
