@@ -352,4 +352,3 @@ func ignoreNotFound(err error) error {
 	}
 	return err
 }
-
