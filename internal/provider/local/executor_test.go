@@ -536,11 +536,19 @@ func TestConcurrentStartsStartOnce(t *testing.T) {
 			t.Fatalf("Start: %v", err)
 		}
 	}
-	// Every Start has returned, so every process it made has been forked.
-	leaders := jobLeaders(s.JobID)
+	// Every Start has returned, so every process it made has been forked;
+	// a leader's environment becomes readable only once its exec is done,
+	// so give the scan a moment to see them all.
 	want := []int{h.pid(t, s.JobID, 0).Pid, h.pid(t, s.JobID, 1).Pid}
-	slices.Sort(leaders)
 	slices.Sort(want)
+	var leaders []int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		leaders = jobLeaders(s.JobID)
+		slices.Sort(leaders)
+		if len(leaders) >= len(want) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if diff := cmp.Diff(want, leaders); diff != "" {
 		t.Errorf("process group leaders of the job (-pid files +running):\n%s", diff)
 	}
