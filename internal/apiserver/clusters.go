@@ -2,17 +2,30 @@ package apiserver
 
 import (
 	"context"
-	"regexp"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/clusterconfig"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/store"
 )
 
-// Cluster backends Falcon can drive.
-var clusterBackends = []string{"local"}
+// The actions ApplyClusters reports per cluster.
+const (
+	ActionCreated   = "created"
+	ActionUpdated   = "updated"
+	ActionUnchanged = "unchanged"
+	ActionOffline   = "offline"
+	ActionDeleted   = "deleted"
+)
 
 // GetCluster finds a cluster by name or ID.
 func (s *Server) GetCluster(ctx context.Context, req *falconv1.GetClusterRequest) (*falconv1.Cluster, error) {
@@ -39,39 +52,295 @@ func (s *Server) ListClusters(ctx context.Context, _ *falconv1.ListClustersReque
 	return resp, nil
 }
 
-// RegisterCluster creates or updates a cluster by name.
+// RegisterCluster creates or updates a cluster by name. The request is held
+// to the registry's rules (clusterconfig.Normalize) and stored in its
+// normal form; an unset status is active, as in a clusters file.
 func (s *Server) RegisterCluster(ctx context.Context, req *falconv1.RegisterClusterRequest) (*falconv1.Cluster, error) {
-	in := req.GetCluster()
-	var errs errdefs.FieldErrors
-	if n := in.GetName(); n == "" || len(n) > 63 || !dnsLabel.MatchString(n) {
-		errs.Add("cluster.name", "%q must be a DNS-1123 label", n)
+	if req.GetCluster() == nil {
+		return nil, errdefs.Invalid("cluster", "is required")
 	}
-	if !contains(clusterBackends, in.GetBackend()) {
-		errs.Add("cluster.backend", "%q is not a backend; allowed: %v", in.GetBackend(), clusterBackends)
-	}
-	st := in.GetStatus()
-	if st == "" {
-		st = store.ClusterActive
-	}
-	if !contains([]string{store.ClusterActive, store.ClusterMaintenance, store.ClusterOffline}, st) {
-		errs.Add("cluster.status", "%q is not allowed; use active, maintenance or offline", st)
-	}
-	if err := errs.Err(); err != nil {
+	c, errs := clusterconfig.Normalize(req.GetCluster())
+	if err := prefixed("cluster", errs).Err(); err != nil {
 		return nil, err
 	}
-	c, err := s.store.UpsertCluster(ctx, &store.Cluster{
-		ID: ids.New(ids.Cluster), Name: in.GetName(), Backend: in.GetBackend(),
-		Project: in.GetProject(), Location: in.GetLocation(), AcceleratorTypes: in.GetAcceleratorTypes(),
-		GCSBucket: in.GetGcsBucket(), DefaultReservation: in.GetDefaultReservation(),
-		Status: st, CreatedAt: s.now(),
-	})
+	row := clusterFromAPI(c)
+	row.ID, row.CreatedAt = ids.New(ids.Cluster), s.now()
+	out, err := s.store.UpsertCluster(ctx, row)
 	if err != nil {
 		return nil, err
 	}
 	s.changed()
-	return clusterToAPI(c), nil
+	return clusterToAPI(out), nil
 }
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+// ApplyClusters converges the registry to the request's clusters, in four
+// steps:
+//
+//  1. Check every cluster; any problem refuses the whole request, so nothing
+//     is written.
+//  2. Compare each with the registry: created, updated (naming the fields
+//     that differ) or unchanged. A cluster registered but not listed is
+//     taken offline, or with prune deleted unless jobs that have not
+//     finished still name it: then it is taken offline instead.
+//  3. Unless dry_run, write: upsert what is created or updated, then take
+//     offline or delete what is missing. Unchanged clusters are not touched.
+//  4. Report every cluster's action, by name, and the registry as it now
+//     is (or, for dry_run, would be).
+//
+// Step 3 is not one transaction, but each write is idempotent: after a
+// failure half way, applying the same request again finishes the job.
+func (s *Server) ApplyClusters(ctx context.Context, req *falconv1.ApplyClustersRequest) (*falconv1.ApplyClustersResponse, error) {
+	desired, err := checkApply(req.GetClusters())
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.store.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	existing := make(map[string]*store.Cluster, len(rows))
+	for _, r := range rows {
+		existing[r.Name] = r
+	}
 
-func contains(xs []string, x string) bool { return slices.Contains(xs, x) }
+	type step struct {
+		change *falconv1.ClusterChange
+		item   *falconv1.Cluster // nil once deleted
+		upsert *store.Cluster
+		prune  bool // try to delete; offline if refused
+	}
+	var steps []*step
+	for _, d := range desired {
+		st := &step{change: &falconv1.ClusterChange{Name: d.GetName()}, item: d}
+		old, ok := existing[d.GetName()]
+		switch {
+		case !ok:
+			st.change.Action = ActionCreated
+			st.upsert = clusterFromAPI(d)
+			st.upsert.ID, st.upsert.CreatedAt = ids.New(ids.Cluster), s.now()
+		default:
+			cur := clusterToAPI(old)
+			d.Id, d.CreatedAt = cur.GetId(), cur.GetCreatedAt()
+			if fields := diffClusters(cur, d); len(fields) > 0 {
+				st.change.Action, st.change.Fields = ActionUpdated, fields
+				st.upsert = clusterFromAPI(d)
+				st.upsert.ID, st.upsert.CreatedAt = old.ID, old.CreatedAt
+			} else {
+				st.change.Action, st.item = ActionUnchanged, cur
+			}
+		}
+		steps = append(steps, st)
+	}
+	listed := make(map[string]bool, len(desired))
+	for _, d := range desired {
+		listed[d.GetName()] = true
+	}
+	for _, r := range rows {
+		if listed[r.Name] {
+			continue
+		}
+		st := &step{change: &falconv1.ClusterChange{Name: r.Name, Action: ActionOffline}, item: clusterToAPI(r), prune: req.GetPrune()}
+		if r.Status != store.ClusterOffline {
+			st.change.Fields = []string{"status"}
+			st.item.Status = store.ClusterOffline
+		}
+		steps = append(steps, st)
+	}
+	slices.SortFunc(steps, func(a, b *step) int { return strings.Compare(a.change.GetName(), b.change.GetName()) })
+
+	wrote := false
+	defer func() {
+		if wrote {
+			s.changed()
+		}
+	}()
+	// Creates and updates first, so a failure part way never leaves a
+	// listed cluster missing while unlisted ones are already gone.
+	for _, st := range steps {
+		if st.upsert == nil || req.GetDryRun() {
+			continue
+		}
+		out, err := s.store.UpsertCluster(ctx, st.upsert)
+		if err != nil {
+			return nil, fmt.Errorf("apply cluster %s: %w", st.change.GetName(), err)
+		}
+		wrote = true
+		st.item = clusterToAPI(out)
+	}
+	for _, st := range steps {
+		if st.change.GetAction() != ActionOffline {
+			continue
+		}
+		name := st.change.GetName()
+		if st.prune {
+			deleted, err := s.pruneCluster(ctx, name, req.GetDryRun())
+			if err != nil {
+				return nil, err
+			}
+			wrote = wrote || (deleted && !req.GetDryRun())
+			if deleted {
+				st.change.Action, st.change.Fields, st.item = ActionDeleted, nil, nil
+				continue
+			}
+		}
+		if len(st.change.GetFields()) == 0 || req.GetDryRun() {
+			continue
+		}
+		row := existing[name]
+		row.Status = store.ClusterOffline
+		out, err := s.store.UpsertCluster(ctx, row)
+		if err != nil {
+			return nil, fmt.Errorf("take cluster %s offline: %w", name, err)
+		}
+		wrote = true
+		st.item = clusterToAPI(out)
+	}
+
+	resp := &falconv1.ApplyClustersResponse{}
+	for _, st := range steps {
+		resp.Changes = append(resp.Changes, st.change)
+		if st.item != nil {
+			resp.Items = append(resp.Items, st.item)
+		}
+	}
+	return resp, nil
+}
+
+// pruneCluster deletes the cluster, or for a dry run checks that it could
+// be deleted. It reports false when jobs that have not finished name it.
+func (s *Server) pruneCluster(ctx context.Context, name string, dryRun bool) (bool, error) {
+	if dryRun {
+		live, _, err := s.store.ListJobs(ctx, store.JobFilter{
+			ClusterName: name, Statuses: lifecycle.JobMachine.NonTerminal(), Page: store.Page{Size: 1},
+		})
+		return len(live) == 0, err
+	}
+	switch err := s.store.DeleteCluster(ctx, name); {
+	case err == nil, errors.Is(err, errdefs.ErrNotFound): // gone already: the goal is met
+		return true, nil
+	case errors.Is(err, errdefs.ErrFailedPrecondition):
+		return false, nil
+	default:
+		return false, fmt.Errorf("delete cluster %s: %w", name, err)
+	}
+}
+
+// checkApply normalizes every cluster of an apply request; any problem, in
+// any cluster, is an error and the request writes nothing.
+func checkApply(in []*falconv1.Cluster) ([]*falconv1.Cluster, error) {
+	var errs errdefs.FieldErrors
+	if len(in) == 0 {
+		errs.Add("clusters", "is required: an apply lists every cluster of the registry, and one listing none would take them all offline; use set-status to take clusters offline")
+		return nil, errs
+	}
+	out := make([]*falconv1.Cluster, 0, len(in))
+	first := map[string]int{}
+	for i, c := range in {
+		path := fmt.Sprintf("clusters[%d]", i)
+		n, ferrs := clusterconfig.Normalize(c)
+		errs = append(errs, prefixed(path, ferrs)...)
+		if n != nil {
+			n.Id, n.CreatedAt = "", nil // the registry's to set
+		}
+		if name := c.GetName(); name != "" {
+			if j, dup := first[name]; dup {
+				errs.Add(path+".name", "%q is listed twice (also clusters[%d])", name, j)
+			} else {
+				first[name] = i
+			}
+		}
+		out = append(out, n)
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SetClusterStatus moves a cluster to active, maintenance or offline. Only
+// active clusters receive new jobs; the others keep what they run.
+func (s *Server) SetClusterStatus(ctx context.Context, req *falconv1.SetClusterStatusRequest) (*falconv1.Cluster, error) {
+	var errs errdefs.FieldErrors
+	if req.GetName() == "" {
+		errs.Add("name", "is required")
+	}
+	if st := req.GetStatus(); !slices.Contains(clusterconfig.Statuses, st) {
+		errs.Add("status", "%q is not a cluster status; allowed: %s", st, strings.Join(clusterconfig.Statuses, ", "))
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	c, err := s.store.GetCluster(ctx, req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if c.Status == req.GetStatus() {
+		return clusterToAPI(c), nil
+	}
+	c.Status = req.GetStatus()
+	out, err := s.store.UpsertCluster(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	s.changed()
+	return clusterToAPI(out), nil
+}
+
+// clusterFromAPI converts a normalized cluster; ID and CreatedAt are left
+// for the caller.
+func clusterFromAPI(c *falconv1.Cluster) *store.Cluster {
+	out := &store.Cluster{
+		Name: c.GetName(), Backend: c.GetBackend(), Project: c.GetProject(), Location: c.GetLocation(),
+		AcceleratorTypes: c.GetAcceleratorTypes(), GCSBucket: c.GetGcsBucket(),
+		DefaultReservation: c.GetDefaultReservation(), Status: c.GetStatus(),
+		Spec: store.ClusterSpec{
+			Namespace: c.GetNamespace(), Kubeconfig: c.GetKubeconfig(), KubeContext: c.GetKubeContext(),
+			GKECluster: c.GetGkeCluster(), MaxQueueDepth: int(c.GetMaxQueueDepth()), Labels: c.GetLabels(),
+		},
+	}
+	for _, a := range c.GetAccelerators() {
+		out.Spec.Accelerators = append(out.Spec.Accelerators, store.AcceleratorSlot{Type: a.GetType(), Priority: int(a.GetPriority())})
+	}
+	return out
+}
+
+// diffIgnored are the fields an apply does not compare: the server sets id
+// and created_at, name is the key, and accelerator_types follows from
+// accelerators (which is what a change is reported as).
+var diffIgnored = []protoreflect.Name{"id", "name", "created_at", "accelerator_types"}
+
+// diffClusters names the fields in which b differs from a, in field number
+// order. It walks the message descriptor, so a field added to Cluster is
+// compared without anyone remembering to add it here.
+func diffClusters(a, b *falconv1.Cluster) []string {
+	var out []string
+	fields := a.ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if slices.Contains(diffIgnored, fd.Name()) {
+			continue
+		}
+		if !proto.Equal(only(a, fd), only(b, fd)) {
+			out = append(out, string(fd.Name()))
+		}
+	}
+	return out
+}
+
+// only returns a Cluster holding just c's field fd.
+func only(c *falconv1.Cluster, fd protoreflect.FieldDescriptor) *falconv1.Cluster {
+	out := &falconv1.Cluster{}
+	if m := c.ProtoReflect(); m.Has(fd) {
+		out.ProtoReflect().Set(fd, m.Get(fd))
+	}
+	return out
+}
+
+// prefixed puts errs under path (cluster.name, clusters[2].backend).
+func prefixed(path string, errs errdefs.FieldErrors) errdefs.FieldErrors {
+	out := make(errdefs.FieldErrors, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, &errdefs.FieldError{Field: path + "." + e.Field, Detail: e.Detail})
+	}
+	return out
+}

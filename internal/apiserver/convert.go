@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/clusterconfig"
 	"github.com/falconhq/falcon/internal/store"
 )
 
@@ -78,12 +79,27 @@ func artifactToAPI(a *store.Artifact) *falconv1.Artifact {
 	}
 }
 
+// clusterToAPI also serves rows written before clusters had slots (only
+// accelerator_types, most preferred first): they show as slots of priority
+// 1, 2, ... so every reader sees one shape.
 func clusterToAPI(c *store.Cluster) *falconv1.Cluster {
-	return &falconv1.Cluster{
+	out := &falconv1.Cluster{
 		Id: c.ID, Name: c.Name, Backend: c.Backend, Project: c.Project, Location: c.Location,
 		AcceleratorTypes: c.AcceleratorTypes, GcsBucket: c.GCSBucket,
 		DefaultReservation: c.DefaultReservation, Status: c.Status, CreatedAt: ts(c.CreatedAt),
+		Namespace: c.Spec.Namespace, Kubeconfig: c.Spec.Kubeconfig, KubeContext: c.Spec.KubeContext,
+		GkeCluster: c.Spec.GKECluster, MaxQueueDepth: int32(c.Spec.MaxQueueDepth), Labels: c.Spec.Labels,
 	}
+	for _, a := range c.Spec.Accelerators {
+		out.Accelerators = append(out.Accelerators, &falconv1.AcceleratorSlot{Type: a.Type, Priority: int32(a.Priority)})
+	}
+	if len(out.Accelerators) == 0 {
+		for i, t := range c.AcceleratorTypes {
+			out.Accelerators = append(out.Accelerators, &falconv1.AcceleratorSlot{Type: t, Priority: int32(i + 1)})
+		}
+	}
+	out.AcceleratorTypes = clusterconfig.AcceleratorTypes(out.Accelerators)
+	return out
 }
 
 func userToAPI(u *store.User) *falconv1.User {

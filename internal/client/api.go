@@ -101,6 +101,28 @@ func (c *Client) ListClusters(ctx context.Context, _ *falconv1.ListClustersReque
 	return out, c.do(ctx, http.MethodGet, "/v1/clusters", nil, nil, out)
 }
 
+// RegisterCluster creates a cluster, or updates the one with the same name.
+func (c *Client) RegisterCluster(ctx context.Context, req *falconv1.RegisterClusterRequest) (*falconv1.Cluster, error) {
+	body := req.GetCluster()
+	if body == nil {
+		body = &falconv1.Cluster{} // the server answers that the cluster is required
+	}
+	out := new(falconv1.Cluster)
+	return out, c.do(ctx, http.MethodPost, "/v1/clusters", nil, body, out)
+}
+
+// ApplyClusters converges the registry to a whole file's worth of clusters.
+func (c *Client) ApplyClusters(ctx context.Context, req *falconv1.ApplyClustersRequest) (*falconv1.ApplyClustersResponse, error) {
+	out := new(falconv1.ApplyClustersResponse)
+	return out, c.do(ctx, http.MethodPost, "/v1/clusters:apply", nil, req, out)
+}
+
+// SetClusterStatus moves a cluster to active, maintenance or offline.
+func (c *Client) SetClusterStatus(ctx context.Context, req *falconv1.SetClusterStatusRequest) (*falconv1.Cluster, error) {
+	out := new(falconv1.Cluster)
+	return out, c.do(ctx, http.MethodPost, idPath("/v1/clusters", req.GetName())+":setStatus", nil, req, out)
+}
+
 // GetCurrentUser returns the caller as the server sees it.
 func (c *Client) GetCurrentUser(ctx context.Context, _ *falconv1.GetCurrentUserRequest) (*falconv1.User, error) {
 	out := new(falconv1.User)

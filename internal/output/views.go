@@ -63,10 +63,10 @@ func ClusterColumns(v View) []Column[*falconv1.Cluster] {
 		{"NAME", func(c *falconv1.Cluster) string { return c.GetName() }},
 		{"ID", func(c *falconv1.Cluster) string { return c.GetId() }},
 		{"BACKEND", func(c *falconv1.Cluster) string { return c.GetBackend() }},
-		{"PROJECT", func(c *falconv1.Cluster) string { return c.GetProject() }},
-		{"LOCATION", func(c *falconv1.Cluster) string { return c.GetLocation() }},
-		{"ACCELERATORS", func(c *falconv1.Cluster) string { return strings.Join(c.GetAcceleratorTypes(), ",") }},
 		{"STATUS", func(c *falconv1.Cluster) string { return c.GetStatus() }},
+		{"ACCELERATORS", func(c *falconv1.Cluster) string { return strings.Join(c.GetAcceleratorTypes(), ",") }},
+		{"NAMESPACE", func(c *falconv1.Cluster) string { return c.GetNamespace() }},
+		{"LOCATION", func(c *falconv1.Cluster) string { return c.GetLocation() }},
 	}
 }
 
@@ -239,19 +239,55 @@ func quoteIf(s string) string {
 // ClusterDetail is the view of `falcon cluster get`.
 func ClusterDetail(c *falconv1.Cluster) TableFunc {
 	return func(v View) error {
+		bucket := c.GetGcsBucket()
+		if bucket != "" {
+			bucket = "gs://" + bucket
+		}
 		return WriteFields(v.Out, []Field{
 			{"Name", c.GetName()},
 			{"ID", c.GetId()},
 			{"Backend", c.GetBackend()},
+			{"Status", c.GetStatus()},
+			{"Accelerators", acceleratorsLine(c)},
+			{"Namespace", c.GetNamespace()},
 			{"Project", c.GetProject()},
 			{"Location", c.GetLocation()},
-			{"Accelerators", strings.Join(c.GetAcceleratorTypes(), ", ")},
-			{"GCS bucket", c.GetGcsBucket()},
+			{"GKE cluster", c.GetGkeCluster()},
+			{"Kubeconfig", c.GetKubeconfig()},
+			{"Context", c.GetKubeContext()},
+			{"Max queue depth", nonZero(c.GetMaxQueueDepth())},
+			{"GCS bucket", bucket},
 			{"Reservation", c.GetDefaultReservation()},
-			{"Status", c.GetStatus()},
+			{"Labels", labelsLine(c.GetLabels())},
 			{"Created", Timestamp(v.Now, c.GetCreatedAt())},
 		})
 	}
+}
+
+// acceleratorsLine shows the types most preferred first, with their
+// priorities: "v7x (priority 1), v6e (priority 2)".
+func acceleratorsLine(c *falconv1.Cluster) string {
+	if len(c.GetAccelerators()) == 0 {
+		return strings.Join(c.GetAcceleratorTypes(), ", ")
+	}
+	parts := make([]string, len(c.GetAccelerators()))
+	for i, a := range c.GetAccelerators() {
+		parts[i] = fmt.Sprintf("%s (priority %d)", a.GetType(), a.GetPriority())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// labelsLine shows labels sorted by key: "env=prod, team=gpu".
+func labelsLine(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		keys[i] = k + "=" + labels[k]
+	}
+	return strings.Join(keys, ", ")
 }
 
 // nonZero formats n, or "" (shown as "-") when it is 0 and so unset.

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 	"github.com/falconhq/falcon/internal/store"
@@ -124,6 +125,9 @@ func (m *Manager) candidates(clusters []*falconv1.Cluster, jobs []*falconv1.Job)
 			qc.Accelerators[a.GetType()] = -int(a.GetPriority()) // registry: 1 is best; scheduler: higher is better
 		}
 		for i, t := range x.GetAcceleratorTypes() {
+			if spec, err := accelerator.Lookup(t); err == nil {
+				t = spec.Name
+			}
 			if _, ok := qc.Accelerators[t]; !ok {
 				qc.Accelerators[t] = -i - 1
 			}
@@ -138,11 +142,17 @@ func (m *Manager) candidates(clusters []*falconv1.Cluster, jobs []*falconv1.Job)
 	return out
 }
 
+// deviceType is the job's accelerator under its canonical name (the
+// registry stores canonical names; users write aliases like tpu7x or h100).
 func deviceType(j *falconv1.Job) string {
-	if t := j.GetTaskSpec().GetDeviceType(); t != "" {
-		return t
+	t := j.GetTaskSpec().GetDeviceType()
+	if spec, err := accelerator.Lookup(t); err == nil {
+		return spec.Name
 	}
-	return "cpu"
+	if t == "" {
+		return "cpu"
+	}
+	return t
 }
 
 func topology(j *falconv1.Job) string {

@@ -216,6 +216,10 @@ type Store interface {
 	// GetCluster finds a cluster by name or by ID.
 	GetCluster(ctx context.Context, nameOrID string) (*Cluster, error)
 	ListClusters(ctx context.Context) ([]*Cluster, error)
+	// DeleteCluster removes the cluster named name. It refuses with
+	// ErrFailedPrecondition while a job that is not terminal names the
+	// cluster, since that job's executor still needs to reach it.
+	DeleteCluster(ctx context.Context, name string) error
 
 	// EnsureUser inserts the user if no row has its user_id, and returns the
 	// stored row. Concurrent first calls for one user create one row.

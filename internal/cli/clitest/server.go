@@ -33,19 +33,22 @@ type API struct {
 	falconv1.UnimplementedClusterServiceServer
 	falconv1.UnimplementedUserServiceServer
 
-	CreateExpFunc      func(context.Context, *falconv1.CreateExpRequest) (*falconv1.Experiment, error)
-	GetExpFunc         func(context.Context, *falconv1.GetExpRequest) (*falconv1.Experiment, error)
-	ListExpsFunc       func(context.Context, *falconv1.ListExpsRequest) (*falconv1.ListExpsResponse, error)
-	AbortExpFunc       func(context.Context, *falconv1.AbortExpRequest) (*falconv1.AbortExpResponse, error)
-	DeleteExpFunc      func(context.Context, *falconv1.DeleteExpRequest) (*falconv1.DeleteExpResponse, error)
-	GetExpLogsFunc     func(*falconv1.GetExpLogsRequest, grpc.ServerStreamingServer[falconv1.LogLine]) error
-	GetJobFunc         func(context.Context, *falconv1.GetJobRequest) (*falconv1.Job, error)
-	ListJobsFunc       func(context.Context, *falconv1.ListJobsRequest) (*falconv1.ListJobsResponse, error)
-	GetArtifactFunc    func(context.Context, *falconv1.GetArtifactRequest) (*falconv1.Artifact, error)
-	ListArtifactsFunc  func(context.Context, *falconv1.ListArtifactsRequest) (*falconv1.ListArtifactsResponse, error)
-	GetClusterFunc     func(context.Context, *falconv1.GetClusterRequest) (*falconv1.Cluster, error)
-	ListClustersFunc   func(context.Context, *falconv1.ListClustersRequest) (*falconv1.ListClustersResponse, error)
-	GetCurrentUserFunc func(context.Context, *falconv1.GetCurrentUserRequest) (*falconv1.User, error)
+	CreateExpFunc        func(context.Context, *falconv1.CreateExpRequest) (*falconv1.Experiment, error)
+	GetExpFunc           func(context.Context, *falconv1.GetExpRequest) (*falconv1.Experiment, error)
+	ListExpsFunc         func(context.Context, *falconv1.ListExpsRequest) (*falconv1.ListExpsResponse, error)
+	AbortExpFunc         func(context.Context, *falconv1.AbortExpRequest) (*falconv1.AbortExpResponse, error)
+	DeleteExpFunc        func(context.Context, *falconv1.DeleteExpRequest) (*falconv1.DeleteExpResponse, error)
+	GetExpLogsFunc       func(*falconv1.GetExpLogsRequest, grpc.ServerStreamingServer[falconv1.LogLine]) error
+	GetJobFunc           func(context.Context, *falconv1.GetJobRequest) (*falconv1.Job, error)
+	ListJobsFunc         func(context.Context, *falconv1.ListJobsRequest) (*falconv1.ListJobsResponse, error)
+	GetArtifactFunc      func(context.Context, *falconv1.GetArtifactRequest) (*falconv1.Artifact, error)
+	ListArtifactsFunc    func(context.Context, *falconv1.ListArtifactsRequest) (*falconv1.ListArtifactsResponse, error)
+	GetClusterFunc       func(context.Context, *falconv1.GetClusterRequest) (*falconv1.Cluster, error)
+	ListClustersFunc     func(context.Context, *falconv1.ListClustersRequest) (*falconv1.ListClustersResponse, error)
+	RegisterClusterFunc  func(context.Context, *falconv1.RegisterClusterRequest) (*falconv1.Cluster, error)
+	ApplyClustersFunc    func(context.Context, *falconv1.ApplyClustersRequest) (*falconv1.ApplyClustersResponse, error)
+	SetClusterStatusFunc func(context.Context, *falconv1.SetClusterStatusRequest) (*falconv1.Cluster, error)
+	GetCurrentUserFunc   func(context.Context, *falconv1.GetCurrentUserRequest) (*falconv1.User, error)
 
 	mu    sync.Mutex
 	calls []Call
@@ -126,6 +129,15 @@ func (a *API) GetCluster(ctx context.Context, r *falconv1.GetClusterRequest) (*f
 }
 func (a *API) ListClusters(ctx context.Context, r *falconv1.ListClustersRequest) (*falconv1.ListClustersResponse, error) {
 	return unary(a, "ListClusters", a.ListClustersFunc, ctx, r)
+}
+func (a *API) RegisterCluster(ctx context.Context, r *falconv1.RegisterClusterRequest) (*falconv1.Cluster, error) {
+	return unary(a, "RegisterCluster", a.RegisterClusterFunc, ctx, r)
+}
+func (a *API) ApplyClusters(ctx context.Context, r *falconv1.ApplyClustersRequest) (*falconv1.ApplyClustersResponse, error) {
+	return unary(a, "ApplyClusters", a.ApplyClustersFunc, ctx, r)
+}
+func (a *API) SetClusterStatus(ctx context.Context, r *falconv1.SetClusterStatusRequest) (*falconv1.Cluster, error) {
+	return unary(a, "SetClusterStatus", a.SetClusterStatusFunc, ctx, r)
 }
 func (a *API) GetCurrentUser(ctx context.Context, r *falconv1.GetCurrentUserRequest) (*falconv1.User, error) {
 	return unary(a, "GetCurrentUser", a.GetCurrentUserFunc, ctx, r)

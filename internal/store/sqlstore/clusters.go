@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/store"
 )
 
@@ -112,4 +113,38 @@ func (s *Store) ListClusters(ctx context.Context) ([]*store.Cluster, error) {
 		return nil, dbErr("list clusters", err)
 	}
 	return out, nil
+}
+
+// DeleteCluster implements store.Store. The check for live jobs and the
+// delete share one transaction; a job dispatched to the cluster after the
+// check is the resource manager's race to lose (it finds no cluster and
+// fails the job), which is why callers take a cluster offline first.
+func (s *Store) DeleteCluster(ctx context.Context, name string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var id string
+		err := tx.QueryRowContext(ctx, "SELECT id FROM clusters WHERE name = ?"+s.d.forUpdate, name).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errdefs.NotFound("cluster", name)
+		}
+		if err != nil {
+			return dbErr("delete cluster", err)
+		}
+		terminal := lifecycle.JobMachine.Terminal
+		args := []any{name}
+		for _, st := range terminal {
+			args = append(args, st)
+		}
+		var live int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM jobs WHERE cluster_name = ? AND status NOT IN "+
+			placeholders(len(terminal)), args...).Scan(&live); err != nil {
+			return dbErr("delete cluster", err)
+		}
+		if live > 0 {
+			return errdefs.Precondition("cluster %s has %d job(s) that have not finished; take it offline and delete it once they end", name, live)
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM clusters WHERE id = ?", id); err != nil {
+			return dbErr("delete cluster", err)
+		}
+		return nil
+	})
 }

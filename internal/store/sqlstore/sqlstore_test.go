@@ -59,6 +59,7 @@ func runSuite(t *testing.T, open opener) {
 		{"ListJobsAndArtifacts", testListJobsAndArtifacts},
 		{"DeleteExp", testDeleteExp},
 		{"Clusters", testClusters},
+		{"DeleteCluster", testDeleteCluster},
 		{"EnsureUser", testEnsureUser},
 		{"MigrateTwice", testMigrateTwice},
 	}
@@ -997,6 +998,50 @@ func testClusters(t *testing.T, e env) {
 	}
 	if diff := cmp.Diff([]*store.Cluster{updated, local}, list); diff != "" {
 		t.Errorf("ListClusters (-want +got):\n%s", diff)
+	}
+}
+
+func testDeleteCluster(t *testing.T, e env) {
+	for _, name := range []string{"busy", "idle"} {
+		if _, err := e.s.UpsertCluster(ctx, &store.Cluster{ID: ids.New(ids.Cluster), Name: name, Backend: "local", Status: store.ClusterActive}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// busy has a live job and a finished one; idle only a finished one.
+	live, liveJobs, liveArt := newExp("live", "worker")
+	live.ClusterName, liveJobs[0].ClusterName = "busy", "busy"
+	mustCreate(t, e.s, live, liveJobs, liveArt)
+	done, doneJobs, doneArt := newExp("done", "worker", "eval")
+	done.ClusterName = "idle"
+	for _, j := range doneJobs {
+		j.ClusterName = "idle"
+	}
+	doneJobs[0].Status = lifecycle.Succeeded
+	doneJobs[1].Status = lifecycle.Aborted
+	mustCreate(t, e.s, done, doneJobs, doneArt)
+
+	if err := e.s.DeleteCluster(ctx, "busy"); !errors.Is(err, errdefs.ErrFailedPrecondition) || !strings.Contains(err.Error(), "1 job") {
+		t.Errorf("DeleteCluster(busy) = %v, want ErrFailedPrecondition naming 1 job", err)
+	}
+	if _, err := e.s.GetCluster(ctx, "busy"); err != nil {
+		t.Errorf("busy was deleted anyway: %v", err)
+	}
+	if err := e.s.DeleteCluster(ctx, "idle"); err != nil {
+		t.Fatalf("DeleteCluster(idle) = %v", err)
+	}
+	if _, err := e.s.GetCluster(ctx, "idle"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("GetCluster(idle) after delete = %v, want ErrNotFound", err)
+	}
+	if err := e.s.DeleteCluster(ctx, "idle"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("DeleteCluster(idle) again = %v, want ErrNotFound", err)
+	}
+
+	// Once the job ends, the cluster can go.
+	if _, err := e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: liveJobs[0].ID, Expected: lifecycle.Pending, Status: lifecycle.Failed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.DeleteCluster(ctx, "busy"); err != nil {
+		t.Errorf("DeleteCluster(busy) after its job failed = %v", err)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -19,7 +21,12 @@ func TestGet(t *testing.T) {
 			if r.GetName() != "v7x-east" {
 				return nil, status.Errorf(codes.NotFound, "cluster %q not found", r.GetName())
 			}
-			return &falconv1.Cluster{Id: "cl-2222222222", Name: "v7x-east", Backend: "gke", GcsBucket: "b", AcceleratorTypes: []string{"v7x"}, Status: "active"}, nil
+			return &falconv1.Cluster{
+				Id: "cl-2222222222", Name: "v7x-east", Backend: "gke", Project: "p", Location: "us-east5", GkeCluster: "east",
+				GcsBucket: "b", Namespace: "falcon", MaxQueueDepth: 4, Status: "maintenance",
+				Accelerators:     []*falconv1.AcceleratorSlot{{Type: "v7x", Priority: 1}, {Type: "v6e", Priority: 2}},
+				AcceleratorTypes: []string{"v7x", "v6e"}, Labels: map[string]string{"team": "a", "env": "prod"},
+			}, nil
 		},
 	}
 	url := clitest.Start(t, api)
@@ -27,9 +34,21 @@ func TestGet(t *testing.T) {
 	if err := clitest.Execute(NewCmdGet(f, nil), "v7x-east"); err != nil {
 		t.Fatal(err)
 	}
-	want := "Name:          v7x-east\nID:            cl-2222222222\nBackend:       gke\nAccelerators:  v7x\nGCS bucket:    b\nStatus:        active\n"
-	if s.Out.String() != want {
-		t.Errorf("output = %q\nwant     %q", s.Out, want)
+	want := `Name:             v7x-east
+ID:               cl-2222222222
+Backend:          gke
+Status:           maintenance
+Accelerators:     v7x (priority 1), v6e (priority 2)
+Namespace:        falcon
+Project:          p
+Location:         us-east5
+GKE cluster:      east
+Max queue depth:  4
+GCS bucket:       gs://b
+Labels:           env=prod, team=a
+`
+	if diff := cmp.Diff(want, s.Out.String()); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
 	}
 	f, s = clitest.NewFactory(t, url, output.JSON)
 	if err := clitest.Execute(NewCmdGet(f, nil), "v7x-east"); err != nil {

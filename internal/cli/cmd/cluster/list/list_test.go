@@ -14,7 +14,7 @@ import (
 func TestList(t *testing.T) {
 	clusters := []*falconv1.Cluster{
 		{Id: "cl-v5l8pq8yso", Name: "local", Backend: "local", Status: "active"},
-		{Id: "cl-2222222222", Name: "v7x-east", Backend: "gke", Project: "p", Location: "us-east5", AcceleratorTypes: []string{"v7x", "v6e"}, Status: "maintenance"},
+		{Id: "cl-2222222222", Name: "v7x-east", Backend: "gke", Project: "p", Location: "us-east5", AcceleratorTypes: []string{"v7x", "v6e"}, Status: "maintenance", Namespace: "falcon"},
 	}
 	api := &clitest.API{
 		ListClustersFunc: func(context.Context, *falconv1.ListClustersRequest) (*falconv1.ListClustersResponse, error) {
@@ -26,9 +26,9 @@ func TestList(t *testing.T) {
 	if err := clitest.Execute(NewCmdList(f, nil)); err != nil {
 		t.Fatal(err)
 	}
-	want := "NAME      ID             BACKEND  PROJECT  LOCATION  ACCELERATORS  STATUS\n" +
-		"local     cl-v5l8pq8yso  local    -        -         -             active\n" +
-		"v7x-east  cl-2222222222  gke      p        us-east5  v7x,v6e       maintenance\n"
+	want := "NAME      ID             BACKEND  STATUS       ACCELERATORS  NAMESPACE  LOCATION\n" +
+		"local     cl-v5l8pq8yso  local    active       -             -          -\n" +
+		"v7x-east  cl-2222222222  gke      maintenance  v7x,v6e       falcon     us-east5\n"
 	if diff := cmp.Diff(want, s.Out.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,36 @@
+// Package clusterconfig is the cluster registry's configuration as code: it
+// reads a clusters file (the YAML an operator keeps in Git and applies with
+// `falcon cluster apply`) into API clusters, and holds the one set of rules a
+// cluster registration must satisfy, whichever way it arrives.
+//
+// A file maps cluster names to their settings:
+//
+//	clusters:
+//	  tpu-v5p-prod:
+//	    provider: gke            # gke | kubernetes | local
+//	    project: my-project      # gke: required
+//	    zone: us-east5-a         # gke: required (or location:)
+//	    cluster_id: tpu-cluster  # gke: required, the GKE cluster name
+//	    accelerator_types:
+//	      - {type: v5p, device_class: tpu, priority: 1}
+//	    default_namespace: falcon
+//	    gcs_bucket: gs://falcon-tpu
+//	    max_queue_depth: 5
+//
+// Parsing is strict, because a typo in a registry silently sends hours of TPU
+// time to the wrong place: unknown keys, wrong types and malformed YAML are
+// errors, every error names its path and line (clusters.tpu-v5p-prod.project:
+// is required for provider gke), all errors of a file are reported together,
+// and any error refuses the whole file. Errors are errdefs.FieldErrors, so
+// they reach users as InvalidArgument.
+//
+// Normalize is the same rule set in the API's vocabulary; the API server runs
+// it on RegisterCluster and ApplyClusters requests, so a file checked here
+// and a request from any other client are held to one standard. It also puts
+// a cluster in the form the registry stores: accelerator types by their
+// canonical names (package accelerator), slots ordered by priority, the bare
+// bucket name, the default status.
+//
+// FindByAccelerator answers the registry's query of design 001: the clusters
+// offering an accelerator type, most preferred (lowest priority) first.
+package clusterconfig

@@ -1,0 +1,462 @@
+package clusterconfig
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/accelerator"
+	"github.com/falconhq/falcon/internal/errdefs"
+)
+
+// The keys a clusters file may hold, in the order error messages list them.
+var (
+	fileFields    = []string{"clusters"}
+	clusterFields = []string{
+		"provider", "project", "zone", "location", "cluster_id", "kubeconfig", "context",
+		"accelerator_types", "default_namespace", "gcs_bucket", "default_reservation",
+		"max_queue_depth", "probe_timeout_s", "labels", "status",
+	}
+	slotFields   = []string{"type", "device_class", "priority"}
+	deviceClass  = []string{string(accelerator.KindTPU), string(accelerator.KindGPU), string(accelerator.KindCPU)}
+	defaultPrio  = int32(1)
+	fileToAPIKey = map[string]string{
+		"provider": "backend", "zone": "location", "cluster_id": "gke_cluster", "context": "kube_context",
+		"default_namespace": "namespace", "accelerator_types": "accelerators",
+	}
+)
+
+// Option configures Parse.
+type Option func(*parser)
+
+// WithHomeDir sets the directory ~ stands for in kubeconfig paths (default:
+// the current user's home).
+func WithHomeDir(dir string) Option { return func(p *parser) { p.home = dir } }
+
+// Parse reads a clusters file into clusters in the registry's stored form
+// (see Normalize), sorted by name. The error, if any, is an
+// errdefs.FieldErrors holding every problem of the file; then no cluster is
+// returned, because applying part of a registry is worse than applying none.
+//
+// probe_timeout_s is accepted, checked and dropped: probing is the
+// controller's business and the API has no field for it.
+func Parse(data []byte, opts ...Option) ([]*falconv1.Cluster, error) {
+	p := &parser{lines: map[string]int{}}
+	for _, o := range opts {
+		o(p)
+	}
+	root, err := parseDocument(data)
+	if err != nil {
+		return nil, err
+	}
+	out := p.file(root)
+	if err := p.errs.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b *falconv1.Cluster) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out, nil
+}
+
+// ParseOne reads a clusters file that holds exactly one cluster, as
+// `falcon cluster create -f` takes.
+func ParseOne(data []byte, opts ...Option) (*falconv1.Cluster, error) {
+	cs, err := Parse(data, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) != 1 {
+		return nil, errdefs.FieldErrors{{Field: "clusters", Detail: fmt.Sprintf(
+			"holds %d clusters; create takes one (apply a whole registry with `falcon cluster apply -f`)", len(cs))}}
+	}
+	return cs[0], nil
+}
+
+// parseDocument returns the content of the single YAML document in data.
+func parseDocument(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errdefs.FieldErrors{{Field: "clusters", Detail: "is required: the file is empty"}}
+		}
+		return nil, errdefs.FieldErrors{{Field: "file", Detail: "malformed YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		return nil, errdefs.FieldErrors{{Field: "file", Detail: fmt.Sprintf("holds more than one YAML document (the second starts at line %d); put every cluster under one clusters: mapping", next.Line)}}
+	case !errors.Is(err, io.EOF):
+		return nil, errdefs.FieldErrors{{Field: "file", Detail: "malformed YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		return nil, errdefs.FieldErrors{{Field: "clusters", Detail: "is required: the file is empty"}}
+	}
+	return resolve(doc.Content[0]), nil
+}
+
+// parser walks a YAML tree, collecting every error instead of stopping at the
+// first, so one run reports all of a file's problems.
+type parser struct {
+	home    string
+	homeErr error
+	errs    errdefs.FieldErrors
+	// lines maps a path to the line of its key, to place the errors
+	// Normalize finds.
+	lines map[string]int
+}
+
+func (p *parser) fail(path string, n *yaml.Node, format string, args ...any) {
+	p.errs.Add(path, "%s (line %d)", fmt.Sprintf(format, args...), n.Line)
+}
+
+func (p *parser) file(n *yaml.Node) []*falconv1.Cluster {
+	if !p.expectMapping("file", n) {
+		return nil
+	}
+	var out []*falconv1.Cluster
+	found := false
+	p.fields("", n, fileFields, func(_, path string, _, v *yaml.Node) {
+		found = true
+		switch {
+		case isNull(v):
+			p.fail(path, v, "is required: map each cluster name to its settings")
+		case !p.expectMapping(path, v):
+		case len(v.Content) == 0:
+			p.fail(path, v, "names no cluster; a registry needs at least one")
+		default:
+			p.fields(path, v, nil, func(name, cpath string, k, cv *yaml.Node) {
+				if c := p.cluster(name, cpath, k, cv); c != nil {
+					out = append(out, c)
+				}
+			})
+		}
+	})
+	if !found {
+		p.fail("clusters", n, "is required: map each cluster name to its settings")
+	}
+	return out
+}
+
+// cluster decodes one cluster and runs the registry's rules on it, naming
+// fields as the file does.
+func (p *parser) cluster(name, path string, key, n *yaml.Node) *falconv1.Cluster {
+	if !p.expectMapping(path, n) {
+		return nil
+	}
+	errsBefore := len(p.errs)
+	c := &falconv1.Cluster{Name: name}
+	p.lines[path] = key.Line
+	var (
+		wroteLocation string // "zone" or "location", whichever the file used
+		slotClasses   = map[int]*yaml.Node{}
+		probeTimeout  *yaml.Node
+	)
+	p.fields(path, n, clusterFields, func(k, fpath string, kn, v *yaml.Node) {
+		p.lines[fpath] = kn.Line
+		switch k {
+		case "provider":
+			c.Backend = p.str(fpath, v)
+		case "project":
+			c.Project = p.str(fpath, v)
+		case "zone", "location":
+			if wroteLocation != "" {
+				p.fail(fpath, kn, "give zone or location, not both (%s is set above)", wroteLocation)
+				return
+			}
+			wroteLocation = k
+			c.Location = p.str(fpath, v)
+		case "cluster_id":
+			c.GkeCluster = p.str(fpath, v)
+		case "kubeconfig":
+			c.Kubeconfig = p.path(fpath, v)
+		case "context":
+			c.KubeContext = p.str(fpath, v)
+		case "accelerator_types":
+			c.Accelerators = p.slots(fpath, v, slotClasses)
+		case "default_namespace":
+			c.Namespace = p.str(fpath, v)
+		case "gcs_bucket":
+			c.GcsBucket = p.str(fpath, v)
+		case "default_reservation":
+			c.DefaultReservation = p.str(fpath, v)
+		case "max_queue_depth":
+			c.MaxQueueDepth = int32(p.integer(fpath, v, math.MinInt32, math.MaxInt32))
+		case "probe_timeout_s":
+			if p.integer(fpath, v, math.MinInt32, math.MaxInt32) < 0 {
+				probeTimeout = v
+			}
+		case "labels":
+			c.Labels = p.labels(fpath, v)
+		case "status":
+			c.Status = p.str(fpath, v)
+		}
+	})
+	// The registry's rules run even on a cluster with type errors, so one
+	// pass reports everything; a rule's error on a field (or inside one)
+	// that already has a type error would only repeat it, and is dropped.
+	typeErrs := slices.Clone(p.errs[errsBefore:])
+	repeats := func(field string) bool {
+		return slices.ContainsFunc(typeErrs, func(e *errdefs.FieldError) bool {
+			return field == e.Field || strings.HasPrefix(field, e.Field+".") || strings.HasPrefix(field, e.Field+"[")
+		})
+	}
+	names := map[string]string{"name": "", "location": "zone"}
+	for f, api := range fileToAPIKey {
+		names[api] = f
+	}
+	if wroteLocation != "" {
+		names["location"] = wroteLocation
+	}
+	out, errs := normalize(c, vocabulary{prefix: path, names: names})
+	for _, e := range errs {
+		if repeats(e.Field) {
+			continue
+		}
+		line, ok := p.lines[e.Field]
+		if !ok {
+			// A missing field: point at the cluster, or at the slot.
+			line = p.lines[nearest(e.Field, p.lines)]
+		}
+		p.errs = append(p.errs, &errdefs.FieldError{Field: e.Field, Detail: fmt.Sprintf("%s (line %d)", e.Detail, line)})
+	}
+	if probeTimeout != nil {
+		p.fail(path+".probe_timeout_s", probeTimeout, "must be 0 (the default) or positive, got %s", probeTimeout.Value)
+	}
+	// device_class is the file's own cross-check of a type, which the API has
+	// no field for.
+	for i, s := range c.GetAccelerators() {
+		cn := slotClasses[i]
+		if cn == nil || s.GetType() == "" {
+			continue
+		}
+		spec, err := accelerator.Lookup(s.GetType())
+		if err != nil {
+			continue // reported by normalize
+		}
+		if class := cn.Value; class != string(spec.Kind) {
+			p.fail(fmt.Sprintf("%s.accelerator_types[%d].device_class", path, i), cn, "is %s, but %s is a %s type", class, spec.Name, spec.Kind)
+		}
+	}
+	if len(p.errs) > errsBefore {
+		return nil
+	}
+	return out
+}
+
+// nearest returns the longest prefix of path (cut at . or [) that has a line.
+func nearest(path string, lines map[string]int) string {
+	for p := path; p != ""; {
+		if _, ok := lines[p]; ok {
+			return p
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return path
+}
+
+// slots decodes accelerator_types. The device_class nodes are kept, by
+// index, for the check against each type's kind once the type is known.
+func (p *parser) slots(path string, n *yaml.Node, classes map[int]*yaml.Node) []*falconv1.AcceleratorSlot {
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.fail(path, n, "must be a list of {type, device_class, priority}, got %s", describe(n))
+		return nil
+	}
+	out := make([]*falconv1.AcceleratorSlot, 0, len(n.Content))
+	for i, item := range n.Content {
+		item = resolve(item)
+		ipath := fmt.Sprintf("%s[%d]", path, i)
+		p.lines[ipath] = item.Line
+		// Every item gets a slot, so indices stay those of the file.
+		s := &falconv1.AcceleratorSlot{Priority: defaultPrio}
+		out = append(out, s)
+		if !p.expectMapping(ipath, item) {
+			continue
+		}
+		hasType := false
+		p.fields(ipath, item, slotFields, func(k, fpath string, kn, v *yaml.Node) {
+			p.lines[fpath] = kn.Line
+			switch k {
+			case "type":
+				s.Type, hasType = p.str(fpath, v), true
+			case "device_class":
+				if class := p.str(fpath, v); class != "" && !slices.Contains(deviceClass, class) {
+					p.fail(fpath, v, "%q is not a device class; one of %s", class, strings.Join(deviceClass, ", "))
+				} else if class != "" {
+					classes[i] = v
+				}
+			case "priority":
+				s.Priority = int32(p.integer(fpath, v, math.MinInt32, math.MaxInt32))
+			}
+		})
+		if !hasType {
+			p.fail(ipath+".type", item, "is required")
+		}
+	}
+	return out
+}
+
+// path reads a file path, expanding a leading ~ to the home directory.
+func (p *parser) path(fpath string, n *yaml.Node) string {
+	s := p.str(fpath, n)
+	if s != "~" && !strings.HasPrefix(s, "~/") {
+		return s
+	}
+	if p.home == "" && p.homeErr == nil {
+		p.home, p.homeErr = os.UserHomeDir()
+	}
+	if p.homeErr != nil {
+		p.fail(fpath, n, "cannot expand ~: %v; write the absolute path", p.homeErr)
+		return ""
+	}
+	return filepath.Join(p.home, strings.TrimPrefix(s, "~"))
+}
+
+// fields calls fn for each key of mapping n. With allowed non-nil, other
+// keys are errors listing what is allowed; with allowed nil, any key is
+// accepted (cluster names, labels). Duplicate keys are errors: YAML parsers
+// disagree on which one wins, so a registry must not depend on it.
+func (p *parser) fields(path string, n *yaml.Node, allowed []string, fn func(key, path string, k, v *yaml.Node)) {
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			p.fail(join(path, "?"), k, "keys must be strings, got %s", describe(k))
+			continue
+		}
+		key := k.Value
+		kpath := join(path, key)
+		if k.Tag == "!!merge" {
+			p.fail(kpath, k, "YAML merge keys are not supported; write the fields out")
+			continue
+		}
+		if line, dup := seen[key]; dup {
+			p.fail(kpath, k, "duplicate key (first at line %d)", line)
+			continue
+		}
+		seen[key] = k.Line
+		if allowed != nil && !slices.Contains(allowed, key) {
+			p.fail(kpath, k, "unknown field; allowed: %s", strings.Join(allowed, ", "))
+			continue
+		}
+		fn(key, kpath, k, v)
+	}
+}
+
+func (p *parser) expectMapping(path string, n *yaml.Node) bool {
+	if n.Kind == yaml.MappingNode {
+		return true
+	}
+	p.fail(path, n, "must be a mapping, got %s", describe(n))
+	return false
+}
+
+// str reads a string field. Any scalar is taken as written (project: 1234
+// is a fine project number); null means unset.
+func (p *parser) str(path string, n *yaml.Node) string {
+	if isNull(n) {
+		return ""
+	}
+	if n.Kind != yaml.ScalarNode {
+		p.fail(path, n, "must be a string, got %s", describe(n))
+		return ""
+	}
+	return n.Value
+}
+
+// integer reads a YAML integer. Quoted numbers are rejected, as in
+// manifests: strictness is what catches max_queue_depth: "five".
+func (p *parser) integer(path string, n *yaml.Node, lo, hi int64) int64 {
+	if isNull(n) {
+		return 0
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		p.fail(path, n, "must be an integer, got %s", describe(n))
+		return 0
+	}
+	var v int64
+	if err := n.Decode(&v); err != nil || v < lo || v > hi {
+		p.fail(path, n, "must be an integer between %d and %d, got %s", lo, hi, n.Value)
+		return 0
+	}
+	return v
+}
+
+// labels reads a mapping of strings. Values YAML reads as numbers or
+// booleans (tier: 1) are kept as written.
+func (p *parser) labels(path string, n *yaml.Node) map[string]string {
+	if isNull(n) {
+		return nil
+	}
+	if !p.expectMapping(path, n) {
+		return nil
+	}
+	out := map[string]string{}
+	p.fields(path, n, nil, func(key, kpath string, kn, v *yaml.Node) {
+		p.lines[kpath] = kn.Line
+		switch {
+		case isNull(v):
+			out[key] = ""
+		case v.Kind == yaml.ScalarNode:
+			out[key] = v.Value
+		default:
+			p.fail(kpath, v, "must be a string, got %s", describe(v))
+		}
+	})
+	return out
+}
+
+// resolve follows aliases (*anchor) to the node they name.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
+}
+
+// describe names what a node is, for "must be X, got Y" messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return "null"
+		case "!!str":
+			return strconv.Quote(n.Value)
+		default:
+			return n.Value
+		}
+	}
+	return "an unsupported YAML node"
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
