@@ -4,7 +4,7 @@ GO      ?= go
 BIN     ?= bin/falcon
 PKGS    ?= ./...
 
-.PHONY: all build install test test-race bench generate verify fmt vet services
+.PHONY: all build install test test-race bench generate verify fmt vet services kube-bins
 
 all: build
 
@@ -16,15 +16,24 @@ install:
 
 # Every test: unit, store (SQLite and MariaDB), API over loopback, and the
 # end-to-end suite that drives the built CLI against `falcon dev`.
-test:
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+test: kube-bins
+	$(GO) test -count=1 -timeout 30m $(PKGS)
 
-test-race:
+# Real Kubernetes control-plane binaries (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kwok) for the edge-cluster tests,
+# built once into $$HOME/.cache/falcon and rebuilt only when their pinned
+# versions change. A cold build takes a long time on a small machine, so it
+# runs here, outside any test timeout.
+kube-bins:
+	@./hack/kube-bins.sh >/dev/null
+
+test-race: kube-bins
 	$(GO) test -count=1 -race -timeout 30m $(PKGS)
 
 # Figures: store throughput, list latency at 100k rows, dispatch latency.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 30m ./internal/store/sqlstore/ ./e2e/
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 30m ./internal/store/sqlstore/ ./internal/resourcemanager/queue/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/
 
 generate:
 	./hack/generate.sh

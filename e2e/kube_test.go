@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/falconhq/falcon/internal/testenv/kubeenv"
+)
+
+const kubeNamespace = "falcon-jobs"
+
+// edge starts a real edge cluster with TPU-like v7x nodes of one host
+// (2x2x1) and of two hosts (2x2x2).
+func edge(t testing.TB) *kubeenv.Cluster {
+	t.Helper()
+	c := kubeenv.Start(t)
+	ctx := context.Background()
+	if _, err := c.CreateNamespace(ctx, kubeNamespace); err != nil {
+		t.Fatal(err)
+	}
+	taints := []corev1.Taint{{Key: "google.com/tpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+	capacity := corev1.ResourceList{"google.com/tpu": resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("200"),
+		corev1.ResourceMemory: resource.MustParse("800Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	for _, topo := range []string{"2x2x1", "2x2x2"} {
+		if _, err := c.AddNodes(ctx, 2, map[string]string{
+			"cloud.google.com/gke-tpu-accelerator": "tpu7x",
+			"cloud.google.com/gke-tpu-topology":    topo,
+		}, taints, capacity); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// applyClusters registers the edge clusters with Falcon through the CLI.
+func applyClusters(t testing.TB, d *dev, edges ...*kubeenv.Cluster) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("clusters:\n")
+	for _, e := range edges {
+		fmt.Fprintf(&b, "  %s:\n    provider: kubernetes\n    kubeconfig: %s\n    context: %s\n    default_namespace: %s\n    accelerator_types:\n      - type: v7x\n        device_class: tpu\n        priority: 1\n",
+			e.Name(), e.KubeconfigPath(), e.Context(), kubeNamespace)
+	}
+	f := filepath.Join(t.TempDir(), "clusters.yaml")
+	os.WriteFile(f, []byte(b.String()), 0o644)
+	if r := d.run("", "cluster", "apply", "-f", f); r.code != 0 {
+		t.Fatalf("cluster apply: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// tpuManifest is a v7x experiment; behaviour is steered by env vars that the
+// test clusters' kwok stages read (duration, exit code, OOM, run forever).
+func tpuManifest(name, topo string, replica int, envs map[string]string, extra string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\n%srole_to_task_spec:\n  main:\n    command: python train.py\n    image: falcon.test/trainer:v1\n    device_type: v7x\n    device_topo: %s\n    replica: %d\n", name, extra, topo, replica)
+	if len(envs) > 0 {
+		b.WriteString("    envs:\n")
+		for k, v := range envs {
+			fmt.Fprintf(&b, "      %s: %q\n", k, v)
+		}
+	}
+	return b.String()
+}
+
+func kubeJobs(t *testing.T, c *kubeenv.Cluster, jobID string) int {
+	t.Helper()
+	list, err := c.Clientset().BatchV1().Jobs(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+func TestKubernetesEdgeClusters(t *testing.T) {
+	a, b := edge(t), edge(t)
+	d := startDev(t, "")
+	applyClusters(t, d, a, b)
+	clusters := map[string]*kubeenv.Cluster{a.Name(): a, b.Name(): b}
+	jobOf := func(exp map[string]any) map[string]any { return jobsOf(exp)[0] }
+	edgeOf := func(exp map[string]any) *kubeenv.Cluster { return clusters[jobOf(exp)["cluster_name"].(string)] }
+	final := func(e map[string]any) bool {
+		s := e["status"]
+		return s == "Succeeded" || s == "Failed" || s == "Aborted"
+	}
+
+	t.Run("single host succeeds", func(t *testing.T) {
+		exp := d.create(tpuManifest("k-one", "2x2x1", 1, map[string]string{"FALCON_TEST_DURATION": "1s"}, ""))
+		exp = d.waitFor(exp["id"].(string), "final", final)
+		if exp["status"] != "Succeeded" {
+			t.Fatalf("exp %v: %v", exp["status"], jobOf(exp))
+		}
+		if n := kubeJobs(t, edgeOf(exp), jobOf(exp)["id"].(string)); n != 1 {
+			t.Fatalf("%d Kubernetes Jobs for one Falcon job", n)
+		}
+	})
+	t.Run("multi host succeeds with a headless service", func(t *testing.T) {
+		exp := d.create(tpuManifest("k-two", "2x2x2", 2, map[string]string{"FALCON_TEST_DURATION": "1s"}, ""))
+		id := exp["id"].(string)
+		exp = d.waitFor(id, "final", final)
+		if exp["status"] != "Succeeded" {
+			t.Fatalf("exp %v: %v", exp["status"], jobOf(exp))
+		}
+	})
+	t.Run("exit code", func(t *testing.T) {
+		exp := d.create(tpuManifest("k-exit", "2x2x1", 1, map[string]string{"FALCON_TEST_EXIT_CODE": "3"}, ""))
+		exp = d.waitFor(exp["id"].(string), "final", final)
+		j := jobOf(exp)
+		if exp["status"] != "Failed" || j["reason"] != "JobFailed" || !strings.Contains(j["message"].(string), "exit code 3") {
+			t.Fatalf("job %v", j)
+		}
+	})
+	t.Run("oom killed", func(t *testing.T) {
+		exp := d.create(tpuManifest("k-oom", "2x2x1", 1, map[string]string{"FALCON_TEST_OOM_KILLED": "true"}, ""))
+		exp = d.waitFor(exp["id"].(string), "final", final)
+		if j := jobOf(exp); !strings.Contains(j["message"].(string), "OOMKilled (exit code 137)") {
+			t.Fatalf("job %v", j)
+		}
+	})
+	t.Run("unschedulable waits with the scheduler's reason, then aborts", func(t *testing.T) {
+		// No node offers a 2x2x4 slice.
+		exp := d.create(tpuManifest("k-nowhere", "2x2x4", 4, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"}, ""))
+		id := exp["id"].(string)
+		exp = d.waitFor(id, "unschedulable", func(e map[string]any) bool {
+			return strings.Contains(jobOf(e)["message"].(string), "unschedulable")
+		})
+		if j := jobOf(exp); j["status"] != "Pending" || j["reason"] != "Dispatching" {
+			t.Fatalf("job %v", j)
+		}
+		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
+		d.run("", "exp", "abort", id, "--yes")
+		d.waitFor(id, "Aborted", func(e map[string]any) bool { return e["status"] == "Aborted" })
+		if n := kubeJobs(t, c, jobID); n != 0 {
+			t.Fatalf("aborted job left %d Kubernetes Jobs", n)
+		}
+	})
+	t.Run("abort while running deletes the job and its pods", func(t *testing.T) {
+		exp := d.create(tpuManifest("k-forever", "2x2x1", 1, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"}, ""))
+		id := exp["id"].(string)
+		exp = d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
+		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
+		d.run("", "exp", "abort", id, "--yes")
+		d.waitFor(id, "Aborted", func(e map[string]any) bool { return e["status"] == "Aborted" })
+		if n := kubeJobs(t, c, jobID); n != 0 {
+			t.Fatalf("aborted job left %d Kubernetes Jobs", n)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		exp := d.create(tpuManifest("k-slow", "2x2x1", 1, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"}, "timeout_seconds: 3\n"))
+		exp = d.waitFor(exp["id"].(string), "final", final)
+		if j := jobOf(exp); exp["status"] != "Failed" || j["reason"] != "Timeout" {
+			t.Fatalf("job %v", j)
+		}
+		if n := kubeJobs(t, edgeOf(exp), jobOf(exp)["id"].(string)); n != 0 {
+			t.Fatalf("timed-out job left %d Kubernetes Jobs", n)
+		}
+	})
+	t.Run("offline cluster receives nothing new", func(t *testing.T) {
+		for _, c := range []*kubeenv.Cluster{a, b} {
+			if r := d.run("", "cluster", "set-status", c.Name(), "offline"); r.code != 0 {
+				t.Fatalf("set-status: %s", r.stderr)
+			}
+		}
+		exp := d.create(tpuManifest("k-offline", "2x2x1", 1, nil, ""))
+		id := exp["id"].(string)
+		exp = d.waitFor(id, "waiting", func(e map[string]any) bool {
+			return strings.Contains(jobOf(e)["message"].(string), "no active cluster")
+		})
+		d.run("", "cluster", "set-status", a.Name(), "active")
+		exp = d.waitFor(id, "final", final)
+		if exp["status"] != "Succeeded" || jobOf(exp)["cluster_name"] != a.Name() {
+			t.Fatalf("after reactivation: %v on %v", exp["status"], jobOf(exp)["cluster_name"])
+		}
+		d.run("", "cluster", "set-status", b.Name(), "active")
+	})
+	t.Run("controller restart mid-run", func(t *testing.T) {
+		exp := d.create(tpuManifest("k-restart", "2x2x1", 1, map[string]string{"FALCON_TEST_DURATION": "6s"}, ""))
+		id := exp["id"].(string)
+		exp = d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
+		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
+		d.kill(syscall.SIGKILL)
+		d2 := startDev(t, d.dataDir)
+		exp = d2.waitFor(id, "final", final)
+		if exp["status"] != "Succeeded" {
+			t.Fatalf("after restart: %v %v", exp["status"], jobOf(exp))
+		}
+		if n := kubeJobs(t, c, jobID); n != 1 {
+			t.Fatalf("%d Kubernetes Jobs after a restart, want exactly 1", n)
+		}
+		d = d2
+	})
+	t.Run("edge apiserver restarted under a running job", func(t *testing.T) {
+		exp := d.create(tpuManifest("k-apiserver", "2x2x1", 1, map[string]string{"FALCON_TEST_DURATION": "8s"}, ""))
+		id := exp["id"].(string)
+		exp = d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
+		c := edgeOf(exp)
+		c.StopAPIServer()
+		time.Sleep(2 * time.Second)
+		if err := c.StartAPIServer(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		exp = d.waitFor(id, "final", final)
+		if exp["status"] != "Succeeded" {
+			t.Fatalf("after apiserver restart: %v %v", exp["status"], jobOf(exp))
+		}
+	})
+}
