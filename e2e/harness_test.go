@@ -90,6 +90,13 @@ func startDev(t testing.TB, dataDir string) *dev {
 	return d
 }
 
+// with returns a view of d that reports failures to t (a subtest).
+func (d *dev) with(t testing.TB) *dev {
+	c := *d
+	c.t = t
+	return &c
+}
+
 // kill stops falcon dev with sig and waits for it to exit.
 func (d *dev) kill(sig syscall.Signal) {
 	_ = d.cmd.Process.Signal(sig)

@@ -83,17 +83,31 @@ func kubeJobs(t *testing.T, c *kubeenv.Cluster, jobID string) int {
 
 func TestKubernetesEdgeClusters(t *testing.T) {
 	a, b := edge(t), edge(t)
-	d := startDev(t, "")
-	applyClusters(t, d, a, b)
+	top := t
+	var d *dev
+	d0 := startDev(t, "")
+	applyClusters(t, d0, a, b)
 	clusters := map[string]*kubeenv.Cluster{a.Name(): a, b.Name(): b}
 	jobOf := func(exp map[string]any) map[string]any { return jobsOf(exp)[0] }
-	edgeOf := func(exp map[string]any) *kubeenv.Cluster { return clusters[jobOf(exp)["cluster_name"].(string)] }
+	edgeOf := func(exp map[string]any) *kubeenv.Cluster {
+		c := clusters[jobOf(exp)["cluster_name"].(string)]
+		if c == nil {
+			t.Fatalf("job ran on no known edge cluster: %v", jobOf(exp))
+		}
+		return c
+	}
 	final := func(e map[string]any) bool {
 		s := e["status"]
 		return s == "Succeeded" || s == "Failed" || s == "Aborted"
 	}
 
-	t.Run("single host succeeds", func(t *testing.T) {
+	run := func(name string, f func(t *testing.T)) {
+		t.Run(name, func(t *testing.T) {
+			d = d0.with(t)
+			f(t)
+		})
+	}
+	run("single host succeeds", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-one", "2x2x1", 1, map[string]string{"FALCON_TEST_DURATION": "1s"}, ""))
 		exp = d.waitFor(exp["id"].(string), "final", final)
 		if exp["status"] != "Succeeded" {
@@ -103,7 +117,7 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 			t.Fatalf("%d Kubernetes Jobs for one Falcon job", n)
 		}
 	})
-	t.Run("multi host succeeds with a headless service", func(t *testing.T) {
+	run("multi host succeeds with a headless service", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-two", "2x2x2", 2, map[string]string{"FALCON_TEST_DURATION": "1s"}, ""))
 		id := exp["id"].(string)
 		exp = d.waitFor(id, "final", final)
@@ -111,7 +125,7 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 			t.Fatalf("exp %v: %v", exp["status"], jobOf(exp))
 		}
 	})
-	t.Run("exit code", func(t *testing.T) {
+	run("exit code", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-exit", "2x2x1", 1, map[string]string{"FALCON_TEST_EXIT_CODE": "3"}, ""))
 		exp = d.waitFor(exp["id"].(string), "final", final)
 		j := jobOf(exp)
@@ -119,14 +133,14 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 			t.Fatalf("job %v", j)
 		}
 	})
-	t.Run("oom killed", func(t *testing.T) {
+	run("oom killed", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-oom", "2x2x1", 1, map[string]string{"FALCON_TEST_OOM_KILLED": "true"}, ""))
 		exp = d.waitFor(exp["id"].(string), "final", final)
 		if j := jobOf(exp); !strings.Contains(j["message"].(string), "OOMKilled (exit code 137)") {
 			t.Fatalf("job %v", j)
 		}
 	})
-	t.Run("unschedulable waits with the scheduler's reason, then aborts", func(t *testing.T) {
+	run("unschedulable waits with the scheduler's reason, then aborts", func(t *testing.T) {
 		// No node offers a 2x2x4 slice.
 		exp := d.create(tpuManifest("k-nowhere", "2x2x4", 4, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"}, ""))
 		id := exp["id"].(string)
@@ -143,7 +157,7 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 			t.Fatalf("aborted job left %d Kubernetes Jobs", n)
 		}
 	})
-	t.Run("abort while running deletes the job and its pods", func(t *testing.T) {
+	run("abort while running deletes the job and its pods", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-forever", "2x2x1", 1, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"}, ""))
 		id := exp["id"].(string)
 		exp = d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
@@ -154,7 +168,7 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 			t.Fatalf("aborted job left %d Kubernetes Jobs", n)
 		}
 	})
-	t.Run("timeout", func(t *testing.T) {
+	run("timeout", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-slow", "2x2x1", 1, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"}, "timeout_seconds: 3\n"))
 		exp = d.waitFor(exp["id"].(string), "final", final)
 		if j := jobOf(exp); exp["status"] != "Failed" || j["reason"] != "Timeout" {
@@ -164,7 +178,7 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 			t.Fatalf("timed-out job left %d Kubernetes Jobs", n)
 		}
 	})
-	t.Run("offline cluster receives nothing new", func(t *testing.T) {
+	run("offline cluster receives nothing new", func(t *testing.T) {
 		for _, c := range []*kubeenv.Cluster{a, b} {
 			if r := d.run("", "cluster", "set-status", c.Name(), "offline"); r.code != 0 {
 				t.Fatalf("set-status: %s", r.stderr)
@@ -182,13 +196,14 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 		}
 		d.run("", "cluster", "set-status", b.Name(), "active")
 	})
-	t.Run("controller restart mid-run", func(t *testing.T) {
+	run("controller restart mid-run", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-restart", "2x2x1", 1, map[string]string{"FALCON_TEST_DURATION": "6s"}, ""))
 		id := exp["id"].(string)
 		exp = d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
 		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
-		d.kill(syscall.SIGKILL)
-		d2 := startDev(t, d.dataDir)
+		d0.kill(syscall.SIGKILL)
+		d0 = startDev(top, d0.dataDir)
+		d2 := d0.with(t)
 		exp = d2.waitFor(id, "final", final)
 		if exp["status"] != "Succeeded" {
 			t.Fatalf("after restart: %v %v", exp["status"], jobOf(exp))
@@ -196,9 +211,8 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 		if n := kubeJobs(t, c, jobID); n != 1 {
 			t.Fatalf("%d Kubernetes Jobs after a restart, want exactly 1", n)
 		}
-		d = d2
 	})
-	t.Run("edge apiserver restarted under a running job", func(t *testing.T) {
+	run("edge apiserver restarted under a running job", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-apiserver", "2x2x1", 1, map[string]string{"FALCON_TEST_DURATION": "8s"}, ""))
 		id := exp["id"].(string)
 		exp = d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })

@@ -81,7 +81,8 @@ func (s *Server) RegisterCluster(ctx context.Context, req *falconv1.RegisterClus
 //  2. Compare each with the registry: created, updated (naming the fields
 //     that differ) or unchanged. A cluster registered but not listed is
 //     taken offline, or with prune deleted unless jobs that have not
-//     finished still name it: then it is taken offline instead.
+//     finished still name it: then it is taken offline instead. Local
+//     clusters are left alone: the process running them registers them.
 //  3. Unless dry_run, write: upsert what is created or updated, then take
 //     offline or delete what is missing. Unchanged clusters are not touched.
 //  4. Report every cluster's action, by name, and the registry as it now
@@ -137,6 +138,13 @@ func (s *Server) ApplyClusters(ctx context.Context, req *falconv1.ApplyClustersR
 	}
 	for _, r := range rows {
 		if listed[r.Name] {
+			continue
+		}
+		if r.Backend == "local" {
+			// A local cluster belongs to the process that runs its jobs
+			// (falcon dev, falcon controller --local-cluster), which
+			// registers it at start; a registry file does not manage it.
+			steps = append(steps, &step{change: &falconv1.ClusterChange{Name: r.Name, Action: ActionUnchanged}, item: clusterToAPI(r)})
 			continue
 		}
 		st := &step{change: &falconv1.ClusterChange{Name: r.Name, Action: ActionOffline}, item: clusterToAPI(r), prune: req.GetPrune()}

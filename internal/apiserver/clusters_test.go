@@ -80,7 +80,7 @@ func apply(t *testing.T, cl falconv1.ClusterServiceClient, req *falconv1.ApplyCl
 }
 
 func TestApplyClusters(t *testing.T) {
-	env := apitest.Start(t, map[string]string{"local": "local"})
+	env := apitest.Start(t, map[string]string{"local": "kubernetes"})
 	cl := falconv1.NewClusterServiceClient(env.Conn)
 	before := listClusters(t, cl)
 
@@ -178,7 +178,7 @@ func TestApplyClusters(t *testing.T) {
 }
 
 func TestApplyPruneSparesClusterWithLiveJobs(t *testing.T) {
-	env := apitest.Start(t, map[string]string{"busy": "local", "idle": "local"})
+	env := apitest.Start(t, map[string]string{"busy": "kubernetes", "idle": "kubernetes"})
 	cl := falconv1.NewClusterServiceClient(env.Conn)
 	exp, err := env.Exps.CreateExp(context.Background(), &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
 		Name: "pinned", ClusterName: "busy",

@@ -132,12 +132,27 @@ func (m *Manager) candidates(clusters []*falconv1.Cluster, jobs []*falconv1.Job)
 				qc.Accelerators[t] = -i - 1
 			}
 		}
-		if len(qc.Accelerators) == 0 {
-			for _, j := range jobs {
-				qc.Accelerators[deviceType(j)] = 0
+		out = append(out, qc)
+	}
+	// A cluster that lists no accelerator types (the local machine) is the
+	// fallback: it takes the types no registered cluster offers, so `falcon
+	// dev` runs any manifest, yet a TPU job waits for the real TPU clusters
+	// when there are any, even while they are in maintenance.
+	offered := map[string]bool{}
+	for _, qc := range out {
+		for t := range qc.Accelerators {
+			offered[t] = true
+		}
+	}
+	for i := range out {
+		if len(out[i].Accelerators) > 0 {
+			continue
+		}
+		for _, j := range jobs {
+			if t := deviceType(j); !offered[t] {
+				out[i].Accelerators[t] = 0
 			}
 		}
-		out = append(out, qc)
 	}
 	return out
 }
