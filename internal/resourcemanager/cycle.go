@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -425,15 +426,34 @@ func (m *Manager) stopAndFail(ctx context.Context, cl *falconv1.Cluster, b Backe
 	}
 }
 
+// Position messages near the front of a queue are kept exact; further back
+// they are refreshed at most every tailRefresh. Every pick moves every
+// waiting job up by one, so rewriting all of them each time would cost a
+// write per waiting job per dispatch, and nobody 300th in line needs to see
+// each step.
+const (
+	exactPositions = 20
+	tailRefresh    = 30 * time.Second
+)
+
 // writePositions tells every waiting job where it stands.
 func (m *Manager) writePositions(ctx context.Context, byID map[string]*falconv1.Job) {
+	now := m.now()
 	for _, key := range m.sched.Keys() {
+		refreshTail := now.Sub(m.tailWritten[key]) >= tailRefresh
 		for _, p := range m.sched.Waiting(key) {
 			j := byID[p.ID]
 			if j == nil || j.GetStatus() != string(lifecycle.Pending) || acquiring(j) {
 				continue
 			}
+			placed := j.GetReason() == string(lifecycle.ReasonWaiting) && strings.HasPrefix(j.GetMessage(), "queue position")
+			if p.Pos > exactPositions && placed && !refreshTail {
+				continue
+			}
 			m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonWaiting, p.Message(), "")
+		}
+		if refreshTail {
+			m.tailWritten[key] = now
 		}
 	}
 }

@@ -58,6 +58,8 @@ type Manager struct {
 	// it survives between cycles only to keep each queue's round-robin
 	// memory (who was served last).
 	sched *queue.Scheduler
+	// tailWritten is when each queue's deep positions were last written.
+	tailWritten map[queue.Key]time.Time
 }
 
 // Option configures a Manager.
@@ -90,6 +92,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 		o(m)
 	}
 	m.sched = queue.New(queue.WithClock(m.now))
+	m.tailWritten = map[queue.Key]time.Time{}
 	return m
 }
 
