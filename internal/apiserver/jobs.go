@@ -4,6 +4,7 @@ import (
 	"context"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/store"
@@ -36,9 +37,12 @@ func (s *Server) ListJobs(ctx context.Context, req *falconv1.ListJobsRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	if n := len(req.GetExpIds()); n > maxExpIDs {
+		return nil, errdefs.Invalid("exp_ids", "at most %d experiments per call, got %d", maxExpIDs, n)
+	}
 	items, next, err := s.store.ListJobs(ctx, store.JobFilter{
 		Page:  store.Page{Size: size, Token: req.GetPageToken()},
-		ExpID: req.GetExpId(), Statuses: statuses, ClusterName: req.GetClusterName(),
+		ExpID: req.GetExpId(), ExpIDs: req.GetExpIds(), Statuses: statuses, ClusterName: req.GetClusterName(),
 	})
 	if err != nil {
 		return nil, err
@@ -49,6 +53,9 @@ func (s *Server) ListJobs(ctx context.Context, req *falconv1.ListJobsRequest) (*
 	}
 	return resp, nil
 }
+
+// maxExpIDs bounds a list's exp_ids filter, which becomes one SQL IN (...).
+const maxExpIDs = 1000
 
 func normalizeStatuses(in []string, m lifecycle.Machine) ([]lifecycle.Status, error) {
 	var out []lifecycle.Status
@@ -145,8 +152,11 @@ func (s *Server) ListArtifacts(ctx context.Context, req *falconv1.ListArtifactsR
 	if err != nil {
 		return nil, err
 	}
+	if n := len(req.GetExpIds()); n > maxExpIDs {
+		return nil, errdefs.Invalid("exp_ids", "at most %d experiments per call, got %d", maxExpIDs, n)
+	}
 	items, next, err := s.store.ListArtifacts(ctx, store.ArtifactFilter{
-		Page: store.Page{Size: size, Token: req.GetPageToken()}, ExpID: req.GetExpId(), Statuses: statuses,
+		Page: store.Page{Size: size, Token: req.GetPageToken()}, ExpID: req.GetExpId(), ExpIDs: req.GetExpIds(), Statuses: statuses,
 	})
 	if err != nil {
 		return nil, err

@@ -171,6 +171,7 @@ type ExpFilter struct {
 type JobFilter struct {
 	Page
 	ExpID       string
+	ExpIDs      []string // any of these experiments
 	Statuses    []lifecycle.Status
 	ClusterName string
 }
@@ -179,6 +180,7 @@ type JobFilter struct {
 type ArtifactFilter struct {
 	Page
 	ExpID    string
+	ExpIDs   []string // any of these experiments
 	Statuses []lifecycle.Status
 }
 

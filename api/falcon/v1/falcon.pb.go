@@ -1716,8 +1716,11 @@ type ListJobsRequest struct {
 	PageToken string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	ExpId     string                 `protobuf:"bytes,3,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
 	// Any of these statuses; empty means all.
-	Statuses      []string `protobuf:"bytes,4,rep,name=statuses,proto3" json:"statuses,omitempty"`
-	ClusterName   string   `protobuf:"bytes,5,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
+	Statuses    []string `protobuf:"bytes,4,rep,name=statuses,proto3" json:"statuses,omitempty"`
+	ClusterName string   `protobuf:"bytes,5,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
+	// Jobs of any of these experiments (at most 1000), so a controller reads
+	// every live experiment's jobs in one call.
+	ExpIds        []string `protobuf:"bytes,6,rep,name=exp_ids,json=expIds,proto3" json:"exp_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1785,6 +1788,13 @@ func (x *ListJobsRequest) GetClusterName() string {
 		return x.ClusterName
 	}
 	return ""
+}
+
+func (x *ListJobsRequest) GetExpIds() []string {
+	if x != nil {
+		return x.ExpIds
+	}
+	return nil
 }
 
 type ListJobsResponse struct {
@@ -2118,11 +2128,13 @@ func (x *GetArtifactRequest) GetId() string {
 }
 
 type ListArtifactsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PageSize      int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	ExpId         string                 `protobuf:"bytes,3,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
-	Statuses      []string               `protobuf:"bytes,4,rep,name=statuses,proto3" json:"statuses,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	PageSize  int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	ExpId     string                 `protobuf:"bytes,3,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
+	Statuses  []string               `protobuf:"bytes,4,rep,name=statuses,proto3" json:"statuses,omitempty"`
+	// Artifacts of any of these experiments (at most 1000).
+	ExpIds        []string `protobuf:"bytes,5,rep,name=exp_ids,json=expIds,proto3" json:"exp_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2181,6 +2193,13 @@ func (x *ListArtifactsRequest) GetExpId() string {
 func (x *ListArtifactsRequest) GetStatuses() []string {
 	if x != nil {
 		return x.Statuses
+	}
+	return nil
+}
+
+func (x *ListArtifactsRequest) GetExpIds() []string {
+	if x != nil {
+		return x.ExpIds
 	}
 	return nil
 }
@@ -3015,14 +3034,15 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\"\x1f\n" +
 	"\rGetJobRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xa3\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xbc\x01\n" +
 	"\x0fListJobsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x15\n" +
 	"\x06exp_id\x18\x03 \x01(\tR\x05expId\x12\x1a\n" +
 	"\bstatuses\x18\x04 \x03(\tR\bstatuses\x12!\n" +
-	"\fcluster_name\x18\x05 \x01(\tR\vclusterName\"`\n" +
+	"\fcluster_name\x18\x05 \x01(\tR\vclusterName\x12\x17\n" +
+	"\aexp_ids\x18\x06 \x03(\tR\x06expIds\"`\n" +
 	"\x10ListJobsResponse\x12$\n" +
 	"\x05items\x18\x01 \x03(\v2\x0e.falcon.v1.JobR\x05items\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xbe\x01\n" +
@@ -3042,13 +3062,14 @@ const file_falcon_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"$\n" +
 	"\x12GetArtifactRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x85\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x9e\x01\n" +
 	"\x14ListArtifactsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x15\n" +
 	"\x06exp_id\x18\x03 \x01(\tR\x05expId\x12\x1a\n" +
-	"\bstatuses\x18\x04 \x03(\tR\bstatuses\"j\n" +
+	"\bstatuses\x18\x04 \x03(\tR\bstatuses\x12\x17\n" +
+	"\aexp_ids\x18\x05 \x03(\tR\x06expIds\"j\n" +
 	"\x15ListArtifactsResponse\x12)\n" +
 	"\x05items\x18\x01 \x03(\v2\x13.falcon.v1.ArtifactR\x05items\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa0\x01\n" +

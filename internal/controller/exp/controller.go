@@ -69,36 +69,77 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // Reconcile runs one cycle:
-//  1. list live experiments (Created, Running, Aborting);
-//  2. list open artifacts (Created), to close those of experiments that
-//     ended while a previous cycle was interrupted;
-//  3. for each experiment: read it with its jobs and artifact, compute the
-//     plan (lifecycle.Propagate), and apply it in order — abort sibling
-//     jobs, update the artifact, update the experiment. A failed update is
-//     logged with the experiment and job it concerns and the cycle moves on.
+//  1. list live experiments (Created, Running, Aborting), and the
+//     experiments of open artifacts (Created) to close those of experiments
+//     that ended while a previous cycle was interrupted;
+//  2. read all their jobs and artifacts in batches (a few calls per
+//     thousand experiments, not one per experiment);
+//  3. for each experiment compute the plan (lifecycle.Propagate) and apply
+//     it in order — abort sibling jobs, update the artifact, update the
+//     experiment. A failed update is logged with the experiment and job it
+//     concerns and the cycle moves on.
 func (c *Controller) Reconcile(ctx context.Context) error {
-	ids, err := c.liveExperiments(ctx)
+	exps, err := c.liveExperiments(ctx)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
+	ids := make([]string, 0, len(exps))
+	for _, e := range exps {
+		ids = append(ids, e.GetId())
+	}
+	jobs := map[string][]*falconv1.Job{}
+	arts := map[string]*falconv1.Artifact{}
+	for start := 0; start < len(ids); start += batch {
+		chunk := ids[start:min(start+batch, len(ids))]
+		if err := c.readBatch(ctx, chunk, jobs, arts); err != nil {
+			return err
+		}
+	}
+	for _, e := range exps {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		c.reconcileOne(ctx, id)
+		c.reconcileOne(ctx, e, jobs[e.GetId()], arts[e.GetId()])
 	}
 	return nil
 }
 
-func (c *Controller) liveExperiments(ctx context.Context) ([]string, error) {
-	seen := map[string]bool{}
-	var out []string
-	add := func(id string) {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
+// batch is how many experiments' jobs one ListJobs call asks for.
+const batch = 500
+
+func (c *Controller) readBatch(ctx context.Context, ids []string, jobs map[string][]*falconv1.Job, arts map[string]*falconv1.Artifact) error {
+	token := ""
+	for {
+		resp, err := c.jobs.ListJobs(ctx, &falconv1.ListJobsRequest{ExpIds: ids, PageSize: 1000, PageToken: token})
+		if err != nil {
+			return err
+		}
+		for _, j := range resp.GetItems() {
+			jobs[j.GetExpId()] = append(jobs[j.GetExpId()], j)
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			break
 		}
 	}
+	for {
+		resp, err := c.arts.ListArtifacts(ctx, &falconv1.ListArtifactsRequest{ExpIds: ids, PageSize: 1000, PageToken: token})
+		if err != nil {
+			return err
+		}
+		for _, a := range resp.GetItems() {
+			if _, ok := arts[a.GetExpId()]; !ok {
+				arts[a.GetExpId()] = a
+			}
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			return nil
+		}
+	}
+}
+
+func (c *Controller) liveExperiments(ctx context.Context) ([]*falconv1.Experiment, error) {
+	seen := map[string]bool{}
+	var out []*falconv1.Experiment
 	for _, st := range []lifecycle.Status{lifecycle.Created, lifecycle.Running, lifecycle.Aborting} {
 		token := ""
 		for {
@@ -107,7 +148,10 @@ func (c *Controller) liveExperiments(ctx context.Context) ([]string, error) {
 				return nil, err
 			}
 			for _, e := range resp.GetItems() {
-				add(e.GetId())
+				if !seen[e.GetId()] {
+					seen[e.GetId()] = true
+					out = append(out, e)
+				}
 			}
 			if token = resp.GetNextPageToken(); token == "" {
 				break
@@ -121,7 +165,19 @@ func (c *Controller) liveExperiments(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		for _, a := range resp.GetItems() {
-			add(a.GetExpId())
+			if seen[a.GetExpId()] {
+				continue
+			}
+			// Rare: an experiment that ended with its artifact still open.
+			e, err := c.exps.GetExp(ctx, &falconv1.GetExpRequest{Id: a.GetExpId()})
+			if err != nil {
+				if status.Code(err) != codes.NotFound {
+					c.log.Warn("get experiment", "exp", a.GetExpId(), "err", err)
+				}
+				continue
+			}
+			seen[e.GetId()] = true
+			out = append(out, e)
 		}
 		if token = resp.GetNextPageToken(); token == "" {
 			break
@@ -130,21 +186,14 @@ func (c *Controller) liveExperiments(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (c *Controller) reconcileOne(ctx context.Context, id string) {
-	exp, err := c.exps.GetExp(ctx, &falconv1.GetExpRequest{Id: id})
-	if err != nil {
-		if status.Code(err) != codes.NotFound { // deleted meanwhile: nothing to do
-			c.log.Warn("get experiment", "exp", id, "err", err)
-		}
-		return
-	}
+func (c *Controller) reconcileOne(ctx context.Context, exp *falconv1.Experiment, expJobs []*falconv1.Job, a *falconv1.Artifact) {
 	log := c.log.With("exp", exp.GetId(), "expName", exp.GetName())
-	jobs := make([]lifecycle.Entity, 0, len(exp.GetJobs()))
-	for _, j := range exp.GetJobs() {
+	jobs := make([]lifecycle.Entity, 0, len(expJobs))
+	for _, j := range expJobs {
 		jobs = append(jobs, lifecycle.Entity{ID: j.GetId(), Role: j.GetRole(), Status: lifecycle.Status(j.GetStatus()), Reason: j.GetReason(), Message: j.GetMessage()})
 	}
 	var art *lifecycle.Entity
-	if a := exp.GetArtifact(); a != nil {
+	if a != nil {
 		art = &lifecycle.Entity{ID: a.GetId(), Status: lifecycle.Status(a.GetStatus()), Reason: a.GetReason(), Message: a.GetMessage()}
 	}
 	plan := lifecycle.Propagate(lifecycle.Entity{ID: exp.GetId(), Status: lifecycle.Status(exp.GetStatus()), Reason: exp.GetReason(), Message: exp.GetMessage()}, jobs, art)

@@ -56,6 +56,7 @@ func (s *Store) getJob(ctx context.Context, q querier, id string) (*store.Job, e
 func (s *Store) ListJobs(ctx context.Context, f store.JobFilter) ([]*store.Job, string, error) {
 	var c conds
 	c.eq("exp_id", f.ExpID)
+	c.in("exp_id", f.ExpIDs)
 	c.in("status", statusStrings(f.Statuses))
 	c.eq("cluster_name", f.ClusterName)
 	return listPage(ctx, s.rdb, "jobs", jobCols, c, f.Page, false, scanJob)
@@ -112,6 +113,7 @@ func (s *Store) getArt(ctx context.Context, q querier, id string) (*store.Artifa
 func (s *Store) ListArtifacts(ctx context.Context, f store.ArtifactFilter) ([]*store.Artifact, string, error) {
 	var c conds
 	c.eq("exp_id", f.ExpID)
+	c.in("exp_id", f.ExpIDs)
 	c.in("status", statusStrings(f.Statuses))
 	return listPage(ctx, s.rdb, "artifacts", artCols, c, f.Page, false, scanArt)
 }

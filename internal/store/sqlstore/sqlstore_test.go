@@ -857,6 +857,10 @@ func testListJobsAndArtifacts(t *testing.T, e env) {
 			without(allJobs, jobs2[2].ID)},
 		{"cluster and status", store.JobFilter{ClusterName: "gke-x", Statuses: []lifecycle.Status{lifecycle.Running}}, []string{jobs2[1].ID}},
 		{"cluster, other status", store.JobFilter{ClusterName: "gke-x", Statuses: []lifecycle.Status{lifecycle.Pending}}, nil},
+		{"several experiments", store.JobFilter{ExpIDs: []string{expIDs[3], expIDs[0]}, Page: store.Page{Size: 4}},
+			append(append([]string{}, allJobs[0:3]...), allJobs[9:12]...)},
+		{"several experiments and a status", store.JobFilter{ExpIDs: []string{expIDs[1], expIDs[2]}, Statuses: []lifecycle.Status{lifecycle.Failed}},
+			[]string{jobs2[2].ID}},
 	}
 	for _, tc := range jobTests {
 		t.Run("jobs "+tc.name, func(t *testing.T) {
@@ -873,6 +877,10 @@ func testListJobsAndArtifacts(t *testing.T, e env) {
 	rest, next, err := e.s.ListArtifacts(ctx, store.ArtifactFilter{Page: store.Page{Size: 3, Token: next}})
 	if err != nil || next != "" || len(rest) != 1 || rest[0].ID != allArts[3] {
 		t.Errorf("ListArtifacts second page = %d items, next %q, %v", len(rest), next, err)
+	}
+	some, _, err := e.s.ListArtifacts(ctx, store.ArtifactFilter{ExpIDs: []string{expIDs[3], expIDs[1]}})
+	if err != nil || len(some) != 2 || some[0].ID != allArts[1] || some[1].ID != allArts[3] {
+		t.Errorf("ListArtifacts(exp_ids) = %v, %v; want the artifacts of experiments 1 and 3", some, err)
 	}
 	failed, _, err := e.s.ListArtifacts(ctx, store.ArtifactFilter{Statuses: []lifecycle.Status{lifecycle.Failed}})
 	if err != nil || len(failed) != 1 || failed[0].ID != allArts[2] {
