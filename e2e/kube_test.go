@@ -72,6 +72,46 @@ func tpuManifest(name, topo string, replica int, envs map[string]string, extra s
 	return b.String()
 }
 
+// execKubeconfig writes a kubeconfig for c whose credential comes from an
+// exec plugin issuing tokens that expire after two seconds, counting its
+// runs in a file: client-go must run it again whenever the token expires.
+func execKubeconfig(t *testing.T, c *kubeenv.Cluster) (path, counter string) {
+	t.Helper()
+	dir := t.TempDir()
+	counter = filepath.Join(dir, "issued")
+	cfg := c.RESTConfig()
+	plugin := filepath.Join(dir, "token.sh")
+	script := fmt.Sprintf(`#!/bin/sh
+echo x >> %q
+exp=$(date -u -d '+2 seconds' +%%Y-%%m-%%dT%%H:%%M:%%SZ)
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%%s","expirationTimestamp":"%%s"}}' %q "$exp"
+`, counter, cfg.BearerToken)
+	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(dir, "ca.crt")
+	os.WriteFile(ca, cfg.CAData, 0o644)
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: edge
+  cluster: {server: %q, certificate-authority: %q}
+users:
+- name: rotating
+  user:
+    exec: {apiVersion: client.authentication.k8s.io/v1, command: %q, interactiveMode: Never}
+contexts:
+- name: rotating
+  context: {cluster: edge, user: rotating}
+current-context: rotating
+`, cfg.Host, ca, plugin)
+	path = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, counter
+}
+
 func kubeJobs(t *testing.T, c *kubeenv.Cluster, jobID string) int {
 	t.Helper()
 	list, err := c.Clientset().BatchV1().Jobs(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
@@ -195,6 +235,30 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 			t.Fatalf("after reactivation: %v on %v", exp["status"], jobOf(exp)["cluster_name"])
 		}
 		d.run("", "cluster", "set-status", b.Name(), "active")
+	})
+	run("short-lived credentials are refreshed", func(t *testing.T) {
+		kc, counter := execKubeconfig(t, a)
+		if r := d.run("", "cluster", "create", "--name", "rotating", "--backend", "kubernetes", "--kubeconfig", kc,
+			"--context", "rotating", "--namespace", kubeNamespace, "--accelerator", "v7x"); r.code != 0 {
+			t.Fatalf("cluster create: %d %s", r.code, r.stderr)
+		}
+		defer d.run("", "cluster", "set-status", "rotating", "offline")
+		exp := d.create(tpuManifest("k-rotating", "2x2x1", 1, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"}, "cluster_name: rotating\n"))
+		id := exp["id"].(string)
+		exp = d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
+		jobID := jobOf(exp)["id"].(string)
+		// Let the token expire, then make Falcon talk to the cluster again:
+		// the abort's deletes must go out with a fresh token.
+		time.Sleep(3 * time.Second)
+		d.run("", "exp", "abort", id, "--yes")
+		d.waitFor(id, "Aborted", func(e map[string]any) bool { return e["status"] == "Aborted" })
+		if n := kubeJobs(t, a, jobID); n != 0 {
+			t.Fatalf("abort with a refreshed token left %d Kubernetes Jobs", n)
+		}
+		raw, _ := os.ReadFile(counter)
+		if n := strings.Count(string(raw), "x"); n < 2 {
+			t.Fatalf("the credential plugin ran %d times; the expired token was not refreshed", n)
+		}
 	})
 	run("controller restart mid-run", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-restart", "2x2x1", 1, map[string]string{"FALCON_TEST_DURATION": "6s"}, ""))

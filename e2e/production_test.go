@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,9 +49,14 @@ func TestServerAndControllerOnMariaDB(t *testing.T) {
 	}
 	dir := t.TempDir()
 	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)
+	secret := filepath.Join(dir, "controller-token")
+	if err := os.WriteFile(secret, []byte("e2e-controller-secret-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var serverLog, ctlLog bytes.Buffer
 	server := exec.Command(falconBin, "server", "--db-driver", "mysql", "--db-dsn", dsn,
-		"--http-addr", httpAddr, "--grpc-addr", grpcAddr, "--artifact-root", dir, "--log-dir", dir+"/logs")
+		"--http-addr", httpAddr, "--grpc-addr", grpcAddr, "--artifact-root", dir, "--log-dir", dir+"/logs",
+		"--auth", "none", "--controller-token-file", secret)
 	server.Stderr = &serverLog
 	if err := server.Start(); err != nil {
 		t.Fatal(err)
@@ -65,7 +71,7 @@ func TestServerAndControllerOnMariaDB(t *testing.T) {
 			t.Fatalf("server did not come up:\n%s", serverLog.String())
 		}
 	}
-	ctl := exec.Command(falconBin, "controller", "--api-grpc", grpcAddr, "--data-dir", dir, "--local-cluster", "box", "--log-level", "debug")
+	ctl := exec.Command(falconBin, "controller", "--api-grpc", grpcAddr, "--data-dir", dir, "--local-cluster", "box", "--log-level", "debug", "--controller-token-file", secret)
 	ctl.Stderr = &ctlLog
 	if err := ctl.Start(); err != nil {
 		t.Fatal(err)

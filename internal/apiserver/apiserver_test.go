@@ -27,12 +27,13 @@ import (
 )
 
 type env struct {
-	base   string // http://host:port
-	conn   *grpc.ClientConn
-	exps   falconv1.ExperimentServiceClient
-	jobs   falconv1.JobServiceClient
-	arts   falconv1.ArtifactServiceClient
-	logDir string
+	base    string // http://host:port
+	conn    *grpc.ClientConn
+	exps    falconv1.ExperimentServiceClient // alice's
+	ctlExps falconv1.ExperimentServiceClient // the controller's
+	jobs    falconv1.JobServiceClient        // the controller's
+	arts    falconv1.ArtifactServiceClient   // the controller's
+	logDir  string
 }
 
 // start serves a real API server over loopback gRPC and HTTP, on SQLite.
@@ -51,8 +52,13 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	logDir := filepath.Join(dir, "logs")
+	secret := auth.GenerateControllerSecret()
+	cs, err := auth.NewControllerSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := apiserver.New(st, apiserver.WithArtifactRoot(dir), apiserver.WithLogDir(logDir),
-		apiserver.WithLogPoll(20*time.Millisecond),
+		apiserver.WithLogPoll(20*time.Millisecond), apiserver.WithControllerSecret(cs),
 		apiserver.WithAuthenticator(auth.Local{P: auth.Principal{UserID: "local:alice", Email: "alice@localhost"}}))
 	running, err := srv.Serve(ctx, "127.0.0.1:0", "127.0.0.1:0")
 	if err != nil {
@@ -62,17 +68,24 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctl, err := grpc.NewClient(running.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(auth.ControllerCredentials(secret)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		conn.Close()
+		ctl.Close()
 		cancel()
 		_ = running.Wait()
 		st.Close()
 	})
 	return &env{
 		base: "http://" + running.HTTPAddr, conn: conn, logDir: logDir,
-		exps: falconv1.NewExperimentServiceClient(conn),
-		jobs: falconv1.NewJobServiceClient(conn),
-		arts: falconv1.NewArtifactServiceClient(conn),
+		exps:    falconv1.NewExperimentServiceClient(conn),
+		ctlExps: falconv1.NewExperimentServiceClient(ctl),
+		jobs:    falconv1.NewJobServiceClient(ctl),
+		arts:    falconv1.NewArtifactServiceClient(ctl),
 	}
 }
 
@@ -319,7 +332,7 @@ func TestAbortAndDelete(t *testing.T) {
 	if again["changed"] != false || !strings.Contains(again["message"].(string), "nothing to abort") {
 		t.Fatalf("second abort: %v", again)
 	}
-	if _, err := e.exps.UpdateExpStatus(ctx, &falconv1.UpdateExpStatusRequest{Id: id, ExpectedStatus: "Aborting", Status: "Aborted"}); err != nil {
+	if _, err := e.ctlExps.UpdateExpStatus(ctx, &falconv1.UpdateExpStatusRequest{Id: id, ExpectedStatus: "Aborting", Status: "Aborted"}); err != nil {
 		t.Fatal(err)
 	}
 	if code, body := e.http(t, "DELETE", "/v1/experiments/"+id, ""); code != 200 {

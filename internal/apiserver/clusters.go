@@ -70,6 +70,7 @@ func (s *Server) RegisterCluster(ctx context.Context, req *falconv1.RegisterClus
 		return nil, err
 	}
 	s.changed()
+	noteAudit(ctx, "", "backend="+out.Backend+" status="+out.Status)
 	return clusterToAPI(out), nil
 }
 
@@ -205,12 +206,20 @@ func (s *Server) ApplyClusters(ctx context.Context, req *falconv1.ApplyClustersR
 	}
 
 	resp := &falconv1.ApplyClustersResponse{}
+	var summary []string
 	for _, st := range steps {
+		if a := st.change.GetAction(); a != ActionUnchanged {
+			summary = append(summary, st.change.GetName()+": "+a)
+		}
 		resp.Changes = append(resp.Changes, st.change)
 		if st.item != nil {
 			resp.Items = append(resp.Items, st.item)
 		}
 	}
+	if len(summary) == 0 {
+		summary = []string{"nothing changed"}
+	}
+	noteAudit(ctx, "", strings.Join(summary, ", "))
 	return resp, nil
 }
 
@@ -285,6 +294,7 @@ func (s *Server) SetClusterStatus(ctx context.Context, req *falconv1.SetClusterS
 	if c.Status == req.GetStatus() {
 		return clusterToAPI(c), nil
 	}
+	noteAudit(ctx, "", "status "+c.Status+" -> "+req.GetStatus())
 	c.Status = req.GetStatus()
 	out, err := s.store.UpsertCluster(ctx, c)
 	if err != nil {

@@ -81,7 +81,7 @@ func apply(t *testing.T, cl falconv1.ClusterServiceClient, req *falconv1.ApplyCl
 
 func TestApplyClusters(t *testing.T) {
 	env := apitest.Start(t, map[string]string{"local": "kubernetes"})
-	cl := falconv1.NewClusterServiceClient(env.Conn)
+	cl := falconv1.NewClusterServiceClient(env.UserConn)
 	before := listClusters(t, cl)
 
 	// A dry run reports what would happen and writes nothing.
@@ -179,7 +179,7 @@ func TestApplyClusters(t *testing.T) {
 
 func TestApplyPruneSparesClusterWithLiveJobs(t *testing.T) {
 	env := apitest.Start(t, map[string]string{"busy": "kubernetes", "idle": "kubernetes"})
-	cl := falconv1.NewClusterServiceClient(env.Conn)
+	cl := falconv1.NewClusterServiceClient(env.UserConn)
 	exp, err := env.Exps.CreateExp(context.Background(), &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
 		Name: "pinned", ClusterName: "busy",
 		RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "sleep 1000", Replica: 1}},
@@ -216,7 +216,7 @@ func TestApplyPruneSparesClusterWithLiveJobs(t *testing.T) {
 
 func TestApplyInvalidWritesNothing(t *testing.T) {
 	env := apitest.Start(t, map[string]string{"local": "local"})
-	cl := falconv1.NewClusterServiceClient(env.Conn)
+	cl := falconv1.NewClusterServiceClient(env.UserConn)
 	before := listClusters(t, cl)
 	tests := []struct {
 		name     string
@@ -265,7 +265,7 @@ func TestApplyInvalidWritesNothing(t *testing.T) {
 
 func TestRegisterCluster(t *testing.T) {
 	env := apitest.Start(t, nil)
-	cl := falconv1.NewClusterServiceClient(env.Conn)
+	cl := falconv1.NewClusterServiceClient(env.UserConn)
 	ctx := context.Background()
 	in := &falconv1.Cluster{
 		Name: "lab", Backend: "kubernetes", KubeContext: "lab", Namespace: "falcon", GcsBucket: "gs://lab-bkt",
@@ -326,7 +326,7 @@ func TestRegisterCluster(t *testing.T) {
 
 func TestSetClusterStatus(t *testing.T) {
 	env := apitest.Start(t, map[string]string{"edge": "local"})
-	cl := falconv1.NewClusterServiceClient(env.Conn)
+	cl := falconv1.NewClusterServiceClient(env.UserConn)
 	ctx := context.Background()
 	for _, st := range []string{"maintenance", "maintenance", "offline", "active"} {
 		got, err := cl.SetClusterStatus(ctx, &falconv1.SetClusterStatusRequest{Name: "edge", Status: st})
@@ -373,5 +373,27 @@ func TestClusterRoutesOverHTTP(t *testing.T) {
 	}
 	if code := post("/v1/clusters:apply", `{"clusters": []}`); code != http.StatusBadRequest {
 		t.Errorf("empty apply: HTTP %d, want 400", code)
+	}
+}
+
+// A local cluster is registered by the process that runs its jobs (falcon
+// dev); applying a registry file must not take it offline.
+func TestApplyLeavesLocalClustersAlone(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	cl := falconv1.NewClusterServiceClient(env.UserConn)
+	resp, err := cl.ApplyClusters(context.Background(), &falconv1.ApplyClustersRequest{Prune: true, Clusters: []*falconv1.Cluster{
+		{Name: "edge", Backend: "kubernetes", KubeContext: "edge"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range resp.GetChanges() {
+		if c.GetName() == "local" && c.GetAction() != "unchanged" {
+			t.Fatalf("local cluster %s by apply", c.GetAction())
+		}
+	}
+	got, err := cl.GetCluster(context.Background(), &falconv1.GetClusterRequest{Name: "local"})
+	if err != nil || got.GetStatus() != "active" {
+		t.Fatalf("local cluster after apply: %v %v", got, err)
 	}
 }

@@ -3,14 +3,18 @@
 // them. It is the only component that touches the store; controllers and the
 // CLI go through it, so validation, authorization and auditing have one home.
 //
-// One request's path: the interceptor authenticates the caller (auth) and
-// registers the user; the handler validates input (validation), calls the
-// store, converts the result to the API type, and publishes a wake-up on the
-// change feed so controllers react at once. Errors leave through one
+// One request's path: the interceptor authenticates the caller (auth: the
+// controller secret, or the configured authenticator), checks the method is
+// open to that kind of caller (access.go), and registers the user; the
+// handler validates input (validation), checks ownership where it changes an
+// experiment, calls the store, converts the result to the API type, and
+// publishes a wake-up on the change feed so controllers react at once.
+// Mutations are then written to the audit log. Errors leave through one
 // interceptor that maps domain errors to gRPC codes (errdefs.ToStatus); the
 // gateway turns those into HTTP statuses.
 //
-// Which methods are public is decided by api/falcon/v1/gateway.yaml: the
-// controller-only methods (status updates, AbortJob, WatchChanges) have no
-// HTTP route at all.
+// The controller-only methods (status updates, AbortJob, WatchChanges) are
+// kept from users twice: api/falcon/v1/gateway.yaml gives them no HTTP
+// route, and the access rules refuse them over gRPC to anyone but a
+// controller. /auth/login serves `falcon auth login`.
 package apiserver

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/lifecycle"
@@ -44,7 +45,7 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 		ClusterName: in.GetClusterName(), Priority: in.GetPriority(), Tags: in.GetTags(),
 		Config: in.GetConfig(), RoleToTaskSpec: map[string]store.TaskSpec{},
 		Status: lifecycle.Created, Reason: string(lifecycle.ReasonWaiting),
-		Message: "waiting for the resource manager", Creator: p.Email, CreatorID: p.UserID,
+		Message: "waiting for the resource manager", Creator: p.Display(), CreatorID: p.UserID,
 		Version: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	art := &store.Artifact{
@@ -67,7 +68,7 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 			ID: ids.New(ids.Job), ExpID: exp.ID, ExpName: exp.Name, Role: r,
 			ClusterName: exp.ClusterName, ExpType: exp.ExpType, Priority: exp.Priority,
 			TaskSpec: t, Status: lifecycle.Pending, Reason: string(lifecycle.ReasonWaiting),
-			Message: "waiting for the resource manager", Creator: p.Email,
+			Message: "waiting for the resource manager", Creator: p.Display(),
 			ArtifactID: art.ID, ArtifactPath: art.Path, Version: 1, CreatedAt: now, UpdatedAt: now,
 		})
 	}
@@ -79,7 +80,8 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 		return nil, err
 	}
 	s.changed()
-	s.log.Info("experiment created", "exp", exp.ID, "name", exp.Name, "creator", p.Email, "roles", len(jobs))
+	noteAudit(ctx, exp.ID, "name="+exp.Name)
+	s.log.Info("experiment created", "exp", exp.ID, "name", exp.Name, "creator", p.Display(), "roles", len(jobs))
 	return s.getExp(ctx, exp.ID)
 }
 
@@ -174,7 +176,10 @@ func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*
 	if err := checkID("id", ids.Experiment, req.GetId()); err != nil {
 		return nil, err
 	}
-	msg := "aborted by " + p.Email
+	if err := s.mayChange(ctx, p, req.GetId(), "abort"); err != nil {
+		return nil, err
+	}
+	msg := "aborted by " + p.Display()
 	if r := strings.TrimSpace(req.GetReason()); r != "" {
 		msg += ": " + r
 	}
@@ -182,10 +187,11 @@ func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	noteAudit(ctx, "", fmt.Sprintf("changed=%t", changed))
 	resp := &falconv1.AbortExpResponse{Changed: changed}
 	if changed {
 		s.changed()
-		s.log.Info("experiment aborting", "exp", exp.ID, "by", p.Email)
+		s.log.Info("experiment aborting", "exp", exp.ID, "by", p.Display())
 		resp.Message = fmt.Sprintf("experiment %s is aborting", exp.ID)
 	} else {
 		resp.Message = fmt.Sprintf("experiment %s is already %s; nothing to abort", exp.ID, exp.Status)
@@ -198,7 +204,14 @@ func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*
 
 // DeleteExp removes a finished experiment, its jobs and its artifact record.
 func (s *Server) DeleteExp(ctx context.Context, req *falconv1.DeleteExpRequest) (*falconv1.DeleteExpResponse, error) {
+	p, err := s.principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkID("id", ids.Experiment, req.GetId()); err != nil {
+		return nil, err
+	}
+	if err := s.mayChange(ctx, p, req.GetId(), "delete"); err != nil {
 		return nil, err
 	}
 	if err := s.store.DeleteExp(ctx, req.GetId()); err != nil {
@@ -206,6 +219,29 @@ func (s *Server) DeleteExp(ctx context.Context, req *falconv1.DeleteExpRequest) 
 	}
 	s.changed()
 	return &falconv1.DeleteExpResponse{Id: req.GetId()}, nil
+}
+
+// mayChange lets only the experiment's creator, or an admin, change it.
+// The refusal names the owner, so the caller knows whom to ask. An admin
+// acting on someone else's experiment is noted in the audit log.
+func (s *Server) mayChange(ctx context.Context, p auth.Principal, id, verb string) error {
+	exp, err := s.store.GetExp(ctx, id)
+	if err != nil {
+		return err
+	}
+	if exp.CreatorID == p.UserID {
+		return nil
+	}
+	owner := exp.Creator
+	if owner == "" {
+		owner = exp.CreatorID
+	}
+	if s.admins.Has(p) {
+		noteAudit(ctx, "", "as admin; owner "+owner)
+		return nil
+	}
+	return fmt.Errorf("%w: experiment %s belongs to %s; only its creator or an admin may %s it",
+		errdefs.ErrPermissionDenied, id, owner, verb)
 }
 
 // UpdateExpStatus is the expController's write path.

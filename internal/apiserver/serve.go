@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/textproto"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -14,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/auth"
 )
 
 // JSONMarshaler is how the gateway (and the CLI) write JSON: proto field
@@ -26,12 +29,26 @@ func JSONMarshaler() *runtime.JSONPb {
 	}
 }
 
+// forwardHeader decides which HTTP headers reach the gRPC services as
+// metadata: grpc-gateway's defaults (Authorization as is, Cookie and other
+// standard headers prefixed grpcgateway-) plus the token Cloudflare's edge
+// sets, which the defaults would drop. Nothing else is forwarded, so no
+// HTTP client can set metadata the server trusts, such as the controller
+// token.
+func forwardHeader(key string) (string, bool) {
+	if textproto.CanonicalMIMEHeaderKey(key) == auth.AssertionHeader {
+		return strings.ToLower(auth.AssertionHeader), true
+	}
+	return runtime.DefaultHeaderMatcher(key)
+}
+
 // Gateway returns the HTTP handler: the JSON gateway under /v1/, the OpenAPI
 // document at /openapi.json and a health check at /healthz. It reaches the
 // gRPC services through conn, so HTTP callers go through exactly the same
 // interceptors as gRPC callers.
 func Gateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error) {
-	mux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, JSONMarshaler()))
+	mux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, JSONMarshaler()),
+		runtime.WithIncomingHeaderMatcher(forwardHeader))
 	for _, reg := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
 		falconv1.RegisterExperimentServiceHandler,
 		falconv1.RegisterJobServiceHandler,
@@ -88,7 +105,10 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 		hl.Close()
 		return nil, err
 	}
-	hs := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	root := http.NewServeMux()
+	root.Handle(LoginPath, s.loginHandler())
+	root.Handle("/", gw)
+	hs := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
 
 	r := &Running{GRPCAddr: gl.Addr().String(), HTTPAddr: hl.Addr().String(), errc: make(chan error, 1)}
 	errc := make(chan error, 2)

@@ -2,13 +2,17 @@ package apiserver
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/auth"
@@ -27,6 +31,8 @@ type Server struct {
 
 	store        store.Store
 	auth         auth.Authenticator
+	controllers  *auth.ControllerSecret // nil: no controller may connect
+	admins       auth.Admins
 	feed         *changefeed.Feed
 	log          *slog.Logger
 	now          func() time.Time
@@ -50,6 +56,15 @@ type Option func(*Server)
 
 // WithAuthenticator sets how callers are identified (default: the local OS user).
 func WithAuthenticator(a auth.Authenticator) Option { return func(s *Server) { s.auth = a } }
+
+// WithControllerSecret sets the secret controllers present; without it
+// the internal methods are refused to every caller.
+func WithControllerSecret(c *auth.ControllerSecret) Option {
+	return func(s *Server) { s.controllers = c }
+}
+
+// WithAdmins sets who may abort and delete anyone's experiments.
+func WithAdmins(a auth.Admins) Option { return func(s *Server) { s.admins = a } }
 
 // WithFeed shares a change feed, e.g. with in-process controllers.
 func WithFeed(f *changefeed.Feed) Option { return func(s *Server) { s.feed = f } }
@@ -78,6 +93,7 @@ func New(st store.Store, opts ...Option) *Server {
 	s := &Server{
 		store:        st,
 		auth:         auth.Local{P: auth.LocalUser()},
+		admins:       auth.NewAdmins(),
 		feed:         changefeed.New(),
 		log:          slog.Default(),
 		now:          func() time.Time { return time.Now().UTC() },
@@ -109,32 +125,121 @@ func (s *Server) GRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	return g
 }
 
-// authenticate identifies the caller and registers them on first sight.
-func (s *Server) authenticate(ctx context.Context) (context.Context, error) {
+// authenticate identifies the caller: a call carrying the controller
+// secret is a controller (or refused, if the secret is wrong); any other
+// call is judged by the authenticator. Refusals are logged with their
+// detail, never with the credential.
+func (s *Server) authenticate(ctx context.Context, method string) (auth.Principal, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	p, err := s.auth.Authenticate(ctx, md)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := s.knownUsers.Load(p.UserID); !ok {
-		if _, err := s.store.EnsureUser(ctx, &store.User{UserID: p.UserID, Email: p.Email}); err != nil {
-			return nil, err
+	var (
+		p   auth.Principal
+		err error
+	)
+	if vals := md.Get(auth.ControllerTokenKey); len(vals) > 0 {
+		if s.controllers != nil && s.controllers.Match(vals[0]) {
+			p = auth.Controller
+		} else {
+			err = &auth.RefusedError{Reason: "invalid controller token"}
 		}
-		s.knownUsers.Store(p.UserID, struct{}{})
+	} else {
+		p, err = s.auth.Authenticate(ctx, md)
 	}
-	return auth.WithPrincipal(ctx, p), nil
+	if err != nil {
+		attrs := []any{"method", method, "from", caller(ctx, md), "reason", err.Error()}
+		var re *auth.RefusedError
+		if errors.As(err, &re) && re.Detail != nil {
+			attrs = append(attrs, "detail", re.Detail.Error())
+		}
+		s.log.Warn("request refused: not authenticated", attrs...)
+		return auth.Principal{}, err
+	}
+	return p, nil
 }
 
-// unaryInterceptor authenticates and is the single exit where domain errors
-// become gRPC statuses.
+// caller is where a call came from, for logs: the client the gateway
+// forwarded for, or the gRPC peer.
+func caller(ctx context.Context, md metadata.MD) string {
+	if xff := md.Get("x-forwarded-for"); len(xff) > 0 {
+		return xff[0]
+	}
+	if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
+		return pr.Addr.String()
+	}
+	return ""
+}
+
+// admit runs after authentication: may p call method at all, and is p
+// registered (users register themselves on their first call)?
+func (s *Server) admit(ctx context.Context, p auth.Principal, method string) error {
+	if err := authorize(p, method); err != nil {
+		s.log.Warn("request refused: not allowed", "method", method, "principal", p.UserID, "reason", err.Error())
+		return err
+	}
+	if p.IsController() {
+		return nil // acts for the system; owns nothing
+	}
+	if _, ok := s.knownUsers.Load(p.UserID); ok {
+		return nil
+	}
+	if _, err := s.store.EnsureUser(ctx, &store.User{UserID: p.UserID, Email: p.Email}); err != nil {
+		if errors.Is(err, errdefs.ErrAlreadyExists) {
+			// Cloudflare gives a person a new sub when they are removed and
+			// added again; their email still names the old one.
+			s.log.Error("user's email is registered to another user_id", "user_id", p.UserID, "email", p.Email)
+			return fmt.Errorf("%w: %s is registered to another identity (user_id); an administrator must resolve it", errdefs.ErrPermissionDenied, p.Email)
+		}
+		return err
+	}
+	s.knownUsers.Store(p.UserID, struct{}{})
+	return nil
+}
+
+// audit records a mutating call and how it ended. A failed write is
+// logged in full and does not fail the call: the caller's change (or
+// refusal) has already happened.
+func (s *Server) audit(ctx context.Context, p auth.Principal, method string, n *auditNote, callErr error) {
+	e := store.AuditEntry{
+		At: s.now(), ActorID: p.UserID, ActorEmail: p.Email, Method: method,
+		TargetID: n.target, Outcome: store.AuditOK, Detail: n.detail,
+	}
+	if callErr != nil {
+		e.Outcome = errdefs.Code(callErr).String()
+		e.Detail = strings.TrimPrefix(n.detail+"; "+callErr.Error(), "; ")
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.store.AppendAudit(actx, e); err != nil {
+		s.log.Error("audit write failed", "err", err, "actor", e.ActorID, "email", e.ActorEmail,
+			"method", e.Method, "target", e.TargetID, "outcome", e.Outcome, "detail", e.Detail)
+	}
+}
+
+// unaryInterceptor is every unary call's path: authenticate, authorize
+// and register the caller, run the handler, audit mutations, and map
+// domain errors to gRPC statuses (the single place that does).
 func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	ctx, err := s.authenticate(ctx)
+	p, err := s.authenticate(ctx, info.FullMethod)
 	if err != nil {
 		return nil, errdefs.ToStatus(err)
 	}
-	resp, err := h(ctx, req)
+	ctx = auth.WithPrincipal(ctx, p)
+	var note *auditNote
+	if r := rules[info.FullMethod]; r.audit != nil {
+		if target, record := r.audit(req); record {
+			note = &auditNote{target: target}
+			ctx = context.WithValue(ctx, auditKey{}, note)
+		}
+	}
+	var resp any
+	err = s.admit(ctx, p, info.FullMethod)
+	if err == nil {
+		resp, err = h(ctx, req)
+	}
+	if note != nil {
+		s.audit(ctx, p, info.FullMethod, note, err)
+	}
 	if err != nil {
-		if errdefs.Code(err).String() == "Internal" {
+		if errdefs.Code(err) == codes.Internal {
 			s.log.Error("internal error", "method", info.FullMethod, "err", err)
 		}
 		return nil, errdefs.ToStatus(err)
@@ -150,8 +255,12 @@ type wrappedStream struct {
 func (w wrappedStream) Context() context.Context { return w.ctx }
 
 func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	ctx, err := s.authenticate(ss.Context())
+	p, err := s.authenticate(ss.Context(), info.FullMethod)
 	if err != nil {
+		return errdefs.ToStatus(err)
+	}
+	ctx := auth.WithPrincipal(ss.Context(), p)
+	if err := s.admit(ctx, p, info.FullMethod); err != nil {
 		return errdefs.ToStatus(err)
 	}
 	return errdefs.ToStatus(h(srv, wrappedStream{ss, ctx}))

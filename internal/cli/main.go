@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -78,6 +79,13 @@ func message(err error) string {
 
 func printError(ios *iostreams.IOStreams, f *factory.Factory, cmd *cobra.Command, err error, code int, kind string, usage bool) {
 	msg := message(err)
+	if kind == codes.Unauthenticated.String() && !strings.Contains(msg, "falcon auth login") && f.Server != nil {
+		// The server refused the token (it verifies every one, whatever
+		// the CLI checked): say how to get a new one.
+		if server, serr := f.Server(); serr == nil {
+			msg += fmt.Sprintf("; run `falcon auth login --server %s`", server)
+		}
+	}
 	fmt.Fprintf(ios.ErrOut, "Error: %s\n", msg)
 	if usage && cmd != nil {
 		fmt.Fprintf(ios.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())

@@ -6,10 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	authcmd "github.com/falconhq/falcon/internal/cli/cmd/auth"
 	"github.com/falconhq/falcon/internal/cli/cmd/cluster"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp"
 	"github.com/falconhq/falcon/internal/cli/cmd/job"
 	"github.com/falconhq/falcon/internal/cli/cmd/version"
+	"github.com/falconhq/falcon/internal/cli/credentials"
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
@@ -32,9 +34,19 @@ type globalFlags struct {
 // follow the global flags once cobra has parsed them.
 func newFactory(ios *iostreams.IOStreams, getenv func(string) string) (*factory.Factory, *globalFlags) {
 	g := &globalFlags{}
-	f := &factory.Factory{IOStreams: ios, Now: time.Now}
+	f := &factory.Factory{IOStreams: ios, Now: time.Now, Getenv: getenv}
+	f.Server = func() (string, error) { return client.NormalizeServer(g.server) }
+	f.Credentials = func() (*credentials.Store, error) { return credentials.Default(getenv) }
 	f.Client = sync.OnceValues(func() (*client.Client, error) {
-		return client.New(g.server, client.WithUserAgent("falcon-cli/"+version.Current().Version))
+		server, err := f.Server()
+		if err != nil {
+			return nil, err
+		}
+		// Without HOME the cache cannot be placed; FALCON_TOKEN still works.
+		store, _ := credentials.Default(getenv)
+		tokens := credentials.Resolver{Server: server, Store: store, Getenv: getenv, Now: f.Clock()}
+		return client.New(server, client.WithUserAgent("falcon-cli/"+version.Current().Version),
+			client.WithToken(tokens.Token))
 	})
 	f.OutputFormat = func() output.Format {
 		if g.output.Value != "" {
@@ -57,9 +69,11 @@ func newCmdRoot(f *factory.Factory, g *globalFlags, getenv func(string) string) 
 slices and keeps their logs and artifacts.
 
 Every command takes -o json for scripts and agents. Exit codes: 0 ok,
-1 other error, 2 invalid input, 3 not found, 4 wrong state, 5 not allowed,
-6 server unreachable, 7 experiment did not succeed (exp wait),
-8 timed out (exp wait).`,
+1 other error, 2 invalid input, 3 not found, 4 wrong state, 5 not logged
+in or not allowed, 6 server unreachable, 7 experiment did not succeed
+(exp wait), 8 timed out (exp wait).
+
+Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -75,6 +89,7 @@ Every command takes -o json for scripts and agents. Exit codes: 0 ok,
 		exp.NewCmdExp(f),
 		job.NewCmdJob(f),
 		cluster.NewCmdCluster(f),
+		authcmd.NewCmdAuth(f),
 		version.NewCmdVersion(f, nil),
 	)
 	addServerCommands(root)

@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/stack"
 )
@@ -104,13 +106,46 @@ func checkDB(driver, dsn string) error {
 	return nil
 }
 
+// controllerSecretEnv holds the controller secret itself, for deployments
+// that inject secrets as environment variables rather than files.
+const controllerSecretEnv = "FALCON_CONTROLLER_TOKEN"
+
+// controllerSecret reads --controller-token-file, or else the environment.
+func controllerSecret(file string) (string, error) {
+	if file == "" {
+		return os.Getenv(controllerSecretEnv), nil
+	}
+	s, err := auth.ReadControllerSecret(file)
+	if err != nil {
+		return "", errdefs.Invalid("--controller-token-file", "%v", err)
+	}
+	return s, nil
+}
+
+func controllerSecretFlag(cmd *cobra.Command, file *string) {
+	cmd.Flags().StringVar(file, "controller-token-file", os.Getenv("FALCON_CONTROLLER_TOKEN_FILE"),
+		"file holding the secret shared by the API server and its controllers (env FALCON_CONTROLLER_TOKEN_FILE, or the secret itself in "+controllerSecretEnv+")")
+}
+
 func newServerCmd() *cobra.Command {
 	var cfg stack.ServerConfig
-	var level string
+	var level, secretFile string
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the API server (gRPC and HTTP gateway)",
-		Args:  cobra.NoArgs,
+		Long: `Run the API server. Every call must be authenticated:
+
+  --auth cloudflare (the default) verifies the Cloudflare Access token of
+  every call against the team's published keys. Put the HTTP address behind
+  the Access application whose AUD tag is --cf-audience.
+
+  --auth none attributes every call to the user running the server, like
+  falcon dev; it listens on loopback only unless --insecure.
+
+Controllers present the secret in --controller-token-file; they are the only
+callers of the internal methods. Admins (--admin-email) may abort and delete
+anyone's experiments; everyone else only their own.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkDB(cfg.DBDriver, cfg.DBDSN); err != nil {
 				return err
@@ -120,6 +155,12 @@ func newServerCmd() *cobra.Command {
 				return err
 			}
 			cfg.Log = log
+			if cfg.ControllerSecret, err = controllerSecret(secretFile); err != nil {
+				return err
+			}
+			if v := os.Getenv("FALCON_ADMIN_EMAILS"); v != "" && !cmd.Flags().Changed("admin-email") {
+				cfg.Admins = strings.Split(v, ",")
+			}
 			ctx, cancel := signalContext()
 			defer cancel()
 			return stack.Server(ctx, cfg)
@@ -133,12 +174,18 @@ func newServerCmd() *cobra.Command {
 	f.StringVar(&cfg.ArtifactRoot, "artifact-root", "", "where artifacts live, e.g. gs://bucket")
 	f.StringVar(&cfg.LogDir, "log-dir", "", "directory holding job logs as <job_id>/<pod>.log")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&cfg.Auth, "auth", envOr("FALCON_AUTH", stack.AuthCloudflare), "how callers are identified: cloudflare or none (env FALCON_AUTH)")
+	f.StringVar(&cfg.CFTeamDomain, "cf-team-domain", os.Getenv("FALCON_CF_TEAM_DOMAIN"), "Cloudflare Access team, e.g. myteam or myteam.cloudflareaccess.com (env FALCON_CF_TEAM_DOMAIN)")
+	f.StringVar(&cfg.CFAudience, "cf-audience", os.Getenv("FALCON_CF_AUDIENCE"), "AUD tag of the Cloudflare Access application (env FALCON_CF_AUDIENCE)")
+	f.StringArrayVar(&cfg.Admins, "admin-email", nil, "email of an admin, who may abort and delete anyone's experiments; repeatable (env FALCON_ADMIN_EMAILS, comma-separated)")
+	f.BoolVar(&cfg.Insecure, "insecure", false, "allow --auth none on a non-loopback address")
+	controllerSecretFlag(cmd, &secretFile)
 	return cmd
 }
 
 func newControllerCmd() *cobra.Command {
 	var cfg stack.ControllerConfig
-	var level string
+	var level, secretFile string
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the controllers (expController and resource manager) against an API server",
@@ -149,6 +196,9 @@ func newControllerCmd() *cobra.Command {
 				return err
 			}
 			cfg.Log = log
+			if cfg.ControllerSecret, err = controllerSecret(secretFile); err != nil {
+				return err
+			}
 			ctx, cancel := signalContext()
 			defer cancel()
 			return stack.Controller(ctx, cfg)
@@ -160,6 +210,7 @@ func newControllerCmd() *cobra.Command {
 	f.DurationVar(&cfg.Interval, "poll-interval", 5*time.Second, "safety-net poll; changes wake the controllers at once")
 	f.StringVar(&cfg.LocalCluster, "local-cluster", "", "register a cluster of this name that runs jobs as processes on this machine")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	controllerSecretFlag(cmd, &secretFile)
 	return cmd
 }
 

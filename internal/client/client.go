@@ -58,6 +58,29 @@ func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua
 // New returns a client for the server at serverURL, e.g.
 // "http://127.0.0.1:7070". A URL without a scheme is taken as http.
 func New(serverURL string, opts ...Option) (*Client, error) {
+	u, err := parseServer(serverURL)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{base: u, http: http.DefaultClient, timeout: DefaultTimeout, userAgent: "falcon-cli"}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// NormalizeServer returns serverURL as a Client names it (Server): with a
+// scheme and without a trailing slash, query or fragment. Credentials are
+// kept per normalized URL.
+func NormalizeServer(serverURL string) (string, error) {
+	u, err := parseServer(serverURL)
+	if err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+func parseServer(serverURL string) (*url.URL, error) {
 	raw := strings.TrimSpace(serverURL)
 	if raw == "" {
 		return nil, status.Error(codes.InvalidArgument, "server URL is empty; set --server or FALCON_SERVER")
@@ -70,12 +93,8 @@ func New(serverURL string, opts ...Option) (*Client, error) {
 		return nil, status.Errorf(codes.InvalidArgument, "invalid server URL %q: want http(s)://host:port", serverURL)
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawQuery, u.Fragment = "", ""
-	c := &Client{base: u, http: http.DefaultClient, timeout: DefaultTimeout, userAgent: "falcon-cli"}
-	for _, o := range opts {
-		o(c)
-	}
-	return c, nil
+	u.RawQuery, u.Fragment, u.User = "", "", nil
+	return u, nil
 }
 
 // Server is the base URL the client talks to.
@@ -141,10 +160,17 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	if c.token != nil {
 		tok, err := c.token(ctx)
 		if err != nil {
+			if _, ok := status.FromError(err); ok {
+				return nil, err // already says what to do (e.g. log in again)
+			}
 			return nil, status.Errorf(codes.Unauthenticated, "getting credentials: %v", err)
 		}
 		if tok != "" {
+			// Authorization for the Falcon server; Cf-Access-Token for
+			// Cloudflare Access in front of it, which does not read
+			// Authorization.
 			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Cf-Access-Token", tok)
 		}
 	}
 	resp, err := c.http.Do(req)

@@ -12,10 +12,22 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
+	"github.com/falconhq/falcon/internal/auth"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
+	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/provider/local"
 	"github.com/falconhq/falcon/internal/resourcemanager"
+)
+
+// How `falcon server` identifies callers.
+const (
+	// AuthCloudflare verifies Cloudflare Access tokens on every call.
+	AuthCloudflare = "cloudflare"
+	// AuthNone attributes every call to the OS user running the server,
+	// like `falcon dev`; it is refused on non-loopback addresses unless
+	// Insecure is set.
+	AuthNone = "none"
 )
 
 // ServerConfig configures `falcon server`.
@@ -28,23 +40,81 @@ type ServerConfig struct {
 	ArtifactRoot string // gs://bucket, or a directory
 	LogDir       string
 	Log          *slog.Logger
+
+	Auth string // AuthCloudflare or AuthNone
+	// CFTeamDomain and CFAudience say which Cloudflare Access tokens are
+	// accepted: the team (myteam, or myteam.cloudflareaccess.com) and the
+	// application's AUD tag.
+	CFTeamDomain string
+	CFAudience   string
+	// Admins may abort and delete anyone's experiments (emails).
+	Admins []string
+	// ControllerSecret is the secret controllers present; required.
+	ControllerSecret string
+	// Insecure allows AuthNone on a non-loopback address.
+	Insecure bool
+	// Ready, if set, is called once the API is serving.
+	Ready func(httpAddr, grpcAddr string)
+}
+
+// serverAuth builds the authenticator cfg asks for.
+func serverAuth(ctx context.Context, cfg ServerConfig) (auth.Authenticator, error) {
+	switch cfg.Auth {
+	case AuthCloudflare:
+		issuer, err := auth.TeamIssuer(cfg.CFTeamDomain)
+		if err != nil {
+			return nil, errdefs.Invalid("--cf-team-domain", "%v", err)
+		}
+		if cfg.CFAudience == "" {
+			return nil, errdefs.Invalid("--cf-audience", "is required with --auth cloudflare: the AUD tag of the Access application")
+		}
+		return auth.NewCloudflareAccess(ctx, auth.CloudflareConfig{Issuer: issuer, Audience: cfg.CFAudience})
+	case AuthNone:
+		if err := checkLoopback("--http-addr", cfg.HTTPAddr, cfg.Insecure, "falcon server --auth none"); err != nil {
+			return nil, err
+		}
+		if err := checkLoopback("--grpc-addr", cfg.GRPCAddr, cfg.Insecure, "falcon server --auth none"); err != nil {
+			return nil, err
+		}
+		return auth.Local{P: auth.LocalUser()}, nil
+	}
+	return nil, errdefs.Invalid("--auth", "%q is not supported; allowed: %s, %s", cfg.Auth, AuthCloudflare, AuthNone)
 }
 
 // Server runs the API server until ctx is done.
 func Server(ctx context.Context, cfg ServerConfig) error {
 	log := orDiscard(cfg.Log)
+	authn, err := serverAuth(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if cfg.ControllerSecret == "" {
+		return errdefs.Invalid("--controller-token-file", "is required (or set FALCON_CONTROLLER_TOKEN): the secret Falcon's controllers present")
+	}
+	controllers, err := auth.NewControllerSecret(cfg.ControllerSecret)
+	if err != nil {
+		return errdefs.Invalid("--controller-token-file", "%v", err)
+	}
 	st, err := OpenStore(ctx, cfg.DBDriver, cfg.DBDSN, cfg.Migrate)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	srv := apiserver.New(st, apiserver.WithLogger(log),
+		apiserver.WithAuthenticator(authn), apiserver.WithControllerSecret(controllers),
+		apiserver.WithAdmins(auth.NewAdmins(cfg.Admins...)),
 		apiserver.WithArtifactRoot(cfg.ArtifactRoot), apiserver.WithLogDir(cfg.LogDir))
+	if cfg.Auth == AuthNone {
+		log.Warn("authentication is off: every call is attributed to the user running the server", "user", auth.LocalUser().Email)
+	}
 	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)
 	if err != nil {
 		return err
 	}
-	log.Info("falcon server serving", "http", running.HTTPAddr, "grpc", running.GRPCAddr)
+	log.Info("falcon server serving", "http", running.HTTPAddr, "grpc", running.GRPCAddr, "auth", cfg.Auth, "admins", len(cfg.Admins))
+	if cfg.Ready != nil {
+		cfg.Ready(running.HTTPAddr, running.GRPCAddr)
+	}
 	return running.Wait()
 }
 
@@ -65,7 +135,9 @@ type ControllerConfig struct {
 	// LocalCluster, if set, registers a cluster of that name whose jobs run
 	// as processes on this controller's machine.
 	LocalCluster string
-	Log          *slog.Logger
+	// ControllerSecret is the secret shared with the API server; required.
+	ControllerSecret string
+	Log              *slog.Logger
 }
 
 // Controller runs the expController and the resource manager against an API
@@ -75,7 +147,13 @@ func Controller(ctx context.Context, cfg ControllerConfig) error {
 	if cfg.Server == "" {
 		return errors.New("the API server's gRPC address is required")
 	}
-	conn, err := dial(cfg.Server)
+	if cfg.ControllerSecret == "" {
+		return errdefs.Invalid("--controller-token-file", "is required (or set FALCON_CONTROLLER_TOKEN): the secret the API server was given")
+	}
+	if _, err := auth.NewControllerSecret(cfg.ControllerSecret); err != nil {
+		return errdefs.Invalid("--controller-token-file", "%v", err)
+	}
+	conn, err := dial(cfg.Server, cfg.ControllerSecret)
 	if err != nil {
 		return err
 	}
@@ -84,6 +162,9 @@ func Controller(ctx context.Context, cfg ControllerConfig) error {
 		if _, err := falconv1.NewClusterServiceClient(conn).RegisterCluster(ctx, &falconv1.RegisterClusterRequest{
 			Cluster: &falconv1.Cluster{Name: cfg.LocalCluster, Backend: local.BackendName, Location: "localhost"},
 		}); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while registering
+			}
 			return fmt.Errorf("register local cluster %s: %w", cfg.LocalCluster, err)
 		}
 	}

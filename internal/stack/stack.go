@@ -17,8 +17,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/falconhq/falcon/internal/apiserver"
+	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/changefeed"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
+	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/provider/local"
@@ -54,10 +56,11 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	for _, a := range []string{cfg.HTTPAddr, cfg.GRPCAddr} {
-		if err := checkLoopback(a, cfg.Insecure); err != nil {
-			return err
-		}
+	if err := checkLoopback("--http-addr", cfg.HTTPAddr, cfg.Insecure, "falcon dev"); err != nil {
+		return err
+	}
+	if err := checkLoopback("--grpc-addr", cfg.GRPCAddr, cfg.Insecure, "falcon dev"); err != nil {
+		return err
 	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
@@ -86,8 +89,15 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The in-process controllers still present a controller secret, as in
+	// production; it lives only as long as this process.
+	secret := auth.GenerateControllerSecret()
+	controllers, err := auth.NewControllerSecret(secret)
+	if err != nil {
+		return err
+	}
 	feed := changefeed.New()
-	srv := apiserver.New(st,
+	srv := apiserver.New(st, apiserver.WithControllerSecret(controllers),
 		apiserver.WithFeed(feed), apiserver.WithLogger(log),
 		apiserver.WithArtifactRoot(dataDir), apiserver.WithLogDir(filepath.Join(dataDir, "logs")))
 	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)
@@ -110,7 +120,7 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 		log.Warn("jobs whose processes did not survive the restart will be failed", "jobs", lost)
 	}
 
-	conn, err := dial(running.GRPCAddr)
+	conn, err := dial(running.GRPCAddr, secret)
 	if err != nil {
 		return err
 	}
@@ -168,15 +178,19 @@ func OpenStore(ctx context.Context, driver, dsn string, migrate bool) (*sqlstore
 	return st, nil
 }
 
-func dial(addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// dial connects a controller to the API server's gRPC address, presenting
+// the controller secret on every call.
+func dial(addr, controllerSecret string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(auth.ControllerCredentials(controllerSecret)))
 }
 
-// checkLoopback refuses to expose an unauthenticated API beyond this machine.
-func checkLoopback(addr string, insecureOK bool) error {
+// checkLoopback refuses to expose an unauthenticated API (of what, e.g.
+// "falcon dev") beyond this machine; flag names the address's flag.
+func checkLoopback(flag, addr string, insecureOK bool, what string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("address %q: %w", addr, err)
+		return errdefs.Invalid(flag, "%q: %v", addr, err)
 	}
 	if insecureOK {
 		return nil
@@ -187,7 +201,7 @@ func checkLoopback(addr string, insecureOK bool) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("address %q is not loopback: falcon dev has no authentication, so it listens on 127.0.0.1 only (pass --insecure to override)", addr)
+	return errdefs.Invalid(flag, "%q is not loopback: %s has no authentication, so it listens on 127.0.0.1 only (pass --insecure to override)", addr, what)
 }
 
 // lockDir takes an exclusive lock on the data dir so two `falcon dev`

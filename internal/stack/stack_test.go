@@ -18,7 +18,7 @@ func TestCheckLoopback(t *testing.T) {
 		{"nonsense", false, false},
 	}
 	for _, tt := range tests {
-		err := checkLoopback(tt.addr, tt.insecure)
+		err := checkLoopback("--http-addr", tt.addr, tt.insecure, "falcon dev")
 		if (err == nil) != tt.ok {
 			t.Errorf("checkLoopback(%q, %v) = %v, want ok=%v", tt.addr, tt.insecure, err, tt.ok)
 		}

@@ -137,6 +137,30 @@ type User struct {
 	CreatedAt time.Time
 }
 
+// AuditEntry is one mutating call: who made it, what it was, on which
+// entity, when, and how it ended.
+type AuditEntry struct {
+	Seq        int64 // set by the store; higher is later
+	At         time.Time
+	ActorID    string // the principal's user_id
+	ActorEmail string // empty for service principals
+	Method     string // the full gRPC method, e.g. /falcon.v1.ExperimentService/AbortExp
+	TargetID   string // the experiment or cluster acted on, when there is one
+	Outcome    string // "ok", or the gRPC code of the refusal or failure
+	Detail     string
+}
+
+// AuditOK is the Outcome of a call that succeeded.
+const AuditOK = "ok"
+
+// AuditFilter selects audit entries; empty fields match everything.
+// Newest first.
+type AuditFilter struct {
+	Page
+	TargetID string
+	ActorID  string
+}
+
 // StatusUpdate moves one entity to Status with Reason and Message, provided
 // it is still in Expected. Expected is required: there is no blind update.
 type StatusUpdate struct {
@@ -227,6 +251,10 @@ type Store interface {
 	// stored row. Concurrent first calls for one user create one row.
 	EnsureUser(ctx context.Context, u *User) (*User, error)
 	ListUsers(ctx context.Context) ([]*User, error)
+
+	// AppendAudit records one mutating call. A zero At means now.
+	AppendAudit(ctx context.Context, e AuditEntry) error
+	ListAudit(ctx context.Context, f AuditFilter) (items []*AuditEntry, next string, err error)
 
 	Close() error
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/cli/credentials"
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
@@ -221,7 +223,8 @@ type Streams struct {
 }
 
 // NewFactory returns a Factory talking to serverURL with buffered streams,
-// the given output format and the fixed clock Now.
+// the given output format, the fixed clock Now, an empty environment and a
+// credentials file in a temp dir.
 func NewFactory(t testing.TB, serverURL string, format output.Format) (*factory.Factory, *Streams) {
 	t.Helper()
 	ios, in, out, errOut := iostreams.Test()
@@ -229,9 +232,12 @@ func NewFactory(t testing.TB, serverURL string, format output.Format) (*factory.
 	if err != nil {
 		t.Fatal(err)
 	}
+	store := &credentials.Store{Path: filepath.Join(t.TempDir(), credentials.FileName)}
 	f := &factory.Factory{
 		IOStreams:    ios,
 		Client:       func() (*client.Client, error) { return c, nil },
+		Server:       func() (string, error) { return c.Server(), nil },
+		Credentials:  func() (*credentials.Store, error) { return store, nil },
 		OutputFormat: func() output.Format { return format },
 		Now:          func() time.Time { return Now },
 	}

@@ -3,6 +3,7 @@ package factory
 import (
 	"time"
 
+	"github.com/falconhq/falcon/internal/cli/credentials"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
 	"github.com/falconhq/falcon/internal/output"
@@ -14,8 +15,16 @@ import (
 // client at all.
 type Factory struct {
 	IOStreams *iostreams.IOStreams
-	// Client returns the API client; it is built on first use.
+	// Client returns the API client; it is built on first use. It attaches
+	// the server's token (see credentials.Resolver).
 	Client func() (*client.Client, error)
+	// Server returns the --server URL, normalized (client.NormalizeServer).
+	Server func() (string, error)
+	// Credentials returns the token cache.
+	Credentials func() (*credentials.Store, error)
+	// Getenv reads the invocation's environment (FALCON_TOKEN); nil means
+	// an empty environment.
+	Getenv func(string) string
 	// OutputFormat is the format of -o, or the default for this stdout:
 	// table on a terminal, json otherwise.
 	OutputFormat func() output.Format
@@ -27,6 +36,14 @@ type Factory struct {
 // with hints on stderr.
 func (f *Factory) Printer() *output.Printer {
 	return output.New(f.IOStreams.Out, f.IOStreams.ErrOut, f.OutputFormat(), f.Clock())
+}
+
+// Env reads the environment through f.Getenv.
+func (f *Factory) Env(key string) string {
+	if f.Getenv == nil {
+		return ""
+	}
+	return f.Getenv(key)
 }
 
 // Clock returns f.Now, or time.Now when unset.

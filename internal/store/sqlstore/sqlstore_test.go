@@ -61,6 +61,8 @@ func runSuite(t *testing.T, open opener) {
 		{"Clusters", testClusters},
 		{"DeleteCluster", testDeleteCluster},
 		{"EnsureUser", testEnsureUser},
+		{"EnsureServicePrincipal", testEnsureServicePrincipal},
+		{"Audit", testAudit},
 		{"MigrateTwice", testMigrateTwice},
 	}
 	for _, tc := range tests {
@@ -1105,6 +1107,89 @@ func testEnsureUser(t *testing.T, e env) {
 	}
 	if diff := cmp.Diff(wantUsers, users); diff != "" {
 		t.Errorf("ListUsers (-want +got):\n%s", diff)
+	}
+}
+
+// A Cloudflare Access service token has no email: its principal is
+// registered under its own ID with a NULL email, concurrently as safely as
+// a person, and any number of them coexist.
+func testEnsureServicePrincipal(t *testing.T, e env) {
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = e.s.EnsureUser(ctx, &store.User{UserID: "service:ci-bot.access"})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.s.EnsureUser(ctx, &store.User{UserID: "service:agent.access"}); err != nil {
+		t.Fatal(err)
+	}
+	users, err := e.s.ListUsers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*store.User{{UserID: "service:agent.access", CreatedAt: t0us}, {UserID: "service:ci-bot.access", CreatedAt: t0us}}
+	if diff := cmp.Diff(want, users); diff != "" {
+		t.Errorf("ListUsers (-want +got):\n%s", diff)
+	}
+}
+
+func testAudit(t *testing.T, e env) {
+	entries := []store.AuditEntry{
+		{ActorID: "u-ada", ActorEmail: "ada@example.com", Method: "/falcon.v1.ExperimentService/CreateExp", TargetID: "exp-1", Outcome: store.AuditOK, Detail: "name=one"},
+		{ActorID: "u-bob", ActorEmail: "bob@example.com", Method: "/falcon.v1.ExperimentService/AbortExp", TargetID: "exp-1", Outcome: "PermissionDenied", Detail: "belongs to ada@example.com"},
+		{ActorID: "service:ci", Method: "/falcon.v1.ClusterService/RegisterCluster", TargetID: "edge", Outcome: store.AuditOK},
+		// Too long for its columns: cut to fit, never refused, never
+		// split inside a character.
+		{ActorID: "u-ada", ActorEmail: "ada@example.com", Method: "/falcon.v1.ExperimentService/CreateExp",
+			TargetID: strings.Repeat("é", 200), Outcome: "InvalidArgument", Detail: strings.Repeat("ü", 5000)},
+	}
+	for i, en := range entries {
+		e.clk.Advance(time.Second)
+		if err := e.s.AppendAudit(ctx, en); err != nil {
+			t.Fatalf("AppendAudit #%d: %v", i, err)
+		}
+	}
+	if err := e.s.AppendAudit(ctx, store.AuditEntry{Method: "m", Outcome: "ok"}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("AppendAudit(no actor) = %v, want ErrInvalid", err)
+	}
+
+	all, next, err := e.s.ListAudit(ctx, store.AuditFilter{})
+	if err != nil || next != "" || len(all) != 4 {
+		t.Fatalf("ListAudit = %d entries, next %q, %v", len(all), next, err)
+	}
+	long := all[0]
+	if long.TargetID != strings.Repeat("é", 127) || long.Detail != strings.Repeat("ü", 2048) {
+		t.Errorf("long entry stored as target %d bytes, detail %d bytes", len(long.TargetID), len(long.Detail))
+	}
+	want := []*store.AuditEntry{
+		{Seq: all[2].Seq, At: t0us.Add(2 * time.Second), ActorID: "u-bob", ActorEmail: "bob@example.com", Method: "/falcon.v1.ExperimentService/AbortExp", TargetID: "exp-1", Outcome: "PermissionDenied", Detail: "belongs to ada@example.com"},
+		{Seq: all[3].Seq, At: t0us.Add(time.Second), ActorID: "u-ada", ActorEmail: "ada@example.com", Method: "/falcon.v1.ExperimentService/CreateExp", TargetID: "exp-1", Outcome: "ok", Detail: "name=one"},
+	}
+	got, _, err := e.s.ListAudit(ctx, store.AuditFilter{TargetID: "exp-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ListAudit(target exp-1) (-want +got):\n%s", diff)
+	}
+	if !(all[0].Seq > all[1].Seq && all[1].Seq > all[2].Seq) {
+		t.Errorf("entries not newest first: seqs %d, %d, %d", all[0].Seq, all[1].Seq, all[2].Seq)
+	}
+
+	page1, next, err := e.s.ListAudit(ctx, store.AuditFilter{ActorID: "u-ada", Page: store.Page{Size: 1}})
+	if err != nil || len(page1) != 1 || next == "" {
+		t.Fatalf("page 1: %d entries, next %q, %v", len(page1), next, err)
+	}
+	page2, next, err := e.s.ListAudit(ctx, store.AuditFilter{ActorID: "u-ada", Page: store.Page{Size: 1, Token: next}})
+	if err != nil || len(page2) != 1 || next != "" || page2[0].Detail != "name=one" {
+		t.Fatalf("page 2: %+v, next %q, %v", page2, next, err)
 	}
 }
 

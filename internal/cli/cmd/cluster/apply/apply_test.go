@@ -153,7 +153,7 @@ func TestApplyRefusesBadFile(t *testing.T) {
 
 // Against a real API server: apply, re-apply, dry-run, then prune.
 func TestApplyRealServer(t *testing.T) {
-	env := apitest.Start(t, map[string]string{"local": "local"})
+	env := apitest.Start(t, map[string]string{"local": "kubernetes"})
 	path := writeFile(t, "clusters.yaml", registry)
 	run := func(args ...string) (string, string) {
 		t.Helper()
@@ -182,7 +182,7 @@ func TestApplyRealServer(t *testing.T) {
 		t.Errorf("dry-run prune:\n%s%s", out, notes)
 	}
 	run("--prune")
-	clusters, err := falconv1.NewClusterServiceClient(env.Conn).ListClusters(context.Background(), &falconv1.ListClustersRequest{})
+	clusters, err := falconv1.NewClusterServiceClient(env.UserConn).ListClusters(context.Background(), &falconv1.ListClustersRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

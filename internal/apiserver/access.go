@@ -1,0 +1,123 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/errdefs"
+)
+
+// callers says who may call a method.
+type callers int
+
+const (
+	// forUsers: people and service tokens. Controllers act for the system
+	// and never create, abort or delete on anyone's behalf.
+	forUsers callers = iota + 1
+	// forAll: users and controllers (reads, and RegisterCluster, which a
+	// controller calls for the cluster it runs on).
+	forAll
+	// forControllers: the internal methods. They have no HTTP route, and
+	// a user calling them over gRPC, admins included, is refused.
+	forControllers
+)
+
+// rule is how the server treats one method.
+type rule struct {
+	callers callers
+	// audit, when set, makes the call a mutation recorded in the audit
+	// log. It names the entity the request acts on, and reports false for
+	// requests that change nothing (validate_only, dry_run).
+	audit func(req any) (target string, record bool)
+}
+
+// rules classifies every method the server registers; a method missing
+// here is refused to everyone (TestEveryMethodIsClassified keeps the table
+// complete).
+var rules = map[string]rule{
+	falconv1.ExperimentService_CreateExp_FullMethodName: {forUsers, func(r any) (string, bool) {
+		req := r.(*falconv1.CreateExpRequest)
+		return req.GetExperiment().GetName(), !req.GetValidateOnly()
+	}},
+	falconv1.ExperimentService_AbortExp_FullMethodName: {forUsers, func(r any) (string, bool) {
+		return r.(*falconv1.AbortExpRequest).GetId(), true
+	}},
+	falconv1.ExperimentService_DeleteExp_FullMethodName: {forUsers, func(r any) (string, bool) {
+		return r.(*falconv1.DeleteExpRequest).GetId(), true
+	}},
+	falconv1.ExperimentService_GetExp_FullMethodName:          {callers: forAll},
+	falconv1.ExperimentService_ListExps_FullMethodName:        {callers: forAll},
+	falconv1.ExperimentService_GetExpLogs_FullMethodName:      {callers: forAll},
+	falconv1.ExperimentService_UpdateExpStatus_FullMethodName: {callers: forControllers},
+
+	falconv1.JobService_GetJob_FullMethodName:          {callers: forAll},
+	falconv1.JobService_ListJobs_FullMethodName:        {callers: forAll},
+	falconv1.JobService_UpdateJobStatus_FullMethodName: {callers: forControllers},
+	falconv1.JobService_AbortJob_FullMethodName:        {callers: forControllers},
+	falconv1.JobService_WatchChanges_FullMethodName:    {callers: forControllers},
+
+	falconv1.ArtifactService_GetArtifact_FullMethodName:          {callers: forAll},
+	falconv1.ArtifactService_ListArtifacts_FullMethodName:        {callers: forAll},
+	falconv1.ArtifactService_UpdateArtifactStatus_FullMethodName: {callers: forControllers},
+
+	falconv1.ClusterService_GetCluster_FullMethodName:   {callers: forAll},
+	falconv1.ClusterService_ListClusters_FullMethodName: {callers: forAll},
+	falconv1.ClusterService_RegisterCluster_FullMethodName: {forAll, func(r any) (string, bool) {
+		return r.(*falconv1.RegisterClusterRequest).GetCluster().GetName(), true
+	}},
+	falconv1.ClusterService_ApplyClusters_FullMethodName: {forUsers, func(r any) (string, bool) {
+		return "", !r.(*falconv1.ApplyClustersRequest).GetDryRun()
+	}},
+	falconv1.ClusterService_SetClusterStatus_FullMethodName: {forUsers, func(r any) (string, bool) {
+		return r.(*falconv1.SetClusterStatusRequest).GetName(), true
+	}},
+
+	falconv1.UserService_GetCurrentUser_FullMethodName: {callers: forUsers},
+	falconv1.UserService_ListUsers_FullMethodName:      {callers: forAll},
+}
+
+// authorize decides whether p may call method at all; what it may do to a
+// particular entity is the handler's to check (see mayChange).
+func authorize(p auth.Principal, method string) error {
+	r, ok := rules[method]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %s is not open to any caller", errdefs.ErrPermissionDenied, method)
+	case r.callers == forControllers && !p.IsController():
+		return fmt.Errorf("%w: %s is internal to Falcon's controllers", errdefs.ErrPermissionDenied, method)
+	case r.callers == forUsers && p.IsController():
+		return fmt.Errorf("%w: controllers may not call %s", errdefs.ErrPermissionDenied, method)
+	}
+	return nil
+}
+
+// auditNote is the audit record of the call in progress; handlers refine
+// what the request alone cannot say (the ID of what was created, what an
+// apply changed).
+type auditNote struct {
+	target string
+	detail string
+}
+
+type auditKey struct{}
+
+// noteAudit sets the target (when not empty) of the current call's audit
+// record and adds detail to it; calls that are not audited ignore it.
+func noteAudit(ctx context.Context, target, detail string) {
+	n, ok := ctx.Value(auditKey{}).(*auditNote)
+	if !ok {
+		return
+	}
+	if target != "" {
+		n.target = target
+	}
+	switch {
+	case detail == "":
+	case n.detail == "":
+		n.detail = detail
+	default:
+		n.detail += "; " + detail
+	}
+}

@@ -1,0 +1,492 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/apiserver"
+	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/auth/authtest"
+	"github.com/falconhq/falcon/internal/store"
+	"github.com/falconhq/falcon/internal/store/sqlstore"
+	"github.com/falconhq/falcon/internal/testenv/apitest"
+	"github.com/falconhq/falcon/internal/testenv/dbtest"
+)
+
+// syncBuffer collects log output written from many goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+const admin = "root@example.com"
+
+// cfEnv is an API server that verifies Cloudflare Access tokens of iss.
+type cfEnv struct {
+	*apitest.Env
+	iss  *authtest.Issuer
+	logs *syncBuffer
+}
+
+// startCF serves on st, or on a new SQLite database when st is nil.
+func startCF(t *testing.T, st *sqlstore.Store) *cfEnv {
+	t.Helper()
+	iss := authtest.NewIssuer(t)
+	cf, err := auth.NewCloudflareAccess(context.Background(), iss.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	o := apitest.Options{
+		Clusters: map[string]string{"local": "local"},
+		Server: []apiserver.Option{
+			apiserver.WithAuthenticator(cf), apiserver.WithAdmins(auth.NewAdmins(admin)),
+			apiserver.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		},
+	}
+	o.Store = st
+	return &cfEnv{Env: apitest.StartWith(t, o), iss: iss, logs: logs}
+}
+
+// as returns ctx calling as the holder of tok, over gRPC.
+func as(tok string) context.Context {
+	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
+}
+
+// get calls the HTTP gateway with extra headers and returns the status and
+// the decoded body.
+func (e *cfEnv) get(t *testing.T, method, path, body string, header http.Header) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+e.HTTPAddr+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return resp.StatusCode, out
+}
+
+func TestTokensOverGRPCAndHTTP(t *testing.T) {
+	e := startCF(t, nil)
+	exps := falconv1.NewExperimentServiceClient(e.UserConn)
+	refused := authtest.RefusedTokens(t, e.iss)
+	for _, tc := range refused {
+		t.Run(tc.Name, func(t *testing.T) {
+			_, err := exps.ListExps(as(tc.Token), &falconv1.ListExpsRequest{})
+			if st := status.Convert(err); st.Code() != codes.Unauthenticated || !strings.Contains(st.Message(), tc.Reason) {
+				t.Errorf("gRPC: %v; want Unauthenticated mentioning %q", err, tc.Reason)
+			}
+			code, body := e.get(t, "GET", "/v1/experiments", "", http.Header{auth.AssertionHeader: {tc.Token}})
+			if msg, _ := body["message"].(string); code != http.StatusUnauthorized || !strings.Contains(msg, tc.Reason) {
+				t.Errorf("HTTP: %d %v; want 401 mentioning %q", code, body, tc.Reason)
+			}
+		})
+	}
+	t.Run("no token", func(t *testing.T) {
+		_, err := exps.ListExps(context.Background(), &falconv1.ListExpsRequest{})
+		if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "falcon auth login") {
+			t.Errorf("gRPC: %v", err)
+		}
+		if code, body := e.get(t, "GET", "/v1/experiments", "", nil); code != http.StatusUnauthorized {
+			t.Errorf("HTTP: %d %v", code, body)
+		}
+	})
+
+	good := e.iss.Token("alice@example.com")
+	t.Run("valid", func(t *testing.T) {
+		for name, ctx := range map[string]context.Context{
+			"bearer":    as(good),
+			"assertion": metadata.AppendToOutgoingContext(context.Background(), "cf-access-jwt-assertion", good),
+		} {
+			if _, err := exps.ListExps(ctx, &falconv1.ListExpsRequest{}); err != nil {
+				t.Errorf("gRPC with %s: %v", name, err)
+			}
+		}
+		for name, h := range map[string]http.Header{
+			"assertion header": {auth.AssertionHeader: {good}},
+			"cookie":           {"Cookie": {"other=1; " + auth.AuthCookie + "=" + good}},
+			"bearer":           {"Authorization": {"Bearer " + good}},
+		} {
+			code, body := e.get(t, "GET", "/v1/users/me", "", h)
+			if code != http.StatusOK || body["email"] != "alice@example.com" || body["user_id"] != "sub-alice@example.com" {
+				t.Errorf("HTTP with %s: %d %v", name, code, body)
+			}
+		}
+	})
+
+	logs := e.logs.String()
+	for _, tc := range append(refused, authtest.Refused{Name: "valid", Token: good}) {
+		if len(tc.Token) > 20 && strings.Contains(logs, tc.Token) {
+			t.Errorf("the server logged the %s token", tc.Name)
+		}
+	}
+	if !strings.Contains(logs, "request refused") || !strings.Contains(logs, "token expired") {
+		t.Errorf("refusals are not logged with their reason:\n%s", logs)
+	}
+}
+
+func TestServiceTokenIsAPrincipal(t *testing.T) {
+	e := startCF(t, nil)
+	tok := authtest.Sign(e.iss.Key(), e.iss.ServiceClaims("ci-bot.access"))
+	exp, err := falconv1.NewExperimentServiceClient(e.UserConn).CreateExp(as(tok), &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
+		Name: "from-ci", RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp.GetCreator() != "ci-bot.access" || exp.GetCreatorId() != "service:ci-bot.access" {
+		t.Errorf("creator %q (%q), want the service token's common_name", exp.GetCreator(), exp.GetCreatorId())
+	}
+	users, err := e.Store.ListUsers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"service:ci-bot.access", ""}, []string{users[0].UserID, users[0].Email}); len(users) != 1 || diff != "" {
+		t.Errorf("users %+v", users)
+	}
+}
+
+func TestKeyRotationThroughTheServer(t *testing.T) {
+	e := startCF(t, nil)
+	h := func(tok string) http.Header { return http.Header{auth.AssertionHeader: {tok}} }
+	if code, body := e.get(t, "GET", "/v1/users/me", "", h(e.iss.Token("a@example.com"))); code != 200 {
+		t.Fatalf("before rotation: %d %v", code, body)
+	}
+	next := authtest.NewKey(t, "key-2")
+	e.iss.Serve(e.iss.Key(), next)
+	if code, body := e.get(t, "GET", "/v1/users/me", "", h(authtest.Sign(next, e.iss.UserClaims("a@example.com")))); code != 200 {
+		t.Fatalf("new kid after rotation, no restart: %d %v", code, body)
+	}
+}
+
+func TestConcurrentFirstRequestsCreateOneUser(t *testing.T) {
+	for _, db := range []struct {
+		name string
+		open func(testing.TB, ...sqlstore.Option) *sqlstore.Store
+	}{{"SQLite", dbtest.NewSQLite}, {"MariaDB", dbtest.NewMySQL}} {
+		t.Run(db.name, func(t *testing.T) {
+			e := startCF(t, db.open(t))
+			tok := e.iss.Token("new@example.com")
+			const n = 24
+			var wg sync.WaitGroup
+			errs := make([]error, n)
+			for i := range n {
+				wg.Go(func() {
+					if i%2 == 0 {
+						_, errs[i] = falconv1.NewUserServiceClient(e.UserConn).GetCurrentUser(as(tok), &falconv1.GetCurrentUserRequest{})
+						return
+					}
+					if code, body := e.get(t, "GET", "/v1/experiments", "", http.Header{"Authorization": {"Bearer " + tok}}); code != 200 {
+						errs[i] = fmt.Errorf("HTTP %d %v", code, body)
+					}
+				})
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			users, err := e.Store.ListUsers(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(users) != 1 || users[0].UserID != "sub-new@example.com" || users[0].Email != "new@example.com" {
+				t.Errorf("users after %d concurrent first requests: %+v", n, users)
+			}
+		})
+	}
+}
+
+func TestOwnership(t *testing.T) {
+	e := startCF(t, nil)
+	alice, bob, root := e.iss.Token("alice@example.com"), e.iss.Token("bob@example.com"), e.iss.Token(admin)
+	exps := falconv1.NewExperimentServiceClient(e.UserConn)
+	exp, err := exps.CreateExp(as(alice), &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
+		Name: "alices", RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := exp.GetId()
+	if exp.GetCreator() != "alice@example.com" || exp.GetCreatorId() != "sub-alice@example.com" {
+		t.Fatalf("creator %q / %q", exp.GetCreator(), exp.GetCreatorId())
+	}
+
+	// Anyone authenticated may read.
+	if _, err := exps.GetExp(as(bob), &falconv1.GetExpRequest{Id: id}); err != nil {
+		t.Fatalf("bob reading alice's experiment: %v", err)
+	}
+	// Bob may not abort it, over gRPC or HTTP; the refusal names the owner.
+	_, err = exps.AbortExp(as(bob), &falconv1.AbortExpRequest{Id: id})
+	if st := status.Convert(err); st.Code() != codes.PermissionDenied || !strings.Contains(st.Message(), "alice@example.com") {
+		t.Fatalf("bob aborting: %v; want PermissionDenied naming alice", err)
+	}
+	if code, body := e.get(t, "POST", "/v1/experiments/"+id+":abort", "{}", http.Header{auth.AssertionHeader: {bob}}); code != http.StatusForbidden {
+		t.Fatalf("bob aborting over HTTP: %d %v", code, body)
+	}
+	if got, err := exps.GetExp(as(alice), &falconv1.GetExpRequest{Id: id}); err != nil || got.GetStatus() != "Created" {
+		t.Fatalf("after bob's refused abort the experiment is %s (%v)", got.GetStatus(), err)
+	}
+	// An admin may.
+	if _, err := exps.AbortExp(as(root), &falconv1.AbortExpRequest{Id: id, Reason: "cleanup"}); err != nil {
+		t.Fatalf("admin aborting: %v", err)
+	}
+	// The controllers finish the abort.
+	if _, err := falconv1.NewExperimentServiceClient(e.Conn).UpdateExpStatus(context.Background(), &falconv1.UpdateExpStatusRequest{
+		Id: id, ExpectedStatus: "Aborting", Status: "Aborted"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = exps.DeleteExp(as(bob), &falconv1.DeleteExpRequest{Id: id})
+	if st := status.Convert(err); st.Code() != codes.PermissionDenied || !strings.Contains(st.Message(), "alice@example.com") {
+		t.Fatalf("bob deleting: %v; want PermissionDenied naming alice", err)
+	}
+	if _, err := exps.DeleteExp(as(alice), &falconv1.DeleteExpRequest{Id: id}); err != nil {
+		t.Fatalf("alice deleting her own: %v", err)
+	}
+
+	entries, _, err := e.Store.ListAudit(context.Background(), store.AuditFilter{TargetID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ Actor, Method, Outcome, Detail string }
+	var got []row
+	for i := len(entries) - 1; i >= 0; i-- { // oldest first reads as a story
+		en := entries[i]
+		method := en.Method[strings.LastIndex(en.Method, "/")+1:]
+		got = append(got, row{en.ActorEmail, method, en.Outcome, en.Detail})
+	}
+	want := []row{
+		{"alice@example.com", "CreateExp", "ok", "name=alices"},
+		{"bob@example.com", "AbortExp", "PermissionDenied", "experiment " + id + " belongs to alice@example.com; only its creator or an admin may abort it"},
+		{"bob@example.com", "AbortExp", "PermissionDenied", "experiment " + id + " belongs to alice@example.com; only its creator or an admin may abort it"},
+		{admin, "AbortExp", "ok", "as admin; owner alice@example.com; changed=true"},
+		{"bob@example.com", "DeleteExp", "PermissionDenied", "experiment " + id + " belongs to alice@example.com; only its creator or an admin may delete it"},
+		{"alice@example.com", "DeleteExp", "ok", ""},
+	}
+	for i := range got {
+		got[i].Detail = strings.TrimPrefix(got[i].Detail, "permission denied: ")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("audit log of %s (-want +got):\n%s", id, diff)
+	}
+	for _, en := range entries {
+		if en.At.IsZero() || en.ActorID == "" {
+			t.Errorf("audit entry without time or actor: %+v", en)
+		}
+	}
+}
+
+func TestInternalMethodsAreTheControllers(t *testing.T) {
+	e := startCF(t, nil)
+	alice, root := e.iss.Token("alice@example.com"), e.iss.Token(admin)
+	exp := func() *falconv1.Experiment {
+		x, err := falconv1.NewExperimentServiceClient(e.UserConn).CreateExp(as(alice), &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
+			Name: "x", RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}()
+	jobID, artID := exp.GetJobs()[0].GetId(), exp.GetArtifact().GetId()
+	calls := map[string]func(ctx context.Context, conn *grpc.ClientConn) error{
+		"UpdateJobStatus": func(ctx context.Context, c *grpc.ClientConn) error {
+			_, err := falconv1.NewJobServiceClient(c).UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: jobID, ExpectedStatus: "Pending", Status: "Pending", Reason: "Waiting"})
+			return err
+		},
+		"UpdateExpStatus": func(ctx context.Context, c *grpc.ClientConn) error {
+			_, err := falconv1.NewExperimentServiceClient(c).UpdateExpStatus(ctx, &falconv1.UpdateExpStatusRequest{Id: exp.GetId(), ExpectedStatus: "Created", Status: "Created"})
+			return err
+		},
+		"UpdateArtifactStatus": func(ctx context.Context, c *grpc.ClientConn) error {
+			_, err := falconv1.NewArtifactServiceClient(c).UpdateArtifactStatus(ctx, &falconv1.UpdateArtifactStatusRequest{Id: artID, ExpectedStatus: "Created", Status: "Created"})
+			return err
+		},
+		"AbortJob": func(ctx context.Context, c *grpc.ClientConn) error {
+			_, err := falconv1.NewJobServiceClient(c).AbortJob(ctx, &falconv1.AbortJobRequest{Id: "job-0000000000"})
+			return err
+		},
+		"WatchChanges": func(ctx context.Context, c *grpc.ClientConn) error {
+			s, err := falconv1.NewJobServiceClient(c).WatchChanges(ctx, &falconv1.WatchChangesRequest{})
+			if err != nil {
+				return err
+			}
+			_, err = s.Recv()
+			return err
+		},
+	}
+	wrong := e.Dial(t, grpc.WithPerRPCCredentials(auth.ControllerCredentials(auth.GenerateControllerSecret())))
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			for who, ctx := range map[string]context.Context{"a user": as(alice), "an admin": as(root)} {
+				if err := call(ctx, e.UserConn); status.Code(err) != codes.PermissionDenied {
+					t.Errorf("%s calling %s: %v; want PermissionDenied", who, name, err)
+				}
+			}
+			if err := call(context.Background(), wrong); status.Code(err) != codes.Unauthenticated {
+				t.Errorf("a wrong controller token calling %s: %v; want Unauthenticated", name, err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if err := call(ctx, e.Conn); status.Code(err) == codes.PermissionDenied || status.Code(err) == codes.Unauthenticated {
+				t.Errorf("the controller calling %s: %v", name, err)
+			}
+		})
+	}
+
+	// The controller may read and register its cluster, and nothing a
+	// user does.
+	ctl := falconv1.NewClusterServiceClient(e.Conn)
+	if _, err := ctl.RegisterCluster(context.Background(), &falconv1.RegisterClusterRequest{Cluster: &falconv1.Cluster{Name: "box", Backend: "local"}}); err != nil {
+		t.Errorf("controller registering its cluster: %v", err)
+	}
+	if _, err := falconv1.NewExperimentServiceClient(e.Conn).AbortExp(context.Background(), &falconv1.AbortExpRequest{Id: exp.GetId()}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("controller aborting an experiment: %v; want PermissionDenied", err)
+	}
+	if _, err := falconv1.NewUserServiceClient(e.Conn).GetCurrentUser(context.Background(), &falconv1.GetCurrentUserRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("controller asking who it is: %v; want PermissionDenied", err)
+	}
+	users, _ := e.Store.ListUsers(context.Background())
+	for _, u := range users {
+		if u.UserID == auth.Controller.UserID {
+			t.Error("the controller was registered as a user")
+		}
+	}
+}
+
+func TestLoginEndpoint(t *testing.T) {
+	e := startCF(t, nil)
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	const state = "0123456789abcdefXYZ_-"
+	login := func(callback, state string, h http.Header) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+e.HTTPAddr+apiserver.LoginPath+"?"+url.Values{"callback": {callback}, "state": {state}}.Encode(), nil)
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	good := e.iss.Token("alice@example.com")
+	withTok := http.Header{auth.AssertionHeader: {good}}
+
+	for _, cb := range []string{"http://evil.example.com:80/cb", "https://127.0.0.1:9/cb", "http://127.0.0.1/cb", "http://user@127.0.0.1:9/cb", "javascript:alert(1)", ""} {
+		if resp := login(cb, state, withTok); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("callback %q: %d, want 400", cb, resp.StatusCode)
+		}
+	}
+	for _, st := range []string{"", "short", strings.Repeat("x", 200), "0123456789abcdef<script>"} {
+		if resp := login("http://127.0.0.1:9/cb", st, withTok); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("state %q: %d, want 400", st, resp.StatusCode)
+		}
+	}
+
+	resp := login("http://127.0.0.1:9/callback", state, withTok)
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusSeeOther || loc == nil || loc.Host != "127.0.0.1:9" || loc.Path != "/callback" ||
+		loc.Query().Get("token") != good || loc.Query().Get("state") != state {
+		t.Fatalf("login with a valid token: %d Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("Cache-Control %q", resp.Header.Get("Cache-Control"))
+	}
+
+	// A cookie (what a browser behind Access carries) works too.
+	resp = login("http://localhost:9/callback", state, http.Header{"Cookie": {auth.AuthCookie + "=" + good}})
+	if loc, _ := url.Parse(resp.Header.Get("Location")); loc.Query().Get("token") != good {
+		t.Errorf("login with the cookie: Location %q", resp.Header.Get("Location"))
+	}
+
+	expired := authtest.RefusedTokens(t, e.iss)[0]
+	resp = login("http://127.0.0.1:9/callback", state, http.Header{auth.AssertionHeader: {expired.Token}})
+	loc, _ = url.Parse(resp.Header.Get("Location"))
+	if loc.Query().Get("token") != "" || !strings.Contains(loc.Query().Get("error"), "expired") || loc.Query().Get("state") != state {
+		t.Errorf("login with an expired token: Location %q", resp.Header.Get("Location"))
+	}
+}
+
+func TestLoginEndpointWithoutTokens(t *testing.T) {
+	env := apitest.Start(t, nil) // the local authenticator, as in falcon dev
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get("http://" + env.HTTPAddr + apiserver.LoginPath + "?callback=http://127.0.0.1:9/callback&state=0123456789abcdef0123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if !strings.Contains(loc.Query().Get("error"), "no login is needed") {
+		t.Errorf("Location %q", resp.Header.Get("Location"))
+	}
+}
+
+// failingAudit is a store whose audit log cannot be written.
+type failingAudit struct{ store.Store }
+
+func (failingAudit) AppendAudit(context.Context, store.AuditEntry) error {
+	return errors.New("disk full")
+}
+
+func TestAuditFailureDoesNotFailTheCall(t *testing.T) {
+	st := dbtest.NewSQLite(t)
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	running, err := apiserver.New(failingAudit{st}, apiserver.WithArtifactRoot(t.TempDir()),
+		apiserver.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))).Serve(ctx, "127.0.0.1:0", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = running.Wait() })
+	body := `{"experiment": {"name": "kept", "role_to_task_spec": {"main": {"command": "x", "replica": 1}}}}`
+	resp, err := http.Post("http://"+running.HTTPAddr+"/v1/experiments", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("create with a broken audit log: %d", resp.StatusCode)
+	}
+	if out := logs.String(); !strings.Contains(out, "audit write failed") || !strings.Contains(out, "disk full") ||
+		!strings.Contains(out, "CreateExp") || !strings.Contains(out, "name=kept") {
+		t.Errorf("the lost audit entry is not logged in full:\n%s", out)
+	}
+}

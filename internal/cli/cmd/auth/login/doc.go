@@ -1,0 +1,11 @@
+// Package login implements `falcon auth login`: log in through Cloudflare
+// Access in the browser and cache the resulting token for the server.
+//
+// The CLI listens on a one-shot loopback port and sends the browser to the
+// server's /auth/login, which sits behind Cloudflare Access: the browser
+// logs in there first, and the server hands the verified Access token back
+// to the loopback port together with the random state this login chose. A
+// callback whose state differs is refused, so no other page can plant a
+// token. The token is then checked by asking the server who it names, and
+// cached in ~/.falcon/credentials (mode 0600).
+package login
