@@ -3,24 +3,46 @@ package auth
 import "strings"
 
 // Admins are the people who may act on anyone's experiments. They are
-// named by email, compared case-insensitively; only a person (not a
-// service token or a controller) can be an admin.
+// named by email or by identity-provider group ("group:<name>"), compared
+// case-insensitively; only a person (not a service token or a controller)
+// can be an admin.
 type Admins struct {
 	emails map[string]bool
+	groups map[string]bool
 }
 
-// NewAdmins returns the admin list of emails; empty entries are ignored.
-func NewAdmins(emails ...string) Admins {
-	a := Admins{emails: map[string]bool{}}
-	for _, e := range emails {
-		if e = strings.ToLower(strings.TrimSpace(e)); e != "" {
+// GroupPrefix marks an admin entry that names a group rather than an email.
+const GroupPrefix = "group:"
+
+// NewAdmins returns the admin list: emails, and groups written as
+// "group:<name>"; empty entries are ignored.
+func NewAdmins(entries ...string) Admins {
+	a := Admins{emails: map[string]bool{}, groups: map[string]bool{}}
+	for _, e := range entries {
+		e = strings.ToLower(strings.TrimSpace(e))
+		switch {
+		case e == "" || e == GroupPrefix:
+		case strings.HasPrefix(e, GroupPrefix):
+			a.groups[strings.TrimPrefix(e, GroupPrefix)] = true
+		default:
 			a.emails[e] = true
 		}
 	}
 	return a
 }
 
-// Has reports whether p is an admin.
+// Has reports whether p is an admin: by email, or by one of its groups.
 func (a Admins) Has(p Principal) bool {
-	return p.Kind == KindUser && p.Email != "" && a.emails[strings.ToLower(p.Email)]
+	if p.Kind != KindUser {
+		return false
+	}
+	if p.Email != "" && a.emails[strings.ToLower(p.Email)] {
+		return true
+	}
+	for _, g := range p.Groups {
+		if a.groups[strings.ToLower(g)] {
+			return true
+		}
+	}
+	return false
 }

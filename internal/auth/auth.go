@@ -30,6 +30,8 @@ type Principal struct {
 	// token's common_name.
 	Name string
 	Kind Kind
+	// Groups are the identity provider's groups the token carried, if any.
+	Groups []string
 }
 
 // Display is how the principal is named to people: its email, or else its

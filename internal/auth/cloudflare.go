@@ -178,7 +178,7 @@ func (c *CloudflareAccess) Verify(ctx context.Context, token string) (Principal,
 func principalOf(c Claims) (Principal, error) {
 	switch {
 	case c.Email != "" && c.Subject != "":
-		return Principal{UserID: c.Subject, Email: strings.ToLower(c.Email), Kind: KindUser}, nil
+		return Principal{UserID: c.Subject, Email: strings.ToLower(c.Email), Kind: KindUser, Groups: c.Groups}, nil
 	case c.Email != "":
 		return Principal{}, refuse("token has an email but no subject (sub)", nil)
 	case c.CommonName != "":

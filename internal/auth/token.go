@@ -101,9 +101,13 @@ type Claims struct {
 	Email      string
 	CommonName string // set on service tokens, which have no email
 	Type       string // "app" for an application token
-	Expiry     time.Time
-	NotBefore  time.Time // zero when absent
-	IssuedAt   time.Time // zero when absent
+	// Groups are the identity provider's groups, when Access passes them:
+	// a top-level "groups" claim, or "groups" inside Access's "custom"
+	// claims (OIDC claims forwarded from the IdP).
+	Groups    []string
+	Expiry    time.Time
+	NotBefore time.Time // zero when absent
+	IssuedAt  time.Time // zero when absent
 }
 
 // Header is the JOSE header of a token.
@@ -137,12 +141,17 @@ func Peek(token string) (Header, Claims, error) {
 		Exp        *float64        `json:"exp"`
 		Nbf        *float64        `json:"nbf"`
 		Iat        *float64        `json:"iat"`
+		Groups     []string        `json:"groups"`
+		Custom     struct {
+			Groups []string `json:"groups"`
+		} `json:"custom"`
 	}
 	if err := decodeSegment(parts[1], &raw); err != nil {
 		return Header{}, Claims{}, fmt.Errorf("%w: claims: %v", ErrMalformed, err)
 	}
 	c := Claims{Issuer: raw.Iss, Subject: raw.Sub, Email: raw.Email, CommonName: raw.CommonName, Type: raw.Type,
-		Expiry: unix(raw.Exp), NotBefore: unix(raw.Nbf), IssuedAt: unix(raw.Iat)}
+		Expiry: unix(raw.Exp), NotBefore: unix(raw.Nbf), IssuedAt: unix(raw.Iat),
+		Groups: append(raw.Groups, raw.Custom.Groups...)}
 	// aud is a string or an array of strings (RFC 7519 4.1.3).
 	if len(raw.Aud) > 0 && string(raw.Aud) != "null" {
 		var one string
