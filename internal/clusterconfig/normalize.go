@@ -15,6 +15,7 @@ import (
 	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/store"
+	"github.com/falconhq/falcon/internal/yamlnode"
 )
 
 // Backends Falcon can drive.
@@ -79,7 +80,7 @@ func (v vocabulary) name(field string) string {
 // at is the path of an API field.
 func (v vocabulary) at(field string) string {
 	if n := v.name(field); n != "" {
-		return join(v.prefix, n)
+		return yamlnode.Join(v.prefix, n)
 	}
 	return v.prefix
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -17,6 +16,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/yamlnode"
 )
 
 // The keys a clusters file may hold, in the order error messages list them.
@@ -98,10 +98,10 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 	case !errors.Is(err, io.EOF):
 		return nil, errdefs.FieldErrors{{Field: "file", Detail: "malformed YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
-	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+	if len(doc.Content) == 0 || yamlnode.IsNull(doc.Content[0]) {
 		return nil, errdefs.FieldErrors{{Field: "clusters", Detail: "is required: the file is empty"}}
 	}
-	return resolve(doc.Content[0]), nil
+	return yamlnode.Resolve(doc.Content[0]), nil
 }
 
 // parser walks a YAML tree, collecting every error instead of stopping at the
@@ -128,7 +128,7 @@ func (p *parser) file(n *yaml.Node) []*falconv1.Cluster {
 	p.fields("", n, fileFields, func(_, path string, _, v *yaml.Node) {
 		found = true
 		switch {
-		case isNull(v):
+		case yamlnode.IsNull(v):
 			p.fail(path, v, "is required: map each cluster name to its settings")
 		case !p.expectMapping(path, v):
 		case len(v.Content) == 0:
@@ -271,16 +271,16 @@ func nearest(path string, lines map[string]int) string {
 // slots decodes accelerator_types. The device_class nodes are kept, by
 // index, for the check against each type's kind once the type is known.
 func (p *parser) slots(path string, n *yaml.Node, classes map[int]*yaml.Node) []*falconv1.AcceleratorSlot {
-	if isNull(n) {
+	if yamlnode.IsNull(n) {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		p.fail(path, n, "must be a list of {type, device_class, priority}, got %s", describe(n))
+		p.fail(path, n, "must be a list of {type, device_class, priority}, got %s", yamlnode.Describe(n))
 		return nil
 	}
 	out := make([]*falconv1.AcceleratorSlot, 0, len(n.Content))
 	for i, item := range n.Content {
-		item = resolve(item)
+		item = yamlnode.Resolve(item)
 		ipath := fmt.Sprintf("%s[%d]", path, i)
 		p.lines[ipath] = item.Line
 		// Every item gets a slot, so indices stay those of the file.
@@ -335,13 +335,13 @@ func (p *parser) path(fpath string, n *yaml.Node) string {
 func (p *parser) fields(path string, n *yaml.Node, allowed []string, fn func(key, path string, k, v *yaml.Node)) {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		k, v := yamlnode.Resolve(n.Content[i]), yamlnode.Resolve(n.Content[i+1])
 		if k.Kind != yaml.ScalarNode {
-			p.fail(join(path, "?"), k, "keys must be strings, got %s", describe(k))
+			p.fail(yamlnode.Join(path, "?"), k, "keys must be strings, got %s", yamlnode.Describe(k))
 			continue
 		}
 		key := k.Value
-		kpath := join(path, key)
+		kpath := yamlnode.Join(path, key)
 		if k.Tag == "!!merge" {
 			p.fail(kpath, k, "YAML merge keys are not supported; write the fields out")
 			continue
@@ -363,18 +363,18 @@ func (p *parser) expectMapping(path string, n *yaml.Node) bool {
 	if n.Kind == yaml.MappingNode {
 		return true
 	}
-	p.fail(path, n, "must be a mapping, got %s", describe(n))
+	p.fail(path, n, "must be a mapping, got %s", yamlnode.Describe(n))
 	return false
 }
 
 // str reads a string field. Any scalar is taken as written (project: 1234
 // is a fine project number); null means unset.
 func (p *parser) str(path string, n *yaml.Node) string {
-	if isNull(n) {
+	if yamlnode.IsNull(n) {
 		return ""
 	}
 	if n.Kind != yaml.ScalarNode {
-		p.fail(path, n, "must be a string, got %s", describe(n))
+		p.fail(path, n, "must be a string, got %s", yamlnode.Describe(n))
 		return ""
 	}
 	return n.Value
@@ -383,11 +383,11 @@ func (p *parser) str(path string, n *yaml.Node) string {
 // integer reads a YAML integer. Quoted numbers are rejected, as in
 // manifests: strictness is what catches max_queue_depth: "five".
 func (p *parser) integer(path string, n *yaml.Node, lo, hi int64) int64 {
-	if isNull(n) {
+	if yamlnode.IsNull(n) {
 		return 0
 	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		p.fail(path, n, "must be an integer, got %s", describe(n))
+		p.fail(path, n, "must be an integer, got %s", yamlnode.Describe(n))
 		return 0
 	}
 	var v int64
@@ -401,7 +401,7 @@ func (p *parser) integer(path string, n *yaml.Node, lo, hi int64) int64 {
 // labels reads a mapping of strings. Values YAML reads as numbers or
 // booleans (tier: 1) are kept as written.
 func (p *parser) labels(path string, n *yaml.Node) map[string]string {
-	if isNull(n) {
+	if yamlnode.IsNull(n) {
 		return nil
 	}
 	if !p.expectMapping(path, n) {
@@ -411,52 +411,13 @@ func (p *parser) labels(path string, n *yaml.Node) map[string]string {
 	p.fields(path, n, nil, func(key, kpath string, kn, v *yaml.Node) {
 		p.lines[kpath] = kn.Line
 		switch {
-		case isNull(v):
+		case yamlnode.IsNull(v):
 			out[key] = ""
 		case v.Kind == yaml.ScalarNode:
 			out[key] = v.Value
 		default:
-			p.fail(kpath, v, "must be a string, got %s", describe(v))
+			p.fail(kpath, v, "must be a string, got %s", yamlnode.Describe(v))
 		}
 	})
 	return out
-}
-
-// resolve follows aliases (*anchor) to the node they name.
-func resolve(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
-}
-
-// describe names what a node is, for "must be X, got Y" messages.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return "null"
-		case "!!str":
-			return strconv.Quote(n.Value)
-		default:
-			return n.Value
-		}
-	}
-	return "an unsupported YAML node"
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }

@@ -7,13 +7,13 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/yamlnode"
 )
 
 // The keys a manifest may hold, in the order error messages list them.
@@ -79,10 +79,10 @@ func parseDocument(data []byte, what string) (*yaml.Node, error) {
 	case !errors.Is(err, io.EOF):
 		return nil, errdefs.FieldErrors{{Field: what, Detail: "malformed YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
-	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+	if len(doc.Content) == 0 || yamlnode.IsNull(doc.Content[0]) {
 		return nil, errdefs.FieldErrors{{Field: what, Detail: "is empty"}}
 	}
-	return resolve(doc.Content[0]), nil
+	return yamlnode.Resolve(doc.Content[0]), nil
 }
 
 // decoder walks a YAML tree, collecting every error instead of stopping at
@@ -136,7 +136,7 @@ func (d *decoder) experiment(n *yaml.Node) *falconv1.Experiment {
 // roles decodes role name -> task spec. Roles without their own
 // timeout_seconds get defaultTimeout.
 func (d *decoder) roles(path string, n *yaml.Node, defaultTimeout int32, allowNull bool) map[string]*falconv1.TaskSpec {
-	if allowNull && isNull(n) {
+	if allowNull && yamlnode.IsNull(n) {
 		return nil
 	}
 	if !d.expectMapping(path, n) {
@@ -191,13 +191,13 @@ func (d *decoder) taskSpec(path string, n *yaml.Node, defaultTimeout int32) *fal
 func (d *decoder) fields(path string, n *yaml.Node, allowed []string, fn func(key, path string, v *yaml.Node)) {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		k, v := yamlnode.Resolve(n.Content[i]), yamlnode.Resolve(n.Content[i+1])
 		if k.Kind != yaml.ScalarNode {
-			d.fail(join(path, "?"), k, "keys must be strings, got %s", describe(k))
+			d.fail(yamlnode.Join(path, "?"), k, "keys must be strings, got %s", yamlnode.Describe(k))
 			continue
 		}
 		key := k.Value
-		kpath := join(path, key)
+		kpath := yamlnode.Join(path, key)
 		if k.Tag == "!!merge" {
 			d.fail(kpath, k, "YAML merge keys are not supported; write the fields out")
 			continue
@@ -219,18 +219,18 @@ func (d *decoder) expectMapping(path string, n *yaml.Node) bool {
 	if n.Kind == yaml.MappingNode {
 		return true
 	}
-	d.fail(path, n, "must be a mapping, got %s", describe(n))
+	d.fail(path, n, "must be a mapping, got %s", yamlnode.Describe(n))
 	return false
 }
 
 // str reads a string field. Any scalar is taken as written (device_topo:
 // 2x2x1 and name: 2024 are both fine); null means unset.
 func (d *decoder) str(path string, n *yaml.Node) string {
-	if isNull(n) {
+	if yamlnode.IsNull(n) {
 		return ""
 	}
 	if n.Kind != yaml.ScalarNode {
-		d.fail(path, n, "must be a string, got %s", describe(n))
+		d.fail(path, n, "must be a string, got %s", yamlnode.Describe(n))
 		return ""
 	}
 	return n.Value
@@ -243,11 +243,11 @@ func (d *decoder) int32(path string, n *yaml.Node) int32 {
 // integer reads a YAML integer. Quoted numbers are rejected: strictness here
 // is what catches `replica: "two"`, and "2" is no different to a parser.
 func (d *decoder) integer(path string, n *yaml.Node, lo, hi int64) int64 {
-	if isNull(n) {
+	if yamlnode.IsNull(n) {
 		return 0
 	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		d.fail(path, n, "must be an integer, got %s", describe(n))
+		d.fail(path, n, "must be an integer, got %s", yamlnode.Describe(n))
 		return 0
 	}
 	var v int64
@@ -263,19 +263,19 @@ func (d *decoder) integer(path string, n *yaml.Node, lo, hi int64) int64 {
 }
 
 func (d *decoder) strList(path string, n *yaml.Node) []string {
-	if isNull(n) {
+	if yamlnode.IsNull(n) {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.fail(path, n, "must be a list of strings, got %s", describe(n))
+		d.fail(path, n, "must be a list of strings, got %s", yamlnode.Describe(n))
 		return nil
 	}
 	out := make([]string, 0, len(n.Content))
 	for i, item := range n.Content {
-		item = resolve(item)
+		item = yamlnode.Resolve(item)
 		ipath := fmt.Sprintf("%s[%d]", path, i)
-		if item.Kind != yaml.ScalarNode || isNull(item) {
-			d.fail(ipath, item, "must be a string, got %s", describe(item))
+		if item.Kind != yaml.ScalarNode || yamlnode.IsNull(item) {
+			d.fail(ipath, item, "must be a string, got %s", yamlnode.Describe(item))
 			continue
 		}
 		out = append(out, item.Value)
@@ -287,7 +287,7 @@ func (d *decoder) strList(path string, n *yaml.Node) []string {
 // numbers or booleans (PORT: 8080, DEBUG: true) are kept as written, since an
 // environment holds only strings anyway.
 func (d *decoder) envs(path string, n *yaml.Node) map[string]string {
-	if isNull(n) {
+	if yamlnode.IsNull(n) {
 		return nil
 	}
 	if !d.expectMapping(path, n) {
@@ -296,12 +296,12 @@ func (d *decoder) envs(path string, n *yaml.Node) map[string]string {
 	out := map[string]string{}
 	d.fields(path, n, nil, func(key, kpath string, v *yaml.Node) {
 		switch {
-		case isNull(v):
+		case yamlnode.IsNull(v):
 			out[key] = ""
 		case v.Kind == yaml.ScalarNode:
 			out[key] = v.Value
 		default:
-			d.fail(kpath, v, "must be a string, number or boolean, got %s", describe(v))
+			d.fail(kpath, v, "must be a string, number or boolean, got %s", yamlnode.Describe(v))
 		}
 	})
 	return out
@@ -313,7 +313,7 @@ func (d *decoder) envs(path string, n *yaml.Node) map[string]string {
 // string.
 func (d *decoder) config(path string, n *yaml.Node) string {
 	switch {
-	case isNull(n):
+	case yamlnode.IsNull(n):
 		return ""
 	case n.Kind == yaml.ScalarNode:
 		return n.Value
@@ -327,43 +327,4 @@ func (d *decoder) config(path string, n *yaml.Node) string {
 	}
 	_ = enc.Close()
 	return buf.String()
-}
-
-// resolve follows aliases (*anchor) to the node they name.
-func resolve(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
-}
-
-// describe names what a node is, for "must be X, got Y" messages.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return "null"
-		case "!!str":
-			return strconv.Quote(n.Value)
-		default:
-			return n.Value
-		}
-	}
-	return "an unsupported YAML node"
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }
