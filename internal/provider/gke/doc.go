@@ -1,0 +1,19 @@
+// Package gke manages the GKE node pools Falcon runs TPU jobs on (000
+// section 5, lifecycle phases 3 and 6) through the official REST client
+// libraries for container v1 and compute v1.
+//
+// A job gets its own pool, named deterministically from the job ID, so a
+// controller restarted in the middle of a creation adopts the pool instead
+// of creating a second one (and then follows the pool's status; the create
+// operation's name is not needed, GKE's error is on the pool too). Before creating, the Manager
+// reads the cluster's default reservation from Compute and consumes it when
+// it has room for the slice's hosts, falling back to flex-start otherwise;
+// the mode actually used picks how long an idle pool lingers. Failures carry
+// the lifecycle.Reason the job will fail with (NodePoolTimeout,
+// NodePoolFailed), so the resource manager does not parse messages.
+//
+// Deciding whether an idle pool is reused, and sweeping orphans, belong to
+// the resource manager: it owns the queues and the jobs table. This package
+// only talks to Google's APIs, and is tested against fakegke, which speaks
+// their wire protocol.
+package gke

@@ -1,0 +1,458 @@
+package gke_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	compute "google.golang.org/api/compute/v1"
+	container "google.golang.org/api/container/v1"
+
+	"github.com/falconhq/falcon/internal/accelerator"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/provider/gke"
+	"github.com/falconhq/falcon/internal/testenv/fakegke"
+)
+
+const (
+	project = "proj"
+	zone    = "us-east5-b"
+	resName = "tpu-res"
+)
+
+// env is one fake GKE/Compute pair with a cluster, and a Manager using the
+// real client libraries against it. Durations are scaled down: a pool takes
+// 30ms to provision instead of minutes.
+type env struct {
+	fake    *fakegke.Server
+	mgr     *gke.Manager
+	cluster gke.Cluster
+}
+
+func newEnv(t *testing.T, opts ...gke.Option) *env {
+	t.Helper()
+	fake := fakegke.New(fakegke.WithLatency(30*time.Millisecond, 20*time.Millisecond))
+	t.Cleanup(fake.Close)
+	fake.AddCluster(project, zone, "edge", "https://127.0.0.1:6443", "Q0E=")
+	ctx := context.Background()
+	csvc, err := container.NewService(ctx, fake.ContainerOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsvc, err := compute.NewService(ctx, fake.ComputeOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []gke.Option{
+		gke.WithPolling(2*time.Millisecond, 10*time.Millisecond),
+		gke.WithProvisionTimeout(2 * time.Second),
+		gke.WithDeleteRetries(4, time.Second),
+	}
+	return &env{
+		fake:    fake,
+		mgr:     gke.New(csvc, rsvc, append(base, opts...)...),
+		cluster: gke.Cluster{Project: project, Location: zone, Name: "edge"},
+	}
+}
+
+func slice(t *testing.T, typ, topo string, hosts int) accelerator.Slice {
+	t.Helper()
+	sl, err := accelerator.Resolve(typ, topo, hosts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sl
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestEnsureChoosesSupplyMode(t *testing.T) {
+	v6e := slice(t, "v6e", "4x4", 4) // 4 hosts
+	tests := []struct {
+		name        string
+		reservation *[2]int64 // count, inUse; nil: none exists
+		configured  bool      // cluster has default_reservation
+		supplyMode  gke.SupplyMode
+		wantMode    gke.SupplyMode
+		wantReason  lifecycle.Reason
+		wantMsg     string
+		wantInUse   int64 // reservation's inUseCount once RUNNING
+	}{
+		{
+			name:        "reservation with room",
+			reservation: &[2]int64{8, 4}, configured: true,
+			wantMode: gke.SupplyReservation, wantReason: lifecycle.ReasonProvisioning,
+			wantMsg: "from reservation projects/proj/zones/us-east5-b/reservations/tpu-res (4 of 8 nodes free, 4 needed)", wantInUse: 8,
+		},
+		{
+			name:        "reservation short falls back to flex-start",
+			reservation: &[2]int64{8, 5}, configured: true,
+			wantMode: gke.SupplyFlexStart, wantReason: lifecycle.ReasonProvisioningFallback,
+			wantMsg: "reservation projects/proj/zones/us-east5-b/reservations/tpu-res has 3 of 8 nodes free, 4 needed", wantInUse: 5,
+		},
+		{
+			name:       "configured reservation missing falls back",
+			configured: true,
+			wantMode:   gke.SupplyFlexStart, wantReason: lifecycle.ReasonProvisioningFallback,
+			wantMsg: "not found",
+		},
+		{
+			name:        "no reservation configured",
+			reservation: &[2]int64{8, 0},
+			wantMode:    gke.SupplyFlexStart, wantReason: lifecycle.ReasonProvisioning,
+			wantMsg: "no reservation configured",
+		},
+		{
+			name:        "forced flex-start ignores a free reservation",
+			reservation: &[2]int64{8, 0}, configured: true, supplyMode: gke.SupplyFlexStart,
+			wantMode: gke.SupplyFlexStart, wantReason: lifecycle.ReasonProvisioning,
+			wantMsg: "supply_mode flex-start",
+		},
+		{
+			name:        "forced reservation with room",
+			reservation: &[2]int64{4, 0}, configured: true, supplyMode: gke.SupplyReservation,
+			wantMode: gke.SupplyReservation, wantReason: lifecycle.ReasonProvisioning,
+			wantMsg: "from reservation", wantInUse: 4,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			if tt.reservation != nil {
+				e.fake.SetReservation(project, zone, resName, tt.reservation[0], tt.reservation[1])
+			}
+			if tt.configured {
+				e.cluster.DefaultReservation = resName
+			}
+			res, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", SupplyMode: tt.supplyMode, Slice: v6e})
+			if err != nil {
+				t.Fatalf("Ensure: %v", err)
+			}
+			if res.Pool != "falcon-job-abc123xyz0" || res.Mode != tt.wantMode || res.Reason != tt.wantReason || res.Adopted {
+				t.Errorf("Ensure = %+v, want pool falcon-job-abc123xyz0, mode %q, reason %s", res, tt.wantMode, tt.wantReason)
+			}
+			if !strings.Contains(res.Message, tt.wantMsg) {
+				t.Errorf("Message = %q, want it to contain %q", res.Message, tt.wantMsg)
+			}
+			if err := e.mgr.Wait(ctx(t), e.cluster, res); err != nil {
+				t.Fatalf("Wait: %v", err)
+			}
+			np, _ := e.fake.Pool(res.Pool)
+			if np.Status != fakegke.StatusRunning {
+				t.Errorf("pool status %s, want RUNNING", np.Status)
+			}
+			if tt.reservation != nil {
+				if _, inUse, _ := e.fake.Reservation(project, zone, resName); inUse != tt.wantInUse {
+					t.Errorf("reservation inUseCount = %d, want %d", inUse, tt.wantInUse)
+				}
+			}
+		})
+	}
+}
+
+func TestEnsureForcedReservationWithoutRoomFails(t *testing.T) {
+	for name, setup := range map[string]func(e *env){
+		"short": func(e *env) {
+			e.fake.SetReservation(project, zone, resName, 8, 6)
+			e.cluster.DefaultReservation = resName
+		},
+		"none configured": func(e *env) {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			setup(e)
+			_, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", SupplyMode: gke.SupplyReservation, Slice: slice(t, "v6e", "4x4", 4)})
+			if r, ok := gke.ReasonOf(err); !ok || r != lifecycle.ReasonNodePoolFailed {
+				t.Fatalf("Ensure error = %v, want NodePoolFailed", err)
+			}
+			if !strings.Contains(err.Error(), "supply_mode reservation") {
+				t.Errorf("message %q does not say why", err)
+			}
+			if n := e.fake.Creates("falcon-job-abc123xyz0"); n != 0 {
+				t.Errorf("%d creates, want 0", n)
+			}
+		})
+	}
+}
+
+func TestPoolSpec(t *testing.T) {
+	tests := []struct {
+		name       string
+		slice      accelerator.Slice
+		mode       gke.SupplyMode
+		wantPolicy *container.PlacementPolicy
+		wantLabel  string // scale-down label
+	}{
+		{"multi-host v6e from reservation", slice(t, "v6e", "4x4", 4), gke.SupplyReservation, &container.PlacementPolicy{Type: "COMPACT", TpuTopology: "4x4"}, "600s"},
+		{"single-host v6e flex-start", slice(t, "v6e", "2x2", 1), gke.SupplyFlexStart, nil, "21600s"},
+		{"multi-host v7x uses a workload policy", slice(t, "v7x", "2x2x2", 2), gke.SupplyFlexStart, &container.PlacementPolicy{Type: "COMPACT", PolicyName: "falcon-v7x-2x2x2"}, "21600s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.fake.SetReservation(project, zone, resName, 16, 0)
+			e.cluster.DefaultReservation = resName
+			res, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-spec000001", SupplyMode: tt.mode, Slice: tt.slice})
+			if err != nil {
+				t.Fatal(err)
+			}
+			np, ok := e.fake.Pool(res.Pool)
+			if !ok {
+				t.Fatal("pool not created")
+			}
+			if diff := cmp.Diff(tt.wantPolicy, np.PlacementPolicy); diff != "" {
+				t.Errorf("placementPolicy (-want +got):\n%s", diff)
+			}
+			cfg := np.Config
+			if cfg.MachineType != tt.slice.MachineType || np.InitialNodeCount != int64(tt.slice.Hosts) {
+				t.Errorf("machine %s x%d, want %s x%d", cfg.MachineType, np.InitialNodeCount, tt.slice.MachineType, tt.slice.Hosts)
+			}
+			wantAS := &container.NodePoolAutoscaling{Enabled: true, TotalMaxNodeCount: int64(tt.slice.Hosts), LocationPolicy: "ANY"}
+			if diff := cmp.Diff(wantAS, np.Autoscaling); diff != "" {
+				t.Errorf("autoscaling (-want +got):\n%s", diff)
+			}
+			if got := cfg.Labels[gke.LabelScaleDownTime]; got != tt.wantLabel {
+				t.Errorf("scale-down label %q, want %q", got, tt.wantLabel)
+			}
+			if cfg.Labels[gke.LabelManagedBy] != "falcon" || cfg.Labels[gke.LabelJobID] != "job-spec000001" {
+				t.Errorf("labels %v", cfg.Labels)
+			}
+			if diff := cmp.Diff([]*container.NodeTaint{{Key: "google.com/tpu", Value: "present", Effect: "NO_SCHEDULE"}}, cfg.Taints); diff != "" {
+				t.Errorf("taints (-want +got):\n%s", diff)
+			}
+			switch tt.mode {
+			case gke.SupplyReservation:
+				want := &container.ReservationAffinity{ConsumeReservationType: "SPECIFIC_RESERVATION", Key: "compute.googleapis.com/reservation-name", Values: []string{resName}}
+				if diff := cmp.Diff(want, cfg.ReservationAffinity); diff != "" || cfg.FlexStart {
+					t.Errorf("reservationAffinity (-want +got):\n%s flexStart=%v", diff, cfg.FlexStart)
+				}
+			case gke.SupplyFlexStart:
+				if !cfg.FlexStart || cfg.ReservationAffinity != nil {
+					t.Errorf("flexStart=%v reservationAffinity=%v, want flex-start only", cfg.FlexStart, cfg.ReservationAffinity)
+				}
+			}
+		})
+	}
+}
+
+func TestEnsureAdoptsPoolAfterRestart(t *testing.T) {
+	e := newEnv(t)
+	req := gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", Slice: slice(t, "v6e", "4x4", 4)}
+	first, err := e.mgr.Ensure(ctx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The controller "crashes" here; a new one runs the same step again.
+	second, err := e.mgr.Ensure(ctx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !second.Adopted || second.Pool != first.Pool || second.Mode != gke.SupplyFlexStart {
+		t.Errorf("second Ensure = %+v, want adoption of %s in flex-start", second, first.Pool)
+	}
+	if !second.CreatedAt.Equal(first.CreatedAt.Truncate(time.Second)) {
+		t.Errorf("adopted CreatedAt %v, want %v (the deadline must not restart)", second.CreatedAt, first.CreatedAt)
+	}
+	if err := e.mgr.Wait(ctx(t), e.cluster, second); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.fake.Creates(first.Pool); n != 1 {
+		t.Errorf("%d creates, want exactly 1", n)
+	}
+}
+
+func TestEnsureRetriesTransientErrors(t *testing.T) {
+	e := newEnv(t)
+	e.fake.FailNext(2, 503)
+	res, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", Slice: slice(t, "v6e", "2x2", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.mgr.Wait(ctx(t), e.cluster, res); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.fake.Creates(res.Pool); n != 1 {
+		t.Errorf("%d creates, want 1", n)
+	}
+}
+
+func TestWaitFailures(t *testing.T) {
+	tests := []struct {
+		name       string
+		outcome    fakegke.Outcome
+		wantReason lifecycle.Reason
+		wantMsg    string
+	}{
+		{"quota exceeded", fakegke.OutcomeQuotaExceeded, lifecycle.ReasonNodePoolFailed, "node pool falcon-job-abc123xyz0: " + fakegke.QuotaMessage},
+		{"stockout", fakegke.OutcomeStockout, lifecycle.ReasonNodePoolFailed, "node pool falcon-job-abc123xyz0: " + fakegke.StockoutMessage},
+		{"operation never finishes", fakegke.OutcomeHang, lifecycle.ReasonNodePoolTimeout, "node pool falcon-job-abc123xyz0 not RUNNING 200ms after creation (status PROVISIONING)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, gke.WithProvisionTimeout(200*time.Millisecond))
+			e.fake.SetCreateOutcome("falcon-job-abc123xyz0", tt.outcome)
+			res, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", Slice: slice(t, "v6e", "4x4", 4)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = e.mgr.Wait(ctx(t), e.cluster, res)
+			var pe *gke.PoolError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Wait = %v, want *PoolError", err)
+			}
+			if diff := cmp.Diff(tt.wantMsg, pe.Message); pe.Reason != tt.wantReason || diff != "" {
+				t.Errorf("Wait reason %s, want %s; message (-want +got):\n%s", pe.Reason, tt.wantReason, diff)
+			}
+		})
+	}
+}
+
+func TestWaitAfterAdoptingFailedPool(t *testing.T) {
+	e := newEnv(t)
+	e.fake.SetCreateOutcome("", fakegke.OutcomeQuotaExceeded)
+	req := gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", Slice: slice(t, "v6e", "4x4", 4)}
+	if _, err := e.mgr.Ensure(ctx(t), req); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(40 * time.Millisecond) // the create fails while no controller runs
+	res, err := e.mgr.Ensure(ctx(t), req)
+	if err != nil || !res.Adopted {
+		t.Fatalf("Ensure = %+v, %v; want adoption", res, err)
+	}
+	err = e.mgr.Wait(ctx(t), e.cluster, res)
+	if r, _ := gke.ReasonOf(err); r != lifecycle.ReasonNodePoolFailed || !strings.Contains(err.Error(), "TPUS_PER_PROJECT") {
+		t.Errorf("Wait = %v, want NodePoolFailed with GKE's quota message", err)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	const pool = "falcon-job-abc123xyz0"
+	tests := []struct {
+		name        string
+		create      bool
+		inject      func(f *fakegke.Server)
+		wantErr     string // substring; empty: success
+		wantDeletes int    // accepted delete calls
+	}{
+		{name: "running pool", create: true, wantDeletes: 1},
+		{name: "missing pool is success", create: false, wantDeletes: 0},
+		{name: "retries 5xx", create: true, inject: func(f *fakegke.Server) { f.FailDeletes(pool, 2, 503) }, wantDeletes: 1},
+		{name: "transient failures outlast the retries", create: true,
+			inject:  func(f *fakegke.Server) { f.FailDeletes(pool, 10, 503) },
+			wantErr: "delete node pool falcon-job-abc123xyz0 failed after 4 attempts: Injected delete failure"},
+		{name: "permanent failure is not retried", create: true,
+			inject:  func(f *fakegke.Server) { f.FailDeletes(pool, 10, 403) },
+			wantErr: "delete node pool falcon-job-abc123xyz0: Injected delete failure"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			if tt.create {
+				res, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", Slice: slice(t, "v6e", "2x2", 1)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := e.mgr.Wait(ctx(t), e.cluster, res); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.inject != nil {
+				tt.inject(e.fake)
+			}
+			err := e.mgr.Delete(ctx(t), e.cluster, pool)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Delete: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("Delete = %v, want error containing %q", err, tt.wantErr)
+			}
+			if n := e.fake.Deletes(pool); n != tt.wantDeletes {
+				t.Errorf("%d accepted deletes, want %d", n, tt.wantDeletes)
+			}
+			_, exists := e.fake.Pool(pool)
+			if exists != (tt.wantErr != "") {
+				t.Errorf("pool exists = %v after Delete", exists)
+			}
+			if tt.wantErr == "" { // idempotent: again is still success
+				if err := e.mgr.Delete(ctx(t), e.cluster, pool); err != nil {
+					t.Errorf("second Delete: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestDeleteWaitsForCreateInProgress(t *testing.T) {
+	// Abort during provisioning: GKE refuses a delete while the create
+	// runs; Delete retries until the create is done, then deletes.
+	e := newEnv(t)
+	res, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", Slice: slice(t, "v6e", "2x2", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.mgr.Delete(ctx(t), e.cluster, res.Pool); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, ok := e.fake.Pool(res.Pool); ok {
+		t.Error("pool still exists")
+	}
+}
+
+func TestListFalconPools(t *testing.T) {
+	e := newEnv(t)
+	for _, id := range []string{"job-bbb", "job-aaa"} {
+		if _, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: id, Slice: slice(t, "v6e", "4x4", 4)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A pool someone else made, even with our prefix, is not Falcon's.
+	csvc, _ := container.NewService(ctx(t), e.fake.ContainerOptions()...)
+	if _, err := csvc.Projects.Locations.Clusters.NodePools.Create("projects/proj/locations/us-east5-b/clusters/edge",
+		&container.CreateNodePoolRequest{NodePool: &container.NodePool{Name: "falcon-manual", InitialNodeCount: 1, Config: &container.NodeConfig{MachineType: "e2-standard-4"}}}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	pools, err := e.mgr.ListFalconPools(ctx(t), e.cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range pools {
+		if p.CreatedAt.IsZero() || p.Mode != gke.SupplyFlexStart || p.Topology != "4x4" || p.Nodes != 4 || p.MachineType != "ct6e-standard-4t" {
+			t.Errorf("pool %+v: missing fields", p)
+		}
+		got = append(got, p.Name+"="+p.JobID)
+	}
+	if diff := cmp.Diff([]string{"falcon-job-aaa=job-aaa", "falcon-job-bbb=job-bbb"}, got); diff != "" {
+		t.Errorf("pools (-want +got):\n%s", diff)
+	}
+}
+
+func TestPoolName(t *testing.T) {
+	tests := []struct {
+		id, want, wantErr string
+	}{
+		{id: "job-abc123xyz0", want: "falcon-job-abc123xyz0"},
+		{id: "JOB-ABC", want: "falcon-job-abc"},
+		{id: "job-0123456789abcdef0123456789abcdef", want: "falcon-job-0123456789abcdef0123-93b3e331"},
+		{id: "job_1", wantErr: "does not make a valid GKE node pool name"},
+	}
+	for _, tt := range tests {
+		got, err := gke.PoolName(tt.id)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("PoolName(%q) error = %v, want %q", tt.id, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want || len(got) > 40 {
+			t.Errorf("PoolName(%q) = %q, %v; want %q", tt.id, got, err, tt.want)
+		}
+	}
+}
