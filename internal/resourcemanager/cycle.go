@@ -346,7 +346,12 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job) {
 		return
 	}
 	if t := j.GetTaskSpec().GetTimeoutSeconds(); t > 0 {
+		// The row records when acquiring began, so a restarted controller
+		// keeps the deadline; the scheduler's clock is the fallback.
 		since := m.acquiringSince(key, j.GetId())
+		if d := j.GetDispatchedAt(); d != nil {
+			since = d.AsTime()
+		}
 		deadline := since.Add(time.Duration(t) * time.Second)
 		if !since.IsZero() && !m.now().Before(deadline) {
 			m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds waiting for resources on %s; the job was cancelled", t, cl.GetName()))

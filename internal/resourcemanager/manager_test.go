@@ -391,3 +391,22 @@ func TestFairOrderAcrossUsers(t *testing.T) {
 		t.Fatalf("dispatch order (-want +got):\n%s", diff)
 	}
 }
+
+// A controller restarted while a job acquires resources keeps its deadline:
+// the job row says when acquiring began.
+func TestAcquireTimeoutSurvivesRestart(t *testing.T) {
+	f := setup(t)
+	f.be.startPhase = resourcemanager.PhasePending
+	_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1, TimeoutSeconds: 60})
+	f.cycle(t)
+	if f.env.Job(t, job).GetDispatchedAt() == nil {
+		t.Fatal("a dispatching job has no dispatched_at")
+	}
+	f.now = f.now.Add(61 * time.Second)
+	restarted := resourcemanager.New(f.env.Conn, resourcemanager.WithBackend("test", f.be),
+		resourcemanager.WithClock(func() time.Time { return f.now }))
+	if _, err := restarted.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want(t, f.env.Job(t, job), "Failed", "Timeout", "waiting for resources")
+}

@@ -69,6 +69,10 @@ type Job struct {
 	FinishedAt   *time.Time
 	AbortingAt   *time.Time
 	AbortedAt    *time.Time
+	// DispatchedAt is when the job left its queue to acquire resources
+	// (first Reason Provisioning or Dispatching): its timeout for
+	// acquiring counts from here, across controller restarts.
+	DispatchedAt *time.Time
 }
 
 // Artifact is where an experiment's outputs are kept; the files themselves

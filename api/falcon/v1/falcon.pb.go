@@ -393,7 +393,10 @@ type Job struct {
 	AbortingAt   *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=aborting_at,json=abortingAt,proto3" json:"aborting_at,omitempty"`
 	AbortedAt    *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=aborted_at,json=abortedAt,proto3" json:"aborted_at,omitempty"`
 	// Config of the experiment, needed by the executor (CUSTOM_CONFIG_KEY).
-	Config        string `protobuf:"bytes,23,opt,name=config,proto3" json:"config,omitempty"`
+	Config string `protobuf:"bytes,23,opt,name=config,proto3" json:"config,omitempty"`
+	// When the job left its queue to acquire resources (first Reason
+	// Provisioning or Dispatching); its timeout while acquiring counts from here.
+	DispatchedAt  *timestamppb.Timestamp `protobuf:"bytes,24,opt,name=dispatched_at,json=dispatchedAt,proto3" json:"dispatched_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -587,6 +590,13 @@ func (x *Job) GetConfig() string {
 		return x.Config
 	}
 	return ""
+}
+
+func (x *Job) GetDispatchedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DispatchedAt
+	}
+	return nil
 }
 
 type Artifact struct {
@@ -2901,7 +2911,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\bartifact\x18\x17 \x01(\v2\x13.falcon.v1.ArtifactR\bartifact\x1aV\n" +
 	"\x13RoleToTaskSpecEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12)\n" +
-	"\x05value\x18\x02 \x01(\v2\x13.falcon.v1.TaskSpecR\x05value:\x028\x01\"\xc3\x06\n" +
+	"\x05value\x18\x02 \x01(\v2\x13.falcon.v1.TaskSpecR\x05value:\x028\x01\"\x84\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06exp_id\x18\x02 \x01(\tR\x05expId\x12\x19\n" +
@@ -2933,7 +2943,8 @@ const file_falcon_proto_rawDesc = "" +
 	"abortingAt\x129\n" +
 	"\n" +
 	"aborted_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tabortedAt\x12\x16\n" +
-	"\x06config\x18\x17 \x01(\tR\x06config\"\xc4\x02\n" +
+	"\x06config\x18\x17 \x01(\tR\x06config\x12?\n" +
+	"\rdispatched_at\x18\x18 \x01(\v2\x1a.google.protobuf.TimestampR\fdispatchedAt\"\xc4\x02\n" +
 	"\bArtifact\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06exp_id\x18\x02 \x01(\tR\x05expId\x12\x12\n" +
@@ -3212,73 +3223,74 @@ var file_falcon_proto_depIdxs = []int32{
 	43, // 14: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
 	43, // 15: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
 	43, // 16: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	43, // 17: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	43, // 18: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	43, // 19: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 20: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	42, // 21: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	43, // 22: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	1,  // 23: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
-	1,  // 24: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
-	1,  // 25: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	2,  // 26: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	3,  // 27: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	4,  // 28: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	4,  // 29: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	4,  // 30: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	34, // 31: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	4,  // 32: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	6,  // 33: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	0,  // 34: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	7,  // 35: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	8,  // 36: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	9,  // 37: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	11, // 38: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	13, // 39: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	15, // 40: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	17, // 41: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	18, // 42: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	19, // 43: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	21, // 44: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	22, // 45: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	23, // 46: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	25, // 47: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	26, // 48: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	28, // 49: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	29, // 50: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	30, // 51: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	32, // 52: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	33, // 53: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	36, // 54: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	37, // 55: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	38, // 56: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	1,  // 57: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	1,  // 58: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	10, // 59: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	12, // 60: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	14, // 61: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	16, // 62: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
-	1,  // 63: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	2,  // 64: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	20, // 65: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	2,  // 66: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	2,  // 67: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	24, // 68: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	3,  // 69: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	27, // 70: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	3,  // 71: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	4,  // 72: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	31, // 73: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	4,  // 74: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	35, // 75: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	4,  // 76: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	6,  // 77: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	39, // 78: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	57, // [57:79] is the sub-list for method output_type
-	35, // [35:57] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	43, // 17: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	43, // 18: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	43, // 19: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	43, // 20: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 21: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
+	42, // 22: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	43, // 23: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	1,  // 24: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
+	1,  // 25: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
+	1,  // 26: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
+	2,  // 27: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
+	3,  // 28: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	4,  // 29: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	4,  // 30: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	4,  // 31: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	34, // 32: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	4,  // 33: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	6,  // 34: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	0,  // 35: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	7,  // 36: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	8,  // 37: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	9,  // 38: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	11, // 39: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	13, // 40: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	15, // 41: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	17, // 42: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	18, // 43: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	19, // 44: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	21, // 45: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	22, // 46: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	23, // 47: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	25, // 48: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	26, // 49: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	28, // 50: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	29, // 51: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	30, // 52: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	32, // 53: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	33, // 54: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	36, // 55: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	37, // 56: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	38, // 57: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	1,  // 58: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	1,  // 59: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	10, // 60: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	12, // 61: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	14, // 62: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	16, // 63: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
+	1,  // 64: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	2,  // 65: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	20, // 66: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	2,  // 67: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	2,  // 68: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	24, // 69: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	3,  // 70: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	27, // 71: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	3,  // 72: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	4,  // 73: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	31, // 74: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	4,  // 75: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	35, // 76: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	4,  // 77: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	6,  // 78: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	39, // 79: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	58, // [58:80] is the sub-list for method output_type
+	36, // [36:58] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }

@@ -13,7 +13,7 @@ import (
 const (
 	jobInsertCols = "id, exp_id, exp_name, role, cluster_name, exp_type, priority, task_spec, " +
 		"status, reason, message, creator, artifact_id, artifact_path, version, " +
-		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at"
+		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at, dispatched_at"
 	jobCols = "seq, " + jobInsertCols
 )
 
@@ -23,6 +23,7 @@ func (s *Store) jobArgs(j *store.Job) []any {
 		string(j.Status), j.Reason, j.Message, j.Creator, j.ArtifactID, j.ArtifactPath, j.Version,
 		s.d.timeArg(j.CreatedAt), s.d.timeArg(j.UpdatedAt), s.d.timePtrArg(j.StartedAt),
 		s.d.timePtrArg(j.FinishedAt), s.d.timePtrArg(j.AbortingAt), s.d.timePtrArg(j.AbortedAt),
+		s.d.timePtrArg(j.DispatchedAt),
 	}
 }
 
@@ -32,7 +33,8 @@ func scanJob(sc scanner) (*store.Job, int64, error) {
 	err := sc.Scan(&seq, &j.ID, &j.ExpID, &j.ExpName, &j.Role, &j.ClusterName, &j.ExpType, &j.Priority,
 		jsonCol{&j.TaskSpec}, &j.Status, &j.Reason, &j.Message, &j.Creator, &j.ArtifactID, &j.ArtifactPath, &j.Version,
 		timeCol{&j.CreatedAt}, timeCol{&j.UpdatedAt}, nullTimeCol{&j.StartedAt},
-		nullTimeCol{&j.FinishedAt}, nullTimeCol{&j.AbortingAt}, nullTimeCol{&j.AbortedAt})
+		nullTimeCol{&j.FinishedAt}, nullTimeCol{&j.AbortingAt}, nullTimeCol{&j.AbortedAt},
+		nullTimeCol{&j.DispatchedAt})
 	return &j, seq, err
 }
 

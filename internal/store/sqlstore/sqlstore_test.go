@@ -379,7 +379,24 @@ func testUpdateJobStatus(t *testing.T, e env) {
 			name:   "same status with new reason and message",
 			update: store.StatusUpdate{Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Provisioning", Message: "node pool 1/2"},
 			want: func(j *store.Job) {
-				j.Reason, j.Message, j.Version = "Provisioning", "node pool 1/2", 2
+				j.Reason, j.Message, j.Version, j.DispatchedAt = "Provisioning", "node pool 1/2", 2, ptr(t0us)
+			},
+		},
+		{
+			name:   "waiting does not mark a job dispatched",
+			update: store.StatusUpdate{Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Waiting", Message: "queue position #2"},
+			want: func(j *store.Job) {
+				j.Reason, j.Message, j.Version = "Waiting", "queue position #2", 2
+			},
+		},
+		{
+			name: "dispatched_at keeps the first acquiring update",
+			before: []store.StatusUpdate{
+				{Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Provisioning"},
+			},
+			update: store.StatusUpdate{Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Dispatching", ClusterName: "gke-a"},
+			want: func(j *store.Job) {
+				j.Reason, j.ClusterName, j.Version, j.DispatchedAt = "Dispatching", "gke-a", 3, ptr(t0us)
 			},
 		},
 		{

@@ -60,6 +60,9 @@ func (s *Store) updateStatus(ctx context.Context, e entity, u store.StatusUpdate
 				sets, args = append(sets, "finished_at = ?"), append(args, now)
 			}
 		}
+		if e.table == jobEntity.table && u.Status == lifecycle.Pending && acquiringReason(u.Reason) {
+			sets, args = append(sets, "dispatched_at = COALESCE(dispatched_at, ?)"), append(args, now)
+		}
 		if u.ClusterName != "" {
 			sets, args = append(sets, "cluster_name = ?"), append(args, u.ClusterName)
 		}
@@ -88,4 +91,14 @@ func (s *Store) updateStatus(ctx context.Context, e entity, u store.StatusUpdate
 		}
 		return read(tx)
 	})
+}
+
+// acquiringReason reports whether a Pending job with this Reason has left
+// its queue and is acquiring resources.
+func acquiringReason(r string) bool {
+	switch lifecycle.Reason(r) {
+	case lifecycle.ReasonProvisioning, lifecycle.ReasonProvisioningFallback, lifecycle.ReasonDispatching:
+		return true
+	}
+	return false
 }

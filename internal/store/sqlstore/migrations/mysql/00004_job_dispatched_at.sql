@@ -1,0 +1,7 @@
+-- When a job left its queue to acquire resources, so its timeout for
+-- acquiring survives a controller restart.
+-- +goose Up
+ALTER TABLE jobs ADD COLUMN dispatched_at DATETIME(6) NULL;
+
+-- +goose Down
+ALTER TABLE jobs DROP COLUMN dispatched_at;
