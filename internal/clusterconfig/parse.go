@@ -328,35 +328,9 @@ func (p *parser) path(fpath string, n *yaml.Node) string {
 	return filepath.Join(p.home, strings.TrimPrefix(s, "~"))
 }
 
-// fields calls fn for each key of mapping n. With allowed non-nil, other
-// keys are errors listing what is allowed; with allowed nil, any key is
-// accepted (cluster names, labels). Duplicate keys are errors: YAML parsers
-// disagree on which one wins, so a registry must not depend on it.
+// fields walks mapping n with yamlnode.Fields, reporting through p.fail.
 func (p *parser) fields(path string, n *yaml.Node, allowed []string, fn func(key, path string, k, v *yaml.Node)) {
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := yamlnode.Resolve(n.Content[i]), yamlnode.Resolve(n.Content[i+1])
-		if k.Kind != yaml.ScalarNode {
-			p.fail(yamlnode.Join(path, "?"), k, "keys must be strings, got %s", yamlnode.Describe(k))
-			continue
-		}
-		key := k.Value
-		kpath := yamlnode.Join(path, key)
-		if k.Tag == "!!merge" {
-			p.fail(kpath, k, "YAML merge keys are not supported; write the fields out")
-			continue
-		}
-		if line, dup := seen[key]; dup {
-			p.fail(kpath, k, "duplicate key (first at line %d)", line)
-			continue
-		}
-		seen[key] = k.Line
-		if allowed != nil && !slices.Contains(allowed, key) {
-			p.fail(kpath, k, "unknown field; allowed: %s", strings.Join(allowed, ", "))
-			continue
-		}
-		fn(key, kpath, k, v)
-	}
+	yamlnode.Fields(path, n, allowed, p.fail, fn)
 }
 
 func (p *parser) expectMapping(path string, n *yaml.Node) bool {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -184,35 +183,9 @@ func (d *decoder) taskSpec(path string, n *yaml.Node, defaultTimeout int32) *fal
 	return spec
 }
 
-// fields calls fn for each key of mapping n. With allowed non-nil, other
-// keys are errors listing what is allowed; with allowed nil, any key is
-// accepted (role names, env names). Duplicate keys are errors: YAML parsers
-// disagree on which one wins, so a manifest must not depend on it.
+// fields walks mapping n with yamlnode.Fields, reporting through d.fail.
 func (d *decoder) fields(path string, n *yaml.Node, allowed []string, fn func(key, path string, v *yaml.Node)) {
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := yamlnode.Resolve(n.Content[i]), yamlnode.Resolve(n.Content[i+1])
-		if k.Kind != yaml.ScalarNode {
-			d.fail(yamlnode.Join(path, "?"), k, "keys must be strings, got %s", yamlnode.Describe(k))
-			continue
-		}
-		key := k.Value
-		kpath := yamlnode.Join(path, key)
-		if k.Tag == "!!merge" {
-			d.fail(kpath, k, "YAML merge keys are not supported; write the fields out")
-			continue
-		}
-		if line, dup := seen[key]; dup {
-			d.fail(kpath, k, "duplicate key (first at line %d)", line)
-			continue
-		}
-		seen[key] = k.Line
-		if allowed != nil && !slices.Contains(allowed, key) {
-			d.fail(kpath, k, "unknown field; allowed: %s", strings.Join(allowed, ", "))
-			continue
-		}
-		fn(key, kpath, v)
-	}
+	yamlnode.Fields(path, n, allowed, d.fail, func(key, kpath string, _, v *yaml.Node) { fn(key, kpath, v) })
 }
 
 func (d *decoder) expectMapping(path string, n *yaml.Node) bool {

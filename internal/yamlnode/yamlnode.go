@@ -5,7 +5,9 @@
 package yamlnode
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -49,4 +51,38 @@ func Join(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// Fields calls fn for each key of mapping n, reporting problems through
+// fail. With allowed non-nil, other keys are errors listing what is allowed;
+// with allowed nil, any key is accepted (role names, cluster names, labels).
+// Duplicate and merge keys are errors: YAML parsers disagree on which
+// duplicate wins, so a file Falcon reads must not depend on it.
+func Fields(path string, n *yaml.Node, allowed []string,
+	fail func(path string, at *yaml.Node, format string, args ...any),
+	fn func(key, path string, k, v *yaml.Node)) {
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := Resolve(n.Content[i]), Resolve(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			fail(Join(path, "?"), k, "keys must be strings, got %s", Describe(k))
+			continue
+		}
+		key := k.Value
+		kpath := Join(path, key)
+		if k.Tag == "!!merge" {
+			fail(kpath, k, "YAML merge keys are not supported; write the fields out")
+			continue
+		}
+		if line, dup := seen[key]; dup {
+			fail(kpath, k, "duplicate key (first at line %d)", line)
+			continue
+		}
+		seen[key] = k.Line
+		if allowed != nil && !slices.Contains(allowed, key) {
+			fail(kpath, k, "unknown field; allowed: %s", strings.Join(allowed, ", "))
+			continue
+		}
+		fn(key, kpath, k, v)
+	}
 }
