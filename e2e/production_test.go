@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,35 +11,15 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql"
+	"github.com/falconhq/falcon/internal/testenv/dbtest"
 )
 
 // TestServerAndControllerOnMariaDB runs Falcon as it is deployed: `falcon
 // migrate`, `falcon server` on MariaDB and `falcon controller` as separate
 // processes, the controller reaching the server over gRPC.
 func TestServerAndControllerOnMariaDB(t *testing.T) {
-	admin := os.Getenv("FALCON_TEST_MYSQL_DSN")
-	if admin == "" {
-		admin = "root@tcp(127.0.0.1:3306)/test?parseTime=true"
-	}
-	db, err := sql.Open("mysql", admin)
-	if err == nil {
-		err = db.Ping()
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("MariaDB is required under CI=true: %v", err)
-		}
-		t.Skipf("MariaDB unreachable: %v", err)
-	}
-	b := make([]byte, 4)
-	rand.Read(b)
-	name := "falcon_e2e_" + hex.EncodeToString(b)
-	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Exec("DROP DATABASE " + name); db.Close() })
-	dsn := "root@tcp(127.0.0.1:3306)/" + name + "?parseTime=true"
+	// A fresh database of its own; skipped without MariaDB, failed under CI=true.
+	dsn := dbtest.MySQLDSN(t)
 
 	if out, err := exec.Command(falconBin, "migrate", "--db-driver", "mysql", "--db-dsn", dsn).CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
