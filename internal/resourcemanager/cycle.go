@@ -200,23 +200,22 @@ func pinned(j *falconv1.Job) string {
 }
 
 // forgetEnded drops from the scheduler every job that is no longer Pending.
+// Jobs enter the scheduler only from a cycle's Pending list, so the ones to
+// drop are exactly those Pending last cycle and not now: no need to walk the
+// queues (which would recompute every queue's positions each cycle).
 func (m *Manager) forgetEnded(jobs []*falconv1.Job) {
-	pending := map[string]bool{}
+	pending := make(map[string]bool, len(m.lastPending))
 	for _, j := range jobs {
 		if j.GetStatus() == string(lifecycle.Pending) {
 			pending[j.GetId()] = true
 		}
 	}
-	for _, st := range m.sched.Snapshot() {
-		for _, p := range m.sched.Waiting(st.Key) {
-			if !pending[p.ID] {
-				_ = m.sched.Remove(p.ID)
-			}
-		}
-		if st.Acquiring.ID != "" && !pending[st.Acquiring.ID] {
-			_ = m.sched.Remove(st.Acquiring.ID)
+	for id := range m.lastPending {
+		if !pending[id] {
+			_ = m.sched.Remove(id) // ErrNotFound: released or removed already
 		}
 	}
+	m.lastPending = pending
 }
 
 func (m *Manager) liveJobs(ctx context.Context) ([]*falconv1.Job, error) {
@@ -347,10 +346,12 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job) {
 	}
 	if t := j.GetTaskSpec().GetTimeoutSeconds(); t > 0 {
 		// The row records when acquiring began, so a restarted controller
-		// keeps the deadline; the scheduler's clock is the fallback.
-		since := m.acquiringSince(key, j.GetId())
+		// keeps the deadline; the scheduler's clock is only the fallback.
+		var since time.Time
 		if d := j.GetDispatchedAt(); d != nil {
 			since = d.AsTime()
+		} else {
+			since = m.acquiringSince(key, j.GetId())
 		}
 		deadline := since.Add(time.Duration(t) * time.Second)
 		if !since.IsZero() && !m.now().Before(deadline) {

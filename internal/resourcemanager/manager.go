@@ -60,6 +60,8 @@ type Manager struct {
 	sched *queue.Scheduler
 	// tailWritten is when each queue's deep positions were last written.
 	tailWritten map[queue.Key]time.Time
+	// lastPending are the jobs that were Pending in the previous cycle.
+	lastPending map[string]bool
 }
 
 // Option configures a Manager.
