@@ -15,15 +15,13 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/ids"
-	"github.com/falconhq/falcon/internal/store"
-	"github.com/falconhq/falcon/internal/store/sqlstore"
+	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
 
 type env struct {
@@ -36,56 +34,19 @@ type env struct {
 	logDir  string
 }
 
-// start serves a real API server over loopback gRPC and HTTP, on SQLite.
+// start serves a real API server over loopback gRPC and HTTP, on SQLite,
+// with every call from the user alice unless it carries the controller secret.
 func start(t *testing.T) *env {
 	t.Helper()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := sqlstore.Open(ctx, "sqlite", sqlstore.SQLiteDSN(filepath.Join(dir, "falcon.db")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.UpsertCluster(ctx, &store.Cluster{ID: ids.New(ids.Cluster), Name: "local", Backend: "local", Status: store.ClusterActive}); err != nil {
-		t.Fatal(err)
-	}
-	logDir := filepath.Join(dir, "logs")
-	secret := auth.GenerateControllerSecret()
-	cs, err := auth.NewControllerSecret(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := apiserver.New(st, apiserver.WithArtifactRoot(dir), apiserver.WithLogDir(logDir),
-		apiserver.WithLogPoll(20*time.Millisecond), apiserver.WithControllerSecret(cs),
+	a := apitest.Start(t, map[string]string{"local": "local"},
+		apiserver.WithLogPoll(20*time.Millisecond),
 		apiserver.WithAuthenticator(auth.Local{P: auth.Principal{UserID: "local:alice", Email: "alice@localhost"}}))
-	running, err := srv.Serve(ctx, "127.0.0.1:0", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := grpc.NewClient(running.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl, err := grpc.NewClient(running.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(auth.ControllerCredentials(secret)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		ctl.Close()
-		cancel()
-		_ = running.Wait()
-		st.Close()
-	})
 	return &env{
-		base: "http://" + running.HTTPAddr, conn: conn, logDir: logDir,
-		exps:    falconv1.NewExperimentServiceClient(conn),
-		ctlExps: falconv1.NewExperimentServiceClient(ctl),
-		jobs:    falconv1.NewJobServiceClient(ctl),
-		arts:    falconv1.NewArtifactServiceClient(ctl),
+		base: "http://" + a.HTTPAddr, conn: a.UserConn, logDir: filepath.Join(a.Dir, "logs"),
+		exps:    falconv1.NewExperimentServiceClient(a.UserConn),
+		ctlExps: falconv1.NewExperimentServiceClient(a.Conn),
+		jobs:    a.Jobs,
+		arts:    a.Arts,
 	}
 }
 
