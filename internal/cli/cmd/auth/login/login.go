@@ -14,7 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -99,8 +99,13 @@ func loginRun(ctx context.Context, opts *Options) error {
 	state := randomState()
 	results := make(chan callback, 1)
 	srv := &http.Server{Handler: callbackHandler(state, results), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck // ends with Close below
-	defer srv.Close()
+	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown below
+	defer func() {
+		// Let the callback's answer reach the browser, but never hang on it.
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
 
 	loginURL := server + LoginPath + "?" + url.Values{
 		"callback": {"http://" + ln.Addr().String() + "/callback"},
@@ -176,12 +181,7 @@ func randomState() string {
 // callbackHandler answers the browser's one redirect to /callback and
 // delivers the outcome once; later requests are told the login is over.
 func callbackHandler(state string, results chan<- callback) http.Handler {
-	var once sync.Once
-	deliver := func(c callback) bool {
-		done := false
-		once.Do(func() { results <- c; done = true })
-		return done
-	}
+	var claimed atomic.Bool
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Referrer-Policy", "no-referrer")
@@ -201,15 +201,22 @@ func callbackHandler(state string, results chan<- callback) http.Handler {
 		default:
 			c.token = q.Get("token")
 		}
-		if !deliver(c) {
+		if !claimed.CompareAndSwap(false, true) {
 			page(w, http.StatusConflict, "This login has already finished. Return to your terminal.")
 			return
 		}
+		// The page is written before the outcome is delivered: delivering
+		// ends the login and closes this listener, which would otherwise
+		// cut the browser off mid-answer.
 		if c.err != nil {
 			page(w, http.StatusBadRequest, "Login failed: "+status.Convert(c.err).Message())
-			return
+		} else {
+			page(w, http.StatusOK, "You are logged in to Falcon. You can close this tab and return to your terminal.")
 		}
-		page(w, http.StatusOK, "You are logged in to Falcon. You can close this tab and return to your terminal.")
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		results <- c
 	})
 }
 
