@@ -30,6 +30,12 @@ const (
 	LabelSupplyMode    = "falcon.dev/supply-mode"
 	LabelCreatedAt     = "falcon.dev/created-at" // Unix seconds
 	LabelScaleDownTime = "falcon.dev/scale-down-unneeded-time"
+	// LabelAccelerator and LabelTopology say which slices a pool can serve
+	// once its first job is done: single-host pools have no placement
+	// policy to read the topology from, and v7x pools name a workload
+	// policy instead.
+	LabelAccelerator = "falcon.dev/accelerator" // canonical name, e.g. v5p
+	LabelTopology    = "falcon.dev/topology"    // e.g. 2x2x4
 )
 
 const maxPoolName = 40 // GKE's limit on node pool names
@@ -68,6 +74,8 @@ func (m *Manager) poolSpec(name, jobID string, sl accelerator.Slice, mode Supply
 			LabelSupplyMode:    string(mode),
 			LabelCreatedAt:     strconv.FormatInt(now.Unix(), 10),
 			LabelScaleDownTime: strconv.FormatInt(int64(scaleDown/time.Second), 10) + "s",
+			LabelAccelerator:   sl.Spec.Name,
+			LabelTopology:      sl.Topology,
 		},
 	}
 	if t := sl.Toleration; t != nil {
