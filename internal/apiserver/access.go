@@ -52,18 +52,21 @@ var rules = map[string]rule{
 	falconv1.ExperimentService_GetExpLogs_FullMethodName:      {callers: forAll},
 	falconv1.ExperimentService_UpdateExpStatus_FullMethodName: {callers: forControllers},
 
-	falconv1.JobService_GetJob_FullMethodName:          {callers: forAll},
-	falconv1.JobService_ListJobs_FullMethodName:        {callers: forAll},
-	falconv1.JobService_UpdateJobStatus_FullMethodName: {callers: forControllers},
-	falconv1.JobService_AbortJob_FullMethodName:        {callers: forControllers},
-	falconv1.JobService_WatchChanges_FullMethodName:    {callers: forControllers},
+	falconv1.JobService_GetJob_FullMethodName:           {callers: forAll},
+	falconv1.JobService_ListJobs_FullMethodName:         {callers: forAll},
+	falconv1.JobService_UpdateJobStatus_FullMethodName:  {callers: forControllers},
+	falconv1.JobService_AbortJob_FullMethodName:         {callers: forControllers},
+	falconv1.JobService_AppendJobMessage_FullMethodName: {callers: forControllers},
+	falconv1.JobService_WatchChanges_FullMethodName:     {callers: forControllers},
 
 	falconv1.ArtifactService_GetArtifact_FullMethodName:          {callers: forAll},
 	falconv1.ArtifactService_ListArtifacts_FullMethodName:        {callers: forAll},
 	falconv1.ArtifactService_UpdateArtifactStatus_FullMethodName: {callers: forControllers},
 
-	falconv1.ClusterService_GetCluster_FullMethodName:   {callers: forAll},
-	falconv1.ClusterService_ListClusters_FullMethodName: {callers: forAll},
+	falconv1.ClusterService_GetCluster_FullMethodName:          {callers: forAll},
+	falconv1.ClusterService_ListClusters_FullMethodName:        {callers: forAll},
+	falconv1.ClusterService_GetClusterStatus_FullMethodName:    {callers: forAll},
+	falconv1.ClusterService_ReportClusterStatus_FullMethodName: {callers: forControllers},
 	falconv1.ClusterService_RegisterCluster_FullMethodName: {forAll, func(r any) (string, bool) {
 		return r.(*falconv1.RegisterClusterRequest).GetCluster().GetName(), true
 	}},

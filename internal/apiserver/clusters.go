@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/clusterconfig"
@@ -37,6 +40,53 @@ func (s *Server) GetCluster(ctx context.Context, req *falconv1.GetClusterRequest
 		return nil, err
 	}
 	return clusterToAPI(c), nil
+}
+
+// GetClusterStatus is the capacity view: what the resource manager last
+// reported of the cluster. A cluster no controller has reported on yet has
+// an empty view, not an error, so a new cluster's status reads sensibly.
+func (s *Server) GetClusterStatus(ctx context.Context, req *falconv1.GetClusterStatusRequest) (*falconv1.ClusterStatus, error) {
+	if req.GetName() == "" {
+		return nil, errdefs.Invalid("name", "is required")
+	}
+	c, err := s.store.GetCluster(ctx, req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	raw, at, err := s.store.GetClusterReport(ctx, c.Name)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return &falconv1.ClusterStatus{ClusterName: c.Name}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &falconv1.ClusterStatus{}
+	if err := protojson.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("cluster %s: stored status is unreadable: %w", c.Name, err)
+	}
+	out.ClusterName = c.Name
+	out.ReportedAt = timestamppb.New(at)
+	return out, nil
+}
+
+// ReportClusterStatus stores the resource manager's view of a cluster.
+func (s *Server) ReportClusterStatus(ctx context.Context, req *falconv1.ReportClusterStatusRequest) (*falconv1.ClusterStatus, error) {
+	st := req.GetStatus()
+	if st.GetClusterName() == "" {
+		return nil, errdefs.Invalid("status.cluster_name", "is required")
+	}
+	at := time.Now()
+	if st.GetReportedAt() != nil {
+		at = st.GetReportedAt().AsTime()
+	}
+	raw, err := protojson.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.PutClusterReport(ctx, st.GetClusterName(), raw, at); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // ListClusters lists every registered cluster.

@@ -68,7 +68,7 @@ func jobToAPI(j *store.Job) *falconv1.Job {
 		CreatedAt: ts(j.CreatedAt), UpdatedAt: ts(j.UpdatedAt),
 		StartedAt: tsp(j.StartedAt), FinishedAt: tsp(j.FinishedAt),
 		AbortingAt: tsp(j.AbortingAt), AbortedAt: tsp(j.AbortedAt),
-		DispatchedAt: tsp(j.DispatchedAt),
+		DispatchedAt: tsp(j.DispatchedAt), NodePool: j.NodePool,
 	}
 }
 

@@ -78,7 +78,21 @@ func (s *Server) UpdateJobStatus(ctx context.Context, req *falconv1.UpdateJobSta
 		return nil, err
 	}
 	u.ClusterName = req.GetClusterName()
+	u.NodePool = req.GetNodePool()
 	j, err := s.store.UpdateJobStatus(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	s.changed()
+	return jobToAPI(j), nil
+}
+
+// AppendJobMessage adds a note to a job's Message, whatever its status.
+func (s *Server) AppendJobMessage(ctx context.Context, req *falconv1.AppendJobMessageRequest) (*falconv1.Job, error) {
+	if err := checkID("id", ids.Job, req.GetId()); err != nil {
+		return nil, err
+	}
+	j, err := s.store.AppendJobMessage(ctx, req.GetId(), req.GetNote())
 	if err != nil {
 		return nil, err
 	}

@@ -73,6 +73,9 @@ type Job struct {
 	// (first Reason Provisioning or Dispatching): its timeout for
 	// acquiring counts from here, across controller restarts.
 	DispatchedAt *time.Time
+	// NodePool is the GKE node pool the job runs on; a pool belongs to
+	// whichever live job names it.
+	NodePool string
 }
 
 // Artifact is where an experiment's outputs are kept; the files themselves
@@ -176,6 +179,9 @@ type StatusUpdate struct {
 	// ClusterName, for jobs only: the cluster the job was dispatched to
 	// (empty leaves it unchanged).
 	ClusterName string
+	// NodePool, for jobs only: the node pool assigned to the job (empty
+	// leaves it unchanged).
+	NodePool string
 }
 
 // Page asks for one page of a list. PageToken is opaque: the NextPageToken
@@ -235,6 +241,10 @@ type Store interface {
 	GetJob(ctx context.Context, id string) (*Job, error)
 	ListJobs(ctx context.Context, f JobFilter) (items []*Job, next string, err error)
 	UpdateJobStatus(ctx context.Context, u StatusUpdate) (*Job, error)
+	// AppendJobMessage adds note to the job's Message ("message; note")
+	// whatever its status, changing nothing else but version and
+	// updated_at. It is how an outcome learns of a later cleanup failure.
+	AppendJobMessage(ctx context.Context, id, note string) (*Job, error)
 
 	GetArtifact(ctx context.Context, id string) (*Artifact, error)
 	ListArtifacts(ctx context.Context, f ArtifactFilter) (items []*Artifact, next string, err error)
@@ -250,6 +260,11 @@ type Store interface {
 	// ErrFailedPrecondition while a job that is not terminal names the
 	// cluster, since that job's executor still needs to reach it.
 	DeleteCluster(ctx context.Context, name string) error
+	// PutClusterReport replaces the controller's latest view of a cluster
+	// (an opaque document) and when it was taken.
+	PutClusterReport(ctx context.Context, name string, report []byte, at time.Time) error
+	// GetClusterReport returns it; ErrNotFound when none was reported.
+	GetClusterReport(ctx context.Context, name string) (report []byte, at time.Time, err error)
 
 	// EnsureUser inserts the user if no row has its user_id, and returns the
 	// stored row. Concurrent first calls for one user create one row.

@@ -396,7 +396,11 @@ type Job struct {
 	Config string `protobuf:"bytes,23,opt,name=config,proto3" json:"config,omitempty"`
 	// When the job left its queue to acquire resources (first Reason
 	// Provisioning or Dispatching); its timeout while acquiring counts from here.
-	DispatchedAt  *timestamppb.Timestamp `protobuf:"bytes,24,opt,name=dispatched_at,json=dispatchedAt,proto3" json:"dispatched_at,omitempty"`
+	DispatchedAt *timestamppb.Timestamp `protobuf:"bytes,24,opt,name=dispatched_at,json=dispatchedAt,proto3" json:"dispatched_at,omitempty"`
+	// The GKE node pool the job runs on (created for it or reused); empty
+	// for clusters without per-job pools. A pool belongs to whichever live
+	// job names it.
+	NodePool      string `protobuf:"bytes,25,opt,name=node_pool,json=nodePool,proto3" json:"node_pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -597,6 +601,13 @@ func (x *Job) GetDispatchedAt() *timestamppb.Timestamp {
 		return x.DispatchedAt
 	}
 	return nil
+}
+
+func (x *Job) GetNodePool() string {
+	if x != nil {
+		return x.NodePool
+	}
+	return ""
 }
 
 type Artifact struct {
@@ -1868,8 +1879,10 @@ type UpdateJobStatusRequest struct {
 	Reason         string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	Message        string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
 	ClusterName    string `protobuf:"bytes,6,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The node pool assigned to the job (empty leaves it unchanged).
+	NodePool      string `protobuf:"bytes,7,opt,name=node_pool,json=nodePool,proto3" json:"node_pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateJobStatusRequest) Reset() {
@@ -1944,6 +1957,65 @@ func (x *UpdateJobStatusRequest) GetClusterName() string {
 	return ""
 }
 
+func (x *UpdateJobStatusRequest) GetNodePool() string {
+	if x != nil {
+		return x.NodePool
+	}
+	return ""
+}
+
+type AppendJobMessageRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Note          string                 `protobuf:"bytes,2,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendJobMessageRequest) Reset() {
+	*x = AppendJobMessageRequest{}
+	mi := &file_falcon_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendJobMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendJobMessageRequest) ProtoMessage() {}
+
+func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendJobMessageRequest.ProtoReflect.Descriptor instead.
+func (*AppendJobMessageRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *AppendJobMessageRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AppendJobMessageRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 type AbortJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1955,7 +2027,7 @@ type AbortJobRequest struct {
 
 func (x *AbortJobRequest) Reset() {
 	*x = AbortJobRequest{}
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1967,7 +2039,7 @@ func (x *AbortJobRequest) String() string {
 func (*AbortJobRequest) ProtoMessage() {}
 
 func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1980,7 +2052,7 @@ func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortJobRequest.ProtoReflect.Descriptor instead.
 func (*AbortJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{22}
+	return file_falcon_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AbortJobRequest) GetId() string {
@@ -2012,7 +2084,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2096,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2109,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{23}
+	return file_falcon_proto_rawDescGZIP(), []int{24}
 }
 
 type Change struct {
@@ -2051,7 +2123,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2135,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2148,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{24}
+	return file_falcon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Change) GetKind() string {
@@ -2102,7 +2174,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2114,7 +2186,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2127,7 +2199,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{25}
+	return file_falcon_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetArtifactRequest) GetId() string {
@@ -2151,7 +2223,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2163,7 +2235,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2176,7 +2248,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{26}
+	return file_falcon_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListArtifactsRequest) GetPageSize() int32 {
@@ -2224,7 +2296,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2236,7 +2308,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2249,7 +2321,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{27}
+	return file_falcon_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListArtifactsResponse) GetItems() []*Artifact {
@@ -2279,7 +2351,7 @@ type UpdateArtifactStatusRequest struct {
 
 func (x *UpdateArtifactStatusRequest) Reset() {
 	*x = UpdateArtifactStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2291,7 +2363,7 @@ func (x *UpdateArtifactStatusRequest) String() string {
 func (*UpdateArtifactStatusRequest) ProtoMessage() {}
 
 func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2304,7 +2376,7 @@ func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateArtifactStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateArtifactStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{28}
+	return file_falcon_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdateArtifactStatusRequest) GetId() string {
@@ -2342,6 +2414,450 @@ func (x *UpdateArtifactStatusRequest) GetMessage() string {
 	return ""
 }
 
+type GetClusterStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClusterStatusRequest) Reset() {
+	*x = GetClusterStatusRequest{}
+	mi := &file_falcon_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClusterStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClusterStatusRequest) ProtoMessage() {}
+
+func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
+func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GetClusterStatusRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ReportClusterStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        *ClusterStatus         `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportClusterStatusRequest) Reset() {
+	*x = ReportClusterStatusRequest{}
+	mi := &file_falcon_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportClusterStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportClusterStatusRequest) ProtoMessage() {}
+
+func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
+func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// ClusterStatus is what the resource manager last saw of one cluster.
+type ClusterStatus struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ClusterName string                 `protobuf:"bytes,1,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
+	ReportedAt  *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=reported_at,json=reportedAt,proto3" json:"reported_at,omitempty"`
+	// The cluster's default reservation; absent when none is configured.
+	Reservation *ReservationCapacity `protobuf:"bytes,3,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	NodePools   []*NodePoolStatus    `protobuf:"bytes,4,rep,name=node_pools,json=nodePools,proto3" json:"node_pools,omitempty"`
+	Queues      []*QueueStatus       `protobuf:"bytes,5,rep,name=queues,proto3" json:"queues,omitempty"`
+	// Why part of the view is missing (the cluster could not be reached).
+	Error         string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatus) Reset() {
+	*x = ClusterStatus{}
+	mi := &file_falcon_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatus) ProtoMessage() {}
+
+func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
+func (*ClusterStatus) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ClusterStatus) GetClusterName() string {
+	if x != nil {
+		return x.ClusterName
+	}
+	return ""
+}
+
+func (x *ClusterStatus) GetReportedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReportedAt
+	}
+	return nil
+}
+
+func (x *ClusterStatus) GetReservation() *ReservationCapacity {
+	if x != nil {
+		return x.Reservation
+	}
+	return nil
+}
+
+func (x *ClusterStatus) GetNodePools() []*NodePoolStatus {
+	if x != nil {
+		return x.NodePools
+	}
+	return nil
+}
+
+func (x *ClusterStatus) GetQueues() []*QueueStatus {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
+}
+
+func (x *ClusterStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type ReservationCapacity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Count int64                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	InUse int64                  `protobuf:"varint,3,opt,name=in_use,json=inUse,proto3" json:"in_use,omitempty"`
+	// count - in_use: nodes a new pool can still take from it.
+	Free          int64  `protobuf:"varint,4,opt,name=free,proto3" json:"free,omitempty"`
+	Error         string `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReservationCapacity) Reset() {
+	*x = ReservationCapacity{}
+	mi := &file_falcon_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReservationCapacity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReservationCapacity) ProtoMessage() {}
+
+func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
+func (*ReservationCapacity) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ReservationCapacity) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReservationCapacity) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ReservationCapacity) GetInUse() int64 {
+	if x != nil {
+		return x.InUse
+	}
+	return 0
+}
+
+func (x *ReservationCapacity) GetFree() int64 {
+	if x != nil {
+		return x.Free
+	}
+	return 0
+}
+
+func (x *ReservationCapacity) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type NodePoolStatus struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	AcceleratorType string                 `protobuf:"bytes,2,opt,name=accelerator_type,json=acceleratorType,proto3" json:"accelerator_type,omitempty"`
+	Topology        string                 `protobuf:"bytes,3,opt,name=topology,proto3" json:"topology,omitempty"`
+	Nodes           int64                  `protobuf:"varint,4,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	// GKE's status: PROVISIONING, RUNNING, STOPPING, ERROR, ...
+	Status string `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	// "reservation" or "flex-start".
+	SupplyMode string `protobuf:"bytes,6,opt,name=supply_mode,json=supplyMode,proto3" json:"supply_mode,omitempty"`
+	// The live job the pool belongs to; empty when idle.
+	OwnerJobId string                 `protobuf:"bytes,7,opt,name=owner_job_id,json=ownerJobId,proto3" json:"owner_job_id,omitempty"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Since when no live job owns it; absent while owned.
+	IdleSince     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=idle_since,json=idleSince,proto3" json:"idle_since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodePoolStatus) Reset() {
+	*x = NodePoolStatus{}
+	mi := &file_falcon_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePoolStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePoolStatus) ProtoMessage() {}
+
+func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
+func (*NodePoolStatus) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *NodePoolStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NodePoolStatus) GetAcceleratorType() string {
+	if x != nil {
+		return x.AcceleratorType
+	}
+	return ""
+}
+
+func (x *NodePoolStatus) GetTopology() string {
+	if x != nil {
+		return x.Topology
+	}
+	return ""
+}
+
+func (x *NodePoolStatus) GetNodes() int64 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *NodePoolStatus) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *NodePoolStatus) GetSupplyMode() string {
+	if x != nil {
+		return x.SupplyMode
+	}
+	return ""
+}
+
+func (x *NodePoolStatus) GetOwnerJobId() string {
+	if x != nil {
+		return x.OwnerJobId
+	}
+	return ""
+}
+
+func (x *NodePoolStatus) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *NodePoolStatus) GetIdleSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.IdleSince
+	}
+	return nil
+}
+
+// QueueStatus is one (cluster, topology) queue.
+type QueueStatus struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Topology         string                 `protobuf:"bytes,1,opt,name=topology,proto3" json:"topology,omitempty"`
+	AcceleratorTypes []string               `protobuf:"bytes,2,rep,name=accelerator_types,json=acceleratorTypes,proto3" json:"accelerator_types,omitempty"`
+	// Jobs waiting in line.
+	Waiting int32 `protobuf:"varint,3,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// The job holding the queue's slot (provisioning or dispatching), if any.
+	AcquiringJobId string `protobuf:"bytes,4,opt,name=acquiring_job_id,json=acquiringJobId,proto3" json:"acquiring_job_id,omitempty"`
+	// Jobs of this topology running on the cluster.
+	Running       int32 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueStatus) Reset() {
+	*x = QueueStatus{}
+	mi := &file_falcon_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueStatus) ProtoMessage() {}
+
+func (x *QueueStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
+func (*QueueStatus) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *QueueStatus) GetTopology() string {
+	if x != nil {
+		return x.Topology
+	}
+	return ""
+}
+
+func (x *QueueStatus) GetAcceleratorTypes() []string {
+	if x != nil {
+		return x.AcceleratorTypes
+	}
+	return nil
+}
+
+func (x *QueueStatus) GetWaiting() int32 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *QueueStatus) GetAcquiringJobId() string {
+	if x != nil {
+		return x.AcquiringJobId
+	}
+	return ""
+}
+
+func (x *QueueStatus) GetRunning() int32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
 // name or id.
 type GetClusterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2352,7 +2868,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2364,7 +2880,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2377,7 +2893,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{29}
+	return file_falcon_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -2395,7 +2911,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2923,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2936,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{30}
+	return file_falcon_proto_rawDescGZIP(), []int{37}
 }
 
 type ListClustersResponse struct {
@@ -2432,7 +2948,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2444,7 +2960,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2457,7 +2973,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{31}
+	return file_falcon_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -2476,7 +2992,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2488,7 +3004,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2501,7 +3017,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{32}
+	return file_falcon_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -2523,7 +3039,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2535,7 +3051,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2548,7 +3064,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{33}
+	return file_falcon_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -2585,7 +3101,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +3113,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +3126,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{34}
+	return file_falcon_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -2644,7 +3160,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2656,7 +3172,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2669,7 +3185,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{35}
+	return file_falcon_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -2697,7 +3213,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2709,7 +3225,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2722,7 +3238,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{36}
+	return file_falcon_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -2747,7 +3263,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +3275,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +3288,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{37}
+	return file_falcon_proto_rawDescGZIP(), []int{44}
 }
 
 type ListUsersRequest struct {
@@ -2783,7 +3299,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +3311,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +3324,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{38}
+	return file_falcon_proto_rawDescGZIP(), []int{45}
 }
 
 type ListUsersResponse struct {
@@ -2820,7 +3336,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2832,7 +3348,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2845,7 +3361,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{39}
+	return file_falcon_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -2911,7 +3427,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\bartifact\x18\x17 \x01(\v2\x13.falcon.v1.ArtifactR\bartifact\x1aV\n" +
 	"\x13RoleToTaskSpecEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12)\n" +
-	"\x05value\x18\x02 \x01(\v2\x13.falcon.v1.TaskSpecR\x05value:\x028\x01\"\x84\a\n" +
+	"\x05value\x18\x02 \x01(\v2\x13.falcon.v1.TaskSpecR\x05value:\x028\x01\"\xa1\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06exp_id\x18\x02 \x01(\tR\x05expId\x12\x19\n" +
@@ -2944,7 +3460,8 @@ const file_falcon_proto_rawDesc = "" +
 	"\n" +
 	"aborted_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tabortedAt\x12\x16\n" +
 	"\x06config\x18\x17 \x01(\tR\x06config\x12?\n" +
-	"\rdispatched_at\x18\x18 \x01(\v2\x1a.google.protobuf.TimestampR\fdispatchedAt\"\xc4\x02\n" +
+	"\rdispatched_at\x18\x18 \x01(\v2\x1a.google.protobuf.TimestampR\fdispatchedAt\x12\x1b\n" +
+	"\tnode_pool\x18\x19 \x01(\tR\bnodePool\"\xc4\x02\n" +
 	"\bArtifact\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06exp_id\x18\x02 \x01(\tR\x05expId\x12\x12\n" +
@@ -3056,14 +3573,18 @@ const file_falcon_proto_rawDesc = "" +
 	"\aexp_ids\x18\x06 \x03(\tR\x06expIds\"`\n" +
 	"\x10ListJobsResponse\x12$\n" +
 	"\x05items\x18\x01 \x03(\v2\x0e.falcon.v1.JobR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xbe\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xdb\x01\n" +
 	"\x16UpdateJobStatusRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12!\n" +
-	"\fcluster_name\x18\x06 \x01(\tR\vclusterName\"S\n" +
+	"\fcluster_name\x18\x06 \x01(\tR\vclusterName\x12\x1b\n" +
+	"\tnode_pool\x18\a \x01(\tR\bnodePool\"=\n" +
+	"\x17AppendJobMessageRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04note\x18\x02 \x01(\tR\x04note\"S\n" +
 	"\x0fAbortJobRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -3089,7 +3610,46 @@ const file_falcon_proto_rawDesc = "" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"'\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"-\n" +
+	"\x17GetClusterStatusRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"N\n" +
+	"\x1aReportClusterStatusRequest\x120\n" +
+	"\x06status\x18\x01 \x01(\v2\x18.falcon.v1.ClusterStatusR\x06status\"\xb1\x02\n" +
+	"\rClusterStatus\x12!\n" +
+	"\fcluster_name\x18\x01 \x01(\tR\vclusterName\x12;\n" +
+	"\vreported_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"reportedAt\x12@\n" +
+	"\vreservation\x18\x03 \x01(\v2\x1e.falcon.v1.ReservationCapacityR\vreservation\x128\n" +
+	"\n" +
+	"node_pools\x18\x04 \x03(\v2\x19.falcon.v1.NodePoolStatusR\tnodePools\x12.\n" +
+	"\x06queues\x18\x05 \x03(\v2\x16.falcon.v1.QueueStatusR\x06queues\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\"\x80\x01\n" +
+	"\x13ReservationCapacity\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\x12\x15\n" +
+	"\x06in_use\x18\x03 \x01(\x03R\x05inUse\x12\x12\n" +
+	"\x04free\x18\x04 \x01(\x03R\x04free\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xd2\x02\n" +
+	"\x0eNodePoolStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
+	"\x10accelerator_type\x18\x02 \x01(\tR\x0facceleratorType\x12\x1a\n" +
+	"\btopology\x18\x03 \x01(\tR\btopology\x12\x14\n" +
+	"\x05nodes\x18\x04 \x01(\x03R\x05nodes\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12\x1f\n" +
+	"\vsupply_mode\x18\x06 \x01(\tR\n" +
+	"supplyMode\x12 \n" +
+	"\fowner_job_id\x18\a \x01(\tR\n" +
+	"ownerJobId\x129\n" +
+	"\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"idle_since\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tidleSince\"\xb4\x01\n" +
+	"\vQueueStatus\x12\x1a\n" +
+	"\btopology\x18\x01 \x01(\tR\btopology\x12+\n" +
+	"\x11accelerator_types\x18\x02 \x03(\tR\x10acceleratorTypes\x12\x18\n" +
+	"\awaiting\x18\x03 \x01(\x05R\awaiting\x12(\n" +
+	"\x10acquiring_job_id\x18\x04 \x01(\tR\x0eacquiringJobId\x12\x18\n" +
+	"\arunning\x18\x05 \x01(\x05R\arunning\"'\n" +
 	"\x11GetClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x15\n" +
 	"\x13ListClustersRequest\"@\n" +
@@ -3123,25 +3683,28 @@ const file_falcon_proto_rawDesc = "" +
 	"\tDeleteExp\x12\x1b.falcon.v1.DeleteExpRequest\x1a\x1c.falcon.v1.DeleteExpResponse\x12@\n" +
 	"\n" +
 	"GetExpLogs\x12\x1c.falcon.v1.GetExpLogsRequest\x1a\x12.falcon.v1.LogLine0\x01\x12K\n" +
-	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment2\xc8\x02\n" +
+	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment2\x90\x03\n" +
 	"\n" +
 	"JobService\x122\n" +
 	"\x06GetJob\x12\x18.falcon.v1.GetJobRequest\x1a\x0e.falcon.v1.Job\x12C\n" +
 	"\bListJobs\x12\x1a.falcon.v1.ListJobsRequest\x1a\x1b.falcon.v1.ListJobsResponse\x12D\n" +
 	"\x0fUpdateJobStatus\x12!.falcon.v1.UpdateJobStatusRequest\x1a\x0e.falcon.v1.Job\x126\n" +
-	"\bAbortJob\x12\x1a.falcon.v1.AbortJobRequest\x1a\x0e.falcon.v1.Job\x12C\n" +
+	"\bAbortJob\x12\x1a.falcon.v1.AbortJobRequest\x1a\x0e.falcon.v1.Job\x12F\n" +
+	"\x10AppendJobMessage\x12\".falcon.v1.AppendJobMessageRequest\x1a\x0e.falcon.v1.Job\x12C\n" +
 	"\fWatchChanges\x12\x1e.falcon.v1.WatchChangesRequest\x1a\x11.falcon.v1.Change0\x012\xfd\x01\n" +
 	"\x0fArtifactService\x12A\n" +
 	"\vGetArtifact\x12\x1d.falcon.v1.GetArtifactRequest\x1a\x13.falcon.v1.Artifact\x12R\n" +
 	"\rListArtifacts\x12\x1f.falcon.v1.ListArtifactsRequest\x1a .falcon.v1.ListArtifactsResponse\x12S\n" +
-	"\x14UpdateArtifactStatus\x12&.falcon.v1.UpdateArtifactStatusRequest\x1a\x13.falcon.v1.Artifact2\x8b\x03\n" +
+	"\x14UpdateArtifactStatus\x12&.falcon.v1.UpdateArtifactStatusRequest\x1a\x13.falcon.v1.Artifact2\xb5\x04\n" +
 	"\x0eClusterService\x12>\n" +
 	"\n" +
 	"GetCluster\x12\x1c.falcon.v1.GetClusterRequest\x1a\x12.falcon.v1.Cluster\x12O\n" +
 	"\fListClusters\x12\x1e.falcon.v1.ListClustersRequest\x1a\x1f.falcon.v1.ListClustersResponse\x12H\n" +
 	"\x0fRegisterCluster\x12!.falcon.v1.RegisterClusterRequest\x1a\x12.falcon.v1.Cluster\x12R\n" +
 	"\rApplyClusters\x12\x1f.falcon.v1.ApplyClustersRequest\x1a .falcon.v1.ApplyClustersResponse\x12J\n" +
-	"\x10SetClusterStatus\x12\".falcon.v1.SetClusterStatusRequest\x1a\x12.falcon.v1.Cluster2\x9a\x01\n" +
+	"\x10SetClusterStatus\x12\".falcon.v1.SetClusterStatusRequest\x1a\x12.falcon.v1.Cluster\x12P\n" +
+	"\x10GetClusterStatus\x12\".falcon.v1.GetClusterStatusRequest\x1a\x18.falcon.v1.ClusterStatus\x12V\n" +
+	"\x13ReportClusterStatus\x12%.falcon.v1.ReportClusterStatusRequest\x1a\x18.falcon.v1.ClusterStatus2\x9a\x01\n" +
 	"\vUserService\x12C\n" +
 	"\x0eGetCurrentUser\x12 .falcon.v1.GetCurrentUserRequest\x1a\x0f.falcon.v1.User\x12F\n" +
 	"\tListUsers\x12\x1b.falcon.v1.ListUsersRequest\x1a\x1c.falcon.v1.ListUsersResponseB3Z1github.com/falconhq/falcon/api/falcon/v1;falconv1b\x06proto3"
@@ -3158,7 +3721,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Experiment)(nil),                  // 1: falcon.v1.Experiment
@@ -3182,115 +3745,135 @@ var file_falcon_proto_goTypes = []any{
 	(*ListJobsRequest)(nil),             // 19: falcon.v1.ListJobsRequest
 	(*ListJobsResponse)(nil),            // 20: falcon.v1.ListJobsResponse
 	(*UpdateJobStatusRequest)(nil),      // 21: falcon.v1.UpdateJobStatusRequest
-	(*AbortJobRequest)(nil),             // 22: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 23: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 24: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 25: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 26: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 27: falcon.v1.ListArtifactsResponse
-	(*UpdateArtifactStatusRequest)(nil), // 28: falcon.v1.UpdateArtifactStatusRequest
-	(*GetClusterRequest)(nil),           // 29: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 30: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 31: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 32: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 33: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 34: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 35: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 36: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 37: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 38: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 39: falcon.v1.ListUsersResponse
-	nil,                                 // 40: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 41: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 42: falcon.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 43: google.protobuf.Timestamp
+	(*AppendJobMessageRequest)(nil),     // 22: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),             // 23: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),         // 24: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                      // 25: falcon.v1.Change
+	(*GetArtifactRequest)(nil),          // 26: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),        // 27: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),       // 28: falcon.v1.ListArtifactsResponse
+	(*UpdateArtifactStatusRequest)(nil), // 29: falcon.v1.UpdateArtifactStatusRequest
+	(*GetClusterStatusRequest)(nil),     // 30: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 31: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 32: falcon.v1.ClusterStatus
+	(*ReservationCapacity)(nil),         // 33: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 34: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 35: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 36: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 37: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 38: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 39: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 40: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 41: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 42: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 43: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 44: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 45: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 46: falcon.v1.ListUsersResponse
+	nil,                                 // 47: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 48: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 49: falcon.v1.Cluster.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 50: google.protobuf.Timestamp
 }
 var file_falcon_proto_depIdxs = []int32{
-	40, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
-	41, // 1: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	43, // 2: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	43, // 3: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	43, // 4: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	43, // 5: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	43, // 6: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	43, // 7: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	47, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	48, // 1: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	50, // 2: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	50, // 3: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	50, // 4: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	50, // 5: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	50, // 6: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	50, // 7: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	2,  // 8: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	3,  // 9: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	0,  // 10: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	43, // 11: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	43, // 12: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	43, // 13: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	43, // 14: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	43, // 15: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	43, // 16: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	43, // 17: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	43, // 18: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	43, // 19: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	43, // 20: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	50, // 11: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	50, // 12: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	50, // 13: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	50, // 14: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	50, // 15: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	50, // 16: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	50, // 17: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	50, // 18: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	50, // 19: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	50, // 20: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	5,  // 21: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	42, // 22: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	43, // 23: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	49, // 22: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	50, // 23: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 24: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
 	1,  // 25: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
 	1,  // 26: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
 	2,  // 27: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
 	3,  // 28: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	4,  // 29: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	4,  // 30: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	4,  // 31: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	34, // 32: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	4,  // 33: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	6,  // 34: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	0,  // 35: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	7,  // 36: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	8,  // 37: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	9,  // 38: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	11, // 39: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	13, // 40: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	15, // 41: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	17, // 42: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	18, // 43: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	19, // 44: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	21, // 45: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	22, // 46: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	23, // 47: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	25, // 48: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	26, // 49: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	28, // 50: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	29, // 51: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	30, // 52: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	32, // 53: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	33, // 54: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	36, // 55: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	37, // 56: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	38, // 57: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	1,  // 58: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	1,  // 59: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	10, // 60: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	12, // 61: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	14, // 62: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	16, // 63: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
-	1,  // 64: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	2,  // 65: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	20, // 66: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	2,  // 67: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	2,  // 68: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	24, // 69: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	3,  // 70: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	27, // 71: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	3,  // 72: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	4,  // 73: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	31, // 74: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	4,  // 75: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	35, // 76: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	4,  // 77: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	6,  // 78: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	39, // 79: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	58, // [58:80] is the sub-list for method output_type
-	36, // [36:58] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	32, // 29: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	50, // 30: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	33, // 31: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	34, // 32: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	35, // 33: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	50, // 34: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	50, // 35: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	4,  // 36: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	4,  // 37: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	4,  // 38: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	41, // 39: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	4,  // 40: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	6,  // 41: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	0,  // 42: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	7,  // 43: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	8,  // 44: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	9,  // 45: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	11, // 46: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	13, // 47: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	15, // 48: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	17, // 49: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	18, // 50: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	19, // 51: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	21, // 52: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	23, // 53: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	22, // 54: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	24, // 55: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	26, // 56: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	27, // 57: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	29, // 58: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	36, // 59: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	37, // 60: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	39, // 61: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	40, // 62: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	43, // 63: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	30, // 64: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	31, // 65: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	44, // 66: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	45, // 67: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	1,  // 68: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	1,  // 69: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	10, // 70: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	12, // 71: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	14, // 72: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	16, // 73: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
+	1,  // 74: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	2,  // 75: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	20, // 76: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	2,  // 77: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	2,  // 78: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	2,  // 79: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	25, // 80: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	3,  // 81: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	28, // 82: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	3,  // 83: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	4,  // 84: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	38, // 85: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	4,  // 86: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	42, // 87: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	4,  // 88: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	32, // 89: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	32, // 90: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	6,  // 91: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	46, // 92: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	68, // [68:93] is the sub-list for method output_type
+	43, // [43:68] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -3305,7 +3888,7 @@ func file_falcon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

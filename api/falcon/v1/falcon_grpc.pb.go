@@ -367,11 +367,12 @@ var ExperimentService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	JobService_GetJob_FullMethodName          = "/falcon.v1.JobService/GetJob"
-	JobService_ListJobs_FullMethodName        = "/falcon.v1.JobService/ListJobs"
-	JobService_UpdateJobStatus_FullMethodName = "/falcon.v1.JobService/UpdateJobStatus"
-	JobService_AbortJob_FullMethodName        = "/falcon.v1.JobService/AbortJob"
-	JobService_WatchChanges_FullMethodName    = "/falcon.v1.JobService/WatchChanges"
+	JobService_GetJob_FullMethodName           = "/falcon.v1.JobService/GetJob"
+	JobService_ListJobs_FullMethodName         = "/falcon.v1.JobService/ListJobs"
+	JobService_UpdateJobStatus_FullMethodName  = "/falcon.v1.JobService/UpdateJobStatus"
+	JobService_AbortJob_FullMethodName         = "/falcon.v1.JobService/AbortJob"
+	JobService_AppendJobMessage_FullMethodName = "/falcon.v1.JobService/AppendJobMessage"
+	JobService_WatchChanges_FullMethodName     = "/falcon.v1.JobService/WatchChanges"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -384,6 +385,9 @@ type JobServiceClient interface {
 	UpdateJobStatus(ctx context.Context, in *UpdateJobStatusRequest, opts ...grpc.CallOption) (*Job, error)
 	// Internal: abort the other jobs of an experiment whose role failed.
 	AbortJob(ctx context.Context, in *AbortJobRequest, opts ...grpc.CallOption) (*Job, error)
+	// Internal: add a note to a job's Message without changing its status,
+	// e.g. that its node pool could not be deleted after it ended.
+	AppendJobMessage(ctx context.Context, in *AppendJobMessageRequest, opts ...grpc.CallOption) (*Job, error)
 	// Internal: a stream that ticks whenever jobs, experiments or artifacts
 	// change, so controllers wake at once instead of waiting for their poll.
 	WatchChanges(ctx context.Context, in *WatchChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error)
@@ -437,6 +441,16 @@ func (c *jobServiceClient) AbortJob(ctx context.Context, in *AbortJobRequest, op
 	return out, nil
 }
 
+func (c *jobServiceClient) AppendJobMessage(ctx context.Context, in *AppendJobMessageRequest, opts ...grpc.CallOption) (*Job, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Job)
+	err := c.cc.Invoke(ctx, JobService_AppendJobMessage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *jobServiceClient) WatchChanges(ctx context.Context, in *WatchChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Change], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &JobService_ServiceDesc.Streams[0], JobService_WatchChanges_FullMethodName, cOpts...)
@@ -466,6 +480,9 @@ type JobServiceServer interface {
 	UpdateJobStatus(context.Context, *UpdateJobStatusRequest) (*Job, error)
 	// Internal: abort the other jobs of an experiment whose role failed.
 	AbortJob(context.Context, *AbortJobRequest) (*Job, error)
+	// Internal: add a note to a job's Message without changing its status,
+	// e.g. that its node pool could not be deleted after it ended.
+	AppendJobMessage(context.Context, *AppendJobMessageRequest) (*Job, error)
 	// Internal: a stream that ticks whenever jobs, experiments or artifacts
 	// change, so controllers wake at once instead of waiting for their poll.
 	WatchChanges(*WatchChangesRequest, grpc.ServerStreamingServer[Change]) error
@@ -490,6 +507,9 @@ func (UnimplementedJobServiceServer) UpdateJobStatus(context.Context, *UpdateJob
 }
 func (UnimplementedJobServiceServer) AbortJob(context.Context, *AbortJobRequest) (*Job, error) {
 	return nil, status.Error(codes.Unimplemented, "method AbortJob not implemented")
+}
+func (UnimplementedJobServiceServer) AppendJobMessage(context.Context, *AppendJobMessageRequest) (*Job, error) {
+	return nil, status.Error(codes.Unimplemented, "method AppendJobMessage not implemented")
 }
 func (UnimplementedJobServiceServer) WatchChanges(*WatchChangesRequest, grpc.ServerStreamingServer[Change]) error {
 	return status.Error(codes.Unimplemented, "method WatchChanges not implemented")
@@ -587,6 +607,24 @@ func _JobService_AbortJob_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_AppendJobMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AppendJobMessageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).AppendJobMessage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_AppendJobMessage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).AppendJobMessage(ctx, req.(*AppendJobMessageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _JobService_WatchChanges_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchChangesRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -620,6 +658,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AbortJob",
 			Handler:    _JobService_AbortJob_Handler,
+		},
+		{
+			MethodName: "AppendJobMessage",
+			Handler:    _JobService_AppendJobMessage_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
@@ -813,11 +855,13 @@ var ArtifactService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	ClusterService_GetCluster_FullMethodName       = "/falcon.v1.ClusterService/GetCluster"
-	ClusterService_ListClusters_FullMethodName     = "/falcon.v1.ClusterService/ListClusters"
-	ClusterService_RegisterCluster_FullMethodName  = "/falcon.v1.ClusterService/RegisterCluster"
-	ClusterService_ApplyClusters_FullMethodName    = "/falcon.v1.ClusterService/ApplyClusters"
-	ClusterService_SetClusterStatus_FullMethodName = "/falcon.v1.ClusterService/SetClusterStatus"
+	ClusterService_GetCluster_FullMethodName          = "/falcon.v1.ClusterService/GetCluster"
+	ClusterService_ListClusters_FullMethodName        = "/falcon.v1.ClusterService/ListClusters"
+	ClusterService_RegisterCluster_FullMethodName     = "/falcon.v1.ClusterService/RegisterCluster"
+	ClusterService_ApplyClusters_FullMethodName       = "/falcon.v1.ClusterService/ApplyClusters"
+	ClusterService_SetClusterStatus_FullMethodName    = "/falcon.v1.ClusterService/SetClusterStatus"
+	ClusterService_GetClusterStatus_FullMethodName    = "/falcon.v1.ClusterService/GetClusterStatus"
+	ClusterService_ReportClusterStatus_FullMethodName = "/falcon.v1.ClusterService/ReportClusterStatus"
 )
 
 // ClusterServiceClient is the client API for ClusterService service.
@@ -833,6 +877,11 @@ type ClusterServiceClient interface {
 	// deleted with prune, if nothing references them). All or nothing.
 	ApplyClusters(ctx context.Context, in *ApplyClustersRequest, opts ...grpc.CallOption) (*ApplyClustersResponse, error)
 	SetClusterStatus(ctx context.Context, in *SetClusterStatusRequest, opts ...grpc.CallOption) (*Cluster, error)
+	// Capacity view: reservation left, node pools and queues, as the
+	// controller last reported them.
+	GetClusterStatus(ctx context.Context, in *GetClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatus, error)
+	// Internal: the resource manager reports what it sees of a cluster.
+	ReportClusterStatus(ctx context.Context, in *ReportClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatus, error)
 }
 
 type clusterServiceClient struct {
@@ -893,6 +942,26 @@ func (c *clusterServiceClient) SetClusterStatus(ctx context.Context, in *SetClus
 	return out, nil
 }
 
+func (c *clusterServiceClient) GetClusterStatus(ctx context.Context, in *GetClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatus, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClusterStatus)
+	err := c.cc.Invoke(ctx, ClusterService_GetClusterStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) ReportClusterStatus(ctx context.Context, in *ReportClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatus, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClusterStatus)
+	err := c.cc.Invoke(ctx, ClusterService_ReportClusterStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServiceServer is the server API for ClusterService service.
 // All implementations must embed UnimplementedClusterServiceServer
 // for forward compatibility.
@@ -906,6 +975,11 @@ type ClusterServiceServer interface {
 	// deleted with prune, if nothing references them). All or nothing.
 	ApplyClusters(context.Context, *ApplyClustersRequest) (*ApplyClustersResponse, error)
 	SetClusterStatus(context.Context, *SetClusterStatusRequest) (*Cluster, error)
+	// Capacity view: reservation left, node pools and queues, as the
+	// controller last reported them.
+	GetClusterStatus(context.Context, *GetClusterStatusRequest) (*ClusterStatus, error)
+	// Internal: the resource manager reports what it sees of a cluster.
+	ReportClusterStatus(context.Context, *ReportClusterStatusRequest) (*ClusterStatus, error)
 	mustEmbedUnimplementedClusterServiceServer()
 }
 
@@ -930,6 +1004,12 @@ func (UnimplementedClusterServiceServer) ApplyClusters(context.Context, *ApplyCl
 }
 func (UnimplementedClusterServiceServer) SetClusterStatus(context.Context, *SetClusterStatusRequest) (*Cluster, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetClusterStatus not implemented")
+}
+func (UnimplementedClusterServiceServer) GetClusterStatus(context.Context, *GetClusterStatusRequest) (*ClusterStatus, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetClusterStatus not implemented")
+}
+func (UnimplementedClusterServiceServer) ReportClusterStatus(context.Context, *ReportClusterStatusRequest) (*ClusterStatus, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportClusterStatus not implemented")
 }
 func (UnimplementedClusterServiceServer) mustEmbedUnimplementedClusterServiceServer() {}
 func (UnimplementedClusterServiceServer) testEmbeddedByValue()                        {}
@@ -1042,6 +1122,42 @@ func _ClusterService_SetClusterStatus_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClusterService_GetClusterStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetClusterStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).GetClusterStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_GetClusterStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).GetClusterStatus(ctx, req.(*GetClusterStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_ReportClusterStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportClusterStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).ReportClusterStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_ReportClusterStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).ReportClusterStatus(ctx, req.(*ReportClusterStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClusterService_ServiceDesc is the grpc.ServiceDesc for ClusterService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1068,6 +1184,14 @@ var ClusterService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetClusterStatus",
 			Handler:    _ClusterService_SetClusterStatus_Handler,
+		},
+		{
+			MethodName: "GetClusterStatus",
+			Handler:    _ClusterService_GetClusterStatus_Handler,
+		},
+		{
+			MethodName: "ReportClusterStatus",
+			Handler:    _ClusterService_ReportClusterStatus_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

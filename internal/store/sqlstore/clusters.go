@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/lifecycle"
@@ -145,6 +146,49 @@ func (s *Store) DeleteCluster(ctx context.Context, name string) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM clusters WHERE id = ?", id); err != nil {
 			return dbErr("delete cluster", err)
 		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM cluster_reports WHERE cluster_name = ?", name); err != nil {
+			return dbErr("delete cluster", err)
+		}
 		return nil
 	})
+}
+
+// PutClusterReport implements store.Store. Delete-then-insert in one
+// transaction is the portable upsert; reports are written a few times a
+// minute per cluster, so its cost does not matter.
+func (s *Store) PutClusterReport(ctx context.Context, name string, report []byte, at time.Time) error {
+	if name == "" {
+		return errdefs.Invalid("cluster_name", "is required")
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM clusters WHERE name = ?", name).Scan(&n); err != nil {
+			return dbErr("put cluster report", err)
+		}
+		if n == 0 {
+			return errdefs.NotFound("cluster", name)
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM cluster_reports WHERE cluster_name = ?", name); err != nil {
+			return dbErr("put cluster report", err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO cluster_reports (cluster_name, report, reported_at) VALUES (?, ?, ?)",
+			name, string(report), s.d.timeArg(at)); err != nil {
+			return dbErr("put cluster report", err)
+		}
+		return nil
+	})
+}
+
+// GetClusterReport implements store.Store.
+func (s *Store) GetClusterReport(ctx context.Context, name string) ([]byte, time.Time, error) {
+	var report string
+	var at time.Time
+	err := s.rdb.QueryRowContext(ctx, "SELECT report, reported_at FROM cluster_reports WHERE cluster_name = ?", name).Scan(&report, timeCol{&at})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, time.Time{}, errdefs.NotFound("cluster report", name)
+	}
+	if err != nil {
+		return nil, time.Time{}, dbErr("get cluster report", err)
+	}
+	return []byte(report), at, nil
 }

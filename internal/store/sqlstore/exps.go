@@ -183,8 +183,8 @@ func (s *Store) ListExps(ctx context.Context, f store.ExpFilter) ([]*store.Exper
 
 // UpdateExpStatus implements store.Store.
 func (s *Store) UpdateExpStatus(ctx context.Context, u store.StatusUpdate) (*store.Experiment, error) {
-	if u.ClusterName != "" {
-		return nil, errdefs.Invalid("cluster_name", "applies to jobs only")
+	if u.ClusterName != "" || u.NodePool != "" {
+		return nil, errdefs.Invalid("cluster_name", "cluster_name and node_pool apply to jobs only")
 	}
 	var out *store.Experiment
 	err := s.updateStatus(ctx, expEntity, u, func(tx *sql.Tx) (err error) {

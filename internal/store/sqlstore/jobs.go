@@ -13,7 +13,7 @@ import (
 const (
 	jobInsertCols = "id, exp_id, exp_name, role, cluster_name, exp_type, priority, task_spec, " +
 		"status, reason, message, creator, artifact_id, artifact_path, version, " +
-		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at, dispatched_at"
+		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at, dispatched_at, node_pool"
 	jobCols = "seq, " + jobInsertCols
 )
 
@@ -23,7 +23,7 @@ func (s *Store) jobArgs(j *store.Job) []any {
 		string(j.Status), j.Reason, j.Message, j.Creator, j.ArtifactID, j.ArtifactPath, j.Version,
 		s.d.timeArg(j.CreatedAt), s.d.timeArg(j.UpdatedAt), s.d.timePtrArg(j.StartedAt),
 		s.d.timePtrArg(j.FinishedAt), s.d.timePtrArg(j.AbortingAt), s.d.timePtrArg(j.AbortedAt),
-		s.d.timePtrArg(j.DispatchedAt),
+		s.d.timePtrArg(j.DispatchedAt), j.NodePool,
 	}
 }
 
@@ -34,7 +34,7 @@ func scanJob(sc scanner) (*store.Job, int64, error) {
 		jsonCol{&j.TaskSpec}, &j.Status, &j.Reason, &j.Message, &j.Creator, &j.ArtifactID, &j.ArtifactPath, &j.Version,
 		timeCol{&j.CreatedAt}, timeCol{&j.UpdatedAt}, nullTimeCol{&j.StartedAt},
 		nullTimeCol{&j.FinishedAt}, nullTimeCol{&j.AbortingAt}, nullTimeCol{&j.AbortedAt},
-		nullTimeCol{&j.DispatchedAt})
+		nullTimeCol{&j.DispatchedAt}, &j.NodePool)
 	return &j, seq, err
 }
 
@@ -70,6 +70,31 @@ func (s *Store) UpdateJobStatus(ctx context.Context, u store.StatusUpdate) (*sto
 	var out *store.Job
 	err := s.updateStatus(ctx, jobEntity, u, func(tx *sql.Tx) (err error) {
 		out, err = s.getJob(ctx, tx, u.ID)
+		return err
+	})
+	return out, err
+}
+
+// AppendJobMessage implements store.Store.
+func (s *Store) AppendJobMessage(ctx context.Context, id, note string) (*store.Job, error) {
+	if note == "" {
+		return nil, errdefs.Invalid("note", "is required")
+	}
+	var out *store.Job
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		j, err := s.getJob(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		msg := note
+		if j.Message != "" {
+			msg = j.Message + "; " + note
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE jobs SET message = ?, version = version + 1, updated_at = ? WHERE id = ?",
+			msg, s.d.timeArg(s.now()), id); err != nil {
+			return dbErr("append job message", err)
+		}
+		out, err = s.getJob(ctx, tx, id)
 		return err
 	})
 	return out, err
@@ -122,8 +147,8 @@ func (s *Store) ListArtifacts(ctx context.Context, f store.ArtifactFilter) ([]*s
 
 // UpdateArtifactStatus implements store.Store.
 func (s *Store) UpdateArtifactStatus(ctx context.Context, u store.StatusUpdate) (*store.Artifact, error) {
-	if u.ClusterName != "" {
-		return nil, errdefs.Invalid("cluster_name", "applies to jobs only")
+	if u.ClusterName != "" || u.NodePool != "" {
+		return nil, errdefs.Invalid("cluster_name", "cluster_name and node_pool apply to jobs only")
 	}
 	var out *store.Artifact
 	err := s.updateStatus(ctx, artEntity, u, func(tx *sql.Tx) (err error) {

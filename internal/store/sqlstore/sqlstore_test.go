@@ -63,6 +63,8 @@ func runSuite(t *testing.T, open opener) {
 		{"EnsureUser", testEnsureUser},
 		{"EnsureServicePrincipal", testEnsureServicePrincipal},
 		{"Audit", testAudit},
+		{"AppendJobMessage", testAppendJobMessage},
+		{"ClusterReports", testClusterReports},
 		{"MigrateTwice", testMigrateTwice},
 	}
 	for _, tc := range tests {
@@ -373,6 +375,13 @@ func testUpdateJobStatus(t *testing.T, e env) {
 			update: store.StatusUpdate{Expected: lifecycle.Pending, Status: lifecycle.Running, ClusterName: "gke-a"},
 			want: func(j *store.Job) {
 				j.Status, j.ClusterName, j.Version, j.StartedAt = lifecycle.Running, "gke-a", 2, ptr(t0us)
+			},
+		},
+		{
+			name:   "provisioning records the node pool and the dispatch time",
+			update: store.StatusUpdate{Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Provisioning", Message: "creating", ClusterName: "gke-a", NodePool: "falcon-job-x"},
+			want: func(j *store.Job) {
+				j.Reason, j.Message, j.ClusterName, j.NodePool, j.Version, j.DispatchedAt = "Provisioning", "creating", "gke-a", "falcon-job-x", 2, ptr(t0us)
 			},
 		},
 		{
@@ -1257,5 +1266,63 @@ func TestOpenErrors(t *testing.T) {
 	// Port 1 refuses at once: callers (the CLI) map this to "unavailable".
 	if _, err := sqlstore.Open(ctx, "mysql", "root@tcp(127.0.0.1:1)/falcon"); !errors.Is(err, errdefs.ErrUnavailable) {
 		t.Errorf("Open(unreachable MySQL) = %v, want ErrUnavailable", err)
+	}
+}
+
+func testAppendJobMessage(t *testing.T, e env) {
+	exp, jobs, art := newExp("append", "main")
+	mustCreate(t, e.s, exp, jobs, art)
+	id := jobs[0].ID
+	if _, err := e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: id, Expected: lifecycle.Pending, Status: lifecycle.Running}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: id, Expected: lifecycle.Running, Status: lifecycle.Succeeded, Message: "exit 0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A terminal job takes a note without any change of outcome.
+	got, err := e.s.AppendJobMessage(ctx, id, "node pool falcon-x could not be deleted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != lifecycle.Succeeded || got.Message != "exit 0; node pool falcon-x could not be deleted" || got.Version != done.Version+1 {
+		t.Errorf("after append: status %s message %q version %d (was %d)", got.Status, got.Message, got.Version, done.Version)
+	}
+	if !got.FinishedAt.Equal(*done.FinishedAt) {
+		t.Errorf("finished_at moved: %v -> %v", done.FinishedAt, got.FinishedAt)
+	}
+	if _, err := e.s.AppendJobMessage(ctx, id, ""); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("empty note: %v, want ErrInvalid", err)
+	}
+	if _, err := e.s.AppendJobMessage(ctx, "job-zzzzzzzzzz", "x"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("unknown job: %v, want ErrNotFound", err)
+	}
+}
+
+func testClusterReports(t *testing.T, e env) {
+	if _, _, err := e.s.GetClusterReport(ctx, "edge-r"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("report before any: %v, want ErrNotFound", err)
+	}
+	if err := e.s.PutClusterReport(ctx, "edge-r", []byte("{}"), t0); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("report for an unregistered cluster: %v, want ErrNotFound", err)
+	}
+	if _, err := e.s.UpsertCluster(ctx, &store.Cluster{ID: "cl-rrrrrrrrrr", Name: "edge-r", Backend: "gke", Status: store.ClusterActive}); err != nil {
+		t.Fatal(err)
+	}
+	for i, doc := range []string{`{"a":1}`, `{"a":2}`} {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		if err := e.s.PutClusterReport(ctx, "edge-r", []byte(doc), at); err != nil {
+			t.Fatal(err)
+		}
+		got, gotAt, err := e.s.GetClusterReport(ctx, "edge-r")
+		if err != nil || string(got) != doc || !gotAt.Equal(at.Truncate(time.Microsecond)) {
+			t.Errorf("report %d: %q at %v, %v; want %q at %v", i, got, gotAt, err, doc, at)
+		}
+	}
+	if err := e.s.DeleteCluster(ctx, "edge-r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.s.GetClusterReport(ctx, "edge-r"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("report after the cluster was deleted: %v, want ErrNotFound", err)
 	}
 }

@@ -66,6 +66,9 @@ func (s *Store) updateStatus(ctx context.Context, e entity, u store.StatusUpdate
 		if u.ClusterName != "" {
 			sets, args = append(sets, "cluster_name = ?"), append(args, u.ClusterName)
 		}
+		if u.NodePool != "" {
+			sets, args = append(sets, "node_pool = ?"), append(args, u.NodePool)
+		}
 		args = append(args, u.ID, string(u.Expected))
 		// version always changes, so a matched row is always a changed row
 		// and MySQL's affected-rows count (changed, not matched, without

@@ -1,0 +1,14 @@
+-- The GKE node pool a job runs on, and the resource manager's last view of
+-- each cluster (reservation left, node pools, queues) for the capacity view.
+-- The view is one JSON document: it is written whole and read whole.
+-- +goose Up
+ALTER TABLE jobs ADD COLUMN node_pool VARCHAR(64) NOT NULL DEFAULT '';
+CREATE TABLE cluster_reports (
+  cluster_name VARCHAR(255) NOT NULL PRIMARY KEY,
+  report       MEDIUMTEXT NOT NULL,
+  reported_at  DATETIME(6) NOT NULL
+);
+
+-- +goose Down
+DROP TABLE cluster_reports;
+ALTER TABLE jobs DROP COLUMN node_pool;
