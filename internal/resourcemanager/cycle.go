@@ -22,7 +22,8 @@ import (
 type cycle struct {
 	clusters map[string]*falconv1.Cluster
 	cands    []queue.Cluster
-	next     time.Time // earliest deadline seen
+	next     time.Time               // earliest deadline seen
+	pools    map[string]*poolCluster // clusters whose backend manages pools
 }
 
 func (c *cycle) deadline(t time.Time) {
@@ -60,7 +61,11 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	for _, x := range cl.GetItems() {
 		c.clusters[x.GetName()] = x
 	}
+	m.loadPools(ctx, c, jobs)
 	c.cands = m.candidates(cl.GetItems(), jobs)
+	for i := range c.cands {
+		c.cands[i].IdlePools = c.idlePools(c.cands[i].Name)
+	}
 	m.forgetEnded(jobs)
 
 	var waiting []*falconv1.Job
@@ -96,6 +101,12 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 			m.observeRunning(ctx, c, j)
 		}
 	}
+	// Jobs that ended above released their pools; decide on those now
+	// against the jobs still waiting.
+	m.loadOwners(c, jobs)
+	m.releasePools(ctx, c, waiting)
+	m.forgetPools(c)
+	m.report(ctx, c, jobs)
 	return c.next, nil
 }
 
@@ -255,15 +266,20 @@ func (m *Manager) update(ctx context.Context, j *falconv1.Job, to lifecycle.Stat
 	if j.GetStatus() == string(to) && j.GetReason() == string(reason) && j.GetMessage() == msg && (cluster == "" || cluster == j.GetClusterName()) {
 		return true
 	}
-	updated, err := m.jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{
+	return m.write(ctx, j, &falconv1.UpdateJobStatusRequest{
 		Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(to),
 		Reason: string(reason), Message: msg, ClusterName: cluster,
 	})
+}
+
+// write sends req and, when it lands, refreshes j from the stored row.
+func (m *Manager) write(ctx context.Context, j *falconv1.Job, req *falconv1.UpdateJobStatusRequest) bool {
+	updated, err := m.jobs.UpdateJobStatus(ctx, req)
 	if err != nil {
 		if status.Code(err) == codes.FailedPrecondition {
 			m.log.Debug("job changed under us; next cycle will see it", "job", j.GetId(), "err", err)
 		} else {
-			m.log.Warn("update job status", "job", j.GetId(), "to", to, "err", err)
+			m.log.Warn("update job status", "job", j.GetId(), "to", req.GetStatus(), "err", err)
 		}
 		return false
 	}
@@ -359,6 +375,9 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job) {
 			return
 		}
 		c.deadline(deadline)
+	}
+	if pc := c.pools[cl.GetName()]; pc != nil && !m.acquirePool(ctx, c, pc, j) {
+		return
 	}
 	obs, err := b.Observe(ctx, cl, j)
 	if err != nil {

@@ -2,6 +2,7 @@ package resourcemanager
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/controller/watch"
+	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 )
 
@@ -62,6 +64,17 @@ type Manager struct {
 	tailWritten map[queue.Key]time.Time
 	// lastPending are the jobs that were Pending in the previous cycle.
 	lastPending map[string]bool
+
+	// Node pools (PoolBackend clusters). Ownership is read from the jobs
+	// each cycle; this memory only paces calls and remembers what the
+	// capacity view and failure notes need.
+	poolTiming PoolTiming
+	poolLists  map[string]poolListing // by cluster
+	polls      map[string]*backoff    // provisioning jobs, by job ID
+	deletes    map[poolKey]*backoff
+	idleSince  map[poolKey]time.Time
+	lastOwner  map[poolKey]string
+	reportedAt map[string]time.Time
 }
 
 // Option configures a Manager.
@@ -89,6 +102,14 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 		now:      time.Now,
 		interval: 5 * time.Second,
 		wake:     make(chan struct{}, 1),
+
+		poolTiming: DefaultPoolTiming,
+		poolLists:  map[string]poolListing{},
+		polls:      map[string]*backoff{},
+		deletes:    map[poolKey]*backoff{},
+		idleSince:  map[poolKey]time.Time{},
+		lastOwner:  map[poolKey]string{},
+		reportedAt: map[string]time.Time{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -132,3 +153,68 @@ func (m *Manager) Run(ctx context.Context) error {
 		t.Stop()
 	}
 }
+
+// PoolState is where a node pool is in its life.
+type PoolState string
+
+const (
+	PoolProvisioning PoolState = "Provisioning"
+	PoolReady        PoolState = "Ready"
+	PoolFailed       PoolState = "Failed"
+	PoolDeleting     PoolState = "Deleting"
+)
+
+// Pool is one node pool a PoolBackend created on a cluster.
+type Pool struct {
+	Name            string
+	AcceleratorType string // canonical name
+	Topology        string
+	Nodes           int64
+	State           PoolState
+	Status          string // the provider's own word for it (RUNNING, ...)
+	SupplyMode      string
+	CreatedFor      string // the job it was created for
+	CreatedAt       time.Time
+}
+
+// Provisioning is how a job's own pool was requested.
+type Provisioning struct {
+	Pool    string
+	Reason  lifecycle.Reason // Provisioning or ProvisioningFallback
+	Message string
+}
+
+// PoolError is a pool failure that ends the job with Reason (NodePoolFailed,
+// NodePoolTimeout); any other error from a PoolBackend is retried.
+type PoolError struct {
+	Reason  lifecycle.Reason
+	Message string
+}
+
+func (e *PoolError) Error() string { return e.Message }
+
+// PoolBackend is a Backend whose clusters give each job a node pool of its
+// own (GKE): created on demand, handed to the next job of the same
+// accelerator and topology when one waits, deleted otherwise. Which pool a
+// job has is recorded on the job (node_pool), so ownership is always read
+// from the jobs table and a restarted controller loses nothing.
+type PoolBackend interface {
+	Backend
+	// ProvisionPool starts creating the job's own pool (deterministically
+	// named), or adopts it when it exists already. It does not wait.
+	ProvisionPool(ctx context.Context, cluster *falconv1.Cluster, job *falconv1.Job) (Provisioning, error)
+	// CheckPool looks once at a pool being provisioned: true once it can
+	// take pods, a *PoolError when it never will.
+	CheckPool(ctx context.Context, cluster *falconv1.Cluster, pool string) (bool, error)
+	// ListPools lists the pools the backend created on the cluster.
+	ListPools(ctx context.Context, cluster *falconv1.Cluster) ([]Pool, error)
+	// DeletePool starts deleting a pool; a missing pool is not an error,
+	// and ErrPoolBusy means another operation runs on it (try later).
+	DeletePool(ctx context.Context, cluster *falconv1.Cluster, pool string) error
+	// Reservation reports the cluster's default reservation; nil when it
+	// has none.
+	Reservation(ctx context.Context, cluster *falconv1.Cluster) (*falconv1.ReservationCapacity, error)
+}
+
+// ErrPoolBusy is what DeletePool wraps when the pool cannot be deleted yet.
+var ErrPoolBusy = errors.New("node pool busy")

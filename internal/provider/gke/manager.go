@@ -310,7 +310,6 @@ func (m *Manager) Wait(ctx context.Context, c Cluster, r Result) error {
 	deadline := created.Add(m.opts.provisionTimeout)
 	interval := m.opts.pollInitial
 	opDone := r.Operation == ""
-	status := "unknown"
 	for {
 		if !opDone {
 			op, err := m.container.Projects.Locations.Operations.Get(c.opPath(r.Operation)).Context(ctx).Do()
@@ -323,34 +322,11 @@ func (m *Manager) Wait(ctx context.Context, c Cluster, r Result) error {
 				return fmt.Errorf("poll operation %s: %w", r.Operation, err)
 			}
 		}
-		np, err := m.getPool(ctx, c, r.Pool)
-		switch {
-		case isNotFound(err):
-			return failed(r.Pool, fmt.Sprintf("node pool %s disappeared while provisioning", r.Pool), err)
-		case err != nil && !transient(err):
-			return fmt.Errorf("poll node pool %s: %w", r.Pool, err)
-		case err == nil:
-			status = np.Status
-			switch np.Status {
-			case "RUNNING", "RUNNING_WITH_ERROR":
-				return nil
-			case "ERROR":
-				msg := np.StatusMessage
-				for _, cond := range np.Conditions {
-					if msg == "" {
-						msg = cond.Message
-					}
-				}
-				return failed(r.Pool, fmt.Sprintf("node pool %s: %s", r.Pool, msg), nil)
-			case "STOPPING":
-				return failed(r.Pool, fmt.Sprintf("node pool %s is being deleted", r.Pool), nil)
-			}
+		ready, err := m.check(ctx, c, r.Pool, deadline)
+		if ready || err != nil {
+			return err
 		}
 		now := m.opts.clock.Now()
-		if !now.Before(deadline) {
-			return &PoolError{Reason: lifecycle.ReasonNodePoolTimeout, Pool: r.Pool,
-				Message: fmt.Sprintf("node pool %s not RUNNING %s after creation (status %s)", r.Pool, m.opts.provisionTimeout, status)}
-		}
 		wait := min(interval, deadline.Sub(now))
 		select {
 		case <-ctx.Done():
@@ -358,6 +334,81 @@ func (m *Manager) Wait(ctx context.Context, c Cluster, r Result) error {
 		case <-m.opts.clock.After(wait):
 		}
 		interval = min(2*interval, m.opts.pollMax)
+	}
+}
+
+// Check looks once at a pool being provisioned: true once it is RUNNING; a
+// *PoolError with NodePoolFailed and GKE's message when the pool is in
+// ERROR, with NodePoolTimeout when it is not RUNNING by its creation time
+// (its created-at label) plus the provision timeout. Transient API errors
+// are nil, false: look again later.
+func (m *Manager) Check(ctx context.Context, c Cluster, pool string) (bool, error) {
+	np, err := m.getPool(ctx, c, pool)
+	if err != nil && !isNotFound(err) && transient(err) {
+		return false, nil
+	}
+	created := m.opts.clock.Now()
+	if err == nil {
+		if info := poolInfo(np); !info.CreatedAt.IsZero() {
+			created = info.CreatedAt
+		}
+	}
+	return m.judge(pool, np, err, created.Add(m.opts.provisionTimeout))
+}
+
+// check is Check with a known deadline.
+func (m *Manager) check(ctx context.Context, c Cluster, pool string, deadline time.Time) (bool, error) {
+	np, err := m.getPool(ctx, c, pool)
+	return m.judge(pool, np, err, deadline)
+}
+
+// judge turns one read of a pool into ready, still waiting, or a failure.
+func (m *Manager) judge(pool string, np *container.NodePool, err error, deadline time.Time) (bool, error) {
+	status := "unknown"
+	switch {
+	case isNotFound(err):
+		return false, failed(pool, fmt.Sprintf("node pool %s disappeared while provisioning", pool), err)
+	case err != nil && !transient(err):
+		return false, fmt.Errorf("poll node pool %s: %w", pool, err)
+	case err == nil:
+		status = np.Status
+		switch np.Status {
+		case "RUNNING", "RUNNING_WITH_ERROR":
+			return true, nil
+		case "ERROR":
+			msg := np.StatusMessage
+			for _, cond := range np.Conditions {
+				if msg == "" {
+					msg = cond.Message
+				}
+			}
+			return false, failed(pool, fmt.Sprintf("node pool %s: %s", pool, msg), nil)
+		case "STOPPING":
+			return false, failed(pool, fmt.Sprintf("node pool %s is being deleted", pool), nil)
+		}
+	}
+	if !m.opts.clock.Now().Before(deadline) {
+		return false, &PoolError{Reason: lifecycle.ReasonNodePoolTimeout, Pool: pool,
+			Message: fmt.Sprintf("node pool %s not RUNNING %s after creation (status %s)", pool, m.opts.provisionTimeout, status)}
+	}
+	return false, nil
+}
+
+// ErrBusy means GKE refused a delete because another operation (the
+// create, or an earlier delete) is running on the pool: try again later.
+var ErrBusy = errors.New("another operation is running on the node pool")
+
+// StartDelete asks GKE to delete a pool without waiting for it to go. A
+// missing pool is success; a pool busy with another operation is ErrBusy.
+func (m *Manager) StartDelete(ctx context.Context, c Cluster, pool string) error {
+	_, err := m.container.Projects.Locations.Clusters.NodePools.Delete(c.poolPath(pool)).Context(ctx).Do()
+	switch {
+	case err == nil, isNotFound(err):
+		return nil
+	case busy(err):
+		return fmt.Errorf("delete node pool %s: %w (%s)", pool, ErrBusy, apiMessage(err))
+	default:
+		return fmt.Errorf("delete node pool %s: %s", pool, apiMessage(err))
 	}
 }
 

@@ -1,0 +1,483 @@
+package resourcemanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
+)
+
+// PoolTiming tunes how the manager drives node pools.
+type PoolTiming struct {
+	// ListEvery is how stale a cluster's pool list may be before it is
+	// listed again (the manager's own creates and deletes refresh it).
+	ListEvery time.Duration
+	// PollInitial and PollMax bound the backoff between looks at a pool
+	// being provisioned.
+	PollInitial, PollMax time.Duration
+	// Grace protects a pool no live job owns while it is young and still
+	// provisioning: it may be one a controller created just before it
+	// crashed, about to be adopted.
+	Grace time.Duration
+	// DeleteAttempts failed deletions make the manager note the failure on
+	// the pool's last job; it keeps retrying at DeleteBackoffMax.
+	DeleteAttempts                         int
+	DeleteBackoffInitial, DeleteBackoffMax time.Duration
+	// ReportEvery is how often each cluster's capacity view is reported.
+	ReportEvery time.Duration
+}
+
+// DefaultPoolTiming suits GKE, where a pool takes minutes to create.
+var DefaultPoolTiming = PoolTiming{
+	ListEvery:   30 * time.Second,
+	PollInitial: 5 * time.Second, PollMax: time.Minute,
+	Grace:          10 * time.Minute,
+	DeleteAttempts: 5, DeleteBackoffInitial: 10 * time.Second, DeleteBackoffMax: 5 * time.Minute,
+	ReportEvery: 15 * time.Second,
+}
+
+// WithPoolTiming replaces DefaultPoolTiming.
+func WithPoolTiming(t PoolTiming) Option { return func(m *Manager) { m.poolTiming = t } }
+
+// poolKey names a pool across clusters.
+type poolKey struct{ cluster, pool string }
+
+// poolListing is a cluster's pools as last listed.
+type poolListing struct {
+	pools []Pool
+	at    time.Time
+}
+
+// backoff is the schedule of one retried action.
+type backoff struct {
+	next     time.Time
+	interval time.Duration
+	attempts int
+	lastErr  error
+	noted    bool
+}
+
+// poolCluster is one cycle's view of a cluster whose backend manages pools.
+type poolCluster struct {
+	cl    *falconv1.Cluster
+	b     PoolBackend
+	pools map[string]Pool
+	owner map[string]string // pool -> the live job that owns it
+	err   error             // listing failed: no pool decisions this cycle
+}
+
+// idle reports whether the pool is ready and no live job owns it.
+func (pc *poolCluster) idle(p Pool) bool { return p.State == PoolReady && pc.owner[p.Name] == "" }
+
+// loadPools lists the pools of every pool-managed cluster and works out who
+// owns each: the live job naming it in node_pool, or the live job it was
+// created for when that job has not recorded it yet (a crash between the
+// create and the write).
+func (m *Manager) loadPools(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
+	c.pools = map[string]*poolCluster{}
+	for name, cl := range c.clusters {
+		b, ok := m.backends[cl.GetBackend()].(PoolBackend)
+		if !ok {
+			continue
+		}
+		pc := &poolCluster{cl: cl, b: b, pools: map[string]Pool{}}
+		c.pools[name] = pc
+		lst, ok := m.poolLists[name]
+		if !ok || m.now().Sub(lst.at) >= m.poolTiming.ListEvery {
+			pools, err := b.ListPools(ctx, cl)
+			if err != nil {
+				pc.err = err
+				m.log.Warn("list node pools", "cluster", name, "err", err)
+				continue
+			}
+			lst = poolListing{pools: pools, at: m.now()}
+			m.poolLists[name] = lst
+			c.deadline(lst.at.Add(m.poolTiming.ListEvery))
+		}
+		for _, p := range lst.pools {
+			pc.pools[p.Name] = p
+		}
+	}
+	m.loadOwners(c, jobs)
+}
+
+// loadOwners works out who owns each pool from the jobs that are still
+// live (statuses written this cycle included).
+func (m *Manager) loadOwners(c *cycle, jobs []*falconv1.Job) {
+	live := map[string]*falconv1.Job{}
+	for _, pc := range c.pools {
+		pc.owner = map[string]string{}
+	}
+	for _, j := range jobs {
+		if lifecycle.JobMachine.IsTerminal(lifecycle.Status(j.GetStatus())) {
+			continue
+		}
+		live[j.GetId()] = j
+		if pc := c.pools[j.GetClusterName()]; pc != nil && j.GetNodePool() != "" {
+			pc.owner[j.GetNodePool()] = j.GetId()
+			m.lastOwner[poolKey{j.GetClusterName(), j.GetNodePool()}] = j.GetId()
+		}
+	}
+	for _, pc := range c.pools {
+		for _, p := range pc.pools {
+			if j := live[p.CreatedFor]; j != nil && pc.owner[p.Name] == "" && j.GetNodePool() == "" && j.GetClusterName() == pc.cl.GetName() {
+				pc.owner[p.Name] = j.GetId()
+			}
+		}
+	}
+}
+
+// idlePools tells the scheduler which shapes each cluster could serve
+// without creating a pool, so selection prefers it.
+func (c *cycle) idlePools(cluster string) map[queue.Pool]int {
+	pc := c.pools[cluster]
+	if pc == nil {
+		return nil
+	}
+	out := map[queue.Pool]int{}
+	for _, p := range pc.pools {
+		if pc.idle(p) {
+			out[queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}]++
+		}
+	}
+	return out
+}
+
+// acquirePool gets a picked job its pool, and reports whether the job may
+// go on to dispatch: it reuses an idle pool of its shape (no creation),
+// else starts creating its own and then watches it until it is ready.
+func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j *falconv1.Job) bool {
+	if pc.err != nil {
+		return false
+	}
+	switch {
+	case j.GetNodePool() == "":
+		if p, ok := m.takeIdle(pc, j); ok {
+			msg := fmt.Sprintf("reusing idle node pool %s (%s %s); submitting to cluster %s", p.Name, p.AcceleratorType, p.Topology, pc.cl.GetName())
+			if !m.updatePool(ctx, j, lifecycle.ReasonDispatching, msg, p.Name) {
+				return false
+			}
+			pc.owner[p.Name] = j.GetId()
+			m.log.Info("node pool reused", "job", j.GetId(), "pool", p.Name, "cluster", pc.cl.GetName())
+			return true
+		}
+		prov, err := pc.b.ProvisionPool(ctx, pc.cl, j)
+		if m.poolFailed(ctx, c, pc, j, err) {
+			return false
+		}
+		delete(m.poolLists, pc.cl.GetName()) // list again: a pool was added
+		if !m.updatePool(ctx, j, prov.Reason, prov.Message, prov.Pool) {
+			return false
+		}
+		pc.owner[prov.Pool] = j.GetId()
+		m.log.Info("node pool provisioning", "job", j.GetId(), "pool", prov.Pool, "cluster", pc.cl.GetName(), "reason", prov.Reason)
+		m.schedulePoll(c, j.GetId(), true)
+		return false
+	case lifecycle.Reason(j.GetReason()) == lifecycle.ReasonProvisioning || lifecycle.Reason(j.GetReason()) == lifecycle.ReasonProvisioningFallback:
+		if st, ok := m.polls[j.GetId()]; ok && m.now().Before(st.next) {
+			c.deadline(st.next)
+			return false
+		}
+		ready, err := pc.b.CheckPool(ctx, pc.cl, j.GetNodePool())
+		if m.poolFailed(ctx, c, pc, j, err) {
+			return false
+		}
+		if !ready {
+			m.schedulePoll(c, j.GetId(), false)
+			return false
+		}
+		delete(m.polls, j.GetId())
+		msg := fmt.Sprintf("node pool %s is running; submitting to cluster %s", j.GetNodePool(), pc.cl.GetName())
+		return m.updatePool(ctx, j, lifecycle.ReasonDispatching, msg, "")
+	}
+	return true // Dispatching with its pool: submit or observe
+}
+
+// takeIdle picks the idle pool of the job's shape, oldest first so the
+// choice is deterministic.
+func (m *Manager) takeIdle(pc *poolCluster, j *falconv1.Job) (Pool, bool) {
+	var cands []Pool
+	for _, p := range pc.pools {
+		if pc.idle(p) && p.AcceleratorType == deviceType(j) && p.Topology == topologyOrEmpty(j) && !m.deleting(pc.cl.GetName(), p.Name) {
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) == 0 {
+		return Pool{}, false
+	}
+	sort.Slice(cands, func(a, b int) bool {
+		if !cands[a].CreatedAt.Equal(cands[b].CreatedAt) {
+			return cands[a].CreatedAt.Before(cands[b].CreatedAt)
+		}
+		return cands[a].Name < cands[b].Name
+	})
+	return cands[0], true
+}
+
+func topologyOrEmpty(j *falconv1.Job) string { return j.GetTaskSpec().GetDeviceTopo() }
+
+// poolFailed handles an error from the backend: a *PoolError fails the job
+// with its Reason (the pool, if any, is then released like any other);
+// anything else is retried next cycle. It reports whether there was one.
+func (m *Manager) poolFailed(ctx context.Context, c *cycle, pc *poolCluster, j *falconv1.Job, err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *PoolError
+	if errors.As(err, &pe) {
+		delete(m.polls, j.GetId())
+		m.stopAndFail(ctx, pc.cl, pc.b, j, pe.Reason, pe.Message)
+		return true
+	}
+	m.log.Warn("node pool", "job", j.GetId(), "cluster", pc.cl.GetName(), "err", err)
+	m.schedulePoll(c, j.GetId(), false)
+	return true
+}
+
+// schedulePoll sets when a provisioning job's pool is looked at next.
+func (m *Manager) schedulePoll(c *cycle, id string, first bool) {
+	st, ok := m.polls[id]
+	if !ok || first {
+		st = &backoff{interval: m.poolTiming.PollInitial}
+		m.polls[id] = st
+	} else {
+		st.interval = min(2*st.interval, m.poolTiming.PollMax)
+	}
+	st.next = m.now().Add(st.interval)
+	c.deadline(st.next)
+}
+
+// updatePool moves a Pending job to reason with msg, recording its pool.
+func (m *Manager) updatePool(ctx context.Context, j *falconv1.Job, reason lifecycle.Reason, msg, pool string) bool {
+	if j.GetReason() == string(reason) && j.GetMessage() == msg && (pool == "" || pool == j.GetNodePool()) {
+		return true
+	}
+	return m.write(ctx, j, &falconv1.UpdateJobStatusRequest{
+		Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
+		Reason: string(reason), Message: msg, NodePool: pool,
+	})
+}
+
+// releasePools is phase 6 and the orphan sweep in one level-triggered
+// pass: every pool no live job owns is kept while a job waiting on this
+// cluster can use it (the next pick takes it), or while it is young and
+// still being created; otherwise it is deleted. A job that ended, was
+// aborted, or timed out stops owning its pool the moment its status is
+// written, so its outcome never waits on the deletion and a crash at any
+// point leaves a state this pass resumes from.
+func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv1.Job) {
+	demand := map[string]map[queue.Pool]int{}
+	for _, j := range waiting {
+		key, phase, ok := m.sched.Lookup(j.GetId())
+		if !ok || phase != queue.PhaseWaiting {
+			continue
+		}
+		if demand[key.Cluster] == nil {
+			demand[key.Cluster] = map[queue.Pool]int{}
+		}
+		demand[key.Cluster][queue.Pool{AcceleratorType: deviceType(j), Topology: topologyOrEmpty(j)}]++
+	}
+	now := m.now()
+	for name, pc := range c.pools {
+		if pc.err != nil {
+			continue
+		}
+		for _, p := range pc.pools {
+			k := poolKey{name, p.Name}
+			if pc.owner[p.Name] != "" {
+				delete(m.idleSince, k)
+				continue
+			}
+			if _, ok := m.idleSince[k]; !ok {
+				m.idleSince[k] = now
+			}
+			wanted := demand[name][queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}] > 0
+			switch {
+			case p.State == PoolDeleting:
+				continue
+			case p.State == PoolReady && wanted:
+				continue // handed to the next pick
+			case p.State == PoolProvisioning && (wanted || now.Sub(p.CreatedAt) < m.poolTiming.Grace):
+				c.deadline(p.CreatedAt.Add(m.poolTiming.Grace))
+				continue
+			}
+			m.deletePool(ctx, c, pc, p)
+		}
+	}
+}
+
+func (m *Manager) deleting(cluster, pool string) bool {
+	_, ok := m.deletes[poolKey{cluster, pool}]
+	return ok
+}
+
+// deletePool starts deleting p, retrying failures with backoff; once
+// DeleteAttempts have failed, the failure is noted on the pool's last job
+// (its outcome unchanged) and retries continue at the longest interval.
+func (m *Manager) deletePool(ctx context.Context, c *cycle, pc *poolCluster, p Pool) {
+	k := poolKey{pc.cl.GetName(), p.Name}
+	st := m.deletes[k]
+	now := m.now()
+	if st != nil && now.Before(st.next) {
+		c.deadline(st.next)
+		return
+	}
+	if st == nil {
+		st = &backoff{interval: m.poolTiming.DeleteBackoffInitial}
+		m.deletes[k] = st
+	}
+	err := pc.b.DeletePool(ctx, pc.cl, p.Name)
+	switch {
+	case err == nil:
+		m.log.Info("node pool deleting", "pool", p.Name, "cluster", k.cluster, "last_job", m.lastOwner[k])
+		p.State = PoolDeleting
+		pc.pools[p.Name] = p
+		delete(m.poolLists, k.cluster)
+		// Look again soon: the deletion may fail, which counts as an attempt.
+		st.attempts++
+		st.next = now.Add(st.interval)
+		c.deadline(st.next)
+		return
+	case errors.Is(err, ErrPoolBusy):
+		st.next = now.Add(m.poolTiming.PollInitial) // not an attempt: the create is still running
+		c.deadline(st.next)
+		return
+	}
+	st.attempts++
+	st.lastErr = err
+	st.interval = min(2*st.interval, m.poolTiming.DeleteBackoffMax)
+	st.next = now.Add(st.interval)
+	c.deadline(st.next)
+	m.log.Warn("delete node pool", "pool", p.Name, "cluster", k.cluster, "attempt", st.attempts, "err", err)
+	if st.attempts >= m.poolTiming.DeleteAttempts && !st.noted {
+		owner := m.lastOwner[k]
+		if owner == "" {
+			owner = p.CreatedFor
+		}
+		note := fmt.Sprintf("node pool %s could not be deleted after %d attempts: %v", p.Name, st.attempts, err)
+		if owner != "" {
+			if _, err := m.jobs.AppendJobMessage(ctx, &falconv1.AppendJobMessageRequest{Id: owner, Note: note}); err != nil {
+				m.log.Warn("note failed pool deletion", "job", owner, "err", err)
+				return
+			}
+		}
+		st.noted = true
+		st.interval = m.poolTiming.DeleteBackoffMax
+	}
+}
+
+// forgetPools drops the per-pool memory of pools that are gone.
+func (m *Manager) forgetPools(c *cycle) {
+	for k := range m.deletes {
+		if pc := c.pools[k.cluster]; pc != nil && pc.err == nil {
+			if _, ok := pc.pools[k.pool]; !ok {
+				delete(m.deletes, k)
+				delete(m.idleSince, k)
+				delete(m.lastOwner, k)
+			}
+		}
+	}
+	for k := range m.idleSince {
+		if pc := c.pools[k.cluster]; pc == nil || (pc.err == nil && pc.pools[k.pool].Name == "") {
+			delete(m.idleSince, k)
+		}
+	}
+}
+
+// report sends each cluster's capacity view, at most every ReportEvery.
+func (m *Manager) report(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
+	now := m.now()
+	stats := map[string][]queue.Stats{}
+	for _, st := range m.sched.Snapshot() {
+		stats[st.Key.Cluster] = append(stats[st.Key.Cluster], st)
+	}
+	running := map[queue.Key]int32{}
+	types := map[queue.Key]map[string]bool{}
+	for _, j := range jobs {
+		var key queue.Key
+		switch k, _, ok := m.sched.Lookup(j.GetId()); {
+		case j.GetStatus() == string(lifecycle.Running):
+			key = queue.Key{Cluster: j.GetClusterName(), Topology: topology(j)}
+			running[key]++
+		case ok:
+			key = k
+		default:
+			continue
+		}
+		if types[key] == nil {
+			types[key] = map[string]bool{}
+		}
+		types[key][deviceType(j)] = true
+	}
+	for name, cl := range c.clusters {
+		if now.Sub(m.reportedAt[name]) < m.poolTiming.ReportEvery {
+			continue
+		}
+		st := &falconv1.ClusterStatus{ClusterName: name, ReportedAt: timestamppb.New(now)}
+		queues := map[string]*falconv1.QueueStatus{}
+		q := func(topo string) *falconv1.QueueStatus {
+			if queues[topo] == nil {
+				queues[topo] = &falconv1.QueueStatus{Topology: topo}
+			}
+			return queues[topo]
+		}
+		for _, s := range stats[name] {
+			qs := q(s.Key.Topology)
+			qs.Waiting = int32(s.Waiting)
+			qs.AcquiringJobId = s.Acquiring.ID
+		}
+		for k, n := range running {
+			if k.Cluster == name {
+				q(k.Topology).Running = n
+			}
+		}
+		if pc := c.pools[name]; pc != nil {
+			if pc.err != nil {
+				st.Error = pc.err.Error()
+			}
+			for _, p := range pc.pools {
+				ps := &falconv1.NodePoolStatus{
+					Name: p.Name, AcceleratorType: p.AcceleratorType, Topology: p.Topology, Nodes: p.Nodes,
+					Status: p.Status, SupplyMode: p.SupplyMode, OwnerJobId: pc.owner[p.Name],
+				}
+				if !p.CreatedAt.IsZero() {
+					ps.CreatedAt = timestamppb.New(p.CreatedAt)
+				}
+				if t, ok := m.idleSince[poolKey{name, p.Name}]; ok && ps.OwnerJobId == "" {
+					ps.IdleSince = timestamppb.New(t)
+				}
+				st.NodePools = append(st.NodePools, ps)
+			}
+			sort.Slice(st.NodePools, func(a, b int) bool { return st.NodePools[a].Name < st.NodePools[b].Name })
+			if res, err := pc.b.Reservation(ctx, cl); err != nil {
+				st.Reservation = &falconv1.ReservationCapacity{Name: cl.GetDefaultReservation(), Error: err.Error()}
+			} else {
+				st.Reservation = res
+			}
+		}
+		topos := make([]string, 0, len(queues))
+		for t := range queues {
+			topos = append(topos, t)
+		}
+		sort.Strings(topos)
+		for _, t := range topos {
+			for a := range types[queue.Key{Cluster: name, Topology: t}] {
+				queues[t].AcceleratorTypes = append(queues[t].AcceleratorTypes, a)
+			}
+			sort.Strings(queues[t].AcceleratorTypes)
+			st.Queues = append(st.Queues, queues[t])
+		}
+		if _, err := m.clusters.ReportClusterStatus(ctx, &falconv1.ReportClusterStatusRequest{Status: st}); err != nil {
+			m.log.Warn("report cluster status", "cluster", name, "err", err)
+			continue
+		}
+		m.reportedAt[name] = now
+	}
+}
