@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/provider/gke"
+	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/stack"
 )
 
@@ -51,6 +54,7 @@ func defaultDataDir() string {
 func newDevCmd() *cobra.Command {
 	var cfg stack.DevConfig
 	var level string
+	var pools poolFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run all of Falcon on this machine: API server, controllers and the local cluster",
@@ -65,6 +69,7 @@ listens on loopback only and attributes work to the local user.`,
 				return err
 			}
 			cfg.Log = log
+			cfg.GKE = pools.config()
 			cfg.Ready = func(httpAddr, grpcAddr string) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Falcon dev is running.\n  HTTP: http://%s  (OpenAPI at /openapi.json)\n  gRPC: %s\n  data: %s\nTry:  falcon exp create -f examples/hello.yaml && falcon exp list\n",
 					httpAddr, grpcAddr, cfg.DataDir)
@@ -81,6 +86,7 @@ listens on loopback only and attributes work to the local user.`,
 	f.DurationVar(&cfg.Interval, "poll-interval", 2*time.Second, "controllers' safety-net poll; changes wake them at once")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow non-loopback addresses although dev has no authentication")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	pools.flags(f)
 	return cmd
 }
 
@@ -186,6 +192,7 @@ anyone's experiments; everyone else only their own.`,
 func newControllerCmd() *cobra.Command {
 	var cfg stack.ControllerConfig
 	var level, secretFile string
+	var pools poolFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the controllers (expController and resource manager) against an API server",
@@ -199,6 +206,7 @@ func newControllerCmd() *cobra.Command {
 			if cfg.ControllerSecret, err = controllerSecret(secretFile); err != nil {
 				return err
 			}
+			cfg.GKE = pools.config()
 			ctx, cancel := signalContext()
 			defer cancel()
 			return stack.Controller(ctx, cfg)
@@ -210,8 +218,30 @@ func newControllerCmd() *cobra.Command {
 	f.DurationVar(&cfg.Interval, "poll-interval", 5*time.Second, "safety-net poll; changes wake the controllers at once")
 	f.StringVar(&cfg.LocalCluster, "local-cluster", "", "register a cluster of this name that runs jobs as processes on this machine")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	pools.flags(f)
 	controllerSecretFlag(cmd, &secretFile)
 	return cmd
+}
+
+// poolFlags configure GKE node pools, for the controller and dev.
+type poolFlags struct {
+	reservationScaleDown, flexScaleDown, provisionTimeout, grace time.Duration
+}
+
+func (p *poolFlags) flags(f *pflag.FlagSet) {
+	f.DurationVar(&p.reservationScaleDown, "reservation-scale-down", 10*time.Minute, "how long an idle node pool from a reservation keeps its nodes (scaleDownUnneededTime)")
+	f.DurationVar(&p.flexScaleDown, "flex-start-scale-down", 6*time.Hour, "how long an idle flex-start node pool keeps its nodes (scaleDownUnneededTime)")
+	f.DurationVar(&p.provisionTimeout, "node-pool-timeout", 30*time.Minute, "a node pool not RUNNING this long after creation fails its job with NodePoolTimeout")
+	f.DurationVar(&p.grace, "orphan-grace", 10*time.Minute, "a falcon-* node pool no job owns is left alone while younger than this and still provisioning")
+}
+
+func (p *poolFlags) config() stack.GKEConfig {
+	t := resourcemanager.DefaultPoolTiming
+	t.Grace = p.grace
+	return stack.GKEConfig{
+		PoolOptions: []gke.Option{gke.WithScaleDownUnneeded(p.reservationScaleDown, p.flexScaleDown), gke.WithProvisionTimeout(p.provisionTimeout)},
+		PoolTiming:  &t,
+	}
 }
 
 func newMigrateCmd() *cobra.Command {

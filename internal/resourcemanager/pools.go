@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -221,7 +222,8 @@ func (m *Manager) takeIdle(pc *poolCluster, j *falconv1.Job) (Pool, bool) {
 	return cands[0], true
 }
 
-func topologyOrEmpty(j *falconv1.Job) string { return j.GetTaskSpec().GetDeviceTopo() }
+// topologyOrEmpty is the job's topology as pools are labelled with it.
+func topologyOrEmpty(j *falconv1.Job) string { return strings.ToLower(j.GetTaskSpec().GetDeviceTopo()) }
 
 // poolFailed handles an error from the backend: a *PoolError fails the job
 // with its Reason (the pool, if any, is then released like any other);

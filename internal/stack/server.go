@@ -15,7 +15,6 @@ import (
 	"github.com/falconhq/falcon/internal/auth"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/errdefs"
-	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/provider/local"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 )
@@ -138,6 +137,7 @@ type ControllerConfig struct {
 	// ControllerSecret is the secret shared with the API server; required.
 	ControllerSecret string
 	Log              *slog.Logger
+	GKE              GKEConfig
 }
 
 // Controller runs the expController and the resource manager against an API
@@ -184,15 +184,8 @@ func Controller(ctx context.Context, cfg ControllerConfig) error {
 	if interval == 0 {
 		interval = 5 * time.Second
 	}
-	kb := kube.New(kube.WithLogger(log), kube.WithOnChange(func() {
-		if mgr != nil {
-			mgr.Wake()
-		}
-	}))
-	defer kb.Close()
-	mgr = resourcemanager.New(conn, resourcemanager.WithLogger(log), resourcemanager.WithInterval(interval),
-		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)),
-		resourcemanager.WithBackend(kube.BackendName, kb))
+	mgr, closeBackends := newManager(conn, exec, log, interval, cfg.GKE)
+	defer closeBackends()
 	ec := expctl.New(conn, expctl.WithLogger(log), expctl.WithInterval(interval))
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return mgr.Run(gctx) })

@@ -22,6 +22,7 @@ import (
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/provider/gke"
 	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/provider/local"
 	"github.com/falconhq/falcon/internal/resourcemanager"
@@ -48,6 +49,45 @@ type DevConfig struct {
 	Log      *slog.Logger
 	// Ready, if set, is called once the API is serving.
 	Ready func(httpAddr, grpcAddr string)
+	GKE   GKEConfig
+}
+
+// GKEConfig configures the gke backend.
+type GKEConfig struct {
+	// Connect makes the Google API clients; default Application Default
+	// Credentials. Tests point it at wire-protocol test servers.
+	Connect gke.Connector
+	// PoolOptions tune the node pool manager (scale-down times, timeouts).
+	PoolOptions []gke.Option
+	// PoolTiming paces the resource manager's pool work; nil is the default.
+	PoolTiming *resourcemanager.PoolTiming
+}
+
+// newManager assembles the resource manager with every backend: local
+// processes, Kubernetes clusters and GKE clusters. The returned func stops
+// the backends' informers.
+func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, interval time.Duration, gc GKEConfig) (*resourcemanager.Manager, func()) {
+	var mgr *resourcemanager.Manager
+	wake := func() {
+		if mgr != nil {
+			mgr.Wake()
+		}
+	}
+	kb := kube.New(kube.WithLogger(log), kube.WithOnChange(wake))
+	connect := gc.Connect
+	if connect == nil {
+		connect = gke.ApplicationDefault
+	}
+	gb := gke.NewBackend(connect, []kube.Option{kube.WithLogger(log), kube.WithOnChange(wake)}, gc.PoolOptions...)
+	opts := []resourcemanager.Option{resourcemanager.WithLogger(log), resourcemanager.WithInterval(interval),
+		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)),
+		resourcemanager.WithBackend(kube.BackendName, kb),
+		resourcemanager.WithBackend(gke.BackendName, gb)}
+	if gc.PoolTiming != nil {
+		opts = append(opts, resourcemanager.WithPoolTiming(*gc.PoolTiming))
+	}
+	mgr = resourcemanager.New(conn, opts...)
+	return mgr, func() { kb.Close(); gb.Close() }
 }
 
 // Dev runs the whole of Falcon in this process until ctx is done.
@@ -129,15 +169,8 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	if interval == 0 {
 		interval = 2 * time.Second
 	}
-	kb := kube.New(kube.WithLogger(log), kube.WithOnChange(func() {
-		if mgr != nil {
-			mgr.Wake()
-		}
-	}))
-	defer kb.Close()
-	mgr = resourcemanager.New(conn, resourcemanager.WithLogger(log), resourcemanager.WithInterval(interval),
-		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)),
-		resourcemanager.WithBackend(kube.BackendName, kb))
+	mgr, closeBackends := newManager(conn, exec, log, interval, cfg.GKE)
+	defer closeBackends()
 	ec := expctl.New(conn, expctl.WithLogger(log), expctl.WithInterval(interval))
 
 	if cfg.Ready != nil {

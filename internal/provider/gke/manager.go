@@ -560,3 +560,25 @@ func (m *Manager) retry(ctx context.Context, call func() error) error {
 	}
 	return err
 }
+
+// ReservationCapacity reads the cluster's default reservation: its path,
+// how many nodes it holds and how many are in use.
+func (m *Manager) ReservationCapacity(ctx context.Context, c Cluster) (path string, count, inUse int64, err error) {
+	ref, err := parseReservation(c)
+	if err != nil {
+		return c.DefaultReservation, 0, 0, err
+	}
+	var res *compute.Reservation
+	err = m.retry(ctx, func() error {
+		var err error
+		res, err = m.compute.Reservations.Get(ref.project, ref.zone, ref.name).Context(ctx).Do()
+		return err
+	})
+	if err != nil {
+		return ref.path, 0, 0, fmt.Errorf("read reservation %s: %s", ref.path, apiMessage(err))
+	}
+	if res.SpecificReservation == nil {
+		return ref.path, 0, 0, fmt.Errorf("reservation %s is not a specific reservation", ref.path)
+	}
+	return ref.path, res.SpecificReservation.Count, res.SpecificReservation.InUseCount, nil
+}

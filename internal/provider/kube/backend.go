@@ -224,7 +224,7 @@ func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1
 	}
 	objs, err := render.Render(render.Input{
 		Job: j, Config: j.GetConfig(), ClusterID: c.GetId(), ClusterName: c.GetName(),
-		Namespace: e.namespace, Bucket: c.GetGcsBucket(),
+		Namespace: e.namespace, Bucket: c.GetGcsBucket(), NodePool: j.GetNodePool(),
 	})
 	if err != nil {
 		return err
