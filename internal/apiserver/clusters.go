@@ -77,6 +77,9 @@ func (s *Server) ReportClusterStatus(ctx context.Context, req *falconv1.ReportCl
 	}
 	at := time.Now()
 	if st.GetReportedAt() != nil {
+		if err := st.GetReportedAt().CheckValid(); err != nil {
+			return nil, errdefs.Invalid("status.reported_at", "%v", err)
+		}
 		at = st.GetReportedAt().AsTime()
 	}
 	raw, err := protojson.Marshal(st)

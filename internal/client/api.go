@@ -123,6 +123,13 @@ func (c *Client) SetClusterStatus(ctx context.Context, req *falconv1.SetClusterS
 	return out, c.do(ctx, http.MethodPost, idPath("/v1/clusters", req.GetName())+":setStatus", nil, req, out)
 }
 
+// GetClusterStatus returns what the resource manager last reported of a
+// cluster: its reservation, node pools and queues.
+func (c *Client) GetClusterStatus(ctx context.Context, req *falconv1.GetClusterStatusRequest) (*falconv1.ClusterStatus, error) {
+	out := new(falconv1.ClusterStatus)
+	return out, c.do(ctx, http.MethodGet, idPath("/v1/clusters", req.GetName())+"/status", nil, nil, out)
+}
+
 // GetCurrentUser returns the caller as the server sees it.
 func (c *Client) GetCurrentUser(ctx context.Context, _ *falconv1.GetCurrentUserRequest) (*falconv1.User, error) {
 	out := new(falconv1.User)

@@ -8,6 +8,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/cmd/cluster/get"
 	"github.com/falconhq/falcon/internal/cli/cmd/cluster/list"
 	"github.com/falconhq/falcon/internal/cli/cmd/cluster/setstatus"
+	"github.com/falconhq/falcon/internal/cli/cmd/cluster/status"
 	"github.com/falconhq/falcon/internal/cli/factory"
 )
 
@@ -21,6 +22,7 @@ func NewCmdCluster(f *factory.Factory) *cobra.Command {
 	cmd.AddCommand(
 		list.NewCmdList(f, nil),
 		get.NewCmdGet(f, nil),
+		status.NewCmdStatus(f, nil),
 		create.NewCmdCreate(f, nil),
 		apply.NewCmdApply(f, nil),
 		setstatus.NewCmdSetStatus(f, nil),
