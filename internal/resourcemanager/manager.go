@@ -69,6 +69,7 @@ type Manager struct {
 	// each cycle; this memory only paces calls and remembers what the
 	// capacity view and failure notes need.
 	poolTiming PoolTiming
+	noReuse    bool
 	poolLists  map[string]poolListing // by cluster
 	polls      map[string]*backoff    // provisioning jobs, by job ID
 	deletes    map[poolKey]*backoff

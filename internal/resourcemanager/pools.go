@@ -44,6 +44,10 @@ var DefaultPoolTiming = PoolTiming{
 	ReportEvery: 15 * time.Second,
 }
 
+// WithoutPoolReuse makes every job create a pool of its own and delete it
+// when it ends: the naive policy, kept for comparison in benchmarks.
+func WithoutPoolReuse() Option { return func(m *Manager) { m.noReuse = true } }
+
 // WithPoolTiming replaces DefaultPoolTiming.
 func WithPoolTiming(t PoolTiming) Option { return func(m *Manager) { m.poolTiming = t } }
 
@@ -204,6 +208,9 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 // takeIdle picks the idle pool of the job's shape, oldest first so the
 // choice is deterministic.
 func (m *Manager) takeIdle(pc *poolCluster, j *falconv1.Job) (Pool, bool) {
+	if m.noReuse {
+		return Pool{}, false
+	}
 	var cands []Pool
 	for _, p := range pc.pools {
 		if pc.idle(p) && p.AcceleratorType == deviceType(j) && p.Topology == topologyOrEmpty(j) && !m.deleting(pc.cl.GetName(), p.Name) {
@@ -300,7 +307,7 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 			if _, ok := m.idleSince[k]; !ok {
 				m.idleSince[k] = now
 			}
-			wanted := demand[name][queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}] > 0
+			wanted := !m.noReuse && demand[name][queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}] > 0
 			switch {
 			case p.State == PoolDeleting:
 				continue
