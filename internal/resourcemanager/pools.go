@@ -104,6 +104,8 @@ func (m *Manager) loadPools(ctx context.Context, c *cycle, jobs []*falconv1.Job)
 			}
 			lst = poolListing{pools: pools, at: m.now()}
 			m.poolLists[name] = lst
+		}
+		if m.poolTiming.ListEvery > 0 {
 			c.deadline(lst.at.Add(m.poolTiming.ListEvery))
 		}
 		for _, p := range lst.pools {
@@ -298,7 +300,23 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 		if pc.err != nil {
 			continue
 		}
+		// Oldest first: the order reuse takes them in, so the pools kept
+		// for waiting jobs are the ones the next picks will take.
+		pools := make([]Pool, 0, len(pc.pools))
 		for _, p := range pc.pools {
+			pools = append(pools, p)
+		}
+		sort.Slice(pools, func(a, b int) bool {
+			if !pools[a].CreatedAt.Equal(pools[b].CreatedAt) {
+				return pools[a].CreatedAt.Before(pools[b].CreatedAt)
+			}
+			return pools[a].Name < pools[b].Name
+		})
+		want := map[queue.Pool]int{}
+		for k, n := range demand[name] {
+			want[k] = n
+		}
+		for _, p := range pools {
 			k := poolKey{name, p.Name}
 			if pc.owner[p.Name] != "" {
 				delete(m.idleSince, k)
@@ -307,14 +325,22 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 			if _, ok := m.idleSince[k]; !ok {
 				m.idleSince[k] = now
 			}
-			wanted := !m.noReuse && demand[name][queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}] > 0
+			shape := queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}
+			wanted := !m.noReuse && want[shape] > 0
+			young := now.Sub(p.CreatedAt) < m.poolTiming.Grace
 			switch {
 			case p.State == PoolDeleting:
 				continue
 			case p.State == PoolReady && wanted:
-				continue // handed to the next pick
-			case p.State == PoolProvisioning && (wanted || now.Sub(p.CreatedAt) < m.poolTiming.Grace):
-				c.deadline(p.CreatedAt.Add(m.poolTiming.Grace))
+				want[shape]-- // one waiting job, one pool kept for it
+				continue
+			case p.State == PoolProvisioning && (wanted || young):
+				if wanted {
+					want[shape]--
+				}
+				if young {
+					c.deadline(p.CreatedAt.Add(m.poolTiming.Grace))
+				}
 				continue
 			}
 			m.deletePool(ctx, c, pc, p)
