@@ -94,6 +94,9 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 			}
 		}
 	}
+	// Jobs that ended above (aborts, failures) left their pools to the
+	// picks that follow.
+	m.loadOwners(c, jobs)
 	m.pickAll(ctx, c, byID)
 	m.writePositions(ctx, byID)
 	for _, j := range jobs {

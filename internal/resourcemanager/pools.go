@@ -167,11 +167,22 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 	switch {
 	case j.GetNodePool() == "":
 		if p, ok := m.takeIdle(pc, j); ok {
+			pc.owner[p.Name] = j.GetId()
+			if p.State == PoolProvisioning {
+				// Still being created for a job that ended (an abort while
+				// provisioning): sooner ready than a pool created now.
+				msg := fmt.Sprintf("taking over node pool %s (%s %s), still being created", p.Name, p.AcceleratorType, p.Topology)
+				if !m.updatePool(ctx, j, lifecycle.ReasonProvisioning, msg, p.Name) {
+					return false
+				}
+				m.log.Info("node pool taken over while provisioning", "job", j.GetId(), "pool", p.Name, "cluster", pc.cl.GetName())
+				m.schedulePoll(c, j.GetId(), true)
+				return false
+			}
 			msg := fmt.Sprintf("reusing idle node pool %s (%s %s); submitting to cluster %s", p.Name, p.AcceleratorType, p.Topology, pc.cl.GetName())
 			if !m.updatePool(ctx, j, lifecycle.ReasonDispatching, msg, p.Name) {
 				return false
 			}
-			pc.owner[p.Name] = j.GetId()
 			m.log.Info("node pool reused", "job", j.GetId(), "pool", p.Name, "cluster", pc.cl.GetName())
 			return true
 		}
@@ -207,15 +218,17 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 	return true // Dispatching with its pool: submit or observe
 }
 
-// takeIdle picks the idle pool of the job's shape, oldest first so the
-// choice is deterministic.
+// takeIdle picks a pool of the job's shape that no live job owns: a ready
+// one first, else one still being created; oldest first within each, so
+// the choice is deterministic.
 func (m *Manager) takeIdle(pc *poolCluster, j *falconv1.Job) (Pool, bool) {
 	if m.noReuse {
 		return Pool{}, false
 	}
 	var cands []Pool
 	for _, p := range pc.pools {
-		if pc.idle(p) && p.AcceleratorType == deviceType(j) && p.Topology == topologyOrEmpty(j) && !m.deleting(pc.cl.GetName(), p.Name) {
+		free := pc.owner[p.Name] == "" && (p.State == PoolReady || p.State == PoolProvisioning)
+		if free && p.AcceleratorType == deviceType(j) && p.Topology == topologyOrEmpty(j) && !m.deleting(pc.cl.GetName(), p.Name) {
 			cands = append(cands, p)
 		}
 	}
@@ -223,6 +236,9 @@ func (m *Manager) takeIdle(pc *poolCluster, j *falconv1.Job) (Pool, bool) {
 		return Pool{}, false
 	}
 	sort.Slice(cands, func(a, b int) bool {
+		if ra, rb := cands[a].State == PoolReady, cands[b].State == PoolReady; ra != rb {
+			return ra
+		}
 		if !cands[a].CreatedAt.Equal(cands[b].CreatedAt) {
 			return cands[a].CreatedAt.Before(cands[b].CreatedAt)
 		}
@@ -333,11 +349,13 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 				continue
 			case p.State == PoolReady && wanted:
 				want[shape]-- // one waiting job, one pool kept for it
+				m.keep(k)
 				continue
 			case p.State == PoolProvisioning && (wanted || young):
 				if wanted {
 					want[shape]--
 				}
+				m.keep(k)
 				if young {
 					c.deadline(p.CreatedAt.Add(m.poolTiming.Grace))
 				}
@@ -345,6 +363,14 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 			}
 			m.deletePool(ctx, c, pc, p)
 		}
+	}
+}
+
+// keep forgets a deletion that never started (GKE was busy), so a pool kept
+// for a waiting job can be handed to it.
+func (m *Manager) keep(k poolKey) {
+	if st, ok := m.deletes[k]; ok && st.attempts == 0 {
+		delete(m.deletes, k)
 	}
 }
 

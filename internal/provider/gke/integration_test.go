@@ -308,34 +308,46 @@ func TestForcedSupplyMode(t *testing.T) {
 	}
 }
 
+// TestWaitingJobReusesThePool: the first job's pool falls idle while the
+// third job waits (the second holds the queue's slot, creating its pool),
+// so the third runs on it: three jobs, two creates.
 func TestWaitingJobReusesThePool(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, setup{})
-	first := f.submit(task(2 * time.Second))
+	f := newFixture(t, setup{createLatency: 3 * time.Second})
+	first := f.submit(task(time.Second))
 	second := f.submit(task(time.Second))
-	j1 := f.waitJob(first, "running", status("Running"))
+	third := f.submit(task(time.Second))
+	j1 := f.waitJob(first, "succeeded", status("Succeeded"))
 	j2 := f.waitJob(second, "succeeded", status("Succeeded"))
-	if j2.GetNodePool() != j1.GetNodePool() {
-		t.Fatalf("second job ran on pool %q, first on %q: no reuse", j2.GetNodePool(), j1.GetNodePool())
+	j3 := f.waitJob(third, "succeeded", status("Succeeded"))
+	if j3.GetNodePool() != j1.GetNodePool() || j2.GetNodePool() == j1.GetNodePool() {
+		t.Fatalf("pools: first %q, second %q, third %q; want the third on the first's", j1.GetNodePool(), j2.GetNodePool(), j3.GetNodePool())
 	}
 	f.waitPoolGone(j1.GetNodePool())
-	creates := 0
+	f.waitPoolGone(j2.GetNodePool())
+	if n := f.creates(); n != 2 {
+		t.Errorf("%d node pool creates for three same-shape jobs, want 2", n)
+	}
+}
+
+// creates counts successful node pool creates.
+func (f *fixture) creates() int {
+	n := 0
 	for _, c := range f.fake.Calls() {
-		if c.Method == "POST" && strings.HasSuffix(c.Path, "/nodePools") {
-			creates++
+		if c.Method == "POST" && strings.HasSuffix(c.Path, "/nodePools") && c.Status < 300 {
+			n++
 		}
 	}
-	if creates != 1 {
-		t.Errorf("%d node pool creates for two same-shape jobs, want 1", creates)
-	}
+	return n
 }
 
 func TestNodePoolFailedCarriesGKEsMessage(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, setup{})
+	f := newFixture(t, setup{noManager: true})
 	id := f.submit(task(time.Second))
 	pool, _ := gke.PoolName(id)
 	f.fake.SetCreateOutcome(pool, fakegke.OutcomeStockout)
+	f.start()
 	j := f.waitJob(id, "failed", status("Failed"))
 	if j.GetReason() != "NodePoolFailed" || !strings.Contains(j.GetMessage(), "ZONE_RESOURCE_POOL_EXHAUSTED") {
 		t.Fatalf("stockout: %s %q", j.GetReason(), j.GetMessage())
@@ -348,10 +360,11 @@ func TestNodePoolFailedCarriesGKEsMessage(t *testing.T) {
 
 func TestNodePoolTimeout(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, setup{provisionTimeout: 2 * time.Second})
+	f := newFixture(t, setup{provisionTimeout: 2 * time.Second, noManager: true})
 	id := f.submit(task(time.Second))
 	pool, _ := gke.PoolName(id)
 	f.fake.SetCreateOutcome(pool, fakegke.OutcomeHang)
+	f.start()
 	j := f.waitJob(id, "failed", status("Failed"))
 	if j.GetReason() != "NodePoolTimeout" || !strings.Contains(j.GetMessage(), "not RUNNING") {
 		t.Fatalf("hung create: %s %q", j.GetReason(), j.GetMessage())
@@ -388,20 +401,46 @@ func TestAbortInEveryPhase(t *testing.T) {
 	}
 }
 
+// TestAbortKeepsThePoolForAWaitingJob: abort never skips the reuse check. A
+// pool whose job is aborted while it is being created is taken over by the
+// next job (no second create); one whose running job is aborted while a job
+// of its shape waits is kept for that job.
 func TestAbortKeepsThePoolForAWaitingJob(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, setup{})
-	first := f.submit(task(0))
-	second := f.submit(task(time.Second))
-	j1 := f.waitJob(first, "running", status("Running"))
-	exp := j1.GetExpId()
-	if _, err := falconv1.NewExperimentServiceClient(f.api.UserConn).AbortExp(context.Background(), &falconv1.AbortExpRequest{Id: exp}); err != nil {
-		t.Fatal(err)
+	f := newFixture(t, setup{createLatency: 3 * time.Second})
+	abort := func(id string) {
+		exp := f.api.Job(t, id).GetExpId()
+		if _, err := falconv1.NewExperimentServiceClient(f.api.UserConn).AbortExp(context.Background(), &falconv1.AbortExpRequest{Id: exp}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	f.waitJob(first, "aborted", status("Aborted"))
-	j2 := f.waitJob(second, "succeeded", status("Succeeded"))
-	if j2.GetNodePool() != j1.GetNodePool() {
-		t.Errorf("the aborted job's pool %q was not reused (second ran on %q)", j1.GetNodePool(), j2.GetNodePool())
+	// Provisioning.
+	a := f.submit(task(0))
+	b := f.submit(task(0))
+	ja := f.waitJob(a, "provisioning", reason("Provisioning"))
+	abort(a)
+	f.waitJob(a, "aborted", status("Aborted"))
+	jb := f.waitJob(b, "running", status("Running"))
+	if jb.GetNodePool() != ja.GetNodePool() || f.creates() != 1 {
+		t.Fatalf("after an abort while provisioning, the next job runs on %q (aborted job's pool %q), %d creates", jb.GetNodePool(), ja.GetNodePool(), f.creates())
+	}
+	// Running: b runs; c is picked and creates its pool; d waits behind it.
+	// Aborting b then leaves its pool to d.
+	c := f.submit(task(0))
+	d := f.submit(task(time.Second))
+	f.waitJob(c, "provisioning", reason("Provisioning"))
+	abort(b)
+	f.waitJob(b, "aborted", status("Aborted"))
+	jd := f.waitJob(d, "succeeded", status("Succeeded"))
+	if jd.GetNodePool() != jb.GetNodePool() {
+		t.Errorf("the aborted running job's pool %q was not kept for the waiting job (it ran on %q)", jb.GetNodePool(), jd.GetNodePool())
+	}
+	abort(c)
+	jc := f.waitJob(c, "aborted", status("Aborted"))
+	f.waitPoolGone(jb.GetNodePool())
+	f.waitPoolGone(jc.GetNodePool())
+	if n := f.creates(); n != 2 {
+		t.Errorf("%d creates for four jobs, want 2", n)
 	}
 }
 
@@ -451,9 +490,9 @@ func TestOrphanSweepSparesAPoolUnderCreation(t *testing.T) {
 	}
 	// A pool no job owns, left by a crash: swept once created and past
 	// the grace period, never while being created within it.
+	f.fake.SetCreateOutcome("falcon-job-orphan0002", fakegke.OutcomeHang)
 	mkPool("falcon-job-orphan0001", "job-orphan0001")
 	mkPool("falcon-job-orphan0002", "job-orphan0002")
-	f.fake.SetCreateOutcome("falcon-job-orphan0002", fakegke.OutcomeHang)
 	f.waitPoolGone("falcon-job-orphan0001")
 	time.Sleep(time.Second)
 	if _, ok := f.fake.Pool("falcon-job-orphan0002"); !ok {
@@ -541,13 +580,7 @@ func TestCrashRestartConverges(t *testing.T) {
 	if kubeJobsSeen != 1 {
 		t.Errorf("%d Kubernetes Jobs at once, want 1", kubeJobsSeen)
 	}
-	creates := 0
-	for _, c := range f.fake.Calls() {
-		if c.Method == "POST" && strings.HasSuffix(c.Path, "/nodePools") && c.Status < 300 {
-			creates++
-		}
-	}
-	if creates != 1 {
-		t.Errorf("%d successful node pool creates, want 1", creates)
+	if n := f.creates(); n != 1 {
+		t.Errorf("%d successful node pool creates, want 1", n)
 	}
 }
