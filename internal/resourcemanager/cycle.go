@@ -379,7 +379,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job) {
 		}
 		c.deadline(deadline)
 	}
-	if pc := c.pools[cl.GetName()]; pc != nil && !m.acquirePool(ctx, c, pc, j) {
+	if pc := c.pools[cl.GetName()]; pc != nil && pc.b.NeedsPool(j) && !m.acquirePool(ctx, c, pc, j) {
 		return
 	}
 	obs, err := b.Observe(ctx, cl, j)
@@ -407,6 +407,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job) {
 		// Finished before we saw it run: pass through Running.
 		if m.update(ctx, j, lifecycle.Running, "", "", "") && m.update(ctx, j, lifecycle.Succeeded, "", obs.Message, "") {
 			_ = m.sched.Remove(j.GetId())
+			m.cleanUp(ctx, cl, b, j)
 		}
 	case PhaseFailed:
 		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobFailed, obs.Message)
@@ -441,6 +442,19 @@ func (m *Manager) dispatch(ctx context.Context, cl *falconv1.Cluster, b Backend,
 		return err
 	}
 	return nil
+}
+
+// cleanUp removes what a succeeded job left on a cluster whose pools are
+// shared (its Kubernetes Job and pods), before its pool goes to the next
+// job. The outcome is written first, so it is never lost; if this fails
+// (or the controller dies first), the Job's TTL removes it later.
+func (m *Manager) cleanUp(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job) {
+	if _, pooled := b.(PoolBackend); !pooled {
+		return
+	}
+	if err := b.Stop(ctx, cl, j); err != nil {
+		m.log.Warn("delete finished job from its cluster", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
+	}
 }
 
 // stopAndFail cleans up whatever the job left on its cluster and fails it.
@@ -508,7 +522,9 @@ func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job)
 	}
 	switch obs.Phase {
 	case PhaseSucceeded:
-		m.update(ctx, j, lifecycle.Succeeded, "", obs.Message, "")
+		if m.update(ctx, j, lifecycle.Succeeded, "", obs.Message, "") {
+			m.cleanUp(ctx, cl, b, j)
+		}
 	case PhaseFailed:
 		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobFailed, obs.Message)
 	case PhaseUnknown:

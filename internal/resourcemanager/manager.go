@@ -201,6 +201,9 @@ func (e *PoolError) Error() string { return e.Message }
 // from the jobs table and a restarted controller loses nothing.
 type PoolBackend interface {
 	Backend
+	// NeedsPool reports whether the job gets a pool of its own; CPU-only
+	// jobs run on the cluster's standing nodes.
+	NeedsPool(job *falconv1.Job) bool
 	// ProvisionPool starts creating the job's own pool (deterministically
 	// named), or adopts it when it exists already. It does not wait.
 	ProvisionPool(ctx context.Context, cluster *falconv1.Cluster, job *falconv1.Job) (Provisioning, error)

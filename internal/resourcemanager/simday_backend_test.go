@@ -132,6 +132,9 @@ func (s *simBackend) trace(j *falconv1.Job) (*simTraceJob, error) {
 func simPoolName(jobID string) string { return "falcon-" + strings.ToLower(jobID) }
 
 // ProvisionPool creates the job's pool, ready after the trace's latency.
+// NeedsPool: every simulated job is a TPU slice.
+func (s *simBackend) NeedsPool(*falconv1.Job) bool { return true }
+
 func (s *simBackend) ProvisionPool(_ context.Context, cl *falconv1.Cluster, j *falconv1.Job) (resourcemanager.Provisioning, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -288,13 +291,17 @@ func (s *simBackend) Observe(_ context.Context, _ *falconv1.Cluster, j *falconv1
 	return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: "completed"}, nil
 }
 
-// Stop kills the job; nothing in the trace should need it.
+// Stop kills the job. Removing a finished job (the manager cleans up after
+// success) is fine; killing a running one is not: nothing in the trace
+// should need it.
 func (s *simBackend) Stop(_ context.Context, _ *falconv1.Cluster, j *falconv1.Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stops++
 	if r, ok := s.runs[j.GetId()]; ok && !r.stopped {
 		now := s.clock.Now()
+		if now.Before(r.end) {
+			s.stops++
+		}
 		r.stopped = true
 		if now.Before(r.end) {
 			r.end = now

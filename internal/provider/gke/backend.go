@@ -142,6 +142,13 @@ func (b *Backend) restConfig(c *falconv1.Cluster) (*rest.Config, error) {
 	}, nil
 }
 
+// NeedsPool implements resourcemanager.PoolBackend: TPU and GPU jobs get a
+// pool of their own; CPU jobs run on the cluster's standing nodes.
+func (b *Backend) NeedsPool(j *falconv1.Job) bool {
+	spec, err := accelerator.Lookup(j.GetTaskSpec().GetDeviceType())
+	return err != nil || spec.Kind != accelerator.KindCPU
+}
+
 // ProvisionPool implements resourcemanager.PoolBackend.
 func (b *Backend) ProvisionPool(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) (resourcemanager.Provisioning, error) {
 	_, pools, err := b.connected(ctx)
