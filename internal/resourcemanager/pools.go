@@ -199,6 +199,21 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 		m.schedulePoll(c, j.GetId(), true)
 		return false
 	case lifecycle.Reason(j.GetReason()) == lifecycle.ReasonProvisioning || lifecycle.Reason(j.GetReason()) == lifecycle.ReasonProvisioningFallback:
+		// A pool of the job's shape that fell idle meanwhile is ready now;
+		// the one being created is not. Switch: the abandoned pool is then
+		// taken over by the next job of its shape, or released.
+		if p, ok := m.takeIdle(pc, j); ok && p.State == PoolReady {
+			old := j.GetNodePool()
+			msg := fmt.Sprintf("reusing idle node pool %s (%s %s) instead of waiting for %s; submitting to cluster %s", p.Name, p.AcceleratorType, p.Topology, old, pc.cl.GetName())
+			if !m.updatePool(ctx, j, lifecycle.ReasonDispatching, msg, p.Name) {
+				return false
+			}
+			delete(m.polls, j.GetId())
+			delete(pc.owner, old)
+			pc.owner[p.Name] = j.GetId()
+			m.log.Info("node pool reused while provisioning", "job", j.GetId(), "pool", p.Name, "abandoned", old, "cluster", pc.cl.GetName())
+			return true
+		}
 		if st, ok := m.polls[j.GetId()]; ok && m.now().Before(st.next) {
 			c.deadline(st.next)
 			return false

@@ -308,23 +308,26 @@ func TestForcedSupplyMode(t *testing.T) {
 	}
 }
 
-// TestWaitingJobReusesThePool: the first job's pool falls idle while the
-// third job waits (the second holds the queue's slot, creating its pool),
-// so the third runs on it: three jobs, two creates.
+// TestWaitingJobReusesThePool: three jobs of one shape. The first's pool
+// falls idle while the second is still waiting for its own pool to be
+// created, so the second switches to the idle pool and the third takes
+// over the pool being created: three jobs, two creates.
 func TestWaitingJobReusesThePool(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, setup{createLatency: 3 * time.Second})
 	first := f.submit(task(time.Second))
 	second := f.submit(task(time.Second))
 	third := f.submit(task(time.Second))
-	j1 := f.waitJob(first, "succeeded", status("Succeeded"))
-	j2 := f.waitJob(second, "succeeded", status("Succeeded"))
-	j3 := f.waitJob(third, "succeeded", status("Succeeded"))
-	if j3.GetNodePool() != j1.GetNodePool() || j2.GetNodePool() == j1.GetNodePool() {
-		t.Fatalf("pools: first %q, second %q, third %q; want the third on the first's", j1.GetNodePool(), j2.GetNodePool(), j3.GetNodePool())
+	pools := map[string]int{}
+	for _, id := range []string{first, second, third} {
+		pools[f.waitJob(id, "succeeded", status("Succeeded")).GetNodePool()]++
 	}
-	f.waitPoolGone(j1.GetNodePool())
-	f.waitPoolGone(j2.GetNodePool())
+	if len(pools) != 2 {
+		t.Fatalf("three jobs ran on pools %v; want two pools, one of them reused", pools)
+	}
+	for p := range pools {
+		f.waitPoolGone(p)
+	}
 	if n := f.creates(); n != 2 {
 		t.Errorf("%d node pool creates for three same-shape jobs, want 2", n)
 	}
@@ -425,20 +428,23 @@ func TestAbortKeepsThePoolForAWaitingJob(t *testing.T) {
 		t.Fatalf("after an abort while provisioning, the next job runs on %q (aborted job's pool %q), %d creates", jb.GetNodePool(), ja.GetNodePool(), f.creates())
 	}
 	// Running: b runs; c is picked and creates its pool; d waits behind it.
-	// Aborting b then leaves its pool to d.
+	// Aborting b frees its pool while c's is still being created: c
+	// switches to it and d takes over the pool being created. Still two
+	// creates for four jobs.
 	c := f.submit(task(0))
 	d := f.submit(task(time.Second))
 	f.waitJob(c, "provisioning", reason("Provisioning"))
 	abort(b)
 	f.waitJob(b, "aborted", status("Aborted"))
+	jc := f.waitJob(c, "running", status("Running"))
 	jd := f.waitJob(d, "succeeded", status("Succeeded"))
-	if jd.GetNodePool() != jb.GetNodePool() {
-		t.Errorf("the aborted running job's pool %q was not kept for the waiting job (it ran on %q)", jb.GetNodePool(), jd.GetNodePool())
+	if jc.GetNodePool() != jb.GetNodePool() || jd.GetNodePool() == jb.GetNodePool() {
+		t.Errorf("pools: aborted b %q, c %q, d %q; want c on b's pool and d on the one created for c", jb.GetNodePool(), jc.GetNodePool(), jd.GetNodePool())
 	}
 	abort(c)
-	jc := f.waitJob(c, "aborted", status("Aborted"))
+	f.waitJob(c, "aborted", status("Aborted"))
 	f.waitPoolGone(jb.GetNodePool())
-	f.waitPoolGone(jc.GetNodePool())
+	f.waitPoolGone(jd.GetNodePool())
 	if n := f.creates(); n != 2 {
 		t.Errorf("%d creates for four jobs, want 2", n)
 	}
