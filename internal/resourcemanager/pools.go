@@ -54,9 +54,12 @@ func WithPoolTiming(t PoolTiming) Option { return func(m *Manager) { m.poolTimin
 // poolKey names a pool across clusters.
 type poolKey struct{ cluster, pool string }
 
-// poolListing is a cluster's pools as last listed.
+// poolListing is a cluster's pools as last listed, or why they could not
+// be; a failure is retried no sooner than a success would be, so an
+// unreachable cluster costs one call (and one warning) per ListEvery.
 type poolListing struct {
 	pools []Pool
+	err   error
 	at    time.Time
 }
 
@@ -98,15 +101,17 @@ func (m *Manager) loadPools(ctx context.Context, c *cycle, jobs []*falconv1.Job)
 		if !ok || m.now().Sub(lst.at) >= m.poolTiming.ListEvery {
 			pools, err := b.ListPools(ctx, cl)
 			if err != nil {
-				pc.err = err
 				m.log.Warn("list node pools", "cluster", name, "err", err)
-				continue
 			}
-			lst = poolListing{pools: pools, at: m.now()}
+			lst = poolListing{pools: pools, err: err, at: m.now()}
 			m.poolLists[name] = lst
 		}
 		if m.poolTiming.ListEvery > 0 {
 			c.deadline(lst.at.Add(m.poolTiming.ListEvery))
+		}
+		if lst.err != nil {
+			pc.err = lst.err
+			continue
 		}
 		for _, p := range lst.pools {
 			pc.pools[p.Name] = p

@@ -12,6 +12,7 @@ import (
 	compute "google.golang.org/api/compute/v1"
 	container "google.golang.org/api/container/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -408,6 +409,33 @@ func TestAbortInEveryPhase(t *testing.T) {
 // pool whose job is aborted while it is being created is taken over by the
 // next job (no second create); one whose running job is aborted while a job
 // of its shape waits is kept for that job.
+// TestAbortWhileDispatching: the pool is up and the Kubernetes Job
+// submitted, but its pods cannot be created (a quota of zero pods), so the
+// job sits in Dispatching. Abort deletes the Job, then the pool.
+func TestAbortWhileDispatching(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, setup{})
+	ctx := context.Background()
+	if _, err := shared.Clientset().CoreV1().ResourceQuotas(f.ns).Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	id := f.submit(task(0))
+	j := f.waitJob(id, "dispatching", func(j *falconv1.Job) bool {
+		return j.GetReason() == "Dispatching" && j.GetNodePool() != "" && f.kubeJobs(id) == 1
+	})
+	if _, err := falconv1.NewExperimentServiceClient(f.api.UserConn).AbortExp(ctx, &falconv1.AbortExpRequest{Id: j.GetExpId()}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitJob(id, "aborted", status("Aborted"))
+	if n := f.kubeJobs(id); n != 0 {
+		t.Errorf("%d Kubernetes Jobs left after an abort while dispatching", n)
+	}
+	f.waitPoolGone(j.GetNodePool())
+}
+
 func TestAbortKeepsThePoolForAWaitingJob(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, setup{createLatency: 3 * time.Second})
@@ -588,5 +616,20 @@ func TestCrashRestartConverges(t *testing.T) {
 	}
 	if n := f.creates(); n != 1 {
 		t.Errorf("%d successful node pool creates, want 1", n)
+	}
+}
+
+// TestGKEOutageIsRidden: the GKE API answers 503 for a while; calls are
+// retried with backoff and the job still gets its pool and succeeds.
+func TestGKEOutageIsRidden(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, setup{noManager: true})
+	id := f.submit(task(time.Second))
+	f.fake.FailNext(8, 503)
+	f.start()
+	j := f.waitJob(id, "succeeded", status("Succeeded"))
+	f.waitPoolGone(j.GetNodePool())
+	if n := f.creates(); n != 1 {
+		t.Errorf("%d creates after an outage, want 1", n)
 	}
 }
