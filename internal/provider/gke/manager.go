@@ -171,6 +171,11 @@ func (m *Manager) Ensure(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if req.Slice.NeedsPlacementPolicy() {
+		if err := m.ensureWorkloadPolicy(ctx, req.Cluster, req.Slice, name); err != nil {
+			return Result{}, err
+		}
+	}
 	now := m.opts.clock.Now()
 	spec := m.poolSpec(name, req.JobID, req.Slice, mode, res, now)
 	var op *container.Operation
@@ -581,4 +586,52 @@ func (m *Manager) ReservationCapacity(ctx context.Context, c Cluster) (path stri
 		return ref.path, 0, 0, fmt.Errorf("reservation %s is not a specific reservation", ref.path)
 	}
 	return ref.path, res.SpecificReservation.Count, res.SpecificReservation.InUseCount, nil
+}
+
+// ensureWorkloadPolicy makes sure the Compute workload policy a multi-host
+// v7x pool names exists: one per accelerator and topology, shared by every
+// pool of that shape, so it is created once and never deleted. A concurrent
+// creator winning (409) is success.
+func (m *Manager) ensureWorkloadPolicy(ctx context.Context, c Cluster, sl accelerator.Slice, pool string) error {
+	name := m.opts.workloadPolicy(sl)
+	region := regionOf(c.Location)
+	err := m.retry(ctx, func() error {
+		_, err := m.compute.ResourcePolicies.Get(c.Project, region, name).Context(ctx).Do()
+		return err
+	})
+	if err == nil {
+		return nil
+	}
+	if !isNotFound(err) {
+		return fmt.Errorf("read workload policy %s: %w", name, err)
+	}
+	policy := &compute.ResourcePolicy{
+		Name:        name,
+		Description: "Falcon: placement of " + sl.Spec.Name + " " + sl.Topology + " slices",
+		WorkloadPolicy: &compute.ResourcePolicyWorkloadPolicy{
+			Type:                "HIGH_THROUGHPUT",
+			AcceleratorTopology: sl.Topology,
+		},
+	}
+	err = m.retry(ctx, func() error {
+		_, err := m.compute.ResourcePolicies.Insert(c.Project, region, policy).Context(ctx).Do()
+		return err
+	})
+	switch {
+	case err == nil, isConflict(err):
+		return nil
+	case apiCode(err) >= 400 && apiCode(err) < 500 && !transient(err):
+		return failed(pool, fmt.Sprintf("Compute refused to create workload policy %s: %s", name, apiMessage(err)), err)
+	default:
+		return fmt.Errorf("create workload policy %s: %w", name, err)
+	}
+}
+
+// regionOf is the region of a zone (us-central1-a -> us-central1), or the
+// location itself when it is a region.
+func regionOf(location string) string {
+	if strings.Count(location, "-") >= 2 {
+		return location[:strings.LastIndex(location, "-")]
+	}
+	return location
 }

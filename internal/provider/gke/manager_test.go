@@ -456,3 +456,40 @@ func TestPoolName(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsureCreatesTheV7xWorkloadPolicyOnce: a multi-host v7x pool names a
+// Compute workload policy carrying its topology; GKE refuses the pool when
+// the policy is missing, so Ensure creates it first, once per shape.
+func TestEnsureCreatesTheV7xWorkloadPolicyOnce(t *testing.T) {
+	e := newEnv(t)
+	sl := slice(t, "v7x", "2x2x2", 2)
+	for _, job := range []string{"job-v7xaaaaaaa", "job-v7xbbbbbbb"} {
+		r, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: job, Slice: sl})
+		if err != nil {
+			t.Fatalf("ensure %s: %v", job, err)
+		}
+		if err := e.mgr.Wait(ctx(t), e.cluster, r); err != nil {
+			t.Fatalf("wait %s: %v", job, err)
+		}
+	}
+	p, ok := e.fake.ResourcePolicy(project, "us-east5", "falcon-v7x-2x2x2")
+	if !ok || p.WorkloadPolicy == nil || p.WorkloadPolicy.AcceleratorTopology != "2x2x2" || p.WorkloadPolicy.Type != "HIGH_THROUGHPUT" {
+		t.Fatalf("workload policy: %+v (found %v)", p.WorkloadPolicy, ok)
+	}
+	inserts := 0
+	for _, c := range e.fake.Calls() {
+		if c.Method == "POST" && strings.HasSuffix(c.Path, "/resourcePolicies") {
+			inserts++
+		}
+	}
+	if inserts != 1 {
+		t.Errorf("%d workload policy inserts for two pools of one shape, want 1", inserts)
+	}
+	// Single-host v7x needs no policy.
+	if _, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-v7xccccccc", Slice: slice(t, "v7x", "2x2x1", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.fake.ResourcePolicy(project, "us-east5", "falcon-v7x-2x2x1"); ok {
+		t.Error("a workload policy was created for a single-host slice")
+	}
+}

@@ -95,6 +95,7 @@ type Server struct {
 	pools        map[string]*pool                // full pool resource name
 	ops          map[string]*operation           // projects/p/locations/l/operations/o
 	reservations map[string]*compute.Reservation // projects/p/zones/z/reservations/r
+	policies     map[string]*compute.ResourcePolicy // projects/p/regions/r/resourcePolicies/n
 	outcomes     map[string]Outcome              // by pool name; "" for every pool
 	deleteFails  map[string]*failure             // by pool name
 	transient    []*failure                      // next requests of any kind
@@ -134,6 +135,7 @@ func New(opts ...Option) *Server {
 		pools:         map[string]*pool{},
 		ops:           map[string]*operation{},
 		reservations:  map[string]*compute.Reservation{},
+		policies:      map[string]*compute.ResourcePolicy{},
 		outcomes:      map[string]Outcome{},
 		deleteFails:   map[string]*failure{},
 	}
@@ -148,6 +150,8 @@ func New(opts ...Option) *Server {
 	mux.HandleFunc("DELETE /v1/projects/{p}/locations/{l}/clusters/{c}/nodePools/{np}", s.deletePool)
 	mux.HandleFunc("GET /v1/projects/{p}/locations/{l}/operations/{op}", s.getOperation)
 	mux.HandleFunc("GET /compute/v1/projects/{p}/zones/{z}/reservations/{r}", s.getReservation)
+	mux.HandleFunc("GET /compute/v1/projects/{p}/regions/{r}/resourcePolicies/{n}", s.getPolicy)
+	mux.HandleFunc("POST /compute/v1/projects/{p}/regions/{r}/resourcePolicies", s.insertPolicy)
 	s.srv = httptest.NewServer(mux)
 	return s
 }
@@ -364,6 +368,13 @@ func (s *Server) createPool(w http.ResponseWriter, r *http.Request) {
 				p.reservation = rkey
 			}
 		}
+		if pp := np.PlacementPolicy; pp != nil && pp.PolicyName != "" {
+			// GKE refuses a pool whose workload policy does not exist.
+			key := policyKey(r.PathValue("p"), regionOf(r.PathValue("l")), pp.PolicyName)
+			if _, ok := s.policies[key]; !ok {
+				return apiError(400, "INVALID_ARGUMENT", "Resource policy "+key+" was not found.")
+			}
+		}
 		p.createOp = s.newOpLocked(r.PathValue("p"), r.PathValue("l"), OpCreateNodePool, p.np.SelfLink, now)
 		if p.outcome != OutcomeHang {
 			p.createOp.doneAt = p.readyAt
@@ -463,6 +474,60 @@ func (s *Server) getReservation(w http.ResponseWriter, r *http.Request) {
 		out.SpecificReservation = &sr
 		return http.StatusOK, &out
 	})
+}
+
+func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
+	key := policyKey(r.PathValue("p"), r.PathValue("r"), r.PathValue("n"))
+	s.serve(w, r, "", func() (int, any) {
+		p, ok := s.policies[key]
+		if !ok {
+			return notFound("resource policy", key)
+		}
+		out := *p
+		return http.StatusOK, &out
+	})
+}
+
+func (s *Server) insertPolicy(w http.ResponseWriter, r *http.Request) {
+	var p compute.ResourcePolicy
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil || p.Name == "" {
+		s.serve(w, r, "", func() (int, any) { return apiError(400, "INVALID_ARGUMENT", "resourcePolicy.name is required") })
+		return
+	}
+	key := policyKey(r.PathValue("p"), r.PathValue("r"), p.Name)
+	s.serve(w, r, "", func() (int, any) {
+		if _, ok := s.policies[key]; ok {
+			return apiError(409, "ALREADY_EXISTS", "The resource '"+key+"' already exists")
+		}
+		p.SelfLink = "https://compute.googleapis.com/compute/v1/" + key
+		p.Region = r.PathValue("r")
+		p.Status = "READY"
+		s.policies[key] = &p
+		return http.StatusOK, &compute.Operation{Name: "operation-" + p.Name, OperationType: "insert", Status: "DONE", TargetLink: p.SelfLink}
+	})
+}
+
+// ResourcePolicy returns a resource policy (a v7x workload policy).
+func (s *Server) ResourcePolicy(project, region, name string) (compute.ResourcePolicy, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.policies[policyKey(project, region, name)]
+	if !ok {
+		return compute.ResourcePolicy{}, false
+	}
+	return *p, true
+}
+
+func policyKey(project, region, name string) string {
+	return "projects/" + project + "/regions/" + region + "/resourcePolicies/" + name
+}
+
+// regionOf is the region of a zone (us-central1-a -> us-central1) or a region.
+func regionOf(location string) string {
+	if strings.Count(location, "-") >= 2 {
+		return location[:strings.LastIndex(location, "-")]
+	}
+	return location
 }
 
 // serve advances time, applies injected transient failures, runs h under the
