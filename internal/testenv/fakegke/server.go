@@ -91,14 +91,14 @@ type Server struct {
 	createLatency, deleteLatency time.Duration
 
 	mu           sync.Mutex
-	clusters     map[string]*Cluster             // projects/p/locations/l/clusters/c
-	pools        map[string]*pool                // full pool resource name
-	ops          map[string]*operation           // projects/p/locations/l/operations/o
-	reservations map[string]*compute.Reservation // projects/p/zones/z/reservations/r
+	clusters     map[string]*Cluster                // projects/p/locations/l/clusters/c
+	pools        map[string]*pool                   // full pool resource name
+	ops          map[string]*operation              // projects/p/locations/l/operations/o
+	reservations map[string]*compute.Reservation    // projects/p/zones/z/reservations/r
 	policies     map[string]*compute.ResourcePolicy // projects/p/regions/r/resourcePolicies/n
-	outcomes     map[string]Outcome              // by pool name; "" for every pool
-	deleteFails  map[string]*failure             // by pool name
-	transient    []*failure                      // next requests of any kind
+	outcomes     map[string]Outcome                 // by pool name; "" for every pool
+	deleteFails  map[string]*failure                // by pool name
+	transient    []*failure                         // next requests of any kind
 	calls        []Call
 	opSeq        int
 	onRunning    []func(container.NodePool)
