@@ -22,7 +22,8 @@ func TestGet(t *testing.T) {
 			return &falconv1.Job{
 				Id: r.GetId(), ExpId: "exp-q7odgo8q9x", ExpName: "bench", Role: "worker", Status: "Pending",
 				Reason: "Waiting", Message: "Insufficient cpu on cluster v7x", Replica: 2,
-				TaskSpec: &falconv1.TaskSpec{DeviceType: "v7x", DeviceCount: 8, DeviceTopo: "2x2x2"},
+				TaskSpec:    &falconv1.TaskSpec{DeviceType: "v7x", DeviceCount: 8, DeviceTopo: "2x2x2"},
+				ClusterName: "tpu-east", NodePool: "falcon-job-ki5t2jegpi",
 			}, nil
 		},
 	}
@@ -31,7 +32,7 @@ func TestGet(t *testing.T) {
 	if err := clitest.Execute(NewCmdGet(f, nil), "job-ki5t2jegpi"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"exp-q7odgo8q9x (bench)", "Insufficient cpu on cluster v7x", "v7x x8 per host, topology 2x2x2"} {
+	for _, want := range []string{"exp-q7odgo8q9x (bench)", "Insufficient cpu on cluster v7x", "v7x x8 per host, topology 2x2x2", "Node pool:   falcon-job-ki5t2jegpi"} {
 		if !strings.Contains(s.Out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, s.Out)
 		}
