@@ -30,9 +30,12 @@ kube-bins:
 test-race: kube-bins
 	$(GO) test -count=1 -race -timeout 30m $(PKGS)
 
-# Figures: store throughput, list latency at 100k rows, dispatch latency.
+# Figures: store throughput, list latency at 100k rows, dispatch latency,
+# and a simulated day of node pools (reuse against a pool per job; -v prints
+# the per-user table).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 30m ./internal/store/sqlstore/ ./internal/resourcemanager/queue/
+	$(GO) test -run '^$$' -bench SimulatedDay -benchtime 1x -timeout 30m -v ./internal/resourcemanager/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/
 
 generate:
