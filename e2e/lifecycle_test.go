@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,6 +102,21 @@ func TestFailingCommandFailsWithExitCode(t *testing.T) {
 	}
 	if exp["reason"] != "JobFailed" {
 		t.Errorf("experiment reason %v, want JobFailed", exp["reason"])
+	}
+	// falcon dev serves its controllers' metrics and readiness beside the API.
+	for path, want := range map[string]string{
+		"/metrics": `falcon_jobs_finished_total{cluster="local",reason="JobFailed",status="Failed"} 1`,
+		"/readyz":  "ok",
+	} {
+		resp, err := http.Get("http://" + d.http + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), want) {
+			t.Errorf("GET %s: %d, lacks %q", path, resp.StatusCode, want)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -48,7 +49,9 @@ func TestServerAndControllerOnMariaDB(t *testing.T) {
 			t.Fatalf("server did not come up:\n%s", serverLog.String())
 		}
 	}
-	ctl := exec.Command(falconBin, "controller", "--api-grpc", grpcAddr, "--data-dir", dir, "--local-cluster", "box", "--log-level", "debug", "--controller-token-file", secret)
+	metricsAddr := freeAddr(t)
+	ctl := exec.Command(falconBin, "controller", "--api-grpc", grpcAddr, "--data-dir", dir, "--local-cluster", "box", "--log-level", "debug", "--controller-token-file", secret,
+		"--metrics-addr", metricsAddr)
 	ctl.Stderr = &ctlLog
 	if err := ctl.Start(); err != nil {
 		t.Fatal(err)
@@ -73,5 +76,25 @@ func TestServerAndControllerOnMariaDB(t *testing.T) {
 	}
 	if logs := d.run("", "exp", "logs", exp["id"].(string)); strings.Count(logs.stdout, "from mariadb") != 2 {
 		t.Fatalf("logs: %q", logs.stdout)
+	}
+
+	// The controller is ready and its metrics count the job it ran.
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + metricsAddr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v\n%s", path, err, ctlLog.String())
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK {
+		t.Errorf("controller /readyz: %d %s", code, body)
+	}
+	code, body := get("/metrics")
+	for _, want := range []string{`falcon_jobs_finished_total{cluster="box",reason="",status="Succeeded"} 1`, "falcon_rm_cycle_seconds_bucket"} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("controller /metrics (%d) lacks %q", code, want)
+		}
 	}
 }

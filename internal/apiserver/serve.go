@@ -108,6 +108,9 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 	root := http.NewServeMux()
 	root.Handle(LoginPath, s.loginHandler())
 	root.Handle("/", gw)
+	for pattern, h := range s.extra {
+		root.Handle(pattern, h)
+	}
 	hs := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
 
 	r := &Running{GRPCAddr: gl.Addr().String(), HTTPAddr: hl.Addr().String(), errc: make(chan error, 1)}

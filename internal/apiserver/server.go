@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,7 @@ type Server struct {
 	artifactRoot string
 	logDir       string
 	logPoll      time.Duration
+	extra        map[string]http.Handler // more HTTP routes (metrics, readiness)
 
 	knownUsers sync.Map // user_id -> struct{}: skip the upsert after the first request
 }
@@ -80,6 +82,17 @@ func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = n
 // <root>/experiments/<exp_id>/artifacts/<art_id>/.
 func WithArtifactRoot(root string) Option {
 	return func(s *Server) { s.artifactRoot = strings.TrimSuffix(root, "/") }
+}
+
+// WithHTTPHandler serves h at pattern on the HTTP address too, beside the
+// gateway (falcon dev puts its controllers' /metrics and /readyz there).
+func WithHTTPHandler(pattern string, h http.Handler) Option {
+	return func(s *Server) {
+		if s.extra == nil {
+			s.extra = map[string]http.Handler{}
+		}
+		s.extra[pattern] = h
+	}
 }
 
 // WithLogDir sets the directory holding job logs as <dir>/<job_id>/<pod>.log.

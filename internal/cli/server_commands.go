@@ -218,6 +218,7 @@ func newControllerCmd() *cobra.Command {
 	f.DurationVar(&cfg.Interval, "poll-interval", 5*time.Second, "safety-net poll; changes wake the controllers at once")
 	f.StringVar(&cfg.LocalCluster, "local-cluster", "", "register a cluster of this name that runs jobs as processes on this machine")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", os.Getenv("FALCON_METRICS_ADDR"), "serve Prometheus /metrics, /healthz and /readyz here, e.g. :9091 (env FALCON_METRICS_ADDR); empty: off")
 	pools.flags(f)
 	controllerSecretFlag(cmd, &secretFile)
 	return cmd

@@ -49,14 +49,20 @@ func (c *cycle) deadline(t time.Time) {
 //  7. Running: fail it with Reason Timeout once timeout_seconds have passed
 //     since it started (stopping it first); otherwise observe it.
 func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
+	start := time.Now()
+	m.metrics.Cycles.Inc()
+	defer func() { m.metrics.CycleSeconds.Observe(time.Since(start).Seconds()) }()
 	cl, err := m.clusters.ListClusters(ctx, &falconv1.ListClustersRequest{})
 	if err != nil {
+		m.metrics.CycleErrors.Inc()
 		return time.Time{}, err
 	}
 	jobs, err := m.liveJobs(ctx)
 	if err != nil {
+		m.metrics.CycleErrors.Inc()
 		return time.Time{}, err
 	}
+	m.lastOK.Store(time.Now().UnixNano())
 	c := &cycle{clusters: map[string]*falconv1.Cluster{}}
 	for _, x := range cl.GetItems() {
 		c.clusters[x.GetName()] = x
@@ -109,6 +115,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	m.loadOwners(c, jobs)
 	m.releasePools(ctx, c, waiting)
 	m.forgetPools(c)
+	m.gauges(c)
 	m.report(ctx, c, jobs)
 	return c.next, nil
 }
@@ -292,6 +299,9 @@ func (m *Manager) write(ctx context.Context, j *falconv1.Job, req *falconv1.Upda
 	if j.Config == "" {
 		j.Config = config
 	}
+	if st := lifecycle.Status(j.GetStatus()); lifecycle.JobMachine.IsTerminal(st) {
+		m.metrics.Finished.WithLabelValues(j.GetClusterName(), j.GetStatus(), j.GetReason()).Inc()
+	}
 	return true
 }
 
@@ -401,6 +411,10 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job) {
 	case PhaseRunning:
 		if m.update(ctx, j, lifecycle.Running, "", obs.Message, "") {
 			_ = m.sched.Release(j.GetId())
+			m.metrics.Dispatched.WithLabelValues(cl.GetName()).Inc()
+			if t := j.GetCreatedAt(); t != nil {
+				m.metrics.DispatchLatency.WithLabelValues(cl.GetName()).Observe(m.now().Sub(t.AsTime()).Seconds())
+			}
 			m.log.Info("job running", "job", j.GetId(), "exp", j.GetExpId(), "cluster", cl.GetName())
 		}
 	case PhaseSucceeded:

@@ -3,14 +3,18 @@ package resourcemanager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/controller/watch"
 	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/metrics"
 	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 )
 
@@ -70,6 +74,10 @@ type Manager struct {
 	// capacity view and failure notes need.
 	poolTiming PoolTiming
 	noReuse    bool
+
+	metrics *metrics.RM
+	// lastOK is when a cycle last read the API server successfully.
+	lastOK     atomic.Int64           // Unix nanoseconds
 	poolLists  map[string]poolListing // by cluster
 	polls      map[string]*backoff    // provisioning jobs, by job ID
 	deletes    map[poolKey]*backoff
@@ -86,6 +94,10 @@ func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = l } }
 
 // WithClock injects the clock used for timeouts.
 func WithClock(now func() time.Time) Option { return func(m *Manager) { m.now = now } }
+
+// WithMetrics records the manager's metrics on m (default: a private
+// registry nobody reads).
+func WithMetrics(rm *metrics.RM) Option { return func(m *Manager) { m.metrics = rm } }
 
 // WithInterval sets the safety-net poll interval (default 5s).
 func WithInterval(d time.Duration) Option { return func(m *Manager) { m.interval = d } }
@@ -115,6 +127,9 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 	for _, o := range opts {
 		o(m)
 	}
+	if m.metrics == nil {
+		m.metrics = metrics.NewRM(prometheus.NewRegistry())
+	}
 	m.sched = queue.New(queue.WithClock(m.now))
 	m.tailWritten = map[queue.Key]time.Time{}
 	return m
@@ -127,6 +142,19 @@ func (m *Manager) Wake() {
 	case m.wake <- struct{}{}:
 	default:
 	}
+}
+
+// Ready reports whether the manager has completed a cycle within maxAge:
+// the readiness probe of a controller.
+func (m *Manager) Ready(maxAge time.Duration) error {
+	last := m.lastOK.Load()
+	if last == 0 {
+		return errors.New("no reconcile cycle has completed yet")
+	}
+	if age := time.Since(time.Unix(0, last)); age > maxAge {
+		return fmt.Errorf("the last successful reconcile cycle was %s ago", age.Round(time.Second))
+	}
+	return nil
 }
 
 // Run reconciles until ctx is done: on every change the API server reports,

@@ -10,12 +10,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
 	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/metrics"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
@@ -409,4 +412,53 @@ func TestAcquireTimeoutSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(t, f.env.Job(t, job), "Failed", "Timeout", "waiting for resources")
+}
+
+func TestMetricsAndReadiness(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	rm := metrics.NewRM(reg)
+	f := &fixture{env: apitest.Start(t, map[string]string{"local": "test"}), be: newScripted(), now: time.Now()}
+	f.mgr = resourcemanager.New(f.env.Conn, resourcemanager.WithBackend("test", f.be),
+		resourcemanager.WithClock(func() time.Time { return f.now }), resourcemanager.WithMetrics(rm))
+	if err := f.mgr.Ready(time.Minute); err == nil {
+		t.Error("ready before any cycle")
+	}
+	_, ok := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	_, failing := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	f.cycle(t)
+	if err := f.mgr.Ready(time.Minute); err != nil {
+		t.Errorf("not ready after a cycle: %v", err)
+	}
+	f.be.set(ok, resourcemanager.PhaseSucceeded, "")
+	f.be.set(failing, resourcemanager.PhaseFailed, "exit code 3")
+	f.cycle(t)
+	checks := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"cycles", testutil.ToFloat64(rm.Cycles), 2},
+		{"running", testutil.ToFloat64(rm.Dispatched.WithLabelValues("local")), 2},
+		{"succeeded", testutil.ToFloat64(rm.Finished.WithLabelValues("local", "Succeeded", "")), 1},
+		{"failed", testutil.ToFloat64(rm.Finished.WithLabelValues("local", "Failed", "JobFailed")), 1},
+		{"dispatch latency samples", float64(testutil.CollectAndCount(rm.DispatchLatency)), 1},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	// A cycle that cannot read the API server counts as an error, and a
+	// manager whose last good cycle is too old is not ready.
+	cut, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := f.mgr.Reconcile(cut); err == nil {
+		t.Fatal("a cycle succeeded without reaching the API server")
+	}
+	if testutil.ToFloat64(rm.CycleErrors) != 1 {
+		t.Errorf("cycle errors = %v, want 1", testutil.ToFloat64(rm.CycleErrors))
+	}
+	if err := f.mgr.Ready(0); err == nil {
+		t.Error("still ready long after the last successful cycle")
+	}
 }

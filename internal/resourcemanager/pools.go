@@ -181,6 +181,7 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 					return false
 				}
 				m.log.Info("node pool taken over while provisioning", "job", j.GetId(), "pool", p.Name, "cluster", pc.cl.GetName())
+				m.metrics.PoolReuses.WithLabelValues(pc.cl.GetName()).Inc()
 				m.schedulePoll(c, j.GetId(), true)
 				return false
 			}
@@ -189,6 +190,7 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 				return false
 			}
 			m.log.Info("node pool reused", "job", j.GetId(), "pool", p.Name, "cluster", pc.cl.GetName())
+			m.metrics.PoolReuses.WithLabelValues(pc.cl.GetName()).Inc()
 			return true
 		}
 		prov, err := pc.b.ProvisionPool(ctx, pc.cl, j)
@@ -201,6 +203,7 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 		}
 		pc.owner[prov.Pool] = j.GetId()
 		m.log.Info("node pool provisioning", "job", j.GetId(), "pool", prov.Pool, "cluster", pc.cl.GetName(), "reason", prov.Reason)
+		m.metrics.PoolCreates.WithLabelValues(pc.cl.GetName(), string(prov.Reason)).Inc()
 		m.schedulePoll(c, j.GetId(), true)
 		return false
 	case lifecycle.Reason(j.GetReason()) == lifecycle.ReasonProvisioning || lifecycle.Reason(j.GetReason()) == lifecycle.ReasonProvisioningFallback:
@@ -217,6 +220,7 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			delete(pc.owner, old)
 			pc.owner[p.Name] = j.GetId()
 			m.log.Info("node pool reused while provisioning", "job", j.GetId(), "pool", p.Name, "abandoned", old, "cluster", pc.cl.GetName())
+			m.metrics.PoolReuses.WithLabelValues(pc.cl.GetName()).Inc()
 			return true
 		}
 		if st, ok := m.polls[j.GetId()]; ok && m.now().Before(st.next) {
@@ -417,6 +421,7 @@ func (m *Manager) deletePool(ctx context.Context, c *cycle, pc *poolCluster, p P
 	err := pc.b.DeletePool(ctx, pc.cl, p.Name)
 	switch {
 	case err == nil:
+		m.metrics.PoolDeletes.WithLabelValues(k.cluster, "started").Inc()
 		m.log.Info("node pool deleting", "pool", p.Name, "cluster", k.cluster, "last_job", m.lastOwner[k])
 		p.State = PoolDeleting
 		pc.pools[p.Name] = p
@@ -427,10 +432,12 @@ func (m *Manager) deletePool(ctx context.Context, c *cycle, pc *poolCluster, p P
 		c.deadline(st.next)
 		return
 	case errors.Is(err, ErrPoolBusy):
+		m.metrics.PoolDeletes.WithLabelValues(k.cluster, "busy").Inc()
 		st.next = now.Add(m.poolTiming.PollInitial) // not an attempt: the create is still running
 		c.deadline(st.next)
 		return
 	}
+	m.metrics.PoolDeletes.WithLabelValues(k.cluster, "failed").Inc()
 	st.attempts++
 	st.lastErr = err
 	st.interval = min(2*st.interval, m.poolTiming.DeleteBackoffMax)
@@ -468,6 +475,44 @@ func (m *Manager) forgetPools(c *cycle) {
 	for k := range m.idleSince {
 		if pc := c.pools[k.cluster]; pc == nil || (pc.err == nil && pc.pools[k.pool].Name == "") {
 			delete(m.idleSince, k)
+		}
+	}
+}
+
+// gauges sets the queue and node pool gauges from this cycle's view.
+func (m *Manager) gauges(c *cycle) {
+	m.metrics.QueueWaiting.Reset()
+	m.metrics.QueueAcquiring.Reset()
+	for _, st := range m.sched.Snapshot() {
+		m.metrics.QueueWaiting.WithLabelValues(st.Key.Cluster, st.Key.Topology).Set(float64(st.Waiting))
+		acquiring := 0.0
+		if st.Acquiring.ID != "" {
+			acquiring = 1
+		}
+		m.metrics.QueueAcquiring.WithLabelValues(st.Key.Cluster, st.Key.Topology).Set(acquiring)
+	}
+	m.metrics.NodePools.Reset()
+	for name, pc := range c.pools {
+		if pc.err != nil {
+			continue
+		}
+		counts := map[string]int{"owned": 0, "idle": 0, "provisioning": 0, "deleting": 0, "failed": 0}
+		for _, p := range pc.pools {
+			switch {
+			case pc.owner[p.Name] != "":
+				counts["owned"]++
+			case p.State == PoolReady:
+				counts["idle"]++
+			case p.State == PoolProvisioning:
+				counts["provisioning"]++
+			case p.State == PoolDeleting:
+				counts["deleting"]++
+			default:
+				counts["failed"]++
+			}
+		}
+		for state, n := range counts {
+			m.metrics.NodePools.WithLabelValues(name, state).Set(float64(n))
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -138,6 +140,10 @@ type ControllerConfig struct {
 	ControllerSecret string
 	Log              *slog.Logger
 	GKE              GKEConfig
+	// MetricsAddr serves /metrics, /healthz and /readyz; empty: not served.
+	MetricsAddr string
+	// MetricsReady, if set, is told the metrics address once it listens.
+	MetricsReady func(addr string)
 }
 
 // Controller runs the expController and the resource manager against an API
@@ -184,10 +190,34 @@ func Controller(ctx context.Context, cfg ControllerConfig) error {
 	if interval == 0 {
 		interval = 5 * time.Second
 	}
-	mgr, closeBackends := newManager(conn, exec, log, interval, cfg.GKE)
+	obs := newObservability(interval)
+	mgr, closeBackends := newManager(conn, exec, log, interval, cfg.GKE, obs.rm)
 	defer closeBackends()
+	obs.mgr.Store(mgr)
 	ec := expctl.New(conn, expctl.WithLogger(log), expctl.WithInterval(interval))
 	g, gctx := errgroup.WithContext(ctx)
+	if cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen for metrics on %s: %w", cfg.MetricsAddr, err)
+		}
+		hs := &http.Server{Handler: obs.handler(), ReadHeaderTimeout: 10 * time.Second}
+		g.Go(func() error {
+			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+		g.Go(func() error {
+			<-gctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return hs.Shutdown(sctx)
+		})
+		if cfg.MetricsReady != nil {
+			cfg.MetricsReady(ln.Addr().String())
+		}
+	}
 	g.Go(func() error { return mgr.Run(gctx) })
 	g.Go(func() error { return ec.Run(gctx) })
 	err = g.Wait()

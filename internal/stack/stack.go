@@ -7,11 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -22,6 +25,7 @@ import (
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/metrics"
 	"github.com/falconhq/falcon/internal/provider/gke"
 	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/provider/local"
@@ -63,10 +67,35 @@ type GKEConfig struct {
 	PoolTiming *resourcemanager.PoolTiming
 }
 
+// observability is a controller's metrics and readiness.
+type observability struct {
+	reg      *prometheus.Registry
+	rm       *metrics.RM
+	mgr      atomic.Pointer[resourcemanager.Manager] // set once built
+	maxCycle time.Duration
+}
+
+func newObservability(interval time.Duration) *observability {
+	reg := metrics.NewRegistry()
+	// A cycle runs at least every interval; two missed ones and a margin
+	// for a slow API server mean the controller is stuck or cut off.
+	return &observability{reg: reg, rm: metrics.NewRM(reg), maxCycle: 2*interval + 10*time.Second}
+}
+
+func (o *observability) handler() http.Handler {
+	return metrics.Handler(o.reg, func() error {
+		m := o.mgr.Load()
+		if m == nil {
+			return errors.New("the resource manager is starting")
+		}
+		return m.Ready(o.maxCycle)
+	})
+}
+
 // newManager assembles the resource manager with every backend: local
 // processes, Kubernetes clusters and GKE clusters. The returned func stops
 // the backends' informers.
-func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, interval time.Duration, gc GKEConfig) (*resourcemanager.Manager, func()) {
+func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, interval time.Duration, gc GKEConfig, rm *metrics.RM) (*resourcemanager.Manager, func()) {
 	var mgr *resourcemanager.Manager
 	wake := func() {
 		if mgr != nil {
@@ -79,7 +108,7 @@ func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, i
 		connect = gke.ApplicationDefault
 	}
 	gb := gke.NewBackend(connect, []kube.Option{kube.WithLogger(log), kube.WithOnChange(wake)}, gc.PoolOptions...)
-	opts := []resourcemanager.Option{resourcemanager.WithLogger(log), resourcemanager.WithInterval(interval),
+	opts := []resourcemanager.Option{resourcemanager.WithLogger(log), resourcemanager.WithInterval(interval), resourcemanager.WithMetrics(rm),
 		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)),
 		resourcemanager.WithBackend(kube.BackendName, kb),
 		resourcemanager.WithBackend(gke.BackendName, gb)}
@@ -136,10 +165,16 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	if err != nil {
 		return err
 	}
+	interval := cfg.Interval
+	if interval == 0 {
+		interval = 2 * time.Second
+	}
+	obs := newObservability(interval)
 	feed := changefeed.New()
 	srv := apiserver.New(st, apiserver.WithControllerSecret(controllers),
 		apiserver.WithFeed(feed), apiserver.WithLogger(log),
-		apiserver.WithArtifactRoot(dataDir), apiserver.WithLogDir(filepath.Join(dataDir, "logs")))
+		apiserver.WithArtifactRoot(dataDir), apiserver.WithLogDir(filepath.Join(dataDir, "logs")),
+		apiserver.WithHTTPHandler("/metrics", obs.handler()), apiserver.WithHTTPHandler("/readyz", obs.handler()))
 	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)
 	if err != nil {
 		return err
@@ -165,12 +200,9 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 		return err
 	}
 	defer conn.Close()
-	interval := cfg.Interval
-	if interval == 0 {
-		interval = 2 * time.Second
-	}
-	mgr, closeBackends := newManager(conn, exec, log, interval, cfg.GKE)
+	mgr, closeBackends := newManager(conn, exec, log, interval, cfg.GKE, obs.rm)
 	defer closeBackends()
+	obs.mgr.Store(mgr)
 	ec := expctl.New(conn, expctl.WithLogger(log), expctl.WithInterval(interval))
 
 	if cfg.Ready != nil {

@@ -1,0 +1,9 @@
+// Package metrics defines the Prometheus metrics Falcon's controllers
+// export and the small HTTP surface that serves them with liveness and
+// readiness checks (/metrics, /healthz, /readyz).
+//
+// Metrics are registered on a registry the caller owns rather than the
+// global one, so tests and several controllers in one process (falcon dev)
+// never collide. Labels are bounded: cluster names, topologies, statuses
+// and reasons, never job or experiment IDs.
+package metrics

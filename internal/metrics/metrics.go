@@ -1,0 +1,101 @@
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// RM is the resource manager's metrics.
+type RM struct {
+	Cycles       prometheus.Counter
+	CycleErrors  prometheus.Counter
+	CycleSeconds prometheus.Histogram
+	// Dispatched counts jobs that reached Running, per cluster.
+	Dispatched *prometheus.CounterVec
+	// DispatchLatency is created -> Running (queueing plus acquiring).
+	DispatchLatency *prometheus.HistogramVec
+	// Finished counts jobs that ended, by cluster, status and reason.
+	Finished *prometheus.CounterVec
+	// Queue depth and the acquiring slot, per (cluster, topology).
+	QueueWaiting   *prometheus.GaugeVec
+	QueueAcquiring *prometheus.GaugeVec
+	// Node pools by cluster and state, and what happened to them.
+	NodePools   *prometheus.GaugeVec
+	PoolCreates *prometheus.CounterVec // by cluster, reason (Provisioning, ProvisioningFallback)
+	PoolReuses  *prometheus.CounterVec // by cluster
+	PoolDeletes *prometheus.CounterVec // by cluster, outcome (started, busy, failed)
+}
+
+// NewRM creates the resource manager's metrics and registers them on reg.
+func NewRM(reg prometheus.Registerer) *RM {
+	m := &RM{
+		Cycles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "falcon_rm_cycles_total", Help: "Reconcile cycles run by the resource manager.",
+		}),
+		CycleErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "falcon_rm_cycle_errors_total", Help: "Reconcile cycles that could not read the API server.",
+		}),
+		CycleSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "falcon_rm_cycle_seconds", Help: "Duration of one reconcile cycle.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1ms .. 8s
+		}),
+		Dispatched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "falcon_jobs_running_total", Help: "Jobs whose replicas all started, by cluster.",
+		}, []string{"cluster"}),
+		DispatchLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "falcon_job_dispatch_latency_seconds", Help: "From a job's creation until all its replicas run (queueing, node pool, scheduling).",
+			Buckets: prometheus.ExponentialBuckets(0.1, 2, 16), // 100ms .. ~55m
+		}, []string{"cluster"}),
+		Finished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "falcon_jobs_finished_total", Help: "Jobs that ended, by cluster, status and reason.",
+		}, []string{"cluster", "status", "reason"}),
+		QueueWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "falcon_queue_waiting_jobs", Help: "Jobs waiting in each (cluster, topology) queue.",
+		}, []string{"cluster", "topology"}),
+		QueueAcquiring: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "falcon_queue_acquiring_jobs", Help: "1 while a job holds the queue's slot (provisioning or dispatching).",
+		}, []string{"cluster", "topology"}),
+		NodePools: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "falcon_node_pools", Help: "Falcon's node pools, by cluster and state (owned, idle, provisioning, deleting, failed).",
+		}, []string{"cluster", "state"}),
+		PoolCreates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "falcon_node_pool_creates_total", Help: "Node pools requested for jobs, by cluster and reason.",
+		}, []string{"cluster", "reason"}),
+		PoolReuses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "falcon_node_pool_reuses_total", Help: "Jobs given a pool that was not created for them.",
+		}, []string{"cluster"}),
+		PoolDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "falcon_node_pool_deletes_total", Help: "Node pool deletions, by cluster and outcome (started, busy, failed).",
+		}, []string{"cluster", "outcome"}),
+	}
+	reg.MustRegister(m.Cycles, m.CycleErrors, m.CycleSeconds, m.Dispatched, m.DispatchLatency, m.Finished,
+		m.QueueWaiting, m.QueueAcquiring, m.NodePools, m.PoolCreates, m.PoolReuses, m.PoolDeletes)
+	return m
+}
+
+// NewRegistry returns a registry with the Go runtime and process
+// collectors, the usual companions of an application's own metrics.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Handler serves /metrics from g, /healthz (the process answers) and
+// /readyz (ready reports nil; its error, with 503, otherwise).
+func Handler(g prometheus.Gatherer, ready func() error) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}

@@ -1,0 +1,59 @@
+package metrics_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/falconhq/falcon/internal/metrics"
+)
+
+func TestHandler(t *testing.T) {
+	reg := metrics.NewRegistry()
+	rm := metrics.NewRM(reg)
+	rm.Cycles.Inc()
+	rm.Finished.WithLabelValues("edge-a", "Failed", "NodePoolTimeout").Inc()
+	var ready error = errors.New("the resource manager is starting")
+	srv := httptest.NewServer(metrics.Handler(reg, func() error { return ready }))
+	defer srv.Close()
+
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/metrics")
+	for _, want := range []string{
+		"falcon_rm_cycles_total 1",
+		`falcon_jobs_finished_total{cluster="edge-a",reason="NodePoolTimeout",status="Failed"} 1`,
+		"go_goroutines", "process_cpu_seconds_total",
+	} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("/metrics (%d) lacks %q", code, want)
+		}
+	}
+	tests := []struct {
+		path  string
+		ready error
+		code  int
+		body  string
+	}{
+		{"/healthz", errors.New("whatever"), http.StatusOK, "ok"},
+		{"/readyz", errors.New("the resource manager is starting"), http.StatusServiceUnavailable, "not ready: the resource manager is starting"},
+		{"/readyz", nil, http.StatusOK, "ok"},
+	}
+	for _, tc := range tests {
+		ready = tc.ready
+		if code, body := get(tc.path); code != tc.code || !strings.Contains(body, tc.body) {
+			t.Errorf("%s with ready=%v: %d %q, want %d %q", tc.path, tc.ready, code, body, tc.code, tc.body)
+		}
+	}
+}
