@@ -171,6 +171,17 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 	}
 	switch {
 	case j.GetNodePool() == "":
+		if p, ok := m.createdFor(pc, j); ok {
+			// Created for this job by a controller that died before
+			// recording it: record it, no call to GKE needed.
+			msg := fmt.Sprintf("node pool %s (%s) was created for this job before a controller restart; waiting for it", p.Name, p.SupplyMode)
+			if !m.updatePool(ctx, j, lifecycle.ReasonProvisioning, msg, p.Name) {
+				return false
+			}
+			pc.owner[p.Name] = j.GetId()
+			m.schedulePoll(c, j.GetId(), true)
+			return false
+		}
 		if p, ok := m.takeIdle(pc, j); ok {
 			pc.owner[p.Name] = j.GetId()
 			if p.State == PoolProvisioning {
@@ -240,6 +251,17 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 		return m.updatePool(ctx, j, lifecycle.ReasonDispatching, msg, "")
 	}
 	return true // Dispatching with its pool: submit or observe
+}
+
+// createdFor finds the pool created for j, if it still exists and can
+// still serve it.
+func (m *Manager) createdFor(pc *poolCluster, j *falconv1.Job) (Pool, bool) {
+	for _, p := range pc.pools {
+		if p.CreatedFor == j.GetId() && (p.State == PoolReady || p.State == PoolProvisioning) && !m.deleting(pc.cl.GetName(), p.Name) {
+			return p, true
+		}
+	}
+	return Pool{}, false
 }
 
 // takeIdle picks a pool of the job's shape that no live job owns: a ready

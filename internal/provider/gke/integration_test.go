@@ -2,20 +2,26 @@ package gke_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	compute "google.golang.org/api/compute/v1"
 	container "google.golang.org/api/container/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/provider/gke"
 	"github.com/falconhq/falcon/internal/provider/kube/render"
 	"github.com/falconhq/falcon/internal/resourcemanager"
@@ -631,5 +637,132 @@ func TestGKEOutageIsRidden(t *testing.T) {
 	f.waitPoolGone(j.GetNodePool())
 	if n := f.creates(); n != 1 {
 		t.Errorf("%d creates after an outage, want 1", n)
+	}
+}
+
+// budget lets a controller take a fixed number of steps (writes to the API
+// server or changes on GKE and Kubernetes) and then fails every further
+// one, as if the process had died right after its last step.
+type budget struct{ left atomic.Int32 }
+
+var errCrashed = errors.New("the controller crashed")
+
+func (b *budget) spend() error {
+	if b.left.Add(-1) < 0 {
+		return errCrashed
+	}
+	return nil
+}
+
+func (b *budget) interceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	switch method {
+	case falconv1.JobService_UpdateJobStatus_FullMethodName, falconv1.JobService_AppendJobMessage_FullMethodName:
+		if err := b.spend(); err != nil {
+			return grpcstatus.Error(codes.Unavailable, err.Error())
+		}
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// crashing is the gke backend with its mutations charged to a budget.
+type crashing struct {
+	*gke.Backend
+	b *budget
+}
+
+func (c crashing) ProvisionPool(ctx context.Context, cl *falconv1.Cluster, j *falconv1.Job) (resourcemanager.Provisioning, error) {
+	if err := c.b.spend(); err != nil {
+		return resourcemanager.Provisioning{}, err
+	}
+	return c.Backend.ProvisionPool(ctx, cl, j)
+}
+
+func (c crashing) DeletePool(ctx context.Context, cl *falconv1.Cluster, pool string) error {
+	if err := c.b.spend(); err != nil {
+		return err
+	}
+	return c.Backend.DeletePool(ctx, cl, pool)
+}
+
+func (c crashing) Dispatch(ctx context.Context, cl *falconv1.Cluster, j *falconv1.Job) error {
+	if err := c.b.spend(); err != nil {
+		return err
+	}
+	return c.Backend.Dispatch(ctx, cl, j)
+}
+
+func (c crashing) Stop(ctx context.Context, cl *falconv1.Cluster, j *falconv1.Job) error {
+	if err := c.b.spend(); err != nil {
+		return err
+	}
+	return c.Backend.Stop(ctx, cl, j)
+}
+
+// TestCrashAfterEveryStepConverges kills the controller after every single
+// step of one job's lifecycle: each controller instance, with no memory of
+// the last, gets to take exactly one step (a status write, a pool create or
+// delete, a Job submit or delete) and dies. Afterwards exactly one pool was
+// created and is gone, exactly one Kubernetes Job ever existed, and the job
+// succeeded.
+func TestCrashAfterEveryStepConverges(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, setup{noManager: true, reservation: &[2]int64{8, 0}})
+	id := f.submit(task(time.Second))
+	pool, _ := gke.PoolName(id)
+	ctx := context.Background()
+
+	// Every Kubernetes Job ever created for the job, by UID.
+	w, err := shared.Clientset().BatchV1().Jobs(f.ns).Watch(ctx, metav1.ListOptions{LabelSelector: render.LabelJobID + "=" + id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	uids := map[string]bool{}
+	var mu sync.Mutex
+	go func() {
+		for ev := range w.ResultChan() {
+			if m, ok := ev.Object.(metav1.Object); ok {
+				mu.Lock()
+				uids[string(m.GetUID())] = true
+				mu.Unlock()
+			}
+		}
+	}()
+
+	var b budget
+	conn := f.api.Dial(t, grpc.WithPerRPCCredentials(auth.ControllerCredentials(f.api.ControllerSecret)), grpc.WithUnaryInterceptor(b.interceptor))
+	deadline := time.Now().Add(90 * time.Second)
+	steps := 0
+	for {
+		b.left.Store(1)
+		gb := gke.NewBackend(f.connect, nil, f.opts...)
+		mgr := resourcemanager.New(conn, resourcemanager.WithBackend(gke.BackendName, crashing{gb, &b}),
+			resourcemanager.WithPoolTiming(f.timing))
+		_, _ = mgr.Reconcile(ctx)
+		gb.Close()
+		if b.left.Load() < 1 {
+			steps++
+		}
+		j := f.api.Job(t, id)
+		_, exists := f.fake.Pool(pool)
+		if j.GetStatus() == "Succeeded" && !exists {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no convergence after %d steps: job %s/%s %q, pool exists %v", steps, j.GetStatus(), j.GetReason(), j.GetMessage(), exists)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("converged after %d single-step controller lives", steps)
+	if steps < 6 {
+		t.Errorf("only %d steps: the lifecycle was not cut up", steps)
+	}
+	if n := f.creates(); n != 1 {
+		t.Errorf("%d successful node pool creates, want 1", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(uids) != 1 {
+		t.Errorf("%d Kubernetes Jobs existed for the job, want 1", len(uids))
 	}
 }
