@@ -12,8 +12,12 @@
 // the lifecycle.Reason the job will fail with (NodePoolTimeout,
 // NodePoolFailed), so the resource manager does not parse messages.
 //
-// Deciding whether an idle pool is reused, and sweeping orphans, belong to
-// the resource manager: it owns the queues and the jobs table. This package
-// only talks to Google's APIs, and is tested against fakegke, which speaks
-// their wire protocol.
+// Nothing here blocks for minutes: Ensure starts a create, Check looks at a
+// pool once, StartDelete asks for a deletion. Waiting, retrying, deciding
+// whether an idle pool is reused and sweeping orphans belong to the
+// resource manager's level-triggered cycle: it owns the queues and the jobs
+// table. Backend adapts all of this to resourcemanager.PoolBackend and runs
+// the Kubernetes side through the kube backend. This package only talks to
+// Google's APIs, and is tested against fakegke, which speaks their wire
+// protocol.
 package gke

@@ -40,10 +40,6 @@ func (c Cluster) path() string {
 
 func (c Cluster) poolPath(pool string) string { return c.path() + "/nodePools/" + pool }
 
-func (c Cluster) opPath(op string) string {
-	return "projects/" + c.Project + "/locations/" + c.Location + "/operations/" + op
-}
-
 // Request asks for the node pool of one job.
 type Request struct {
 	Cluster    Cluster
@@ -80,8 +76,6 @@ type options struct {
 	reservationScaleDown, flexScaleDown time.Duration
 	provisionTimeout                    time.Duration
 	pollInitial, pollMax                time.Duration
-	deleteAttempts                      int
-	deleteTimeout                       time.Duration
 	workloadPolicy                      func(accelerator.Slice) string
 }
 
@@ -108,12 +102,6 @@ func WithPolling(initial, max time.Duration) Option {
 	return func(o *options) { o.pollInitial, o.pollMax = initial, max }
 }
 
-// WithDeleteRetries sets how many times a delete is tried (default 5) and
-// how long one attempt may wait for its operation (default 15m).
-func WithDeleteRetries(attempts int, attemptTimeout time.Duration) Option {
-	return func(o *options) { o.deleteAttempts, o.deleteTimeout = attempts, attemptTimeout }
-}
-
 // WithWorkloadPolicy names the Compute workload policy of a slice that needs
 // one (multi-host v7x); default DefaultWorkloadPolicy.
 func WithWorkloadPolicy(f func(accelerator.Slice) string) Option {
@@ -137,8 +125,6 @@ func New(containerSvc *container.Service, computeSvc *compute.Service, opts ...O
 		provisionTimeout:     30 * time.Minute,
 		pollInitial:          5 * time.Second,
 		pollMax:              time.Minute,
-		deleteAttempts:       5,
-		deleteTimeout:        15 * time.Minute,
 		workloadPolicy:       DefaultWorkloadPolicy,
 	}
 	for _, f := range opts {
@@ -301,47 +287,6 @@ func (m *Manager) chooseMode(ctx context.Context, req Request) (SupplyMode, life
 	return flex(lifecycle.ReasonProvisioningFallback, "creating flex-start node pool "+name+": "+short)
 }
 
-// Wait polls the create operation (if known) and the pool, with backoff,
-// until the pool is RUNNING. It fails with a *PoolError: NodePoolFailed
-// carrying GKE's message when the operation or pool reports an error,
-// NodePoolTimeout when the pool is not RUNNING by CreatedAt plus the
-// provision timeout (so a restarted controller keeps the original deadline).
-// Transient API errors are polled through; ctx ends the wait with ctx.Err().
-func (m *Manager) Wait(ctx context.Context, c Cluster, r Result) error {
-	created := r.CreatedAt
-	if created.IsZero() {
-		created = m.opts.clock.Now()
-	}
-	deadline := created.Add(m.opts.provisionTimeout)
-	interval := m.opts.pollInitial
-	opDone := r.Operation == ""
-	for {
-		if !opDone {
-			op, err := m.container.Projects.Locations.Operations.Get(c.opPath(r.Operation)).Context(ctx).Do()
-			switch {
-			case err == nil && op.Status == "DONE" && op.Error != nil:
-				return failed(r.Pool, fmt.Sprintf("node pool %s: %s", r.Pool, op.Error.Message), nil)
-			case err == nil && op.Status == "DONE":
-				opDone = true
-			case err != nil && !transient(err) && !isNotFound(err):
-				return fmt.Errorf("poll operation %s: %w", r.Operation, err)
-			}
-		}
-		ready, err := m.check(ctx, c, r.Pool, deadline)
-		if ready || err != nil {
-			return err
-		}
-		now := m.opts.clock.Now()
-		wait := min(interval, deadline.Sub(now))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-m.opts.clock.After(wait):
-		}
-		interval = min(2*interval, m.opts.pollMax)
-	}
-}
-
 // Check looks once at a pool being provisioned: true once it is RUNNING; a
 // *PoolError with NodePoolFailed and GKE's message when the pool is in
 // ERROR, with NodePoolTimeout when it is not RUNNING by its creation time
@@ -359,12 +304,6 @@ func (m *Manager) Check(ctx context.Context, c Cluster, pool string) (bool, erro
 		}
 	}
 	return m.judge(pool, np, err, created.Add(m.opts.provisionTimeout))
-}
-
-// check is Check with a known deadline.
-func (m *Manager) check(ctx context.Context, c Cluster, pool string, deadline time.Time) (bool, error) {
-	np, err := m.getPool(ctx, c, pool)
-	return m.judge(pool, np, err, deadline)
 }
 
 // judge turns one read of a pool into ready, still waiting, or a failure.
@@ -414,74 +353,6 @@ func (m *Manager) StartDelete(ctx context.Context, c Cluster, pool string) error
 		return fmt.Errorf("delete node pool %s: %w (%s)", pool, ErrBusy, apiMessage(err))
 	default:
 		return fmt.Errorf("delete node pool %s: %s", pool, apiMessage(err))
-	}
-}
-
-// Delete deletes a pool and waits until it is gone. It is idempotent (a
-// missing pool is success) and retries transient errors and a failed delete
-// operation with backoff, up to the configured attempts. While GKE refuses
-// because another operation runs on the pool (a create still in progress,
-// when a job is aborted while provisioning) it waits without spending an
-// attempt, up to the per-attempt timeout. The error after the last attempt
-// is returned for the job's Message; the job's outcome does not depend on it.
-func (m *Manager) Delete(ctx context.Context, c Cluster, pool string) error {
-	interval := m.opts.pollInitial
-	busyUntil := m.opts.clock.Now().Add(m.opts.deleteTimeout)
-	var last error
-	for attempt := 1; attempt <= m.opts.deleteAttempts; {
-		op, err := m.container.Projects.Locations.Clusters.NodePools.Delete(c.poolPath(pool)).Context(ctx).Do()
-		switch {
-		case isNotFound(err):
-			return nil
-		case busy(err) && m.opts.clock.Now().Before(busyUntil):
-			last = err
-			attempt-- // not a failed attempt: the pool is busy
-		case err != nil && !transient(err):
-			return fmt.Errorf("delete node pool %s: %s", pool, apiMessage(err))
-		case err != nil:
-			last = err
-		default:
-			if last = m.waitOp(ctx, c, op.Name); last == nil {
-				return nil
-			}
-		}
-		attempt++
-		if attempt > m.opts.deleteAttempts {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-m.opts.clock.After(interval):
-		}
-		interval = min(2*interval, m.opts.pollMax)
-	}
-	return fmt.Errorf("delete node pool %s failed after %d attempts: %s", pool, m.opts.deleteAttempts, apiMessage(last))
-}
-
-// waitOp polls an operation until DONE, returning its error.
-func (m *Manager) waitOp(ctx context.Context, c Cluster, name string) error {
-	deadline := m.opts.clock.Now().Add(m.opts.deleteTimeout)
-	interval := m.opts.pollInitial
-	for {
-		op, err := m.container.Projects.Locations.Operations.Get(c.opPath(name)).Context(ctx).Do()
-		switch {
-		case err == nil && op.Status == "DONE" && op.Error != nil:
-			return errors.New(op.Error.Message)
-		case err == nil && op.Status == "DONE":
-			return nil
-		case err != nil && !transient(err):
-			return err
-		}
-		if !m.opts.clock.Now().Before(deadline) {
-			return fmt.Errorf("operation %s not done after %s", name, m.opts.deleteTimeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-m.opts.clock.After(interval):
-		}
-		interval = min(2*interval, m.opts.pollMax)
 	}
 }
 

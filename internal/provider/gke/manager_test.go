@@ -49,7 +49,6 @@ func newEnv(t *testing.T, opts ...gke.Option) *env {
 	base := []gke.Option{
 		gke.WithPolling(2*time.Millisecond, 10*time.Millisecond),
 		gke.WithProvisionTimeout(2 * time.Second),
-		gke.WithDeleteRetries(4, time.Second),
 	}
 	return &env{
 		fake:    fake,
@@ -71,6 +70,23 @@ func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return c
+}
+
+// waitReady looks at the pool until it is ready or has failed, as the
+// resource manager does across its cycles.
+func (e *env) waitReady(t *testing.T, pool string) error {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ready, err := e.mgr.Check(ctx(t), e.cluster, pool)
+		if ready || err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool %s neither ready nor failed", pool)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func TestEnsureChoosesSupplyMode(t *testing.T) {
@@ -141,7 +157,7 @@ func TestEnsureChoosesSupplyMode(t *testing.T) {
 			if !strings.Contains(res.Message, tt.wantMsg) {
 				t.Errorf("Message = %q, want it to contain %q", res.Message, tt.wantMsg)
 			}
-			if err := e.mgr.Wait(ctx(t), e.cluster, res); err != nil {
+			if err := e.waitReady(t, res.Pool); err != nil {
 				t.Fatalf("Wait: %v", err)
 			}
 			np, _ := e.fake.Pool(res.Pool)
@@ -260,7 +276,7 @@ func TestEnsureAdoptsPoolAfterRestart(t *testing.T) {
 	if !second.CreatedAt.Equal(first.CreatedAt.Truncate(time.Second)) {
 		t.Errorf("adopted CreatedAt %v, want %v (the deadline must not restart)", second.CreatedAt, first.CreatedAt)
 	}
-	if err := e.mgr.Wait(ctx(t), e.cluster, second); err != nil {
+	if err := e.waitReady(t, second.Pool); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.fake.Creates(first.Pool); n != 1 {
@@ -275,7 +291,7 @@ func TestEnsureRetriesTransientErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.mgr.Wait(ctx(t), e.cluster, res); err != nil {
+	if err := e.waitReady(t, res.Pool); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.fake.Creates(res.Pool); n != 1 {
@@ -283,7 +299,7 @@ func TestEnsureRetriesTransientErrors(t *testing.T) {
 	}
 }
 
-func TestWaitFailures(t *testing.T) {
+func TestCheckFailures(t *testing.T) {
 	tests := []struct {
 		name       string
 		outcome    fakegke.Outcome
@@ -302,19 +318,19 @@ func TestWaitFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = e.mgr.Wait(ctx(t), e.cluster, res)
+			err = e.waitReady(t, res.Pool)
 			var pe *gke.PoolError
 			if !errors.As(err, &pe) {
-				t.Fatalf("Wait = %v, want *PoolError", err)
+				t.Fatalf("Check = %v, want *PoolError", err)
 			}
 			if diff := cmp.Diff(tt.wantMsg, pe.Message); pe.Reason != tt.wantReason || diff != "" {
-				t.Errorf("Wait reason %s, want %s; message (-want +got):\n%s", pe.Reason, tt.wantReason, diff)
+				t.Errorf("Check reason %s, want %s; message (-want +got):\n%s", pe.Reason, tt.wantReason, diff)
 			}
 		})
 	}
 }
 
-func TestWaitAfterAdoptingFailedPool(t *testing.T) {
+func TestCheckAfterAdoptingFailedPool(t *testing.T) {
 	e := newEnv(t)
 	e.fake.SetCreateOutcome("", fakegke.OutcomeQuotaExceeded)
 	req := gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", Slice: slice(t, "v6e", "4x4", 4)}
@@ -326,30 +342,30 @@ func TestWaitAfterAdoptingFailedPool(t *testing.T) {
 	if err != nil || !res.Adopted {
 		t.Fatalf("Ensure = %+v, %v; want adoption", res, err)
 	}
-	err = e.mgr.Wait(ctx(t), e.cluster, res)
+	err = e.waitReady(t, res.Pool)
 	if r, _ := gke.ReasonOf(err); r != lifecycle.ReasonNodePoolFailed || !strings.Contains(err.Error(), "TPUS_PER_PROJECT") {
-		t.Errorf("Wait = %v, want NodePoolFailed with GKE's quota message", err)
+		t.Errorf("Check = %v, want NodePoolFailed with GKE's quota message", err)
 	}
 }
 
-func TestDelete(t *testing.T) {
+func TestStartDelete(t *testing.T) {
 	const pool = "falcon-job-abc123xyz0"
 	tests := []struct {
-		name        string
-		create      bool
-		inject      func(f *fakegke.Server)
-		wantErr     string // substring; empty: success
-		wantDeletes int    // accepted delete calls
+		name    string
+		create  bool
+		ready   bool // wait for the create to finish first
+		inject  func(f *fakegke.Server)
+		wantErr string // substring; empty: success
+		busy    bool   // the error is ErrBusy
+		gone    bool   // the pool goes
 	}{
-		{name: "running pool", create: true, wantDeletes: 1},
-		{name: "missing pool is success", create: false, wantDeletes: 0},
-		{name: "retries 5xx", create: true, inject: func(f *fakegke.Server) { f.FailDeletes(pool, 2, 503) }, wantDeletes: 1},
-		{name: "transient failures outlast the retries", create: true,
-			inject:  func(f *fakegke.Server) { f.FailDeletes(pool, 10, 503) },
-			wantErr: "delete node pool falcon-job-abc123xyz0 failed after 4 attempts: Injected delete failure"},
-		{name: "permanent failure is not retried", create: true,
-			inject:  func(f *fakegke.Server) { f.FailDeletes(pool, 10, 403) },
-			wantErr: "delete node pool falcon-job-abc123xyz0: Injected delete failure"},
+		{name: "running pool", create: true, ready: true, gone: true},
+		{name: "missing pool is success", gone: true},
+		{name: "5xx is returned for a later retry", create: true, ready: true,
+			inject: func(f *fakegke.Server) { f.FailDeletes(pool, 1, 503) }, wantErr: "Injected delete failure"},
+		{name: "refusal is returned", create: true, ready: true,
+			inject: func(f *fakegke.Server) { f.FailDeletes(pool, 1, 403) }, wantErr: "delete node pool falcon-job-abc123xyz0: Injected delete failure"},
+		{name: "a create in progress makes it busy", create: true, wantErr: "currently creating", busy: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -359,49 +375,42 @@ func TestDelete(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := e.mgr.Wait(ctx(t), e.cluster, res); err != nil {
-					t.Fatal(err)
+				if tt.ready {
+					if err := e.waitReady(t, res.Pool); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			if tt.inject != nil {
 				tt.inject(e.fake)
 			}
-			err := e.mgr.Delete(ctx(t), e.cluster, pool)
+			err := e.mgr.StartDelete(ctx(t), e.cluster, pool)
 			switch {
 			case tt.wantErr == "" && err != nil:
-				t.Fatalf("Delete: %v", err)
+				t.Fatalf("StartDelete: %v", err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("Delete = %v, want error containing %q", err, tt.wantErr)
+				t.Fatalf("StartDelete = %v, want error containing %q", err, tt.wantErr)
+			case errors.Is(err, gke.ErrBusy) != tt.busy:
+				t.Fatalf("StartDelete = %v: busy %v, want %v", err, errors.Is(err, gke.ErrBusy), tt.busy)
 			}
-			if n := e.fake.Deletes(pool); n != tt.wantDeletes {
-				t.Errorf("%d accepted deletes, want %d", n, tt.wantDeletes)
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				_, exists := e.fake.Pool(pool)
+				if !exists == tt.gone {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("pool exists = %v, want gone = %v", exists, tt.gone)
+				}
+				e.fake.Sync()
+				time.Sleep(5 * time.Millisecond)
 			}
-			_, exists := e.fake.Pool(pool)
-			if exists != (tt.wantErr != "") {
-				t.Errorf("pool exists = %v after Delete", exists)
-			}
-			if tt.wantErr == "" { // idempotent: again is still success
-				if err := e.mgr.Delete(ctx(t), e.cluster, pool); err != nil {
-					t.Errorf("second Delete: %v", err)
+			if tt.gone { // idempotent: again is still success
+				if err := e.mgr.StartDelete(ctx(t), e.cluster, pool); err != nil {
+					t.Errorf("second StartDelete: %v", err)
 				}
 			}
 		})
-	}
-}
-
-func TestDeleteWaitsForCreateInProgress(t *testing.T) {
-	// Abort during provisioning: GKE refuses a delete while the create
-	// runs; Delete retries until the create is done, then deletes.
-	e := newEnv(t)
-	res, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", Slice: slice(t, "v6e", "2x2", 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.mgr.Delete(ctx(t), e.cluster, res.Pool); err != nil {
-		t.Fatalf("Delete: %v", err)
-	}
-	if _, ok := e.fake.Pool(res.Pool); ok {
-		t.Error("pool still exists")
 	}
 }
 
@@ -468,7 +477,7 @@ func TestEnsureCreatesTheV7xWorkloadPolicyOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ensure %s: %v", job, err)
 		}
-		if err := e.mgr.Wait(ctx(t), e.cluster, r); err != nil {
+		if err := e.waitReady(t, r.Pool); err != nil {
 			t.Fatalf("wait %s: %v", job, err)
 		}
 	}
