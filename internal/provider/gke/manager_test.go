@@ -300,19 +300,22 @@ func TestEnsureRetriesTransientErrors(t *testing.T) {
 }
 
 func TestCheckFailures(t *testing.T) {
+	// The deadline counts from the pool's created-at label, which has
+	// whole seconds: timeouts here leave room for that.
 	tests := []struct {
 		name       string
 		outcome    fakegke.Outcome
+		timeout    time.Duration
 		wantReason lifecycle.Reason
 		wantMsg    string
 	}{
-		{"quota exceeded", fakegke.OutcomeQuotaExceeded, lifecycle.ReasonNodePoolFailed, "node pool falcon-job-abc123xyz0: " + fakegke.QuotaMessage},
-		{"stockout", fakegke.OutcomeStockout, lifecycle.ReasonNodePoolFailed, "node pool falcon-job-abc123xyz0: " + fakegke.StockoutMessage},
-		{"operation never finishes", fakegke.OutcomeHang, lifecycle.ReasonNodePoolTimeout, "node pool falcon-job-abc123xyz0 not RUNNING 200ms after creation (status PROVISIONING)"},
+		{"quota exceeded", fakegke.OutcomeQuotaExceeded, 5 * time.Second, lifecycle.ReasonNodePoolFailed, "node pool falcon-job-abc123xyz0: " + fakegke.QuotaMessage},
+		{"stockout", fakegke.OutcomeStockout, 5 * time.Second, lifecycle.ReasonNodePoolFailed, "node pool falcon-job-abc123xyz0: " + fakegke.StockoutMessage},
+		{"operation never finishes", fakegke.OutcomeHang, 1500 * time.Millisecond, lifecycle.ReasonNodePoolTimeout, "node pool falcon-job-abc123xyz0 not RUNNING 1.5s after creation (status PROVISIONING)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, gke.WithProvisionTimeout(200*time.Millisecond))
+			e := newEnv(t, gke.WithProvisionTimeout(tt.timeout))
 			e.fake.SetCreateOutcome("falcon-job-abc123xyz0", tt.outcome)
 			res, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", Slice: slice(t, "v6e", "4x4", 4)})
 			if err != nil {
