@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -187,4 +188,30 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		b.ReportMetric(pct(toVisible, 50), "complete-to-succeeded-p50-ms")
 		b.ReportMetric(pct(toVisible, 99), "complete-to-succeeded-p99-ms")
 	}
+	// Where the controller's time went, from its own metrics.
+	if m := scrape(b, base0+"/metrics"); m["falcon_rm_cycles_total"] > 0 {
+		b.ReportMetric(m["falcon_rm_cycles_total"], "rm-cycles")
+		b.ReportMetric(1000*m["falcon_rm_cycle_seconds_sum"]/m["falcon_rm_cycles_total"], "rm-cycle-mean-ms")
+	}
+}
+
+// scrape reads the unlabelled samples of a Prometheus text exposition.
+func scrape(b *testing.B, url string) map[string]float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out
 }

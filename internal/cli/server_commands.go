@@ -85,6 +85,7 @@ listens on loopback only and attributes work to the local user.`,
 	f.StringVar(&cfg.GRPCAddr, "grpc-addr", stack.DefaultDevGRPCAddr, "gRPC address (loopback)")
 	f.DurationVar(&cfg.Interval, "poll-interval", 2*time.Second, "controllers' safety-net poll; changes wake them at once")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow non-loopback addresses although dev has no authentication")
+	f.BoolVar(&cfg.Pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	pools.flags(f)
 	return cmd

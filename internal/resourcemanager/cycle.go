@@ -85,7 +85,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		case j.GetStatus() == string(lifecycle.Aborting):
 			m.abort(ctx, c, j)
 		case j.GetStatus() == string(lifecycle.Pending) && acquiring(j):
-			m.acquire(ctx, c, j)
+			m.acquire(ctx, c, j, false)
 		case j.GetStatus() == string(lifecycle.Pending):
 			waiting = append(waiting, j)
 		}
@@ -352,7 +352,7 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 				_ = m.sched.Remove(sj.ID) // aborted meanwhile; next cycle handles it
 				continue
 			}
-			m.acquire(ctx, c, j)
+			m.acquire(ctx, c, j, true)
 			if _, phase, ok := m.sched.Lookup(j.GetId()); !ok || phase != queue.PhaseAcquiring {
 				progress = true
 			}
@@ -361,8 +361,11 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 }
 
 // acquire drives a job that holds its queue's slot: dispatch it if the
-// cluster has no trace of it, then act on what the cluster reports.
-func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job) {
+// cluster has no trace of it, then act on what the cluster reports. fresh
+// means the job was picked from its queue this cycle: it cannot have
+// reached its cluster yet, so there is nothing to observe before
+// dispatching (and Dispatch is idempotent should that ever be wrong).
+func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh bool) {
 	cl := c.clusters[j.GetClusterName()]
 	key := queue.Key{Cluster: j.GetClusterName(), Topology: topology(j)}
 	if err := m.sched.MarkAcquiring(schedJob(j), key); err != nil && !errors.Is(err, queue.ErrConflict) {
@@ -389,18 +392,25 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job) {
 		}
 		c.deadline(deadline)
 	}
-	if pc := c.pools[cl.GetName()]; pc != nil && pc.b.NeedsPool(j) && !m.acquirePool(ctx, c, pc, j) {
-		return
+	if pc := c.pools[cl.GetName()]; pc != nil && pc.b.NeedsPool(j) {
+		if !m.acquirePool(ctx, c, pc, j) {
+			return
+		}
+		fresh = false // the pool may have been the job's for a while
 	}
-	obs, err := b.Observe(ctx, cl, j)
-	if err != nil {
-		m.log.Warn("observe job", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
-		return
+	obs := Observation{Phase: PhaseUnknown}
+	if !fresh {
+		var err error
+		if obs, err = b.Observe(ctx, cl, j); err != nil {
+			m.log.Warn("observe job", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
+			return
+		}
 	}
 	if obs.Phase == PhaseUnknown {
 		if err := m.dispatch(ctx, cl, b, j); err != nil {
 			return
 		}
+		var err error
 		if obs, err = b.Observe(ctx, cl, j); err != nil {
 			return
 		}

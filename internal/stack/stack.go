@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -50,6 +51,8 @@ type DevConfig struct {
 	Interval time.Duration
 	// Insecure allows listening on a non-loopback address without auth.
 	Insecure bool
+	// Pprof serves Go's profiler at /debug/pprof/ on the HTTP address.
+	Pprof bool
 	Log      *slog.Logger
 	// Ready, if set, is called once the API is serving.
 	Ready func(httpAddr, grpcAddr string)
@@ -65,6 +68,21 @@ type GKEConfig struct {
 	PoolOptions []gke.Option
 	// PoolTiming paces the resource manager's pool work; nil is the default.
 	PoolTiming *resourcemanager.PoolTiming
+}
+
+// pprofHandler mounts Go's profiler when on: dev is loopback-only, so the
+// profiler is no wider exposure than the API itself.
+func pprofHandler(on bool) apiserver.Option {
+	if !on {
+		return func(*apiserver.Server) {}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return apiserver.WithHTTPHandler("/debug/pprof/", mux)
 }
 
 // observability is a controller's metrics and readiness.
@@ -174,7 +192,8 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	srv := apiserver.New(st, apiserver.WithControllerSecret(controllers),
 		apiserver.WithFeed(feed), apiserver.WithLogger(log),
 		apiserver.WithArtifactRoot(dataDir), apiserver.WithLogDir(filepath.Join(dataDir, "logs")),
-		apiserver.WithHTTPHandler("/metrics", obs.handler()), apiserver.WithHTTPHandler("/readyz", obs.handler()))
+		apiserver.WithHTTPHandler("/metrics", obs.handler()), apiserver.WithHTTPHandler("/readyz", obs.handler()),
+		pprofHandler(cfg.Pprof))
 	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)
 	if err != nil {
 		return err

@@ -39,6 +39,10 @@ type Backend struct {
 
 	mu    sync.Mutex
 	edges map[string]*edge // by cluster name
+	// submitted is when this process created each job's Kubernetes Job, so
+	// an Observe right after (before the informer has caught up) need not
+	// ask the apiserver whether the Job exists.
+	submitted sync.Map // job ID -> time.Time
 }
 
 var _ resourcemanager.Backend = (*Backend)(nil)
@@ -205,6 +209,10 @@ func unreachable(err error) bool {
 	return true // transport-level: refused, reset, DNS, TLS, deadline
 }
 
+// informerLag bounds how long after creating a Job its absence from the
+// informer's cache is put down to the watch not having delivered it yet.
+const informerLag = 30 * time.Second
+
 // Close stops every informer.
 func (b *Backend) Close() {
 	b.mu.Lock()
@@ -254,6 +262,9 @@ func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1
 			}
 		}
 	}
+	if err == nil {
+		b.submitted.Store(j.GetId(), b.now())
+	}
 	if apierrors.IsAlreadyExists(err) {
 		existing, gerr := e.client.BatchV1().Jobs(e.namespace).Get(ctx, objs.Job.Name, metav1.GetOptions{})
 		if gerr != nil {
@@ -279,6 +290,7 @@ func (b *Backend) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job
 	ctx, cancel := context.WithTimeout(ctx, b.callLimit)
 	defer cancel()
 	name := render.Name(j.GetId())
+	b.submitted.Delete(j.GetId())
 	bg := metav1.DeletePropagationBackground
 	err = e.client.BatchV1().Jobs(e.namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	e.record(b.now(), ignoreNotFound(err))
@@ -307,6 +319,15 @@ func (b *Backend) Observe(ctx context.Context, c *falconv1.Cluster, j *falconv1.
 	}
 	name := render.Name(j.GetId())
 	job, err := e.jobs.Jobs(e.namespace).Get(name)
+	if err == nil {
+		b.submitted.Delete(j.GetId()) // the informer has it now
+	}
+	if apierrors.IsNotFound(err) && e.synced() {
+		if at, ok := b.submitted.Load(j.GetId()); ok && b.now().Sub(at.(time.Time)) < informerLag {
+			return resourcemanager.Observation{Phase: resourcemanager.PhasePending,
+				Message: fmt.Sprintf("submitted Kubernetes Job %s/%s; waiting for its pods", e.namespace, name)}, nil
+		}
+	}
 	if apierrors.IsNotFound(err) || !e.synced() {
 		// The cache may lag a create; ask the apiserver before concluding.
 		gctx, cancel := context.WithTimeout(ctx, b.callLimit)
