@@ -53,7 +53,7 @@ type DevConfig struct {
 	Insecure bool
 	// Pprof serves Go's profiler at /debug/pprof/ on the HTTP address.
 	Pprof bool
-	Log      *slog.Logger
+	Log   *slog.Logger
 	// Ready, if set, is called once the API is serving.
 	Ready func(httpAddr, grpcAddr string)
 	GKE   GKEConfig
