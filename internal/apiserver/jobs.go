@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/errdefs"
@@ -85,6 +86,51 @@ func (s *Server) UpdateJobStatus(ctx context.Context, req *falconv1.UpdateJobSta
 	}
 	s.changed()
 	return jobToAPI(j), nil
+}
+
+// maxBatch bounds UpdateJobStatuses: one transaction must stay short.
+const maxBatch = 1000
+
+// UpdateJobStatuses applies many status updates in one transaction; each is
+// judged on its own, and its refusal comes back in its result.
+func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobStatusesRequest) (*falconv1.UpdateJobStatusesResponse, error) {
+	if n := len(req.GetUpdates()); n > maxBatch {
+		return nil, errdefs.Invalid("updates", "at most %d per call, got %d", maxBatch, n)
+	}
+	resp := &falconv1.UpdateJobStatusesResponse{Results: make([]*falconv1.JobStatusResult, len(req.GetUpdates()))}
+	var us []store.StatusUpdate
+	var at []int // index in the request of each entry of us
+	for i, r := range req.GetUpdates() {
+		u, err := statusUpdate(lifecycle.JobMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage())
+		if err != nil {
+			resp.Results[i] = refusal(err)
+			continue
+		}
+		u.ClusterName, u.NodePool = r.GetClusterName(), r.GetNodePool()
+		us = append(us, u)
+		at = append(at, i)
+	}
+	jobs, errs, err := s.store.UpdateJobStatuses(ctx, us)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range at {
+		if errs[k] != nil {
+			resp.Results[i] = refusal(errs[k])
+			continue
+		}
+		resp.Results[i] = &falconv1.JobStatusResult{Job: jobToAPI(jobs[k])}
+	}
+	if len(us) > 0 {
+		s.changed()
+	}
+	return resp, nil
+}
+
+// refusal is one refused update of a batch, coded as the call would be.
+func refusal(err error) *falconv1.JobStatusResult {
+	st := status.Convert(errdefs.ToStatus(err))
+	return &falconv1.JobStatusResult{Code: int32(st.Code()), Message: st.Message()}
 }
 
 // AppendJobMessage adds a note to a job's Message, whatever its status.

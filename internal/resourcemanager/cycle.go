@@ -293,12 +293,7 @@ func (m *Manager) write(ctx context.Context, j *falconv1.Job, req *falconv1.Upda
 		}
 		return false
 	}
-	config := j.GetConfig()
-	proto.Reset(j)
-	proto.Merge(j, updated)
-	if j.Config == "" {
-		j.Config = config
-	}
+	refresh(j, updated)
 	if st := lifecycle.Status(j.GetStatus()); lifecycle.JobMachine.IsTerminal(st) {
 		m.metrics.Finished.WithLabelValues(j.GetClusterName(), j.GetStatus(), j.GetReason()).Inc()
 	}
@@ -502,9 +497,13 @@ const (
 	tailRefresh    = 30 * time.Second
 )
 
-// writePositions tells every waiting job where it stands.
+// writePositions tells every waiting job where it stands, in one batch:
+// every pick moves up to exactPositions jobs of its queue, and a write
+// each would make the positions, not the dispatching, the cycle's cost.
 func (m *Manager) writePositions(ctx context.Context, byID map[string]*falconv1.Job) {
 	now := m.now()
+	var jobs []*falconv1.Job
+	var reqs []*falconv1.UpdateJobStatusRequest
 	for _, key := range m.sched.Keys() {
 		refreshTail := now.Sub(m.tailWritten[key]) >= tailRefresh
 		for _, p := range m.sched.Waiting(key) {
@@ -516,10 +515,55 @@ func (m *Manager) writePositions(ctx context.Context, byID map[string]*falconv1.
 			if p.Pos > exactPositions && placed && !refreshTail {
 				continue
 			}
-			m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonWaiting, p.Message(), "")
+			msg := p.Message()
+			if j.GetReason() == string(lifecycle.ReasonWaiting) && j.GetMessage() == msg {
+				continue
+			}
+			jobs = append(jobs, j)
+			reqs = append(reqs, &falconv1.UpdateJobStatusRequest{
+				Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
+				Reason: string(lifecycle.ReasonWaiting), Message: msg,
+			})
 		}
 		if refreshTail {
 			m.tailWritten[key] = now
+		}
+	}
+	m.writeBatch(ctx, jobs, reqs)
+}
+
+// refresh replaces j with the row as written, keeping the experiment config
+// a list does not carry.
+func refresh(j, updated *falconv1.Job) {
+	config := j.GetConfig()
+	proto.Reset(j)
+	proto.Merge(j, updated)
+	if j.Config == "" {
+		j.Config = config
+	}
+}
+
+// batchSize is how many updates go in one UpdateJobStatuses call.
+const batchSize = 500
+
+// writeBatch sends reqs (reqs[i] updates jobs[i]) in batches and refreshes
+// each job that was written. A refused update, usually a job aborted since
+// it was read, is left to the next cycle like any lost race.
+func (m *Manager) writeBatch(ctx context.Context, jobs []*falconv1.Job, reqs []*falconv1.UpdateJobStatusRequest) {
+	for start := 0; start < len(reqs); start += batchSize {
+		end := min(start+batchSize, len(reqs))
+		resp, err := m.jobs.UpdateJobStatuses(ctx, &falconv1.UpdateJobStatusesRequest{Updates: reqs[start:end]})
+		if err != nil {
+			m.log.Warn("update job statuses", "jobs", end-start, "err", err)
+			return
+		}
+		for i, r := range resp.GetResults() {
+			j := jobs[start+i]
+			if r.GetJob() == nil {
+				m.log.Debug("job changed under us; next cycle will see it", "job", j.GetId(), "err", r.GetMessage())
+				continue
+			}
+			refresh(j, r.GetJob())
 		}
 	}
 }

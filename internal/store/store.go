@@ -241,6 +241,11 @@ type Store interface {
 	GetJob(ctx context.Context, id string) (*Job, error)
 	ListJobs(ctx context.Context, f JobFilter) (items []*Job, next string, err error)
 	UpdateJobStatus(ctx context.Context, u StatusUpdate) (*Job, error)
+	// UpdateJobStatuses applies many updates in one transaction, each
+	// under its own precondition: errs[i] is update i's refusal (invalid,
+	// not found, failed precondition) and jobs[i] its row otherwise. err is
+	// set, and nothing written, only when the database fails.
+	UpdateJobStatuses(ctx context.Context, us []StatusUpdate) (jobs []*Job, errs []error, err error)
 	// AppendJobMessage adds note to the job's Message ("message; note")
 	// whatever its status, changing nothing else but version and
 	// updated_at. It is how an outcome learns of a later cleanup failure.

@@ -1964,6 +1964,158 @@ func (x *UpdateJobStatusRequest) GetNodePool() string {
 	return ""
 }
 
+type UpdateJobStatusesRequest struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Updates       []*UpdateJobStatusRequest `protobuf:"bytes,1,rep,name=updates,proto3" json:"updates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateJobStatusesRequest) Reset() {
+	*x = UpdateJobStatusesRequest{}
+	mi := &file_falcon_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateJobStatusesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateJobStatusesRequest) ProtoMessage() {}
+
+func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateJobStatusesRequest.ProtoReflect.Descriptor instead.
+func (*UpdateJobStatusesRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *UpdateJobStatusesRequest) GetUpdates() []*UpdateJobStatusRequest {
+	if x != nil {
+		return x.Updates
+	}
+	return nil
+}
+
+type UpdateJobStatusesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per update, in order.
+	Results       []*JobStatusResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateJobStatusesResponse) Reset() {
+	*x = UpdateJobStatusesResponse{}
+	mi := &file_falcon_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateJobStatusesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateJobStatusesResponse) ProtoMessage() {}
+
+func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateJobStatusesResponse.ProtoReflect.Descriptor instead.
+func (*UpdateJobStatusesResponse) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *UpdateJobStatusesResponse) GetResults() []*JobStatusResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type JobStatusResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job as written; absent when the update was refused.
+	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// The refusal: a google.rpc.Code (FAILED_PRECONDITION when the job
+	// changed since it was read) and its message; 0 when written.
+	Code          int32  `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobStatusResult) Reset() {
+	*x = JobStatusResult{}
+	mi := &file_falcon_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobStatusResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobStatusResult) ProtoMessage() {}
+
+func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobStatusResult.ProtoReflect.Descriptor instead.
+func (*JobStatusResult) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *JobStatusResult) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *JobStatusResult) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *JobStatusResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type AppendJobMessageRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1974,7 +2126,7 @@ type AppendJobMessageRequest struct {
 
 func (x *AppendJobMessageRequest) Reset() {
 	*x = AppendJobMessageRequest{}
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2138,7 @@ func (x *AppendJobMessageRequest) String() string {
 func (*AppendJobMessageRequest) ProtoMessage() {}
 
 func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2151,7 @@ func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendJobMessageRequest.ProtoReflect.Descriptor instead.
 func (*AppendJobMessageRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{22}
+	return file_falcon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AppendJobMessageRequest) GetId() string {
@@ -2027,7 +2179,7 @@ type AbortJobRequest struct {
 
 func (x *AbortJobRequest) Reset() {
 	*x = AbortJobRequest{}
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2191,7 @@ func (x *AbortJobRequest) String() string {
 func (*AbortJobRequest) ProtoMessage() {}
 
 func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2204,7 @@ func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortJobRequest.ProtoReflect.Descriptor instead.
 func (*AbortJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{23}
+	return file_falcon_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AbortJobRequest) GetId() string {
@@ -2084,7 +2236,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2096,7 +2248,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2109,7 +2261,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{24}
+	return file_falcon_proto_rawDescGZIP(), []int{27}
 }
 
 type Change struct {
@@ -2123,7 +2275,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2135,7 +2287,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2148,7 +2300,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{25}
+	return file_falcon_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Change) GetKind() string {
@@ -2174,7 +2326,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2186,7 +2338,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2199,7 +2351,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{26}
+	return file_falcon_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetArtifactRequest) GetId() string {
@@ -2223,7 +2375,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2235,7 +2387,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2248,7 +2400,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{27}
+	return file_falcon_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListArtifactsRequest) GetPageSize() int32 {
@@ -2296,7 +2448,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2308,7 +2460,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2321,7 +2473,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{28}
+	return file_falcon_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListArtifactsResponse) GetItems() []*Artifact {
@@ -2351,7 +2503,7 @@ type UpdateArtifactStatusRequest struct {
 
 func (x *UpdateArtifactStatusRequest) Reset() {
 	*x = UpdateArtifactStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2363,7 +2515,7 @@ func (x *UpdateArtifactStatusRequest) String() string {
 func (*UpdateArtifactStatusRequest) ProtoMessage() {}
 
 func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2376,7 +2528,7 @@ func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateArtifactStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateArtifactStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{29}
+	return file_falcon_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdateArtifactStatusRequest) GetId() string {
@@ -2423,7 +2575,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2587,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2600,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{30}
+	return file_falcon_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -2467,7 +2619,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2479,7 +2631,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2492,7 +2644,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{31}
+	return file_falcon_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -2519,7 +2671,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2531,7 +2683,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2544,7 +2696,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{32}
+	return file_falcon_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -2603,7 +2755,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2615,7 +2767,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2628,7 +2780,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{33}
+	return file_falcon_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -2687,7 +2839,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +2851,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +2864,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{34}
+	return file_falcon_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -2795,7 +2947,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +2959,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2820,7 +2972,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{35}
+	return file_falcon_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -2868,7 +3020,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2880,7 +3032,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2893,7 +3045,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{36}
+	return file_falcon_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -2911,7 +3063,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2923,7 +3075,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2936,7 +3088,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{37}
+	return file_falcon_proto_rawDescGZIP(), []int{40}
 }
 
 type ListClustersResponse struct {
@@ -2948,7 +3100,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2960,7 +3112,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2973,7 +3125,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{38}
+	return file_falcon_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -2992,7 +3144,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3004,7 +3156,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3017,7 +3169,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{39}
+	return file_falcon_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -3039,7 +3191,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3051,7 +3203,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3064,7 +3216,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{40}
+	return file_falcon_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -3101,7 +3253,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3113,7 +3265,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3126,7 +3278,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{41}
+	return file_falcon_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -3160,7 +3312,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3172,7 +3324,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3185,7 +3337,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{42}
+	return file_falcon_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -3213,7 +3365,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3225,7 +3377,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3238,7 +3390,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{43}
+	return file_falcon_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -3263,7 +3415,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3275,7 +3427,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3288,7 +3440,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{44}
+	return file_falcon_proto_rawDescGZIP(), []int{47}
 }
 
 type ListUsersRequest struct {
@@ -3299,7 +3451,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3311,7 +3463,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3324,7 +3476,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{45}
+	return file_falcon_proto_rawDescGZIP(), []int{48}
 }
 
 type ListUsersResponse struct {
@@ -3336,7 +3488,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3348,7 +3500,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3361,7 +3513,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{46}
+	return file_falcon_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -3581,7 +3733,15 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12!\n" +
 	"\fcluster_name\x18\x06 \x01(\tR\vclusterName\x12\x1b\n" +
-	"\tnode_pool\x18\a \x01(\tR\bnodePool\"=\n" +
+	"\tnode_pool\x18\a \x01(\tR\bnodePool\"W\n" +
+	"\x18UpdateJobStatusesRequest\x12;\n" +
+	"\aupdates\x18\x01 \x03(\v2!.falcon.v1.UpdateJobStatusRequestR\aupdates\"Q\n" +
+	"\x19UpdateJobStatusesResponse\x124\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.falcon.v1.JobStatusResultR\aresults\"a\n" +
+	"\x0fJobStatusResult\x12 \n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.falcon.v1.JobR\x03job\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"=\n" +
 	"\x17AppendJobMessageRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04note\x18\x02 \x01(\tR\x04note\"S\n" +
@@ -3683,12 +3843,13 @@ const file_falcon_proto_rawDesc = "" +
 	"\tDeleteExp\x12\x1b.falcon.v1.DeleteExpRequest\x1a\x1c.falcon.v1.DeleteExpResponse\x12@\n" +
 	"\n" +
 	"GetExpLogs\x12\x1c.falcon.v1.GetExpLogsRequest\x1a\x12.falcon.v1.LogLine0\x01\x12K\n" +
-	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment2\x90\x03\n" +
+	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment2\xf0\x03\n" +
 	"\n" +
 	"JobService\x122\n" +
 	"\x06GetJob\x12\x18.falcon.v1.GetJobRequest\x1a\x0e.falcon.v1.Job\x12C\n" +
 	"\bListJobs\x12\x1a.falcon.v1.ListJobsRequest\x1a\x1b.falcon.v1.ListJobsResponse\x12D\n" +
-	"\x0fUpdateJobStatus\x12!.falcon.v1.UpdateJobStatusRequest\x1a\x0e.falcon.v1.Job\x126\n" +
+	"\x0fUpdateJobStatus\x12!.falcon.v1.UpdateJobStatusRequest\x1a\x0e.falcon.v1.Job\x12^\n" +
+	"\x11UpdateJobStatuses\x12#.falcon.v1.UpdateJobStatusesRequest\x1a$.falcon.v1.UpdateJobStatusesResponse\x126\n" +
 	"\bAbortJob\x12\x1a.falcon.v1.AbortJobRequest\x1a\x0e.falcon.v1.Job\x12F\n" +
 	"\x10AppendJobMessage\x12\".falcon.v1.AppendJobMessageRequest\x1a\x0e.falcon.v1.Job\x12C\n" +
 	"\fWatchChanges\x12\x1e.falcon.v1.WatchChangesRequest\x1a\x11.falcon.v1.Change0\x012\xfd\x01\n" +
@@ -3721,7 +3882,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Experiment)(nil),                  // 1: falcon.v1.Experiment
@@ -3745,135 +3906,143 @@ var file_falcon_proto_goTypes = []any{
 	(*ListJobsRequest)(nil),             // 19: falcon.v1.ListJobsRequest
 	(*ListJobsResponse)(nil),            // 20: falcon.v1.ListJobsResponse
 	(*UpdateJobStatusRequest)(nil),      // 21: falcon.v1.UpdateJobStatusRequest
-	(*AppendJobMessageRequest)(nil),     // 22: falcon.v1.AppendJobMessageRequest
-	(*AbortJobRequest)(nil),             // 23: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 24: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 25: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 26: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 27: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 28: falcon.v1.ListArtifactsResponse
-	(*UpdateArtifactStatusRequest)(nil), // 29: falcon.v1.UpdateArtifactStatusRequest
-	(*GetClusterStatusRequest)(nil),     // 30: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 31: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 32: falcon.v1.ClusterStatus
-	(*ReservationCapacity)(nil),         // 33: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 34: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 35: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 36: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 37: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 38: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 39: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 40: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 41: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 42: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 43: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 44: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 45: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 46: falcon.v1.ListUsersResponse
-	nil,                                 // 47: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 48: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 49: falcon.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 50: google.protobuf.Timestamp
+	(*UpdateJobStatusesRequest)(nil),    // 22: falcon.v1.UpdateJobStatusesRequest
+	(*UpdateJobStatusesResponse)(nil),   // 23: falcon.v1.UpdateJobStatusesResponse
+	(*JobStatusResult)(nil),             // 24: falcon.v1.JobStatusResult
+	(*AppendJobMessageRequest)(nil),     // 25: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),             // 26: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),         // 27: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                      // 28: falcon.v1.Change
+	(*GetArtifactRequest)(nil),          // 29: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),        // 30: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),       // 31: falcon.v1.ListArtifactsResponse
+	(*UpdateArtifactStatusRequest)(nil), // 32: falcon.v1.UpdateArtifactStatusRequest
+	(*GetClusterStatusRequest)(nil),     // 33: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 34: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 35: falcon.v1.ClusterStatus
+	(*ReservationCapacity)(nil),         // 36: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 37: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 38: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 39: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 40: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 41: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 42: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 43: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 44: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 45: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 46: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 47: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 48: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 49: falcon.v1.ListUsersResponse
+	nil,                                 // 50: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 51: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 52: falcon.v1.Cluster.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 53: google.protobuf.Timestamp
 }
 var file_falcon_proto_depIdxs = []int32{
-	47, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
-	48, // 1: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	50, // 2: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	50, // 3: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	50, // 4: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	50, // 5: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	50, // 6: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	50, // 7: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	50, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	51, // 1: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	53, // 2: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	53, // 3: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	53, // 4: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	53, // 5: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	53, // 6: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	53, // 7: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	2,  // 8: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	3,  // 9: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	0,  // 10: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	50, // 11: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	50, // 12: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	50, // 13: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	50, // 14: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	50, // 15: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	50, // 16: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	50, // 17: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	50, // 18: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	50, // 19: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	50, // 20: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	53, // 11: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	53, // 12: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	53, // 13: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	53, // 14: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	53, // 15: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	53, // 16: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	53, // 17: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	53, // 18: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	53, // 19: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	53, // 20: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	5,  // 21: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	49, // 22: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	50, // 23: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	52, // 22: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	53, // 23: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 24: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
 	1,  // 25: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
 	1,  // 26: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
 	2,  // 27: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	3,  // 28: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	32, // 29: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	50, // 30: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	33, // 31: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	34, // 32: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	35, // 33: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	50, // 34: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	50, // 35: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	4,  // 36: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	4,  // 37: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	4,  // 38: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	41, // 39: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	4,  // 40: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	6,  // 41: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	0,  // 42: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	7,  // 43: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	8,  // 44: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	9,  // 45: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	11, // 46: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	13, // 47: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	15, // 48: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	17, // 49: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	18, // 50: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	19, // 51: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	21, // 52: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	23, // 53: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	22, // 54: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	24, // 55: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	26, // 56: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	27, // 57: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	29, // 58: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	36, // 59: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	37, // 60: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	39, // 61: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	40, // 62: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	43, // 63: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	30, // 64: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	31, // 65: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	44, // 66: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	45, // 67: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	1,  // 68: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	1,  // 69: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	10, // 70: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	12, // 71: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	14, // 72: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	16, // 73: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
-	1,  // 74: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	2,  // 75: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	20, // 76: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	2,  // 77: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	2,  // 78: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	2,  // 79: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	25, // 80: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	3,  // 81: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	28, // 82: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	3,  // 83: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	4,  // 84: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	38, // 85: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	4,  // 86: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	42, // 87: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	4,  // 88: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	32, // 89: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	32, // 90: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	6,  // 91: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	46, // 92: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	68, // [68:93] is the sub-list for method output_type
-	43, // [43:68] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	21, // 28: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	24, // 29: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	2,  // 30: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	3,  // 31: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	35, // 32: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	53, // 33: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	36, // 34: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	37, // 35: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	38, // 36: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	53, // 37: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	53, // 38: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	4,  // 39: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	4,  // 40: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	4,  // 41: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	44, // 42: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	4,  // 43: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	6,  // 44: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	0,  // 45: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	7,  // 46: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	8,  // 47: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	9,  // 48: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	11, // 49: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	13, // 50: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	15, // 51: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	17, // 52: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	18, // 53: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	19, // 54: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	21, // 55: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	22, // 56: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	26, // 57: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	25, // 58: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	27, // 59: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	29, // 60: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	30, // 61: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	32, // 62: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	39, // 63: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	40, // 64: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	42, // 65: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	43, // 66: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	46, // 67: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	33, // 68: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	34, // 69: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	47, // 70: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	48, // 71: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	1,  // 72: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	1,  // 73: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	10, // 74: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	12, // 75: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	14, // 76: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	16, // 77: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
+	1,  // 78: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	2,  // 79: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	20, // 80: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	2,  // 81: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	23, // 82: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	2,  // 83: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	2,  // 84: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	28, // 85: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	3,  // 86: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	31, // 87: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	3,  // 88: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	4,  // 89: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	41, // 90: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	4,  // 91: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	45, // 92: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	4,  // 93: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	35, // 94: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	35, // 95: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	6,  // 96: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	49, // 97: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	72, // [72:98] is the sub-list for method output_type
+	46, // [46:72] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -3888,7 +4057,7 @@ func file_falcon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   50,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

@@ -367,12 +367,13 @@ var ExperimentService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	JobService_GetJob_FullMethodName           = "/falcon.v1.JobService/GetJob"
-	JobService_ListJobs_FullMethodName         = "/falcon.v1.JobService/ListJobs"
-	JobService_UpdateJobStatus_FullMethodName  = "/falcon.v1.JobService/UpdateJobStatus"
-	JobService_AbortJob_FullMethodName         = "/falcon.v1.JobService/AbortJob"
-	JobService_AppendJobMessage_FullMethodName = "/falcon.v1.JobService/AppendJobMessage"
-	JobService_WatchChanges_FullMethodName     = "/falcon.v1.JobService/WatchChanges"
+	JobService_GetJob_FullMethodName            = "/falcon.v1.JobService/GetJob"
+	JobService_ListJobs_FullMethodName          = "/falcon.v1.JobService/ListJobs"
+	JobService_UpdateJobStatus_FullMethodName   = "/falcon.v1.JobService/UpdateJobStatus"
+	JobService_UpdateJobStatuses_FullMethodName = "/falcon.v1.JobService/UpdateJobStatuses"
+	JobService_AbortJob_FullMethodName          = "/falcon.v1.JobService/AbortJob"
+	JobService_AppendJobMessage_FullMethodName  = "/falcon.v1.JobService/AppendJobMessage"
+	JobService_WatchChanges_FullMethodName      = "/falcon.v1.JobService/WatchChanges"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -383,6 +384,9 @@ type JobServiceClient interface {
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
 	// Internal: resource manager.
 	UpdateJobStatus(ctx context.Context, in *UpdateJobStatusRequest, opts ...grpc.CallOption) (*Job, error)
+	// Internal: many status updates in one transaction, each under its own
+	// precondition (queue positions are written this way).
+	UpdateJobStatuses(ctx context.Context, in *UpdateJobStatusesRequest, opts ...grpc.CallOption) (*UpdateJobStatusesResponse, error)
 	// Internal: abort the other jobs of an experiment whose role failed.
 	AbortJob(ctx context.Context, in *AbortJobRequest, opts ...grpc.CallOption) (*Job, error)
 	// Internal: add a note to a job's Message without changing its status,
@@ -425,6 +429,16 @@ func (c *jobServiceClient) UpdateJobStatus(ctx context.Context, in *UpdateJobSta
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Job)
 	err := c.cc.Invoke(ctx, JobService_UpdateJobStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) UpdateJobStatuses(ctx context.Context, in *UpdateJobStatusesRequest, opts ...grpc.CallOption) (*UpdateJobStatusesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateJobStatusesResponse)
+	err := c.cc.Invoke(ctx, JobService_UpdateJobStatuses_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -478,6 +492,9 @@ type JobServiceServer interface {
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
 	// Internal: resource manager.
 	UpdateJobStatus(context.Context, *UpdateJobStatusRequest) (*Job, error)
+	// Internal: many status updates in one transaction, each under its own
+	// precondition (queue positions are written this way).
+	UpdateJobStatuses(context.Context, *UpdateJobStatusesRequest) (*UpdateJobStatusesResponse, error)
 	// Internal: abort the other jobs of an experiment whose role failed.
 	AbortJob(context.Context, *AbortJobRequest) (*Job, error)
 	// Internal: add a note to a job's Message without changing its status,
@@ -504,6 +521,9 @@ func (UnimplementedJobServiceServer) ListJobs(context.Context, *ListJobsRequest)
 }
 func (UnimplementedJobServiceServer) UpdateJobStatus(context.Context, *UpdateJobStatusRequest) (*Job, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateJobStatus not implemented")
+}
+func (UnimplementedJobServiceServer) UpdateJobStatuses(context.Context, *UpdateJobStatusesRequest) (*UpdateJobStatusesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateJobStatuses not implemented")
 }
 func (UnimplementedJobServiceServer) AbortJob(context.Context, *AbortJobRequest) (*Job, error) {
 	return nil, status.Error(codes.Unimplemented, "method AbortJob not implemented")
@@ -589,6 +609,24 @@ func _JobService_UpdateJobStatus_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_UpdateJobStatuses_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateJobStatusesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).UpdateJobStatuses(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_UpdateJobStatuses_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).UpdateJobStatuses(ctx, req.(*UpdateJobStatusesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _JobService_AbortJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(AbortJobRequest)
 	if err := dec(in); err != nil {
@@ -654,6 +692,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateJobStatus",
 			Handler:    _JobService_UpdateJobStatus_Handler,
+		},
+		{
+			MethodName: "UpdateJobStatuses",
+			Handler:    _JobService_UpdateJobStatuses_Handler,
 		},
 		{
 			MethodName: "AbortJob",

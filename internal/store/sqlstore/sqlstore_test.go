@@ -64,6 +64,7 @@ func runSuite(t *testing.T, open opener) {
 		{"EnsureServicePrincipal", testEnsureServicePrincipal},
 		{"Audit", testAudit},
 		{"AppendJobMessage", testAppendJobMessage},
+		{"UpdateJobStatuses", testUpdateJobStatuses},
 		{"ClusterReports", testClusterReports},
 		{"MigrateTwice", testMigrateTwice},
 	}
@@ -1324,5 +1325,39 @@ func testClusterReports(t *testing.T, e env) {
 	}
 	if _, _, err := e.s.GetClusterReport(ctx, "edge-r"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("report after the cluster was deleted: %v, want ErrNotFound", err)
+	}
+}
+
+func testUpdateJobStatuses(t *testing.T, e env) {
+	exp, jobs, art := newExp("batch", "a", "b", "c")
+	mustCreate(t, e.s, exp, jobs, art)
+	got, errs, err := e.s.UpdateJobStatuses(ctx, []store.StatusUpdate{
+		{ID: jobs[0].ID, Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Waiting", Message: "queue position 1"},
+		{ID: jobs[1].ID, Expected: lifecycle.Running, Status: lifecycle.Running, Message: "stale read"},
+		{ID: jobs[2].ID, Expected: lifecycle.Pending, Status: lifecycle.Succeeded},
+		{ID: "job-zzzzzzzzzz", Expected: lifecycle.Pending, Status: lifecycle.Pending},
+		{ID: jobs[2].ID, Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Waiting", Message: "queue position 2"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ite *lifecycle.IllegalTransitionError
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"written", errs[0] == nil && got[0].Message == "queue position 1" && got[0].Version == 2},
+		{"stale precondition refused alone", errors.Is(errs[1], errdefs.ErrFailedPrecondition) && got[1] == nil},
+		{"illegal transition refused alone", errors.As(errs[2], &ite)},
+		{"unknown job refused alone", errors.Is(errs[3], errdefs.ErrNotFound)},
+		{"later update of a refused job's row still applies", errs[4] == nil && got[4].Message == "queue position 2"},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: errs %v", c.name, errs)
+		}
+	}
+	if j, _ := e.s.GetJob(ctx, jobs[1].ID); j.Message == "stale read" || j.Version != 1 {
+		t.Errorf("refused update was written: %+v", j)
 	}
 }

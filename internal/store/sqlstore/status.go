@@ -34,66 +34,108 @@ var (
 // loses a race sees 0 rows and gets ErrFailedPrecondition naming the status
 // that won.
 func (s *Store) updateStatus(ctx context.Context, e entity, u store.StatusUpdate, read func(*sql.Tx) error) error {
-	if u.Expected == "" {
-		return errdefs.Invalid("expected_status", "is required: pass the status you read, so that a change made since is not overwritten")
-	}
-	if err := e.machine.Check(u.Expected, u.Status); err != nil {
+	if err := checkUpdate(e, u); err != nil {
 		return err
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		now := s.d.timeArg(s.now())
-		sets := []string{"status = ?", "reason = ?", "message = ?", "version = version + 1", "updated_at = ?"}
-		args := []any{string(u.Status), u.Reason, u.Message, now}
-		if e.phases {
-			// COALESCE keeps the first time: a same-status update (new
-			// Reason or Message) must not move when the phase began.
-			if u.Status == lifecycle.Running {
-				sets, args = append(sets, "started_at = COALESCE(started_at, ?)"), append(args, now)
-			}
-			if u.Status == lifecycle.Aborting {
-				sets, args = append(sets, "aborting_at = COALESCE(aborting_at, ?)"), append(args, now)
-			}
-			if u.Status == lifecycle.Aborted {
-				sets, args = append(sets, "aborted_at = ?"), append(args, now)
-			}
-			if e.machine.IsTerminal(u.Status) {
-				sets, args = append(sets, "finished_at = ?"), append(args, now)
-			}
-		}
-		if e.table == jobEntity.table && u.Status == lifecycle.Pending && acquiringReason(u.Reason) {
-			sets, args = append(sets, "dispatched_at = COALESCE(dispatched_at, ?)"), append(args, now)
-		}
-		if u.ClusterName != "" {
-			sets, args = append(sets, "cluster_name = ?"), append(args, u.ClusterName)
-		}
-		if u.NodePool != "" {
-			sets, args = append(sets, "node_pool = ?"), append(args, u.NodePool)
-		}
-		args = append(args, u.ID, string(u.Expected))
-		// version always changes, so a matched row is always a changed row
-		// and MySQL's affected-rows count (changed, not matched, without
-		// clientFoundRows) is 1 exactly when the precondition held.
-		res, err := tx.ExecContext(ctx, "UPDATE "+e.table+" SET "+strings.Join(sets, ", ")+" WHERE id = ? AND status = ?", args...)
-		if err != nil {
-			return dbErr("update "+e.kind+" status", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return dbErr("update "+e.kind+" status", err)
-		}
-		if n == 0 {
-			var cur lifecycle.Status
-			err := tx.QueryRowContext(ctx, "SELECT status FROM "+e.table+" WHERE id = ?", u.ID).Scan(&cur)
-			if errors.Is(err, sql.ErrNoRows) {
-				return errdefs.NotFound(e.kind, u.ID)
-			}
-			if err != nil {
-				return dbErr("update "+e.kind+" status", err)
-			}
-			return errdefs.Precondition("%s %s is %s, not %s", e.kind, u.ID, cur, u.Expected)
+		if err := s.applyStatus(ctx, tx, e, u); err != nil {
+			return err
 		}
 		return read(tx)
 	})
+}
+
+// checkUpdate refuses what no row could accept, before any transaction.
+func checkUpdate(e entity, u store.StatusUpdate) error {
+	if u.Expected == "" {
+		return errdefs.Invalid("expected_status", "is required: pass the status you read, so that a change made since is not overwritten")
+	}
+	return e.machine.Check(u.Expected, u.Status)
+}
+
+// applyStatus is the conditional UPDATE of one row inside tx.
+func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.StatusUpdate) error {
+	now := s.d.timeArg(s.now())
+	sets := []string{"status = ?", "reason = ?", "message = ?", "version = version + 1", "updated_at = ?"}
+	args := []any{string(u.Status), u.Reason, u.Message, now}
+	if e.phases {
+		// COALESCE keeps the first time: a same-status update (new
+		// Reason or Message) must not move when the phase began.
+		if u.Status == lifecycle.Running {
+			sets, args = append(sets, "started_at = COALESCE(started_at, ?)"), append(args, now)
+		}
+		if u.Status == lifecycle.Aborting {
+			sets, args = append(sets, "aborting_at = COALESCE(aborting_at, ?)"), append(args, now)
+		}
+		if u.Status == lifecycle.Aborted {
+			sets, args = append(sets, "aborted_at = ?"), append(args, now)
+		}
+		if e.machine.IsTerminal(u.Status) {
+			sets, args = append(sets, "finished_at = ?"), append(args, now)
+		}
+	}
+	if e.table == jobEntity.table && u.Status == lifecycle.Pending && acquiringReason(u.Reason) {
+		sets, args = append(sets, "dispatched_at = COALESCE(dispatched_at, ?)"), append(args, now)
+	}
+	if u.ClusterName != "" {
+		sets, args = append(sets, "cluster_name = ?"), append(args, u.ClusterName)
+	}
+	if u.NodePool != "" {
+		sets, args = append(sets, "node_pool = ?"), append(args, u.NodePool)
+	}
+	args = append(args, u.ID, string(u.Expected))
+	// version always changes, so a matched row is always a changed row
+	// and MySQL's affected-rows count (changed, not matched, without
+	// clientFoundRows) is 1 exactly when the precondition held.
+	res, err := tx.ExecContext(ctx, "UPDATE "+e.table+" SET "+strings.Join(sets, ", ")+" WHERE id = ? AND status = ?", args...)
+	if err != nil {
+		return dbErr("update "+e.kind+" status", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return dbErr("update "+e.kind+" status", err)
+	}
+	if n == 0 {
+		var cur lifecycle.Status
+		err := tx.QueryRowContext(ctx, "SELECT status FROM "+e.table+" WHERE id = ?", u.ID).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errdefs.NotFound(e.kind, u.ID)
+		}
+		if err != nil {
+			return dbErr("update "+e.kind+" status", err)
+		}
+		return errdefs.Precondition("%s %s is %s, not %s", e.kind, u.ID, cur, u.Expected)
+	}
+	return nil
+}
+
+// UpdateJobStatuses implements store.Store: every update in one
+// transaction, each with its own precondition. An update whose precondition
+// fails (or that is invalid) gets its error in errs and leaves the others
+// alone; only a database failure fails the whole batch.
+func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) (jobs []*store.Job, errs []error, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		jobs, errs = make([]*store.Job, len(us)), make([]error, len(us))
+		for i, u := range us {
+			if errs[i] = checkUpdate(jobEntity, u); errs[i] != nil {
+				continue
+			}
+			if errs[i] = s.applyStatus(ctx, tx, jobEntity, u); errs[i] != nil {
+				if !errors.Is(errs[i], errdefs.ErrNotFound) && !errors.Is(errs[i], errdefs.ErrFailedPrecondition) {
+					return errs[i] // the database failed: the whole batch does
+				}
+				continue
+			}
+			if jobs[i], errs[i] = s.getJob(ctx, tx, u.ID); errs[i] != nil {
+				return errs[i]
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return jobs, errs, nil
 }
 
 // acquiringReason reports whether a Pending job with this Reason has left
