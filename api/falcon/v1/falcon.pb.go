@@ -2741,6 +2741,52 @@ func (x *ClusterStatus) GetError() string {
 	return ""
 }
 
+// ClusterStatuses is every cluster's status, as `falcon cluster status`
+// without a name prints it.
+type ClusterStatuses struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*ClusterStatus       `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatuses) Reset() {
+	*x = ClusterStatuses{}
+	mi := &file_falcon_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatuses) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatuses) ProtoMessage() {}
+
+func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
+func (*ClusterStatuses) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ClusterStatuses) GetItems() []*ClusterStatus {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 type ReservationCapacity struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2755,7 +2801,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2767,7 +2813,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2780,7 +2826,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{36}
+	return file_falcon_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -2839,7 +2885,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +2897,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +2910,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{37}
+	return file_falcon_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -2947,7 +2993,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3005,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3018,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{38}
+	return file_falcon_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -3020,7 +3066,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3032,7 +3078,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3045,7 +3091,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{39}
+	return file_falcon_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -3063,7 +3109,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3075,7 +3121,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3088,7 +3134,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{40}
+	return file_falcon_proto_rawDescGZIP(), []int{41}
 }
 
 type ListClustersResponse struct {
@@ -3100,7 +3146,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3158,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3171,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{41}
+	return file_falcon_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -3144,7 +3190,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3156,7 +3202,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3169,7 +3215,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{42}
+	return file_falcon_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -3191,7 +3237,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3203,7 +3249,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3216,7 +3262,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{43}
+	return file_falcon_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -3253,7 +3299,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3265,7 +3311,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3278,7 +3324,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{44}
+	return file_falcon_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -3312,7 +3358,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3324,7 +3370,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3337,7 +3383,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{45}
+	return file_falcon_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -3365,7 +3411,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3377,7 +3423,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3390,7 +3436,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{46}
+	return file_falcon_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -3415,7 +3461,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3427,7 +3473,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3440,7 +3486,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{47}
+	return file_falcon_proto_rawDescGZIP(), []int{48}
 }
 
 type ListUsersRequest struct {
@@ -3451,7 +3497,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3463,7 +3509,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3476,7 +3522,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{48}
+	return file_falcon_proto_rawDescGZIP(), []int{49}
 }
 
 type ListUsersResponse struct {
@@ -3488,7 +3534,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +3546,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +3559,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{49}
+	return file_falcon_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -3783,7 +3829,9 @@ const file_falcon_proto_rawDesc = "" +
 	"\n" +
 	"node_pools\x18\x04 \x03(\v2\x19.falcon.v1.NodePoolStatusR\tnodePools\x12.\n" +
 	"\x06queues\x18\x05 \x03(\v2\x16.falcon.v1.QueueStatusR\x06queues\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05error\"\x80\x01\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\"A\n" +
+	"\x0fClusterStatuses\x12.\n" +
+	"\x05items\x18\x01 \x03(\v2\x18.falcon.v1.ClusterStatusR\x05items\"\x80\x01\n" +
 	"\x13ReservationCapacity\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x03R\x05count\x12\x15\n" +
@@ -3882,7 +3930,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Experiment)(nil),                  // 1: falcon.v1.Experiment
@@ -3920,50 +3968,51 @@ var file_falcon_proto_goTypes = []any{
 	(*GetClusterStatusRequest)(nil),     // 33: falcon.v1.GetClusterStatusRequest
 	(*ReportClusterStatusRequest)(nil),  // 34: falcon.v1.ReportClusterStatusRequest
 	(*ClusterStatus)(nil),               // 35: falcon.v1.ClusterStatus
-	(*ReservationCapacity)(nil),         // 36: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 37: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 38: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 39: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 40: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 41: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 42: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 43: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 44: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 45: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 46: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 47: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 48: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 49: falcon.v1.ListUsersResponse
-	nil,                                 // 50: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 51: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 52: falcon.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 53: google.protobuf.Timestamp
+	(*ClusterStatuses)(nil),             // 36: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),         // 37: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 38: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 39: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 40: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 41: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 42: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 43: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 44: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 45: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 46: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 47: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 48: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 49: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 50: falcon.v1.ListUsersResponse
+	nil,                                 // 51: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 52: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 53: falcon.v1.Cluster.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 54: google.protobuf.Timestamp
 }
 var file_falcon_proto_depIdxs = []int32{
-	50, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
-	51, // 1: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	53, // 2: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	53, // 3: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	53, // 4: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	53, // 5: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	53, // 6: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	53, // 7: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	51, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	52, // 1: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	54, // 2: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	54, // 3: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	54, // 4: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	54, // 5: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	54, // 6: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	54, // 7: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	2,  // 8: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	3,  // 9: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	0,  // 10: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	53, // 11: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	53, // 12: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	53, // 13: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	53, // 14: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	53, // 15: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	53, // 16: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	53, // 17: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	53, // 18: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	53, // 19: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	53, // 20: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	54, // 11: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	54, // 12: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	54, // 13: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	54, // 14: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	54, // 15: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	54, // 16: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	54, // 17: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	54, // 18: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	54, // 19: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	54, // 20: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	5,  // 21: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	52, // 22: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	53, // 23: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	53, // 22: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	54, // 23: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 24: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
 	1,  // 25: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
 	1,  // 26: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
@@ -3973,76 +4022,77 @@ var file_falcon_proto_depIdxs = []int32{
 	2,  // 30: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
 	3,  // 31: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
 	35, // 32: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	53, // 33: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	36, // 34: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	37, // 35: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	38, // 36: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	53, // 37: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	53, // 38: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	4,  // 39: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	4,  // 40: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	4,  // 41: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	44, // 42: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	4,  // 43: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	6,  // 44: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	0,  // 45: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	7,  // 46: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	8,  // 47: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	9,  // 48: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	11, // 49: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	13, // 50: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	15, // 51: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	17, // 52: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	18, // 53: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	19, // 54: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	21, // 55: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	22, // 56: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	26, // 57: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	25, // 58: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	27, // 59: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	29, // 60: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	30, // 61: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	32, // 62: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	39, // 63: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	40, // 64: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	42, // 65: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	43, // 66: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	46, // 67: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	33, // 68: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	34, // 69: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	47, // 70: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	48, // 71: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	1,  // 72: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	1,  // 73: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	10, // 74: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	12, // 75: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	14, // 76: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	16, // 77: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
-	1,  // 78: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	2,  // 79: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	20, // 80: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	2,  // 81: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	23, // 82: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	2,  // 83: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	2,  // 84: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	28, // 85: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	3,  // 86: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	31, // 87: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	3,  // 88: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	4,  // 89: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	41, // 90: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	4,  // 91: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	45, // 92: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	4,  // 93: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	35, // 94: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	35, // 95: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	6,  // 96: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	49, // 97: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	72, // [72:98] is the sub-list for method output_type
-	46, // [46:72] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	54, // 33: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	37, // 34: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	38, // 35: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	39, // 36: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	35, // 37: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	54, // 38: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	54, // 39: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	4,  // 40: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	4,  // 41: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	4,  // 42: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	45, // 43: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	4,  // 44: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	6,  // 45: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	0,  // 46: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	7,  // 47: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	8,  // 48: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	9,  // 49: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	11, // 50: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	13, // 51: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	15, // 52: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	17, // 53: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	18, // 54: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	19, // 55: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	21, // 56: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	22, // 57: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	26, // 58: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	25, // 59: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	27, // 60: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	29, // 61: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	30, // 62: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	32, // 63: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	40, // 64: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	41, // 65: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	43, // 66: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	44, // 67: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	47, // 68: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	33, // 69: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	34, // 70: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	48, // 71: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	49, // 72: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	1,  // 73: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	1,  // 74: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	10, // 75: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	12, // 76: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	14, // 77: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	16, // 78: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
+	1,  // 79: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	2,  // 80: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	20, // 81: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	2,  // 82: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	23, // 83: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	2,  // 84: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	2,  // 85: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	28, // 86: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	3,  // 87: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	31, // 88: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	3,  // 89: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	4,  // 90: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	42, // 91: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	4,  // 92: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	46, // 93: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	4,  // 94: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	35, // 95: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	35, // 96: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	6,  // 97: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	50, // 98: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	73, // [73:99] is the sub-list for method output_type
+	47, // [47:73] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -4057,7 +4107,7 @@ func file_falcon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   53,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

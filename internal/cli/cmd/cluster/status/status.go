@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -31,20 +30,24 @@ type Options struct {
 func NewCmdStatus(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, Client: f.Client, Printer: f.Printer}
 	return &cobra.Command{
-		Use:   "status NAME",
-		Short: "Show a cluster's capacity: reservation, node pools and queues",
+		Use:   "status [NAME]",
+		Short: "Show clusters' capacity: reservation, node pools and queues",
 		Long: `Show what the resource manager last reported of a cluster: how much of its
 default reservation is free, the node pools Falcon created on it (which job
 owns each, or how long it has been idle), and per topology how many jobs
-wait, which one is acquiring capacity and how many run.
+wait, which one is acquiring capacity and how many run. Without NAME, every
+registered cluster is shown, which answers "where could my job go".
 
 The view is as old as the last report, shown at the top; a cluster no
 controller has reported on yet has none.`,
 		Example: `  falcon cluster status tpu-east
-  falcon cluster status tpu-east -o json`,
+  falcon cluster status tpu-east -o json
+  falcon cluster status                  # every cluster`,
 		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name = args[0]
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -56,10 +59,7 @@ controller has reported on yet has none.`,
 // nameArg names the missing argument, which cobra.ExactArgs ("accepts 1
 // arg(s), received 0") does not.
 func nameArg(_ *cobra.Command, args []string) error {
-	switch len(args) {
-	case 0:
-		return errors.New("missing NAME: the cluster to show, e.g. `falcon cluster status tpu-east`")
-	case 1:
+	if len(args) <= 1 {
 		return nil
 	}
 	return fmt.Errorf("accepts one cluster NAME, received %d arguments: %s", len(args), strings.Join(args, " "))
@@ -70,11 +70,40 @@ func statusRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.GetClusterStatus(ctx, &falconv1.GetClusterStatusRequest{Name: opts.Name})
+	if opts.Name != "" {
+		st, err := c.GetClusterStatus(ctx, &falconv1.GetClusterStatusRequest{Name: opts.Name})
+		if err != nil {
+			return err
+		}
+		return opts.Printer().Print(st, view(st))
+	}
+	clusters, err := c.ListClusters(ctx, &falconv1.ListClustersRequest{})
 	if err != nil {
 		return err
 	}
-	return opts.Printer().Print(st, view(st))
+	all := &falconv1.ClusterStatuses{}
+	for _, cl := range clusters.GetItems() {
+		st, err := c.GetClusterStatus(ctx, &falconv1.GetClusterStatusRequest{Name: cl.GetName()})
+		if err != nil {
+			return err
+		}
+		all.Items = append(all.Items, st)
+	}
+	return opts.Printer().Print(all, func(v output.View) error {
+		if len(all.GetItems()) == 0 {
+			_, err := fmt.Fprintln(v.Out, "No clusters registered")
+			return err
+		}
+		for i, st := range all.GetItems() {
+			if i > 0 {
+				fmt.Fprintln(v.Out)
+			}
+			if err := view(st)(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // view renders the status for people: a header, the reservation, then the

@@ -26,7 +26,7 @@ func TestNewCmdStatusArgs(t *testing.T) {
 		wantErr string
 	}{
 		{name: "name", args: []string{"tpu-east"}, want: "tpu-east"},
-		{name: "no name", args: nil, wantErr: "missing NAME"},
+		{name: "no name shows every cluster", args: nil, want: ""},
 		{name: "two names", args: []string{"a", "b"}, wantErr: "accepts one cluster NAME, received 2"},
 	}
 	for _, tt := range tests {
@@ -200,6 +200,36 @@ TOPOLOGY  ACCELERATORS  WAITING  ACQUIRING  RUNNING
 			}
 		})
 	}
+
+	// Without a name: every cluster, in the registry's order, each as above.
+	t.Run("every cluster", func(t *testing.T) {
+		f, s := clitest.NewFactory(t, url, output.Table)
+		if err := clitest.Execute(NewCmdStatus(f, nil)); err != nil {
+			t.Fatal(err)
+		}
+		out := s.Out.String()
+		for _, name := range []string{"tpu-east", "broken", "no-res", "fresh"} {
+			if !strings.Contains(out, "Cluster "+name+":") {
+				t.Errorf("no section for %s in\n%s", name, out)
+			}
+		}
+		if !strings.Contains(out, "falcon-job-bbbb  tpu7x        2x2x4     4      RUNNING  flex-start   idle            2h5m  3h") {
+			t.Errorf("tpu-east's pools missing in\n%s", out)
+		}
+		f, s = clitest.NewFactory(t, url, output.JSON)
+		if err := clitest.Execute(NewCmdStatus(f, nil)); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Items []statusDoc `json:"items"`
+		}
+		if err := json.Unmarshal(s.Out.Bytes(), &doc); err != nil {
+			t.Fatalf("%v in\n%s", err, s.Out)
+		}
+		if len(doc.Items) != 4 {
+			t.Errorf("%d clusters in JSON, want 4:\n%s", len(doc.Items), s.Out)
+		}
+	})
 
 	f, _ := clitest.NewFactory(t, url, output.Table)
 	err := clitest.Execute(NewCmdStatus(f, nil), "mars")
