@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/oauth2"
 	compute "google.golang.org/api/compute/v1"
 	container "google.golang.org/api/container/v1"
 	"google.golang.org/grpc"
@@ -764,5 +765,50 @@ func TestCrashAfterEveryStepConverges(t *testing.T) {
 	defer mu.Unlock()
 	if len(uids) != 1 {
 		t.Errorf("%d Kubernetes Jobs existed for the job, want 1", len(uids))
+	}
+}
+
+// countingTokens hands out the cluster's token with a short life, counting
+// how often it is asked: what Application Default Credentials do with
+// hour-long tokens, in seconds.
+type countingTokens struct {
+	src   oauth2.TokenSource
+	calls atomic.Int32
+}
+
+func (c *countingTokens) Token() (*oauth2.Token, error) {
+	c.calls.Add(1)
+	t, err := c.src.Token()
+	if err != nil {
+		return nil, err
+	}
+	short := *t
+	short.Expiry = time.Now().Add(11 * time.Second) // oauth2 refreshes 10s early: ~1s of life
+	return &short, nil
+}
+
+// TestTokensAreRefreshed: the backend's calls to the cluster's apiserver
+// (informers included) take their token from the refreshing source, so a
+// token expiring under a long-lived controller is replaced, not reused.
+func TestTokensAreRefreshed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, setup{noManager: true})
+	tokens := &countingTokens{src: f.join.TokenSource()}
+	inner := f.connect
+	f.connect = func(ctx context.Context) (*gke.Clients, error) {
+		c, err := inner(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.Tokens = oauth2.ReuseTokenSource(nil, tokens)
+		return c, nil
+	}
+	f.start()
+	f.waitJob(f.submit(task(time.Second)), "succeeded", status("Succeeded"))
+	before := tokens.calls.Load()
+	time.Sleep(1500 * time.Millisecond) // the last token has expired
+	f.waitJob(f.submit(task(time.Second)), "succeeded", status("Succeeded"))
+	if after := tokens.calls.Load(); before < 1 || after <= before {
+		t.Errorf("token source asked %d times for the first job, %d in all: an expired token was reused", before, after)
 	}
 }
