@@ -60,7 +60,7 @@ func Parse(data []byte, opts ...Option) ([]*falconv1.Cluster, error) {
 		return nil, err
 	}
 	out := p.file(root)
-	if err := p.errs.Err(); err != nil {
+	if err := p.Errs.Err(); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b *falconv1.Cluster) int { return strings.Compare(a.GetName(), b.GetName()) })
@@ -107,20 +107,16 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 // parser walks a YAML tree, collecting every error instead of stopping at the
 // first, so one run reports all of a file's problems.
 type parser struct {
+	yamlnode.Reader
 	home    string
 	homeErr error
-	errs    errdefs.FieldErrors
 	// lines maps a path to the line of its key, to place the errors
 	// Normalize finds.
 	lines map[string]int
 }
 
-func (p *parser) fail(path string, n *yaml.Node, format string, args ...any) {
-	p.errs.Add(path, "%s (line %d)", fmt.Sprintf(format, args...), n.Line)
-}
-
 func (p *parser) file(n *yaml.Node) []*falconv1.Cluster {
-	if !p.expectMapping("file", n) {
+	if !p.ExpectMapping("file", n) {
 		return nil
 	}
 	var out []*falconv1.Cluster
@@ -129,10 +125,10 @@ func (p *parser) file(n *yaml.Node) []*falconv1.Cluster {
 		found = true
 		switch {
 		case yamlnode.IsNull(v):
-			p.fail(path, v, "is required: map each cluster name to its settings")
-		case !p.expectMapping(path, v):
+			p.Fail(path, v, "is required: map each cluster name to its settings")
+		case !p.ExpectMapping(path, v):
 		case len(v.Content) == 0:
-			p.fail(path, v, "names no cluster; a registry needs at least one")
+			p.Fail(path, v, "names no cluster; a registry needs at least one")
 		default:
 			p.fields(path, v, nil, func(name, cpath string, k, cv *yaml.Node) {
 				if c := p.cluster(name, cpath, k, cv); c != nil {
@@ -142,7 +138,7 @@ func (p *parser) file(n *yaml.Node) []*falconv1.Cluster {
 		}
 	})
 	if !found {
-		p.fail("clusters", n, "is required: map each cluster name to its settings")
+		p.Fail("clusters", n, "is required: map each cluster name to its settings")
 	}
 	return out
 }
@@ -150,10 +146,10 @@ func (p *parser) file(n *yaml.Node) []*falconv1.Cluster {
 // cluster decodes one cluster and runs the registry's rules on it, naming
 // fields as the file does.
 func (p *parser) cluster(name, path string, key, n *yaml.Node) *falconv1.Cluster {
-	if !p.expectMapping(path, n) {
+	if !p.ExpectMapping(path, n) {
 		return nil
 	}
-	errsBefore := len(p.errs)
+	errsBefore := len(p.Errs)
 	c := &falconv1.Cluster{Name: name}
 	p.lines[path] = key.Line
 	var (
@@ -165,46 +161,46 @@ func (p *parser) cluster(name, path string, key, n *yaml.Node) *falconv1.Cluster
 		p.lines[fpath] = kn.Line
 		switch k {
 		case "provider":
-			c.Backend = p.str(fpath, v)
+			c.Backend = p.Str(fpath, v)
 		case "project":
-			c.Project = p.str(fpath, v)
+			c.Project = p.Str(fpath, v)
 		case "zone", "location":
 			if wroteLocation != "" {
-				p.fail(fpath, kn, "give zone or location, not both (%s is set above)", wroteLocation)
+				p.Fail(fpath, kn, "give zone or location, not both (%s is set above)", wroteLocation)
 				return
 			}
 			wroteLocation = k
-			c.Location = p.str(fpath, v)
+			c.Location = p.Str(fpath, v)
 		case "cluster_id":
-			c.GkeCluster = p.str(fpath, v)
+			c.GkeCluster = p.Str(fpath, v)
 		case "kubeconfig":
 			c.Kubeconfig = p.path(fpath, v)
 		case "context":
-			c.KubeContext = p.str(fpath, v)
+			c.KubeContext = p.Str(fpath, v)
 		case "accelerator_types":
 			c.Accelerators = p.slots(fpath, v, slotClasses)
 		case "default_namespace":
-			c.Namespace = p.str(fpath, v)
+			c.Namespace = p.Str(fpath, v)
 		case "gcs_bucket":
-			c.GcsBucket = p.str(fpath, v)
+			c.GcsBucket = p.Str(fpath, v)
 		case "default_reservation":
-			c.DefaultReservation = p.str(fpath, v)
+			c.DefaultReservation = p.Str(fpath, v)
 		case "max_queue_depth":
-			c.MaxQueueDepth = int32(p.integer(fpath, v, math.MinInt32, math.MaxInt32))
+			c.MaxQueueDepth = int32(p.Integer(fpath, v, math.MinInt32, math.MaxInt32))
 		case "probe_timeout_s":
-			if p.integer(fpath, v, math.MinInt32, math.MaxInt32) < 0 {
+			if p.Integer(fpath, v, math.MinInt32, math.MaxInt32) < 0 {
 				probeTimeout = v
 			}
 		case "labels":
 			c.Labels = p.labels(fpath, v)
 		case "status":
-			c.Status = p.str(fpath, v)
+			c.Status = p.Str(fpath, v)
 		}
 	})
 	// The registry's rules run even on a cluster with type errors, so one
 	// pass reports everything; a rule's error on a field (or inside one)
 	// that already has a type error would only repeat it, and is dropped.
-	typeErrs := slices.Clone(p.errs[errsBefore:])
+	typeErrs := slices.Clone(p.Errs[errsBefore:])
 	repeats := func(field string) bool {
 		return slices.ContainsFunc(typeErrs, func(e *errdefs.FieldError) bool {
 			return field == e.Field || strings.HasPrefix(field, e.Field+".") || strings.HasPrefix(field, e.Field+"[")
@@ -227,10 +223,10 @@ func (p *parser) cluster(name, path string, key, n *yaml.Node) *falconv1.Cluster
 			// A missing field: point at the cluster, or at the slot.
 			line = p.lines[nearest(e.Field, p.lines)]
 		}
-		p.errs = append(p.errs, &errdefs.FieldError{Field: e.Field, Detail: fmt.Sprintf("%s (line %d)", e.Detail, line)})
+		p.Errs = append(p.Errs, &errdefs.FieldError{Field: e.Field, Detail: fmt.Sprintf("%s (line %d)", e.Detail, line)})
 	}
 	if probeTimeout != nil {
-		p.fail(path+".probe_timeout_s", probeTimeout, "must be 0 (the default) or positive, got %s", probeTimeout.Value)
+		p.Fail(path+".probe_timeout_s", probeTimeout, "must be 0 (the default) or positive, got %s", probeTimeout.Value)
 	}
 	// device_class is the file's own cross-check of a type, which the API has
 	// no field for.
@@ -244,10 +240,10 @@ func (p *parser) cluster(name, path string, key, n *yaml.Node) *falconv1.Cluster
 			continue // reported by normalize
 		}
 		if class := cn.Value; class != string(spec.Kind) {
-			p.fail(fmt.Sprintf("%s.accelerator_types[%d].device_class", path, i), cn, "is %s, but %s is a %s type", class, spec.Name, spec.Kind)
+			p.Fail(fmt.Sprintf("%s.accelerator_types[%d].device_class", path, i), cn, "is %s, but %s is a %s type", class, spec.Name, spec.Kind)
 		}
 	}
-	if len(p.errs) > errsBefore {
+	if len(p.Errs) > errsBefore {
 		return nil
 	}
 	return out
@@ -275,7 +271,7 @@ func (p *parser) slots(path string, n *yaml.Node, classes map[int]*yaml.Node) []
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		p.fail(path, n, "must be a list of {type, device_class, priority}, got %s", yamlnode.Describe(n))
+		p.Fail(path, n, "must be a list of {type, device_class, priority}, got %s", yamlnode.Describe(n))
 		return nil
 	}
 	out := make([]*falconv1.AcceleratorSlot, 0, len(n.Content))
@@ -286,7 +282,7 @@ func (p *parser) slots(path string, n *yaml.Node, classes map[int]*yaml.Node) []
 		// Every item gets a slot, so indices stay those of the file.
 		s := &falconv1.AcceleratorSlot{Priority: defaultPrio}
 		out = append(out, s)
-		if !p.expectMapping(ipath, item) {
+		if !p.ExpectMapping(ipath, item) {
 			continue
 		}
 		hasType := false
@@ -294,19 +290,19 @@ func (p *parser) slots(path string, n *yaml.Node, classes map[int]*yaml.Node) []
 			p.lines[fpath] = kn.Line
 			switch k {
 			case "type":
-				s.Type, hasType = p.str(fpath, v), true
+				s.Type, hasType = p.Str(fpath, v), true
 			case "device_class":
-				if class := p.str(fpath, v); class != "" && !slices.Contains(deviceClass, class) {
-					p.fail(fpath, v, "%q is not a device class; one of %s", class, strings.Join(deviceClass, ", "))
+				if class := p.Str(fpath, v); class != "" && !slices.Contains(deviceClass, class) {
+					p.Fail(fpath, v, "%q is not a device class; one of %s", class, strings.Join(deviceClass, ", "))
 				} else if class != "" {
 					classes[i] = v
 				}
 			case "priority":
-				s.Priority = int32(p.integer(fpath, v, math.MinInt32, math.MaxInt32))
+				s.Priority = int32(p.Integer(fpath, v, math.MinInt32, math.MaxInt32))
 			}
 		})
 		if !hasType {
-			p.fail(ipath+".type", item, "is required")
+			p.Fail(ipath+".type", item, "is required")
 		}
 	}
 	return out
@@ -314,7 +310,7 @@ func (p *parser) slots(path string, n *yaml.Node, classes map[int]*yaml.Node) []
 
 // path reads a file path, expanding a leading ~ to the home directory.
 func (p *parser) path(fpath string, n *yaml.Node) string {
-	s := p.str(fpath, n)
+	s := p.Str(fpath, n)
 	if s != "~" && !strings.HasPrefix(s, "~/") {
 		return s
 	}
@@ -322,54 +318,15 @@ func (p *parser) path(fpath string, n *yaml.Node) string {
 		p.home, p.homeErr = os.UserHomeDir()
 	}
 	if p.homeErr != nil {
-		p.fail(fpath, n, "cannot expand ~: %v; write the absolute path", p.homeErr)
+		p.Fail(fpath, n, "cannot expand ~: %v; write the absolute path", p.homeErr)
 		return ""
 	}
 	return filepath.Join(p.home, strings.TrimPrefix(s, "~"))
 }
 
-// fields walks mapping n with yamlnode.Fields, reporting through p.fail.
+// fields walks mapping n with yamlnode.Fields, reporting through p.Fail.
 func (p *parser) fields(path string, n *yaml.Node, allowed []string, fn func(key, path string, k, v *yaml.Node)) {
-	yamlnode.Fields(path, n, allowed, p.fail, fn)
-}
-
-func (p *parser) expectMapping(path string, n *yaml.Node) bool {
-	if n.Kind == yaml.MappingNode {
-		return true
-	}
-	p.fail(path, n, "must be a mapping, got %s", yamlnode.Describe(n))
-	return false
-}
-
-// str reads a string field. Any scalar is taken as written (project: 1234
-// is a fine project number); null means unset.
-func (p *parser) str(path string, n *yaml.Node) string {
-	if yamlnode.IsNull(n) {
-		return ""
-	}
-	if n.Kind != yaml.ScalarNode {
-		p.fail(path, n, "must be a string, got %s", yamlnode.Describe(n))
-		return ""
-	}
-	return n.Value
-}
-
-// integer reads a YAML integer. Quoted numbers are rejected, as in
-// manifests: strictness is what catches max_queue_depth: "five".
-func (p *parser) integer(path string, n *yaml.Node, lo, hi int64) int64 {
-	if yamlnode.IsNull(n) {
-		return 0
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		p.fail(path, n, "must be an integer, got %s", yamlnode.Describe(n))
-		return 0
-	}
-	var v int64
-	if err := n.Decode(&v); err != nil || v < lo || v > hi {
-		p.fail(path, n, "must be an integer between %d and %d, got %s", lo, hi, n.Value)
-		return 0
-	}
-	return v
+	yamlnode.Fields(path, n, allowed, p.Fail, fn)
 }
 
 // labels reads a mapping of strings. Values YAML reads as numbers or
@@ -378,7 +335,7 @@ func (p *parser) labels(path string, n *yaml.Node) map[string]string {
 	if yamlnode.IsNull(n) {
 		return nil
 	}
-	if !p.expectMapping(path, n) {
+	if !p.ExpectMapping(path, n) {
 		return nil
 	}
 	out := map[string]string{}
@@ -390,7 +347,7 @@ func (p *parser) labels(path string, n *yaml.Node) map[string]string {
 		case v.Kind == yaml.ScalarNode:
 			out[key] = v.Value
 		default:
-			p.fail(kpath, v, "must be a string, got %s", yamlnode.Describe(v))
+			p.Fail(kpath, v, "must be a string, got %s", yamlnode.Describe(v))
 		}
 	})
 	return out

@@ -30,7 +30,7 @@ func Parse(data []byte) (*falconv1.Experiment, error) {
 	}
 	d := &decoder{}
 	exp := d.experiment(root)
-	if err := d.errs.Err(); err != nil {
+	if err := d.Errs.Err(); err != nil {
 		return nil, err
 	}
 	return exp, nil
@@ -55,7 +55,7 @@ func ParseTasks(data []byte) (map[string]*falconv1.TaskSpec, error) {
 	}
 	d := &decoder{}
 	roles := d.roles("role_to_task_spec", root, 0, false)
-	if err := d.errs.Err(); err != nil {
+	if err := d.Errs.Err(); err != nil {
 		return nil, err
 	}
 	return roles, nil
@@ -87,16 +87,12 @@ func parseDocument(data []byte, what string) (*yaml.Node, error) {
 // decoder walks a YAML tree, collecting every error instead of stopping at
 // the first, so one run of the CLI reports all of a manifest's problems.
 type decoder struct {
-	errs errdefs.FieldErrors
-}
-
-func (d *decoder) fail(path string, n *yaml.Node, format string, args ...any) {
-	d.errs.Add(path, "%s (line %d)", fmt.Sprintf(format, args...), n.Line)
+	yamlnode.Reader
 }
 
 func (d *decoder) experiment(n *yaml.Node) *falconv1.Experiment {
 	exp := &falconv1.Experiment{}
-	if !d.expectMapping("manifest", n) {
+	if !d.ExpectMapping("manifest", n) {
 		return exp
 	}
 	var (
@@ -107,11 +103,11 @@ func (d *decoder) experiment(n *yaml.Node) *falconv1.Experiment {
 	d.fields("", n, experimentFields, func(key string, path string, v *yaml.Node) {
 		switch key {
 		case "name":
-			exp.Name = d.str(path, v)
+			exp.Name = d.Str(path, v)
 		case "exp_type":
-			exp.ExpType = d.str(path, v)
+			exp.ExpType = d.Str(path, v)
 		case "cluster_name":
-			exp.ClusterName = d.str(path, v)
+			exp.ClusterName = d.Str(path, v)
 		case "priority":
 			exp.Priority = d.int32(path, v)
 		case "tags":
@@ -138,7 +134,7 @@ func (d *decoder) roles(path string, n *yaml.Node, defaultTimeout int32, allowNu
 	if allowNull && yamlnode.IsNull(n) {
 		return nil
 	}
-	if !d.expectMapping(path, n) {
+	if !d.ExpectMapping(path, n) {
 		return nil
 	}
 	roles := map[string]*falconv1.TaskSpec{}
@@ -150,31 +146,31 @@ func (d *decoder) roles(path string, n *yaml.Node, defaultTimeout int32, allowNu
 
 func (d *decoder) taskSpec(path string, n *yaml.Node, defaultTimeout int32) *falconv1.TaskSpec {
 	spec := &falconv1.TaskSpec{}
-	if !d.expectMapping(path, n) {
+	if !d.ExpectMapping(path, n) {
 		return spec
 	}
 	hasTimeout := false
 	d.fields(path, n, taskSpecFields, func(key string, fpath string, v *yaml.Node) {
 		switch key {
 		case "command":
-			spec.Command = d.str(fpath, v)
+			spec.Command = d.Str(fpath, v)
 		case "replica":
 			spec.Replica = d.int32(fpath, v)
 		case "image":
-			spec.Image = d.str(fpath, v)
+			spec.Image = d.Str(fpath, v)
 		case "device_count":
 			spec.DeviceCount = d.int32(fpath, v)
 		case "device_type":
-			spec.DeviceType = d.str(fpath, v)
+			spec.DeviceType = d.Str(fpath, v)
 		case "device_topo":
-			spec.DeviceTopo = d.str(fpath, v)
+			spec.DeviceTopo = d.Str(fpath, v)
 		case "envs":
 			spec.Envs = d.envs(fpath, v)
 		case "timeout_seconds":
 			spec.TimeoutSeconds = d.int32(fpath, v)
 			hasTimeout = true
 		case "supply_mode":
-			spec.SupplyMode = d.str(fpath, v)
+			spec.SupplyMode = d.Str(fpath, v)
 		}
 	})
 	if !hasTimeout {
@@ -183,56 +179,13 @@ func (d *decoder) taskSpec(path string, n *yaml.Node, defaultTimeout int32) *fal
 	return spec
 }
 
-// fields walks mapping n with yamlnode.Fields, reporting through d.fail.
+// fields walks mapping n with yamlnode.Fields, reporting through d.Fail.
 func (d *decoder) fields(path string, n *yaml.Node, allowed []string, fn func(key, path string, v *yaml.Node)) {
-	yamlnode.Fields(path, n, allowed, d.fail, func(key, kpath string, _, v *yaml.Node) { fn(key, kpath, v) })
-}
-
-func (d *decoder) expectMapping(path string, n *yaml.Node) bool {
-	if n.Kind == yaml.MappingNode {
-		return true
-	}
-	d.fail(path, n, "must be a mapping, got %s", yamlnode.Describe(n))
-	return false
-}
-
-// str reads a string field. Any scalar is taken as written (device_topo:
-// 2x2x1 and name: 2024 are both fine); null means unset.
-func (d *decoder) str(path string, n *yaml.Node) string {
-	if yamlnode.IsNull(n) {
-		return ""
-	}
-	if n.Kind != yaml.ScalarNode {
-		d.fail(path, n, "must be a string, got %s", yamlnode.Describe(n))
-		return ""
-	}
-	return n.Value
+	yamlnode.Fields(path, n, allowed, d.Fail, func(key, kpath string, _, v *yaml.Node) { fn(key, kpath, v) })
 }
 
 func (d *decoder) int32(path string, n *yaml.Node) int32 {
-	return int32(d.integer(path, n, math.MinInt32, math.MaxInt32))
-}
-
-// integer reads a YAML integer. Quoted numbers are rejected: strictness here
-// is what catches `replica: "two"`, and "2" is no different to a parser.
-func (d *decoder) integer(path string, n *yaml.Node, lo, hi int64) int64 {
-	if yamlnode.IsNull(n) {
-		return 0
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		d.fail(path, n, "must be an integer, got %s", yamlnode.Describe(n))
-		return 0
-	}
-	var v int64
-	if err := n.Decode(&v); err != nil {
-		d.fail(path, n, "must be an integer between %d and %d, got %s", lo, hi, n.Value)
-		return 0
-	}
-	if v < lo || v > hi {
-		d.fail(path, n, "must be an integer between %d and %d, got %s", lo, hi, n.Value)
-		return 0
-	}
-	return v
+	return int32(d.Integer(path, n, math.MinInt32, math.MaxInt32))
 }
 
 func (d *decoder) strList(path string, n *yaml.Node) []string {
@@ -240,7 +193,7 @@ func (d *decoder) strList(path string, n *yaml.Node) []string {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.fail(path, n, "must be a list of strings, got %s", yamlnode.Describe(n))
+		d.Fail(path, n, "must be a list of strings, got %s", yamlnode.Describe(n))
 		return nil
 	}
 	out := make([]string, 0, len(n.Content))
@@ -248,7 +201,7 @@ func (d *decoder) strList(path string, n *yaml.Node) []string {
 		item = yamlnode.Resolve(item)
 		ipath := fmt.Sprintf("%s[%d]", path, i)
 		if item.Kind != yaml.ScalarNode || yamlnode.IsNull(item) {
-			d.fail(ipath, item, "must be a string, got %s", yamlnode.Describe(item))
+			d.Fail(ipath, item, "must be a string, got %s", yamlnode.Describe(item))
 			continue
 		}
 		out = append(out, item.Value)
@@ -263,7 +216,7 @@ func (d *decoder) envs(path string, n *yaml.Node) map[string]string {
 	if yamlnode.IsNull(n) {
 		return nil
 	}
-	if !d.expectMapping(path, n) {
+	if !d.ExpectMapping(path, n) {
 		return nil
 	}
 	out := map[string]string{}
@@ -274,7 +227,7 @@ func (d *decoder) envs(path string, n *yaml.Node) map[string]string {
 		case v.Kind == yaml.ScalarNode:
 			out[key] = v.Value
 		default:
-			d.fail(kpath, v, "must be a string, number or boolean, got %s", yamlnode.Describe(v))
+			d.Fail(kpath, v, "must be a string, number or boolean, got %s", yamlnode.Describe(v))
 		}
 	})
 	return out
@@ -295,7 +248,7 @@ func (d *decoder) config(path string, n *yaml.Node) string {
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(n); err != nil {
-		d.fail(path, n, "cannot be re-serialised as YAML: %v", err)
+		d.Fail(path, n, "cannot be re-serialised as YAML: %v", err)
 		return ""
 	}
 	_ = enc.Close()

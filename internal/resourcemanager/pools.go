@@ -175,33 +175,24 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			// Created for this job by a controller that died before
 			// recording it: record it, no call to GKE needed.
 			msg := fmt.Sprintf("node pool %s (%s) was created for this job before a controller restart; waiting for it", p.Name, p.SupplyMode)
-			if !m.updatePool(ctx, j, lifecycle.ReasonProvisioning, msg, p.Name) {
-				return false
-			}
-			pc.owner[p.Name] = j.GetId()
-			m.schedulePoll(c, j.GetId(), true)
+			m.assign(ctx, c, pc, j, p.Name, lifecycle.ReasonProvisioning, msg)
 			return false
 		}
 		if p, ok := m.takeIdle(pc, j); ok {
-			pc.owner[p.Name] = j.GetId()
 			if p.State == PoolProvisioning {
 				// Still being created for a job that ended (an abort while
 				// provisioning): sooner ready than a pool created now.
 				msg := fmt.Sprintf("taking over node pool %s (%s %s), still being created", p.Name, p.AcceleratorType, p.Topology)
-				if !m.updatePool(ctx, j, lifecycle.ReasonProvisioning, msg, p.Name) {
-					return false
+				if m.assign(ctx, c, pc, j, p.Name, lifecycle.ReasonProvisioning, msg) {
+					m.reused(pc, j, p.Name, "node pool taken over while provisioning")
 				}
-				m.log.Info("node pool taken over while provisioning", "job", j.GetId(), "pool", p.Name, "cluster", pc.cl.GetName())
-				m.metrics.PoolReuses.WithLabelValues(pc.cl.GetName()).Inc()
-				m.schedulePoll(c, j.GetId(), true)
 				return false
 			}
 			msg := fmt.Sprintf("reusing idle node pool %s (%s %s); submitting to cluster %s", p.Name, p.AcceleratorType, p.Topology, pc.cl.GetName())
-			if !m.updatePool(ctx, j, lifecycle.ReasonDispatching, msg, p.Name) {
+			if !m.assign(ctx, c, pc, j, p.Name, lifecycle.ReasonDispatching, msg) {
 				return false
 			}
-			m.log.Info("node pool reused", "job", j.GetId(), "pool", p.Name, "cluster", pc.cl.GetName())
-			m.metrics.PoolReuses.WithLabelValues(pc.cl.GetName()).Inc()
+			m.reused(pc, j, p.Name, "node pool reused")
 			return true
 		}
 		prov, err := pc.b.ProvisionPool(ctx, pc.cl, j)
@@ -209,29 +200,21 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			return false
 		}
 		delete(m.poolLists, pc.cl.GetName()) // list again: a pool was added
-		if !m.updatePool(ctx, j, prov.Reason, prov.Message, prov.Pool) {
-			return false
+		if m.assign(ctx, c, pc, j, prov.Pool, prov.Reason, prov.Message) {
+			m.log.Info("node pool provisioning", "job", j.GetId(), "pool", prov.Pool, "cluster", pc.cl.GetName(), "reason", prov.Reason)
+			m.metrics.PoolCreates.WithLabelValues(pc.cl.GetName(), string(prov.Reason)).Inc()
 		}
-		pc.owner[prov.Pool] = j.GetId()
-		m.log.Info("node pool provisioning", "job", j.GetId(), "pool", prov.Pool, "cluster", pc.cl.GetName(), "reason", prov.Reason)
-		m.metrics.PoolCreates.WithLabelValues(pc.cl.GetName(), string(prov.Reason)).Inc()
-		m.schedulePoll(c, j.GetId(), true)
 		return false
 	case lifecycle.Reason(j.GetReason()) == lifecycle.ReasonProvisioning || lifecycle.Reason(j.GetReason()) == lifecycle.ReasonProvisioningFallback:
 		// A pool of the job's shape that fell idle meanwhile is ready now;
 		// the one being created is not. Switch: the abandoned pool is then
 		// taken over by the next job of its shape, or released.
 		if p, ok := m.takeIdle(pc, j); ok && p.State == PoolReady {
-			old := j.GetNodePool()
-			msg := fmt.Sprintf("reusing idle node pool %s (%s %s) instead of waiting for %s; submitting to cluster %s", p.Name, p.AcceleratorType, p.Topology, old, pc.cl.GetName())
-			if !m.updatePool(ctx, j, lifecycle.ReasonDispatching, msg, p.Name) {
+			msg := fmt.Sprintf("reusing idle node pool %s (%s %s) instead of waiting for %s; submitting to cluster %s", p.Name, p.AcceleratorType, p.Topology, j.GetNodePool(), pc.cl.GetName())
+			if !m.assign(ctx, c, pc, j, p.Name, lifecycle.ReasonDispatching, msg) {
 				return false
 			}
-			delete(m.polls, j.GetId())
-			delete(pc.owner, old)
-			pc.owner[p.Name] = j.GetId()
-			m.log.Info("node pool reused while provisioning", "job", j.GetId(), "pool", p.Name, "abandoned", old, "cluster", pc.cl.GetName())
-			m.metrics.PoolReuses.WithLabelValues(pc.cl.GetName()).Inc()
+			m.reused(pc, j, p.Name, "node pool reused while provisioning")
 			return true
 		}
 		if st, ok := m.polls[j.GetId()]; ok && m.now().Before(st.next) {
@@ -246,11 +229,36 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			m.schedulePoll(c, j.GetId(), false)
 			return false
 		}
-		delete(m.polls, j.GetId())
 		msg := fmt.Sprintf("node pool %s is running; submitting to cluster %s", j.GetNodePool(), pc.cl.GetName())
-		return m.updatePool(ctx, j, lifecycle.ReasonDispatching, msg, "")
+		return m.assign(ctx, c, pc, j, j.GetNodePool(), lifecycle.ReasonDispatching, msg)
 	}
 	return true // Dispatching with its pool: submit or observe
+}
+
+// assign records pool on j with reason and msg and makes it j's for the rest
+// of the cycle (releasing any pool j held before). A job provisioning is
+// looked at again from the first poll interval; one dispatching is not.
+func (m *Manager) assign(ctx context.Context, c *cycle, pc *poolCluster, j *falconv1.Job, pool string, reason lifecycle.Reason, msg string) bool {
+	old := j.GetNodePool()
+	if !m.updatePool(ctx, j, reason, msg, pool) {
+		return false
+	}
+	if old != "" && old != pool {
+		delete(pc.owner, old)
+	}
+	pc.owner[pool] = j.GetId()
+	if reason == lifecycle.ReasonDispatching {
+		delete(m.polls, j.GetId())
+	} else {
+		m.schedulePoll(c, j.GetId(), true)
+	}
+	return true
+}
+
+// reused logs and counts a job given a pool that was not created for it.
+func (m *Manager) reused(pc *poolCluster, j *falconv1.Job, pool, what string) {
+	m.log.Info(what, "job", j.GetId(), "pool", pool, "cluster", pc.cl.GetName())
+	m.metrics.PoolReuses.WithLabelValues(pc.cl.GetName()).Inc()
 }
 
 // createdFor finds the pool created for j, if it still exists and can
@@ -285,12 +293,18 @@ func (m *Manager) takeIdle(pc *poolCluster, j *falconv1.Job) (Pool, bool) {
 		if ra, rb := cands[a].State == PoolReady, cands[b].State == PoolReady; ra != rb {
 			return ra
 		}
-		if !cands[a].CreatedAt.Equal(cands[b].CreatedAt) {
-			return cands[a].CreatedAt.Before(cands[b].CreatedAt)
-		}
-		return cands[a].Name < cands[b].Name
+		return older(cands[a], cands[b])
 	})
 	return cands[0], true
+}
+
+// older orders pools oldest first, by name among equals, so every choice
+// among pools is deterministic.
+func older(a, b Pool) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.Name < b.Name
 }
 
 // topologyOrEmpty is the job's topology as pools are labelled with it.
@@ -368,12 +382,7 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 		for _, p := range pc.pools {
 			pools = append(pools, p)
 		}
-		sort.Slice(pools, func(a, b int) bool {
-			if !pools[a].CreatedAt.Equal(pools[b].CreatedAt) {
-				return pools[a].CreatedAt.Before(pools[b].CreatedAt)
-			}
-			return pools[a].Name < pools[b].Name
-		})
+		sort.Slice(pools, func(a, b int) bool { return older(pools[a], pools[b]) })
 		want := map[queue.Pool]int{}
 		for k, n := range demand[name] {
 			want[k] = n

@@ -142,8 +142,6 @@ type ControllerConfig struct {
 	GKE              GKEConfig
 	// MetricsAddr serves /metrics, /healthz and /readyz; empty: not served.
 	MetricsAddr string
-	// MetricsReady, if set, is told the metrics address once it listens.
-	MetricsReady func(addr string)
 }
 
 // Controller runs the expController and the resource manager against an API
@@ -214,9 +212,6 @@ func Controller(ctx context.Context, cfg ControllerConfig) error {
 			defer cancel()
 			return hs.Shutdown(sctx)
 		})
-		if cfg.MetricsReady != nil {
-			cfg.MetricsReady(ln.Addr().String())
-		}
 	}
 	g.Go(func() error { return mgr.Run(gctx) })
 	g.Go(func() error { return ec.Run(gctx) })

@@ -255,12 +255,7 @@ func (m *Manager) chooseMode(ctx context.Context, req Request) (SupplyMode, life
 	if err != nil {
 		return "", "", "", nil, failed(name, err.Error(), err)
 	}
-	var res *compute.Reservation
-	err = m.retry(ctx, func() error {
-		var err error
-		res, err = m.compute.Reservations.Get(ref.project, ref.zone, ref.name).Context(ctx).Do()
-		return err
-	})
+	res, err := m.readReservation(ctx, ref)
 	var free int64
 	short := ""
 	switch {
@@ -437,6 +432,17 @@ func (m *Manager) retry(ctx context.Context, call func() error) error {
 	return err
 }
 
+// readReservation gets a reservation, riding out transient errors.
+func (m *Manager) readReservation(ctx context.Context, ref *reservationRef) (*compute.Reservation, error) {
+	var res *compute.Reservation
+	err := m.retry(ctx, func() error {
+		var err error
+		res, err = m.compute.Reservations.Get(ref.project, ref.zone, ref.name).Context(ctx).Do()
+		return err
+	})
+	return res, err
+}
+
 // ReservationCapacity reads the cluster's default reservation: its path,
 // how many nodes it holds and how many are in use.
 func (m *Manager) ReservationCapacity(ctx context.Context, c Cluster) (path string, count, inUse int64, err error) {
@@ -444,12 +450,7 @@ func (m *Manager) ReservationCapacity(ctx context.Context, c Cluster) (path stri
 	if err != nil {
 		return c.DefaultReservation, 0, 0, err
 	}
-	var res *compute.Reservation
-	err = m.retry(ctx, func() error {
-		var err error
-		res, err = m.compute.Reservations.Get(ref.project, ref.zone, ref.name).Context(ctx).Do()
-		return err
-	})
+	res, err := m.readReservation(ctx, ref)
 	if err != nil {
 		return ref.path, 0, 0, fmt.Errorf("read reservation %s: %s", ref.path, apiMessage(err))
 	}
