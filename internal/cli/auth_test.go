@@ -191,6 +191,10 @@ func TestServerAuthFlags(t *testing.T) {
 		{"auth none on a public address", append([]string{"server", "--auth", "none", "--controller-token-file", secretFile}, db...), `--http-addr: ":8080" is not loopback`},
 		{"dev on a public address", []string{"dev", "--data-dir", t.TempDir(), "--http-addr", "0.0.0.0:7070"}, `--http-addr: "0.0.0.0:7070" is not loopback: falcon dev has no authentication`},
 		{"controller needs a controller token", []string{"controller", "--api-grpc", "127.0.0.1:1"}, "--controller-token-file: is required"},
+		{"node pool timeout must be positive", []string{"controller", "--controller-token-file", secretFile, "--node-pool-timeout", "0s"}, "--node-pool-timeout: must be a positive duration"},
+		{"orphan grace must not be negative", []string{"dev", "--data-dir", t.TempDir(), "--orphan-grace", "-1m"}, "--orphan-grace: must not be negative, got -1m0s"},
+		{"every bad pool flag is named", []string{"controller", "--controller-token-file", secretFile, "--reservation-scale-down", "-1s", "--flex-start-scale-down", "0s"},
+			"--reservation-scale-down: must be a positive duration such as 10m, got -1s; --flex-start-scale-down"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

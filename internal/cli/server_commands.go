@@ -69,7 +69,9 @@ listens on loopback only and attributes work to the local user.`,
 				return err
 			}
 			cfg.Log = log
-			cfg.GKE = pools.config()
+			if cfg.GKE, err = pools.config(); err != nil {
+				return err
+			}
 			cfg.Ready = func(httpAddr, grpcAddr string) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Falcon dev is running.\n  HTTP: http://%s  (OpenAPI at /openapi.json)\n  gRPC: %s\n  data: %s\nTry:  falcon exp create -f examples/hello.yaml && falcon exp list\n",
 					httpAddr, grpcAddr, cfg.DataDir)
@@ -207,7 +209,9 @@ func newControllerCmd() *cobra.Command {
 			if cfg.ControllerSecret, err = controllerSecret(secretFile); err != nil {
 				return err
 			}
-			cfg.GKE = pools.config()
+			if cfg.GKE, err = pools.config(); err != nil {
+				return err
+			}
 			ctx, cancel := signalContext()
 			defer cancel()
 			return stack.Controller(ctx, cfg)
@@ -237,13 +241,32 @@ func (p *poolFlags) flags(f *pflag.FlagSet) {
 	f.DurationVar(&p.grace, "orphan-grace", 10*time.Minute, "a falcon-* node pool no job owns is left alone while younger than this and still provisioning")
 }
 
-func (p *poolFlags) config() stack.GKEConfig {
+func (p *poolFlags) config() (stack.GKEConfig, error) {
+	var errs errdefs.FieldErrors
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"--reservation-scale-down", p.reservationScaleDown},
+		{"--flex-start-scale-down", p.flexScaleDown},
+		{"--node-pool-timeout", p.provisionTimeout},
+	} {
+		if f.d <= 0 {
+			errs.Add(f.name, "must be a positive duration such as 10m, got %s", f.d)
+		}
+	}
+	if p.grace < 0 {
+		errs.Add("--orphan-grace", "must not be negative, got %s", p.grace)
+	}
+	if err := errs.Err(); err != nil {
+		return stack.GKEConfig{}, err
+	}
 	t := resourcemanager.DefaultPoolTiming
 	t.Grace = p.grace
 	return stack.GKEConfig{
 		PoolOptions: []gke.Option{gke.WithScaleDownUnneeded(p.reservationScaleDown, p.flexScaleDown), gke.WithProvisionTimeout(p.provisionTimeout)},
 		PoolTiming:  &t,
-	}
+	}, nil
 }
 
 func newMigrateCmd() *cobra.Command {

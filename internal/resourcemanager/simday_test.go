@@ -546,9 +546,6 @@ func simTable(trace []simTraceJob, rs ...*simResult) string {
 // policies: reuse must create strictly fewer pools without making jobs
 // wait longer on average, and every job must succeed.
 func TestSimulatedDayReuse(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation")
-	}
 	trace := simTrace(120, 6*time.Hour, simSeed)
 	reuse := runSimDay(t, trace, true)
 	naive := runSimDay(t, trace, false)

@@ -1,6 +1,12 @@
 package stack
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
 
 func TestCheckLoopback(t *testing.T) {
 	tests := []struct {
@@ -40,4 +46,51 @@ func TestLockDirIsExclusive(t *testing.T) {
 		t.Fatalf("lock after unlock: %v", err)
 	}
 	again()
+}
+
+// TestDevServesProfilerOnlyWhenAsked runs falcon dev in-process twice: the
+// profiler is mounted with Pprof and absent without it, while /metrics and
+// /readyz are always there.
+func TestDevServesProfilerOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprint("pprof=", on), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			addr := make(chan string, 1)
+			done := make(chan error, 1)
+			go func() {
+				done <- Dev(ctx, DevConfig{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", Pprof: on,
+					Interval: 100 * time.Millisecond, Ready: func(h, _ string) { addr <- h }})
+			}()
+			t.Cleanup(func() { cancel(); <-done })
+			var base string
+			select {
+			case base = <-addr:
+			case err := <-done:
+				t.Fatal(err)
+			}
+			get := func(path string) int {
+				resp, err := http.Get("http://" + base + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			wantProf := http.StatusNotFound
+			if on {
+				wantProf = http.StatusOK
+			}
+			if code := get("/debug/pprof/"); code != wantProf {
+				t.Errorf("/debug/pprof/: %d, want %d", code, wantProf)
+			}
+			if code := get("/metrics"); code != http.StatusOK {
+				t.Errorf("/metrics: %d", code)
+			}
+			for deadline := time.Now().Add(10 * time.Second); get("/readyz") != http.StatusOK; time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("/readyz never became ready")
+				}
+			}
+		})
+	}
 }

@@ -271,6 +271,10 @@ func TestReservationPathRunsOnThePoolAndDeletesIt(t *testing.T) {
 	}
 	f.waitJob(id, "succeeded", status("Succeeded"))
 	f.waitPoolGone(pool)
+	// Its Kubernetes Job was deleted before the pool went.
+	if n := f.kubeJobs(id); n != 0 {
+		t.Errorf("%d Kubernetes Jobs left after the job succeeded on a pooled cluster", n)
+	}
 	if c, d := f.fake.Creates(pool), f.fake.Deletes(pool); c != 1 || d < 1 {
 		t.Errorf("pool %s: %d creates, %d deletes", pool, c, d)
 	}

@@ -11,6 +11,7 @@ import (
 	compute "google.golang.org/api/compute/v1"
 	container "google.golang.org/api/container/v1"
 
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/provider/gke"
@@ -503,5 +504,27 @@ func TestEnsureCreatesTheV7xWorkloadPolicyOnce(t *testing.T) {
 	}
 	if _, ok := e.fake.ResourcePolicy(project, "us-east5", "falcon-v7x-2x2x1"); ok {
 		t.Error("a workload policy was created for a single-host slice")
+	}
+}
+
+func TestNeedsPool(t *testing.T) {
+	b := gke.NewBackend(nil, nil)
+	defer b.Close()
+	tests := []struct {
+		deviceType string
+		want       bool
+	}{
+		{"v5p", true},
+		{"tpu7x", true},
+		{"nvidia-h100-80gb", true},
+		{"cpu", false},
+		{"", false},       // no accelerator named: CPU
+		{"mystery", true}, // unknown: provisioning fails it with a clear message
+	}
+	for _, tt := range tests {
+		j := &falconv1.Job{TaskSpec: &falconv1.TaskSpec{DeviceType: tt.deviceType}}
+		if got := b.NeedsPool(j); got != tt.want {
+			t.Errorf("NeedsPool(%q) = %v, want %v", tt.deviceType, got, tt.want)
+		}
 	}
 }
