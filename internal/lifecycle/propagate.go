@@ -48,7 +48,7 @@ func (p Plan) Empty() bool { return len(p.AbortJobs) == 0 && p.Artifact == nil &
 //  2. An Aborting experiment becomes Aborted once every job is terminal; its
 //     artifact is Failed with Reason Aborted (files written so far are kept).
 //  3. If any role failed (or was aborted on its own), every other
-//     non-terminal role is aborted with Reason SiblingFailed: a multi-role
+//     non-terminal role is aborted (no Reason, a SiblingStopMessage): a multi-role
 //     experiment is one unit, and a slice must not stay held for an
 //     experiment that can no longer succeed. Once every job is terminal the
 //     artifact and the experiment are Failed, carrying the failed job's Reason
@@ -111,8 +111,7 @@ func Propagate(exp Entity, jobs []Entity, art *Entity) Plan {
 			if j.Status == Pending || j.Status == Running {
 				p.AbortJobs = append(p.AbortJobs, Update{
 					ID: j.ID, From: j.Status, To: Aborting,
-					Reason:  string(ReasonSiblingFailed),
-					Message: fmt.Sprintf("stopping: role %s failed", culprit.Role),
+					Message: SiblingStopMessage(culprit.Role),
 				})
 			}
 		}
@@ -177,7 +176,7 @@ func firstFailure(jobs []Entity) (Entity, bool) {
 		}
 	}
 	for _, j := range jobs {
-		if (j.Status == Aborted || j.Status == Aborting) && j.Reason != string(ReasonSiblingFailed) {
+		if (j.Status == Aborted || j.Status == Aborting) && !IsSiblingStop(j.Message) {
 			return j, true
 		}
 	}

@@ -65,8 +65,8 @@ func TestPropagate(t *testing.T) {
 			art: art,
 			want: Plan{
 				AbortJobs: []Update{
-					{ID: "job-2", From: Running, To: Aborting, Reason: "SiblingFailed", Message: "stopping: role a failed"},
-					{ID: "job-3", From: Pending, To: Aborting, Reason: "SiblingFailed", Message: "stopping: role a failed"},
+					{ID: "job-2", From: Running, To: Aborting, Message: "stopped because role a failed"},
+					{ID: "job-3", From: Pending, To: Aborting, Message: "stopped because role a failed"},
 				},
 				Exp: []Update{{ID: "exp-1", From: Running, To: Running, Message: "role a failed; stopping the other roles"}},
 			},
@@ -76,12 +76,27 @@ func TestPropagate(t *testing.T) {
 			exp:  Entity{ID: "exp-1", Status: Running, Message: "role a failed; stopping the other roles"},
 			jobs: []Entity{
 				job("job-1", "a", Failed, "Timeout", "timed out after 5s"),
-				job("job-2", "b", Aborted, "SiblingFailed", "stopping: role a failed"),
+				job("job-2", "b", Aborted, "", "stopped because role a failed"),
 			},
 			art: art,
 			want: Plan{
 				Artifact: &Update{ID: "art-1", From: Created, To: Failed, Reason: "Timeout", Message: "role a: timed out after 5s"},
 				Exp:      []Update{{ID: "exp-1", From: Running, To: Failed, Reason: "Timeout", Message: "role a: timed out after 5s"}},
+			},
+		},
+		{
+			// Role b was aborted on its own; role a, sorting first, was only
+			// stopped because of it and must not be blamed.
+			name: "role aborted on its own: experiment fails naming that role",
+			exp:  Entity{ID: "exp-1", Status: Running},
+			jobs: []Entity{
+				job("job-1", "a", Aborted, "", "stopped because role b failed"),
+				job("job-2", "b", Aborted, "", "aborted"),
+			},
+			art: art,
+			want: Plan{
+				Artifact: &Update{ID: "art-1", From: Created, To: Failed, Reason: "RoleFailed", Message: "role b was aborted"},
+				Exp:      []Update{{ID: "exp-1", From: Running, To: Failed, Reason: "RoleFailed", Message: "role b was aborted"}},
 			},
 		},
 		{

@@ -1,5 +1,7 @@
 package lifecycle
 
+import "strings"
+
 // Reason is a CamelCase, machine-readable cause attached to a status. It is
 // set only while Pending (what is happening now) and when Failed (why it
 // failed); other statuses leave it empty because the status says enough.
@@ -25,10 +27,8 @@ const (
 // Experiment and artifact reasons, used when a failure or abort is
 // propagated upwards from a job.
 const (
-	// ReasonRoleFailed marks an experiment that failed because one of its roles failed.
+	// ReasonRoleFailed marks an experiment that failed because one of its roles was aborted on its own.
 	ReasonRoleFailed Reason = "RoleFailed"
-	// ReasonSiblingFailed marks a job aborted because another role of its experiment failed.
-	ReasonSiblingFailed Reason = "SiblingFailed"
 	// ReasonAborted marks an artifact whose experiment was aborted.
 	ReasonAborted Reason = "Aborted"
 )
@@ -38,3 +38,16 @@ var (
 	PendingReasons = []Reason{ReasonWaiting, ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching}
 	FailedReasons  = []Reason{ReasonNodePoolTimeout, ReasonNodePoolFailed, ReasonJobSubmitFailed, ReasonJobFailed, ReasonTimeout}
 )
+
+// A job stopped because another role of its experiment failed is Aborting,
+// then Aborted, and like every abort carries no Reason (000 section 9); its
+// Message says which role sank the experiment, in this one format, so that
+// the experiment's own failure is not blamed on the stopped role.
+const siblingStopPrefix = "stopped because role "
+
+// SiblingStopMessage is the Message of a job stopped because role failed.
+func SiblingStopMessage(role string) string { return siblingStopPrefix + role + " failed" }
+
+// IsSiblingStop reports whether an aborted job's Message says it was stopped
+// for another role rather than aborted on its own.
+func IsSiblingStop(msg string) bool { return strings.HasPrefix(msg, siblingStopPrefix) }

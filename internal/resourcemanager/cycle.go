@@ -317,11 +317,9 @@ func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
 	if msg == "" {
 		msg = "aborted"
 	}
-	reason := ""
-	if j.GetReason() == string(lifecycle.ReasonSiblingFailed) {
-		reason = j.GetReason()
-	}
-	if m.update(ctx, j, lifecycle.Aborted, lifecycle.Reason(reason), msg, "") {
+	// Aborted carries no Reason (000 section 9); the Message keeps why,
+	// including a sibling stop's "stopped because role X failed".
+	if m.update(ctx, j, lifecycle.Aborted, "", msg, "") {
 		_ = m.sched.Remove(j.GetId())
 		m.log.Info("job aborted", "job", j.GetId(), "exp", j.GetExpId())
 	}

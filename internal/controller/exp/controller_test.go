@@ -44,11 +44,11 @@ func TestPropagatesThroughTheAPI(t *testing.T) {
 	if got.GetStatus() != "Running" {
 		t.Fatalf("exp %s while the sibling is being stopped, want Running", got.GetStatus())
 	}
-	if j := env.Job(t, b); j.GetStatus() != "Aborting" || j.GetReason() != "SiblingFailed" {
-		t.Fatalf("sibling %s/%s, want Aborting/SiblingFailed", j.GetStatus(), j.GetReason())
+	if j := env.Job(t, b); j.GetStatus() != "Aborting" || j.GetReason() != "" || j.GetMessage() != "stopped because role a failed" {
+		t.Fatalf("sibling %s/%q %q, want Aborting, no reason, a message naming role a", j.GetStatus(), j.GetReason(), j.GetMessage())
 	}
 
-	move(t, env, b, "Aborting", "Aborted", "SiblingFailed", "stopped")
+	move(t, env, b, "Aborting", "Aborted", "", "stopped because role a failed")
 	reconcile(t, c)
 	got = env.Exp(t, exp.GetId())
 	if got.GetStatus() != "Failed" || got.GetReason() != "JobFailed" || got.GetArtifact().GetStatus() != "Failed" || got.GetFinishedAt() == nil {
