@@ -43,7 +43,7 @@ generate:
 
 # Fails when generated code is stale, code is unformatted or vet complains.
 verify: generate
-	@git diff --exit-code -- api/ || (echo "generated code is stale: run make generate and commit" >&2; exit 1)
+	@test -z "$$(git status --porcelain -- api/)" || (git status --short -- api/; echo "generated code is stale: run make generate and commit" >&2; exit 1)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "run gofmt -w" >&2; exit 1)
 	$(GO) vet $(PKGS)
 

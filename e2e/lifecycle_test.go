@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/falconhq/falcon/internal/errdefs"
 )
 
 const twoRoleManifest = `
@@ -92,12 +94,12 @@ func TestFailingCommandFailsWithExitCode(t *testing.T) {
 	exp := d.create("name: fails\nrole_to_task_spec:\n  main:\n    command: echo about to fail; exit 3\n    replica: 1\n")
 	id := exp["id"].(string)
 	r := d.run("", "exp", "wait", id, "--timeout", "60s")
-	if r.code == 0 {
-		t.Fatalf("wait on a failed experiment exited 0")
+	if r.code != errdefs.ExitNotSucceeded {
+		t.Fatalf("wait on a failed experiment exited %d, want %d", r.code, errdefs.ExitNotSucceeded)
 	}
 	exp = d.mustJSON("exp", "get", id)
 	job := jobsOf(exp)[0]
-	if exp["status"] != "Failed" || job["status"] != "Failed" || job["reason"] != "JobFailed" || !strings.Contains(job["message"].(string), "3") {
+	if exp["status"] != "Failed" || job["status"] != "Failed" || job["reason"] != "JobFailed" || !strings.Contains(job["message"].(string), "exited with code 3") {
 		t.Fatalf("exp %v / job %v: want Failed, JobFailed, message with exit code 3", exp["status"], job)
 	}
 	if exp["reason"] != "JobFailed" {

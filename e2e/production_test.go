@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,8 +24,17 @@ func TestServerAndControllerOnMariaDB(t *testing.T) {
 	// A fresh database of its own; skipped without MariaDB, failed under CI=true.
 	dsn := dbtest.MySQLDSN(t)
 
-	if out, err := exec.Command(falconBin, "migrate", "--db-driver", "mysql", "--db-dsn", dsn).CombinedOutput(); err != nil {
+	out, err := exec.Command(falconBin, "migrate", "--db-driver", "mysql", "--db-dsn", dsn, "-o", "json").Output()
+	if err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	// The schema reaches the newest embedded migration.
+	var migrated struct {
+		SchemaVersion int64 `json:"schema_version"`
+	}
+	newest, _ := fs.Glob(os.DirFS("../internal/store/sqlstore/migrations/mysql"), "*.sql")
+	if err := json.Unmarshal(out, &migrated); err != nil || len(newest) == 0 || migrated.SchemaVersion != int64(len(newest)) {
+		t.Fatalf("migrate -o json = %s (%v), want schema_version %d", out, err, len(newest))
 	}
 	dir := t.TempDir()
 	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)

@@ -92,7 +92,7 @@ Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 		authcmd.NewCmdAuth(f),
 		version.NewCmdVersion(f, nil),
 	)
-	addServerCommands(root)
+	addServerCommands(root, f)
 	markRunErrors(root)
 	return root
 }

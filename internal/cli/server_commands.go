@@ -13,9 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/output"
 	"github.com/falconhq/falcon/internal/provider/gke"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/stack"
@@ -24,8 +27,8 @@ import (
 // addServerCommands adds the commands that run Falcon's own processes
 // (dev, server, controller, migrate). They live apart from the client
 // commands because they pull in the server, store and controllers.
-func addServerCommands(root *cobra.Command) {
-	root.AddCommand(newDevCmd(), newServerCmd(), newControllerCmd(), newMigrateCmd())
+func addServerCommands(root *cobra.Command, f *factory.Factory) {
+	root.AddCommand(newDevCmd(), newServerCmd(), newControllerCmd(), newMigrateCmd(f))
 }
 
 func signalContext() (context.Context, context.CancelFunc) {
@@ -269,7 +272,7 @@ func (p *poolFlags) config() (stack.GKEConfig, error) {
 	}, nil
 }
 
-func newMigrateCmd() *cobra.Command {
+func newMigrateCmd(f *factory.Factory) *cobra.Command {
 	var driver, dsn string
 	cmd := &cobra.Command{
 		Use:   "migrate",
@@ -281,11 +284,15 @@ func newMigrateCmd() *cobra.Command {
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			if err := stack.Migrate(ctx, driver, dsn); err != nil {
+			v, err := stack.Migrate(ctx, driver, dsn)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "migrations applied")
-			return nil
+			res, err := structpb.NewStruct(map[string]any{"driver": driver, "schema_version": v})
+			if err != nil {
+				return err
+			}
+			return f.Printer().Print(res, output.Text("schema at version %d (%s)\n", v, driver))
 		},
 	}
 	dbFlags(cmd, &driver, &dsn)

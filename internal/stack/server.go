@@ -120,12 +120,13 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 }
 
 // Migrate applies the store's migrations.
-func Migrate(ctx context.Context, driver, dsn string) error {
+func Migrate(ctx context.Context, driver, dsn string) (version int64, err error) {
 	st, err := OpenStore(ctx, driver, dsn, true)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return st.Close()
+	defer func() { err = errors.Join(err, st.Close()) }()
+	return st.SchemaVersion(ctx)
 }
 
 // ControllerConfig configures `falcon controller`.

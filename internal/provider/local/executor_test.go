@@ -235,6 +235,7 @@ func TestStartRunsEveryRankWithItsEnvironment(t *testing.T) {
 		"FALCON_JOB_ID=base-must-not-win",
 	}))
 	s := newSpec(`echo "rank=$FALCON_RANK"
+echo "stderr of rank $FALCON_RANK" >&2
 env | grep -E '^(FALCON_|CUSTOM_CONFIG_KEY=|ARTIFACT_LOCAL_DIR=|TASK_VAR=|BASE_ONLY=)' | sort
 [ "$ARTIFACT_LOCAL_DIR" = "$FALCON_ARTIFACT_DIR" ] || exit 9
 echo "written by rank $FALCON_RANK" > "$FALCON_ARTIFACT_DIR/rank-$FALCON_RANK.txt"
@@ -260,6 +261,7 @@ pwd`, 2)
 	for rank := range 2 {
 		wantLog := strings.Join([]string{
 			fmt.Sprintf("rank=%d", rank),
+			fmt.Sprintf("stderr of rank %d", rank), // stderr shares the pod's log
 			"ARTIFACT_LOCAL_DIR=" + artDir,
 			"BASE_ONLY=from-base",
 			"CUSTOM_CONFIG_KEY=" + s.Config,

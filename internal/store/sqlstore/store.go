@@ -114,20 +114,10 @@ func (s *Store) Close() error {
 // It is safe to call on every start, and on MySQL from several replicas at
 // once: they take turns on a named lock.
 func (s *Store) Migrate(ctx context.Context) error {
-	fsys, err := fs.Sub(migrations, "migrations/"+s.d.name)
+	p, err := s.migrations()
 	if err != nil {
-		return fmt.Errorf("sqlstore: migrations: %w", err)
+		return err
 	}
-	p, err := goose.NewProvider(s.d.goose, s.wdb, fsys,
-		goose.WithSlog(s.log),
-		// Only our embedded files: a Go migration registered globally by
-		// some other package must never run against Falcon's schema.
-		goose.WithDisableGlobalRegistry(true),
-	)
-	if err != nil {
-		return fmt.Errorf("sqlstore: migrations: %w", err)
-	}
-	// No p.Close(): it would close s.wdb.
 	if s.d.isMySQL() {
 		unlock, err := s.lockMigrations(ctx)
 		if err != nil {
@@ -139,6 +129,38 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlstore: migrate: %w", err)
 	}
 	return nil
+}
+
+// SchemaVersion is the newest migration applied to the database, what
+// `falcon migrate` reports.
+func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
+	p, err := s.migrations()
+	if err != nil {
+		return 0, err
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: schema version: %w", err)
+	}
+	return v, nil
+}
+
+func (s *Store) migrations() (*goose.Provider, error) {
+	fsys, err := fs.Sub(migrations, "migrations/"+s.d.name)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: migrations: %w", err)
+	}
+	p, err := goose.NewProvider(s.d.goose, s.wdb, fsys,
+		goose.WithSlog(s.log),
+		// Only our embedded files: a Go migration registered globally by
+		// some other package must never run against Falcon's schema.
+		goose.WithDisableGlobalRegistry(true),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: migrations: %w", err)
+	}
+	// No p.Close(): it would close s.wdb.
+	return p, nil
 }
 
 // lockMigrations takes a MySQL user-level lock named after the database, so

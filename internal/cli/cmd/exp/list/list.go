@@ -41,7 +41,7 @@ func NewCmdList(f *factory.Factory, runF func(context.Context, *Options) error) 
 same). When more results exist, table output says which --page-token to pass;
 JSON output carries it as next_page_token.`,
 		Example: `  falcon exp list --limit 10 --cluster v7x-east -o json
-  falcon exp list --status failed --creator alice`,
+  falcon exp list --status failed --creator alice@example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Limit < 0 {
@@ -65,7 +65,7 @@ JSON output carries it as next_page_token.`,
 	fl.StringVar(&opts.Cluster, "cluster", "", "Only experiments on this cluster")
 	fl.StringVar(&opts.Status, "status", "", "Only experiments with this status (Created, Running, Succeeded, Failed, Aborting, Aborted)")
 	fl.StringVar(&opts.ExpType, "type", "", "Only experiments of this type")
-	fl.StringVar(&opts.Creator, "creator", "", "Only experiments created by this user")
+	fl.StringVar(&opts.Creator, "creator", "", "Only experiments created by this user (their email, as exp get shows it)")
 	fl.StringVar(&opts.PageToken, "page-token", "", "Continue from a previous page's next_page_token")
 	return cmd
 }
