@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+	"github.com/falconhq/falcon/internal/store/sqlstore"
 )
 
 // BenchmarkLocalLatency measures, on `falcon dev`, the time from the create
@@ -83,4 +89,69 @@ func pct(xs []float64, p int) float64 {
 	slices.Sort(s)
 	i := (len(s)*p + 99) / 100
 	return s[max(0, min(i-1, len(s)-1))]
+}
+
+// BenchmarkExpList100k measures what a user waits for when listing
+// experiments on `falcon dev` holding 100,000 of them: the HTTP call
+// (GET /v1/experiments, first page and filtered) and the whole `falcon exp
+// list -o json` command, process start included.
+func BenchmarkExpList100k(b *testing.B) {
+	const rows = 100_000
+	dir := b.TempDir()
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, "sqlite", sqlstore.SQLiteDSN(filepath.Join(dir, "falcon.db")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// Finished experiments only: the controllers have nothing to do.
+	statuses := []lifecycle.Status{lifecycle.Succeeded, lifecycle.Failed, lifecycle.Aborted}
+	t0 := time.Now().Add(-rows * time.Second).UTC()
+	err = sqlstore.SeedExps(ctx, st, rows, func(i int) *store.Experiment {
+		at := t0.Add(time.Duration(i) * time.Second)
+		return &store.Experiment{
+			ID: ids.New(ids.Experiment), Name: fmt.Sprintf("seeded-%06d", i), ExpType: "train",
+			ClusterName: "local", Config: `{"lr": 0.1}`, Status: statuses[i%len(statuses)],
+			RoleToTaskSpec: map[string]store.TaskSpec{"w": {Command: "python train.py", Replica: 1}},
+			Creator:        fmt.Sprintf("user-%d@example.com", i%100), CreatorID: fmt.Sprintf("u-%d", i%100),
+			CreatedAt: at, UpdatedAt: at, FinishedAt: &at,
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st.Close()
+	d := startDev(b, dir)
+	base := "http://" + d.http
+
+	for _, c := range []struct{ name, query string }{
+		{"http-first-page", "?page_size=50"},
+		{"http-status", "?page_size=50&status=Failed"},
+		{"http-creator", "?page_size=50&creator=user-42@example.com"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				resp, err := http.Get(base + "/v1/experiments" + c.query)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var page struct{ Items []json.RawMessage }
+				err = json.NewDecoder(resp.Body).Decode(&page)
+				resp.Body.Close()
+				if err != nil || len(page.Items) != 50 {
+					b.Fatalf("got %d items (%v), want 50", len(page.Items), err)
+				}
+			}
+		})
+	}
+	b.Run("cli-exp-list", func(b *testing.B) {
+		d := d.with(b)
+		for b.Loop() {
+			if r := d.run("", "exp", "list", "--limit", "50", "-o", "json"); r.code != 0 {
+				b.Fatalf("exp list: exit %d: %s", r.code, r.stderr)
+			}
+		}
+	})
 }
