@@ -19,9 +19,14 @@ type RM struct {
 	DispatchLatency *prometheus.HistogramVec
 	// Finished counts jobs that ended, by cluster, status and reason.
 	Finished *prometheus.CounterVec
-	// Queue depth and the acquiring slot, per (cluster, topology).
+	// Queue depth and the acquiring slot, per (cluster, queue). A queue is
+	// named by what its jobs compete for: a TPU slice topology (2x2x4), a
+	// GPU type and GPUs per host (nvidia-h100-80gb:8), or cpu.
 	QueueWaiting   *prometheus.GaugeVec
 	QueueAcquiring *prometheus.GaugeVec
+	// ClusterUnreachable is 1 while the cluster's backend fails to reach
+	// it, per cluster.
+	ClusterUnreachable *prometheus.GaugeVec
 	// Node pools by cluster and state, and what happened to them.
 	NodePools   *prometheus.GaugeVec
 	PoolCreates *prometheus.CounterVec // by cluster, reason (Provisioning, ProvisioningFallback)
@@ -53,11 +58,14 @@ func NewRM(reg prometheus.Registerer) *RM {
 			Name: "falcon_jobs_finished_total", Help: "Jobs that ended, by cluster, status and reason.",
 		}, []string{"cluster", "status", "reason"}),
 		QueueWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "falcon_queue_waiting_jobs", Help: "Jobs waiting in each (cluster, topology) queue.",
-		}, []string{"cluster", "topology"}),
+			Name: "falcon_queue_waiting_jobs", Help: "Jobs waiting in each (cluster, queue) queue; queue is a TPU topology, <gpu type>:<gpus per host>, or cpu.",
+		}, []string{"cluster", "queue"}),
 		QueueAcquiring: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "falcon_queue_acquiring_jobs", Help: "1 while a job holds the queue's slot (provisioning or dispatching).",
-		}, []string{"cluster", "topology"}),
+		}, []string{"cluster", "queue"}),
+		ClusterUnreachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "falcon_cluster_unreachable", Help: "1 while the resource manager cannot reach the cluster's API server.",
+		}, []string{"cluster"}),
 		NodePools: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "falcon_node_pools", Help: "Falcon's node pools, by cluster and state (owned, idle, provisioning, deleting, failed).",
 		}, []string{"cluster", "state"}),
@@ -72,7 +80,7 @@ func NewRM(reg prometheus.Registerer) *RM {
 		}, []string{"cluster", "outcome"}),
 	}
 	reg.MustRegister(m.Cycles, m.CycleErrors, m.CycleSeconds, m.Dispatched, m.DispatchLatency, m.Finished,
-		m.QueueWaiting, m.QueueAcquiring, m.NodePools, m.PoolCreates, m.PoolReuses, m.PoolDeletes)
+		m.QueueWaiting, m.QueueAcquiring, m.ClusterUnreachable, m.NodePools, m.PoolCreates, m.PoolReuses, m.PoolDeletes)
 	return m
 }
 

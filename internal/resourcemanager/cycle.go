@@ -24,6 +24,9 @@ type cycle struct {
 	cands    []queue.Cluster
 	next     time.Time               // earliest deadline seen
 	pools    map[string]*poolCluster // clusters whose backend manages pools
+	// health is what each cluster's backend knows of its connection, read
+	// once at the start: a cluster in backoff gets no calls this cycle.
+	health map[string]Health
 }
 
 func (c *cycle) deadline(t time.Time) {
@@ -42,9 +45,12 @@ func (c *cycle) deadline(t time.Time) {
 //     all replicas running -> Running (releasing its queue slot); failed ->
 //     Failed; gone (a dispatch cut short by a crash) -> dispatch again;
 //     waiting too long for its resources -> Failed/Timeout;
-//  4. Pending and waiting: place it in a (cluster, topology) queue;
+//  4. Pending and waiting: a job queued on a cluster that has since left
+//     service (maintenance, offline, deleted) leaves that queue; place
+//     every job not in a queue in a (cluster, queue key) queue, or, when it
+//     is pinned to a cluster out of service, say it waits for it;
 //  5. hand every free queue slot to the next job by the pick rule and
-//     dispatch it;
+//     dispatch it, except on clusters whose backend is backing off;
 //  6. write every waiting job's queue position and the jobs ahead of it;
 //  7. Running: fail it with Reason Timeout once timeout_seconds have passed
 //     since it started (stopping it first); otherwise observe it.
@@ -63,9 +69,12 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	m.lastOK.Store(time.Now().UnixNano())
-	c := &cycle{clusters: map[string]*falconv1.Cluster{}}
+	c := &cycle{clusters: map[string]*falconv1.Cluster{}, health: map[string]Health{}}
 	for _, x := range cl.GetItems() {
 		c.clusters[x.GetName()] = x
+		if hr, ok := m.backends[x.GetBackend()].(HealthReporter); ok {
+			c.health[x.GetName()] = hr.Health(x)
+		}
 	}
 	m.loadPools(ctx, c, jobs)
 	c.cands = m.candidates(cl.GetItems(), jobs)
@@ -90,7 +99,17 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 			waiting = append(waiting, j)
 		}
 	}
+	m.requeue(c, waiting)
 	for _, j := range waiting {
+		if p := pinned(j); p != "" {
+			if why := m.outOfService(c, p); why != "" {
+				// Selection would refuse it too; this says why, and that the
+				// job stays rather than going elsewhere.
+				msg := fmt.Sprintf("pinned cluster %s is not active: %s; the job waits for it (the experiment's cluster_name)", p, why)
+				m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonWaiting, msg, "")
+				continue
+			}
+		}
 		if _, err := m.sched.Enqueue(schedJob(j), c.cands); err != nil {
 			var unplaceable *queue.UnplaceableError
 			if errors.As(err, &unplaceable) {
@@ -104,7 +123,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	// picks that follow.
 	m.loadOwners(c, jobs)
 	m.pickAll(ctx, c, byID)
-	m.writePositions(ctx, byID)
+	m.writePositions(ctx, c, byID)
 	for _, j := range jobs {
 		if j.GetStatus() == string(lifecycle.Running) {
 			m.observeRunning(ctx, c, j)
@@ -128,6 +147,49 @@ func acquiring(j *falconv1.Job) bool {
 		return j.GetClusterName() != ""
 	}
 	return false
+}
+
+// outOfService says why the cluster receives no new jobs ("it is in
+// maintenance"), or "" while it is active and this controller runs its
+// backend. It is the same rule candidates applies as Active.
+func (m *Manager) outOfService(c *cycle, name string) string {
+	cl := c.clusters[name]
+	switch {
+	case cl == nil:
+		return "it is no longer registered"
+	case cl.GetStatus() == store.ClusterMaintenance:
+		return "it is in maintenance"
+	case cl.GetStatus() == store.ClusterOffline:
+		return "it is offline"
+	case cl.GetStatus() != store.ClusterActive:
+		return fmt.Sprintf("its status is %q", cl.GetStatus())
+	}
+	if _, ok := m.backends[cl.GetBackend()]; !ok {
+		return fmt.Sprintf("this controller does not run its backend %q", cl.GetBackend())
+	}
+	return ""
+}
+
+// requeue takes every waiting job out of a queue whose cluster has left
+// service since the job was placed, so that Enqueue selects again as for a
+// new job: another active cluster offering its accelerator, or, for a job
+// pinned there, a Waiting message saying why it stays. Jobs that hold a
+// slot there (acquiring) stay: a cluster out of service receives nothing
+// new, but what it already started is watched to the end. Only the
+// scheduler's memory changes (a waiting job's queue is not recorded on its
+// row), which is why a restarted controller, placing every job afresh,
+// reaches the same state.
+func (m *Manager) requeue(c *cycle, waiting []*falconv1.Job) {
+	for _, j := range waiting {
+		key, phase, ok := m.sched.Lookup(j.GetId())
+		if !ok || phase != queue.PhaseWaiting {
+			continue
+		}
+		if why := m.outOfService(c, key.Cluster); why != "" {
+			_ = m.sched.Remove(j.GetId())
+			m.log.Info("waiting job leaves a cluster out of service", "job", j.GetId(), "cluster", key.Cluster, "why", why)
+		}
+	}
 }
 
 // candidates describes the registered clusters to the scheduler. A cluster
@@ -192,11 +254,37 @@ func deviceType(j *falconv1.Job) string {
 	return t
 }
 
-func topology(j *falconv1.Job) string {
-	if t := j.GetTaskSpec().GetDeviceTopo(); t != "" {
+// queueKey names the queue a job waits in on its cluster (queue.Key's
+// Topology). Jobs of one queue take turns at its single acquiring slot, so
+// the key groups exactly the jobs that compete for the same capacity and
+// nothing else:
+//   - TPU: the slice topology, lower-cased as node pools are labelled
+//     (2x2x4): slices of one shape come from the same quota;
+//   - GPU: type and GPUs per host (nvidia-h100-80gb:8): each is its own
+//     machine type and node pool, so an H100 job never waits behind an L4
+//     job's pool;
+//   - CPU only: "cpu": standing nodes, nothing to provision.
+func queueKey(j *falconv1.Job) string {
+	ts := j.GetTaskSpec()
+	if t := strings.ToLower(strings.TrimSpace(ts.GetDeviceTopo())); t != "" {
 		return t
 	}
-	return "none"
+	spec, err := accelerator.Lookup(ts.GetDeviceType())
+	switch {
+	case err != nil:
+		// Unknown to this build (refused at submission, so only an old
+		// row): a queue of its own rather than someone else's.
+		return strings.ToLower(strings.TrimSpace(ts.GetDeviceType()))
+	case spec.Kind == accelerator.KindGPU:
+		n := int(ts.GetDeviceCount())
+		if n == 0 {
+			n = spec.DefaultGPUs
+		}
+		return fmt.Sprintf("%s:%d", spec.Name, n)
+	case spec.Kind == accelerator.KindCPU:
+		return "cpu"
+	}
+	return spec.Name // a TPU without a topology is refused at submission
 }
 
 func schedJob(j *falconv1.Job) queue.Job {
@@ -206,7 +294,7 @@ func schedJob(j *falconv1.Job) queue.Job {
 	}
 	return queue.Job{
 		ID: j.GetId(), Actor: actor, Name: j.GetExpName() + "/" + j.GetRole(),
-		AcceleratorType: deviceType(j), Topology: topology(j),
+		AcceleratorType: deviceType(j), Topology: queueKey(j),
 		PinnedCluster: pinned(j), Created: j.GetCreatedAt().AsTime(),
 	}
 }
@@ -327,11 +415,16 @@ func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
 
 // pickAll hands every free slot to its next job, again and again while
 // dispatches finish at once (the local backend runs a job immediately,
-// releasing the slot in the same cycle).
+// releasing the slot in the same cycle). A cluster out of service has no
+// waiting jobs left (requeue), and one whose backend is backing off keeps
+// them waiting: its dispatch would fail, or hang until the call limit.
 func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falconv1.Job) {
 	for progress := true; progress && ctx.Err() == nil; {
 		progress = false
 		for _, key := range m.sched.Ready() {
+			if c.health[key.Cluster].Backoff || m.outOfService(c, key.Cluster) != "" {
+				continue
+			}
 			sj, ok := m.sched.Pick(key)
 			if !ok {
 				continue
@@ -360,13 +453,33 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 // dispatching (and Dispatch is idempotent should that ever be wrong).
 func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh bool) {
 	cl := c.clusters[j.GetClusterName()]
-	key := queue.Key{Cluster: j.GetClusterName(), Topology: topology(j)}
+	key := queue.Key{Cluster: j.GetClusterName(), Topology: queueKey(j)}
 	if err := m.sched.MarkAcquiring(schedJob(j), key); err != nil && !errors.Is(err, queue.ErrConflict) {
 		m.log.Debug("mark acquiring", "job", j.GetId(), "err", err)
+	}
+	if cl == nil {
+		// The registry refuses to delete a cluster a live job names, so
+		// this is a deletion that raced the pick. Nothing can observe or
+		// stop the job any more, nor bring it forward: waiting for its
+		// deadline would hold it forever when it has none. Fail it now,
+		// saying what may be left behind.
+		msg := fmt.Sprintf("cluster %s is no longer registered (deleted while the job was being submitted to it); anything the job started there was not cleaned up", j.GetClusterName())
+		if m.update(ctx, j, lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, msg, "") {
+			_ = m.sched.Remove(j.GetId())
+		}
+		return
 	}
 	b, err := m.backendFor(cl)
 	if err != nil {
 		m.log.Warn("job acquiring on an unusable cluster", "job", j.GetId(), "err", err)
+		return
+	}
+	if h := c.health[cl.GetName()]; h.Backoff {
+		// Every call would fail until the backend tries the cluster again;
+		// the job keeps its slot (and its deadline, enforced once the
+		// cluster answers, since timing it out means stopping it there).
+		msg := fmt.Sprintf("cluster %s is unreachable, retrying: %v", cl.GetName(), h.Err)
+		m.update(ctx, j, lifecycle.Pending, lifecycle.Reason(j.GetReason()), msg, "")
 		return
 	}
 	if t := j.GetTaskSpec().GetTimeoutSeconds(); t > 0 {
@@ -498,11 +611,18 @@ const (
 // writePositions tells every waiting job where it stands, in one batch:
 // every pick moves up to exactPositions jobs of its queue, and a write
 // each would make the positions, not the dispatching, the cycle's cost.
-func (m *Manager) writePositions(ctx context.Context, byID map[string]*falconv1.Job) {
+//
+// A job waiting on a cluster its backend cannot reach says so: otherwise it
+// would only see its queue not move.
+func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]*falconv1.Job) {
 	now := m.now()
 	var jobs []*falconv1.Job
 	var reqs []*falconv1.UpdateJobStatusRequest
 	for _, key := range m.sched.Keys() {
+		var unreachable string
+		if err := c.health[key.Cluster].Err; err != nil {
+			unreachable = fmt.Sprintf("; cluster %s is unreachable: %v", key.Cluster, err)
+		}
 		refreshTail := now.Sub(m.tailWritten[key]) >= tailRefresh
 		for _, p := range m.sched.Waiting(key) {
 			j := byID[p.ID]
@@ -513,7 +633,7 @@ func (m *Manager) writePositions(ctx context.Context, byID map[string]*falconv1.
 			if p.Pos > exactPositions && placed && !refreshTail {
 				continue
 			}
-			msg := p.Message()
+			msg := p.Message() + unreachable
 			if j.GetReason() == string(lifecycle.ReasonWaiting) && j.GetMessage() == msg {
 				continue
 			}
@@ -571,6 +691,11 @@ func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job)
 	b, err := m.backendFor(cl)
 	if err != nil {
 		m.log.Warn("running job on unusable cluster", "job", j.GetId(), "cluster", j.GetClusterName(), "err", err)
+		return
+	}
+	if c.health[cl.GetName()].Backoff {
+		// Looked at again once the cluster answers; a timeout that passes
+		// meanwhile is enforced then, since it means stopping the job there.
 		return
 	}
 	if t := j.GetTaskSpec().GetTimeoutSeconds(); t > 0 && j.GetStartedAt() != nil {

@@ -51,6 +51,23 @@ type Backend interface {
 	Stop(ctx context.Context, cluster *falconv1.Cluster, job *falconv1.Job) error
 }
 
+// Health is what a backend knows of its connection to one cluster.
+type Health struct {
+	// Err is the latest failure to reach the cluster (its API server
+	// refused, timed out or could not be dialled); nil while it answers.
+	Err error
+	// Backoff reports that the backend is waiting before it tries the
+	// cluster again: until then every call would fail, or hang until its
+	// time limit, so the manager makes none that cycle.
+	Backoff bool
+}
+
+// HealthReporter is a Backend that tracks whether it can reach each cluster
+// (kubernetes, gke). Asking costs no call to the cluster.
+type HealthReporter interface {
+	Health(cluster *falconv1.Cluster) Health
+}
+
 // Manager is the resource manager's control loop.
 type Manager struct {
 	jobs     falconv1.JobServiceClient

@@ -34,6 +34,28 @@ type scripted struct {
 	dispatchErr error
 	startPhase  resourcemanager.Phase // what a new job reports first; Running if empty
 	onDispatch  func(j *falconv1.Job)
+	health      resourcemanager.Health // of every cluster
+	calls       int                    // Dispatch, Observe and Stop
+}
+
+var _ resourcemanager.HealthReporter = (*scripted)(nil)
+
+func (s *scripted) Health(*falconv1.Cluster) resourcemanager.Health {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.health
+}
+
+func (s *scripted) setHealth(h resourcemanager.Health) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.health = h
+}
+
+func (s *scripted) callCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
 }
 
 func newScripted() *scripted {
@@ -43,6 +65,7 @@ func newScripted() *scripted {
 func (s *scripted) Dispatch(_ context.Context, _ *falconv1.Cluster, j *falconv1.Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.calls++
 	if s.dispatchErr != nil {
 		return s.dispatchErr
 	}
@@ -63,6 +86,7 @@ func (s *scripted) Dispatch(_ context.Context, _ *falconv1.Cluster, j *falconv1.
 func (s *scripted) Observe(_ context.Context, _ *falconv1.Cluster, j *falconv1.Job) (resourcemanager.Observation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.calls++
 	if o, ok := s.phase[j.GetId()]; ok {
 		return o, nil
 	}
@@ -72,6 +96,7 @@ func (s *scripted) Observe(_ context.Context, _ *falconv1.Cluster, j *falconv1.J
 func (s *scripted) Stop(_ context.Context, _ *falconv1.Cluster, j *falconv1.Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.calls++
 	s.stopped[j.GetId()]++
 	s.phase[j.GetId()] = resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: "killed"}
 	return nil

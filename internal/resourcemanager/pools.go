@@ -522,6 +522,14 @@ func (m *Manager) gauges(c *cycle) {
 		}
 		m.metrics.QueueAcquiring.WithLabelValues(st.Key.Cluster, st.Key.Topology).Set(acquiring)
 	}
+	m.metrics.ClusterUnreachable.Reset()
+	for name := range c.clusters {
+		unreachable := 0.0
+		if c.health[name].Err != nil {
+			unreachable = 1
+		}
+		m.metrics.ClusterUnreachable.WithLabelValues(name).Set(unreachable)
+	}
 	m.metrics.NodePools.Reset()
 	for name, pc := range c.pools {
 		if pc.err != nil {
@@ -561,7 +569,7 @@ func (m *Manager) report(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
 		var key queue.Key
 		switch k, _, ok := m.sched.Lookup(j.GetId()); {
 		case j.GetStatus() == string(lifecycle.Running):
-			key = queue.Key{Cluster: j.GetClusterName(), Topology: topology(j)}
+			key = queue.Key{Cluster: j.GetClusterName(), Topology: queueKey(j)}
 			running[key]++
 		case ok:
 			key = k
@@ -595,9 +603,13 @@ func (m *Manager) report(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
 				q(k.Topology).Running = n
 			}
 		}
+		var errs []string
+		if err := c.health[name].Err; err != nil {
+			errs = append(errs, "unreachable: "+err.Error())
+		}
 		if pc := c.pools[name]; pc != nil {
 			if pc.err != nil {
-				st.Error = pc.err.Error()
+				errs = append(errs, "listing node pools: "+pc.err.Error())
 			}
 			for _, p := range pc.pools {
 				ps := &falconv1.NodePoolStatus{
@@ -619,6 +631,7 @@ func (m *Manager) report(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
 				st.Reservation = res
 			}
 		}
+		st.Error = strings.Join(errs, "; ")
 		topos := make([]string, 0, len(queues))
 		for t := range queues {
 			topos = append(topos, t)

@@ -30,8 +30,10 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
 	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/resourcemanager"
+	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/store/sqlstore"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
@@ -277,12 +279,14 @@ func runSimDay(tb testing.TB, trace []simTraceJob, reuse bool) *simResult {
 	env := apitest.StartWith(tb, apitest.Options{Store: st, Server: []apiserver.Option{
 		apiserver.WithClock(clk.Now), apiserver.WithAuthenticator(simUsersAuth{}), apiserver.WithLogger(quiet),
 	}})
-	clusters := falconv1.NewClusterServiceClient(env.Conn)
+	// Registered in the store, as an admin's cluster file would: GKE
+	// clusters are not a controller's to register through the API.
 	for _, name := range []string{simClusterA, simClusterB} {
-		if _, err := clusters.RegisterCluster(ctx, &falconv1.RegisterClusterRequest{Cluster: &falconv1.Cluster{
-			Name: name, Backend: "gke", Project: "falcon-sim", Location: "us-east5", GkeCluster: name,
-			Accelerators: []*falconv1.AcceleratorSlot{{Type: simAccel, Priority: 1}},
-		}}); err != nil {
+		if _, err := st.UpsertCluster(ctx, &store.Cluster{
+			ID: ids.New(ids.Cluster), Name: name, Backend: "gke", Project: "falcon-sim", Location: "us-east5",
+			Status: store.ClusterActive, CreatedAt: clk.Now(),
+			Spec: store.ClusterSpec{GKECluster: name, Accelerators: []store.AcceleratorSlot{{Type: simAccel, Priority: 1}}},
+		}); err != nil {
 			tb.Fatalf("register cluster %s: %v", name, err)
 		}
 	}

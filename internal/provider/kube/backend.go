@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -39,13 +40,19 @@ type Backend struct {
 
 	mu    sync.Mutex
 	edges map[string]*edge // by cluster name
+	// broken is why a cluster's connection could not even be built (its
+	// kubeconfig), by cluster name, until it can.
+	broken map[string]error
 	// submitted is when this process created each job's Kubernetes Job, so
 	// an Observe right after (before the informer has caught up) need not
 	// ask the apiserver whether the Job exists.
 	submitted sync.Map // job ID -> time.Time
 }
 
-var _ resourcemanager.Backend = (*Backend)(nil)
+var (
+	_ resourcemanager.Backend        = (*Backend)(nil)
+	_ resourcemanager.HealthReporter = (*Backend)(nil)
+)
 
 // Option configures a Backend.
 type Option func(*Backend)
@@ -71,6 +78,7 @@ func New(opts ...Option) *Backend {
 		now:       time.Now,
 		callLimit: 10 * time.Second,
 		edges:     map[string]*edge{},
+		broken:    map[string]error{},
 	}
 	for _, o := range opts {
 		o(b)
@@ -107,6 +115,7 @@ type edge struct {
 	failures  int
 	retryAt   time.Time
 	lastError error
+	failedAt  time.Time // of lastError
 }
 
 func connKey(c *falconv1.Cluster) string {
@@ -134,14 +143,18 @@ func (b *Backend) edgeFor(c *falconv1.Cluster) (*edge, error) {
 	if !ok {
 		cfg, err := b.restFor(c)
 		if err != nil {
+			b.broken[c.GetName()] = err
 			return nil, err
 		}
 		cfg = rest.CopyConfig(cfg)
 		cfg.Timeout = 0 // watches are long; calls carry their own deadlines
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
-			return nil, fmt.Errorf("client for cluster %s: %w", c.GetName(), err)
+			err = fmt.Errorf("client for cluster %s: %w", c.GetName(), err)
+			b.broken[c.GetName()] = err
+			return nil, err
 		}
+		delete(b.broken, c.GetName())
 		e = &edge{key: connKey(c), namespace: namespace(c), client: cs, stop: make(chan struct{})}
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 10*time.Minute,
 			informers.WithNamespace(e.namespace),
@@ -161,17 +174,68 @@ func (b *Backend) edgeFor(c *falconv1.Cluster) (*edge, error) {
 		e.jobs, e.pods = ji.Lister(), pi.Lister()
 		e.synced = func() bool { return ji.Informer().HasSynced() && pi.Informer().HasSynced() }
 		// A watch that fails (apiserver down, token rejected) is retried by
-		// the reflector with backoff; log it so an unreachable cluster shows.
-		name := c.GetName()
+		// the reflector with backoff. An unreachable apiserver is also what
+		// every call would meet, so it backs calls off too, before the
+		// first of them spends its call limit finding out.
+		name, ed := c.GetName(), e
 		for _, inf := range []cache.SharedIndexInformer{ji.Informer(), pi.Informer()} {
 			_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-				b.log.Warn("watch on edge cluster failed; retrying", "cluster", name, "err", err)
+				if ed.watchFailed(b.now(), err) {
+					b.log.Warn("watch on edge cluster failed; retrying", "cluster", name, "err", err)
+				}
 			})
 		}
 		f.Start(e.stop)
 		b.edges[c.GetName()] = e
 	}
 	return e, e.check(b.now())
+}
+
+// Health reports the cluster's latest connection failure and whether calls
+// to it are backing off. A cluster never connected to has nothing to
+// report, unless its connection could not even be built.
+func (b *Backend) Health(c *falconv1.Cluster) resourcemanager.Health {
+	b.mu.Lock()
+	e, ok := b.edges[c.GetName()]
+	broken := b.broken[c.GetName()]
+	b.mu.Unlock()
+	if !ok || e.key != connKey(c) {
+		// No calls are made without a connection, so there is nothing to
+		// back off from: each one fails at once.
+		return resourcemanager.Health{Err: broken}
+	}
+	return e.health(b.now())
+}
+
+// healthMemory is how long a connection failure is reported after it
+// happened, unless a call succeeds first. It outlasts the longest backoff
+// between calls (a minute) and between the informers' watch retries (30s),
+// so a cluster that stays down keeps reporting; and since a recovered watch
+// says nothing, it is also how a failure is forgotten when the only traffic
+// is the watch.
+const healthMemory = 2 * time.Minute
+
+func (e *edge) health(now time.Time) resourcemanager.Health {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := resourcemanager.Health{Backoff: now.Before(e.retryAt)}
+	if e.lastError != nil && (h.Backoff || now.Sub(e.failedAt) < healthMemory) {
+		h.Err = e.lastError
+	}
+	return h
+}
+
+// watchFailed notes a failed list or watch of an informer, and reports
+// whether it is worth a warning: a watch the apiserver closed or expired is
+// routine, and is simply resumed.
+func (e *edge) watchFailed(now time.Time, err error) bool {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), apierrors.IsResourceExpired(err), apierrors.IsGone(err):
+		return false
+	case unreachable(err):
+		e.record(now, err)
+	}
+	return true
 }
 
 // check fails fast while the cluster is in backoff after failed calls.
@@ -195,7 +259,7 @@ func (e *edge) record(now time.Time, err error) {
 	}
 	e.failures++
 	backoff := min(time.Second<<min(e.failures-1, 6), time.Minute)
-	e.retryAt, e.lastError = now.Add(backoff), err
+	e.retryAt, e.lastError, e.failedAt = now.Add(backoff), err, now
 }
 
 func unreachable(err error) bool {

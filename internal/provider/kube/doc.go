@@ -9,8 +9,10 @@
 // watches only objects labelled app.kubernetes.io/managed-by=falcon and
 // wakes the resource manager on every change.
 //
-// A cluster that cannot be reached is reported and retried with backoff;
-// calls for it fail fast meanwhile, so one dead cluster never stalls the
+// A cluster that cannot be reached, whether a call or an informer's watch
+// found out, is retried with backoff; calls for it fail fast meanwhile, and
+// Health tells the resource manager, which then makes none and shows the
+// error in the cluster's status, so one dead cluster never stalls the
 // others. Credentials come from the kubeconfig context, whose auth plugins
 // (exec, OIDC) refresh tokens themselves, so long-lived watches survive
 // token expiry.

@@ -10,8 +10,11 @@ import (
 
 // Key names one queue.
 type Key struct {
-	Cluster  string
-	Topology string // e.g. "2x2x4"
+	Cluster string
+	// Topology names the queue within the cluster by what its jobs compete
+	// for: a TPU slice topology ("2x2x4"), or whatever the caller groups
+	// other jobs by ("nvidia-h100-80gb:8", "cpu").
+	Topology string
 }
 
 func (k Key) String() string { return k.Cluster + "/" + k.Topology }
@@ -26,7 +29,7 @@ type Job struct {
 	Actor           string // the user who submitted it; the unit of round-robin
 	Name            string // shown to other users in Waiting messages
 	AcceleratorType string // e.g. "v7x"
-	Topology        string // e.g. "2x2x4"
+	Topology        string // the queue within a cluster, e.g. "2x2x4" (see Key)
 	PinnedCluster   string // if set, the only cluster the job may run in
 	// Created orders the job within its actor's FIFO; the ID breaks ties.
 	Created time.Time

@@ -15,8 +15,9 @@ type Pool struct {
 // builds it from the registry and the node-pool inventory each cycle.
 type Cluster struct {
 	Name string
-	// Active is false in maintenance or offline: such a cluster keeps its
-	// queued jobs but receives no new ones.
+	// Active is false in maintenance or offline: such a cluster receives
+	// no new jobs. Jobs already waiting in its queues stay there until the
+	// caller takes them out (Remove) to select again.
 	Active bool
 	// Accelerators maps each accelerator type the cluster offers to its
 	// priority for that type; higher is preferred when all else is equal.
