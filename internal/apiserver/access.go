@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/auth"
@@ -16,12 +17,19 @@ const (
 	// forUsers: people and service tokens. Controllers act for the system
 	// and never create, abort or delete on anyone's behalf.
 	forUsers callers = iota + 1
-	// forAll: users and controllers (reads, and RegisterCluster, which a
-	// controller calls for the cluster it runs on).
+	// forAll: users and controllers (reads).
 	forAll
 	// forControllers: the internal methods. They have no HTTP route, and
 	// a user calling them over gRPC, admins included, is refused.
 	forControllers
+	// forAdmins: the configured admins (see Server.isAdmin). Cluster
+	// writes decide where everyone's jobs run, and the audit log shows
+	// everyone's calls, so neither is any user's or service token's.
+	forAdmins
+	// forAdminsAndControllers: admins, and controllers for what the
+	// handler lets them do: RegisterCluster of the local cluster a
+	// controller runs (falcon controller --local-cluster).
+	forAdminsAndControllers
 )
 
 // rule is how the server treats one method.
@@ -68,34 +76,45 @@ var rules = map[string]rule{
 	falconv1.ClusterService_ListClusters_FullMethodName:        {callers: forAll},
 	falconv1.ClusterService_GetClusterStatus_FullMethodName:    {callers: forAll},
 	falconv1.ClusterService_ReportClusterStatus_FullMethodName: {callers: forControllers},
-	falconv1.ClusterService_RegisterCluster_FullMethodName: {forAll, func(r any) (string, bool) {
+	falconv1.ClusterService_RegisterCluster_FullMethodName: {forAdminsAndControllers, func(r any) (string, bool) {
 		return r.(*falconv1.RegisterClusterRequest).GetCluster().GetName(), true
 	}},
-	falconv1.ClusterService_ApplyClusters_FullMethodName: {forUsers, func(r any) (string, bool) {
+	falconv1.ClusterService_ApplyClusters_FullMethodName: {forAdmins, func(r any) (string, bool) {
 		return "", !r.(*falconv1.ApplyClustersRequest).GetDryRun()
 	}},
-	falconv1.ClusterService_SetClusterStatus_FullMethodName: {forUsers, func(r any) (string, bool) {
+	falconv1.ClusterService_SetClusterStatus_FullMethodName: {forAdmins, func(r any) (string, bool) {
 		return r.(*falconv1.SetClusterStatusRequest).GetName(), true
 	}},
 
 	falconv1.UserService_GetCurrentUser_FullMethodName: {callers: forUsers},
 	falconv1.UserService_ListUsers_FullMethodName:      {callers: forAll},
+
+	falconv1.AuditService_ListAuditEvents_FullMethodName: {callers: forAdmins},
 }
 
-// authorize decides whether p may call method at all; what it may do to a
-// particular entity is the handler's to check (see mayChange).
-func authorize(p auth.Principal, method string) error {
+// authorize decides whether p (an admin when admin is set) may call method
+// at all; what it may do to a particular entity is the handler's to check
+// (see mayChange, RegisterCluster).
+func authorize(p auth.Principal, admin bool, method string) error {
 	r, ok := rules[method]
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: %s is not open to any caller", errdefs.ErrPermissionDenied, method)
 	case r.callers == forControllers && !p.IsController():
 		return fmt.Errorf("%w: %s is internal to Falcon's controllers", errdefs.ErrPermissionDenied, method)
-	case r.callers == forUsers && p.IsController():
+	case r.callers == forUsers && p.IsController(),
+		r.callers == forAdmins && p.IsController():
 		return fmt.Errorf("%w: controllers may not call %s", errdefs.ErrPermissionDenied, method)
+	case (r.callers == forAdmins || r.callers == forAdminsAndControllers) && !p.IsController() && !admin:
+		return fmt.Errorf("%w: %s: an admin is required; %s is not an admin of this server",
+			errdefs.ErrPermissionDenied, shortMethod(method), p.Display())
 	}
 	return nil
 }
+
+// shortMethod is a method's name without its service (AbortExp), as
+// people call it.
+func shortMethod(full string) string { return full[strings.LastIndex(full, "/")+1:] }
 
 // auditNote is the audit record of the call in progress; handlers refine
 // what the request alone cannot say (the ID of what was created, what an

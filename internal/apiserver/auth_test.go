@@ -57,8 +57,15 @@ type cfEnv struct {
 	logs *syncBuffer
 }
 
-// startCF serves on st, or on a new SQLite database when st is nil.
+// startCF serves on st, or on a new SQLite database when st is nil, with
+// one admin.
 func startCF(t *testing.T, st *sqlstore.Store) *cfEnv {
+	t.Helper()
+	return startCFAdmins(t, st, admin)
+}
+
+// startCFAdmins is startCF with the given admin entries (emails, group:<name>).
+func startCFAdmins(t *testing.T, st *sqlstore.Store, admins ...string) *cfEnv {
 	t.Helper()
 	iss := authtest.NewIssuer(t)
 	cf, err := auth.NewCloudflareAccess(context.Background(), iss.Config())
@@ -69,7 +76,7 @@ func startCF(t *testing.T, st *sqlstore.Store) *cfEnv {
 	o := apitest.Options{
 		Clusters: map[string]string{"local": "local"},
 		Server: []apiserver.Option{
-			apiserver.WithAuthenticator(cf), apiserver.WithAdmins(auth.NewAdmins(admin)),
+			apiserver.WithAuthenticator(cf), apiserver.WithAdmins(auth.NewAdmins(admins...)),
 			apiserver.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 		},
 	}
@@ -313,6 +320,62 @@ func TestOwnership(t *testing.T) {
 	}
 }
 
+// An admin may be named by an identity-provider group, which Access puts
+// in the token as "groups", or under "custom" when the application maps
+// them so: a member aborts someone else's experiment, a non-member is
+// refused, and the log says the admin acted as one.
+func TestAdminByGroup(t *testing.T) {
+	e := startCFAdmins(t, nil, "group:Falcon-Admins")
+	withGroups := func(email string, custom bool, groups ...string) string {
+		c := e.iss.UserClaims(email)
+		if custom {
+			c["custom"] = map[string]any{"groups": groups}
+		} else {
+			c["groups"] = groups
+		}
+		return authtest.Sign(e.iss.Key(), c)
+	}
+	alice := e.iss.Token("alice@example.com")
+	exps := falconv1.NewExperimentServiceClient(e.UserConn)
+	newExp := func(t *testing.T, name string) string {
+		x, err := exps.CreateExp(as(alice), &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
+			Name: name, RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.GetId()
+	}
+	tests := []struct {
+		name  string
+		token string
+		ok    bool
+	}{
+		{"member by the groups claim", withGroups("carol@example.com", false, "eng", "falcon-admins"), true},
+		{"member by custom.groups", withGroups("dave@example.com", true, "FALCON-ADMINS"), true},
+		{"in other groups only", withGroups("erin@example.com", false, "eng", "falcon-admins-2"), false},
+		{"no groups in the token", e.iss.Token("frank@example.com"), false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := newExp(t, fmt.Sprintf("alices-%d", i))
+			_, err := exps.AbortExp(as(tt.token), &falconv1.AbortExpRequest{Id: id})
+			if tt.ok && err != nil {
+				t.Fatalf("aborting alice's experiment: %v", err)
+			}
+			if !tt.ok {
+				if st := status.Convert(err); st.Code() != codes.PermissionDenied || !strings.Contains(st.Message(), "alice@example.com") {
+					t.Fatalf("aborting alice's experiment: %v; want PermissionDenied naming alice", err)
+				}
+				return
+			}
+			entries, _, err := e.Store.ListAudit(context.Background(), store.AuditFilter{TargetID: id, Method: falconv1.ExperimentService_AbortExp_FullMethodName})
+			if err != nil || len(entries) != 1 || entries[0].Outcome != store.AuditOK || entries[0].Detail != "as admin; owner alice@example.com; changed=true" {
+				t.Errorf("audit of the group admin's abort: %+v, %v", entries, err)
+			}
+		})
+	}
+}
+
 func TestInternalMethodsAreTheControllers(t *testing.T) {
 	e := startCF(t, nil)
 	alice, root := e.iss.Token("alice@example.com"), e.iss.Token(admin)
@@ -387,6 +450,84 @@ func TestInternalMethodsAreTheControllers(t *testing.T) {
 		if u.UserID == auth.Controller.UserID {
 			t.Error("the controller was registered as a user")
 		}
+	}
+}
+
+// The controller secret is a gRPC credential only. However an HTTP client
+// dresses it as a header, including the Grpc-Metadata- prefix older
+// grpc-gateway releases turned into metadata, the gateway does not forward
+// it: the call is judged by its Access token alone (a wrong secret is not
+// even noticed), and the internal methods stay out of reach.
+func TestControllerTokenNeverCrossesTheGateway(t *testing.T) {
+	e := startCF(t, nil)
+	alice := e.iss.Token("alice@example.com")
+	exp := func() *falconv1.Experiment {
+		x, err := falconv1.NewExperimentServiceClient(e.UserConn).CreateExp(as(alice), &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
+			Name: "x", RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}()
+	job := exp.GetJobs()[0]
+	headers := []string{
+		"X-Falcon-Controller-Token",
+		"x-falcon-controller-token",
+		"Grpc-Metadata-X-Falcon-Controller-Token",
+		"grpc-metadata-x-falcon-controller-token",
+		"Grpcgateway-X-Falcon-Controller-Token",
+		"Grpc-Metadata-Grpcgateway-X-Falcon-Controller-Token",
+		"Grpc-Metadata-X-Falcon-Controller-Token-Bin",
+	}
+	for _, name := range headers {
+		for _, secret := range []struct{ kind, value string }{
+			{"the real secret", e.ControllerSecret},
+			{"a wrong secret", auth.GenerateControllerSecret()},
+		} {
+			t.Run(name+" with "+secret.kind, func(t *testing.T) {
+				ctl := http.Header{name: {secret.value}}
+				// Alone it authenticates nothing: not a controller (which a
+				// read would admit, and /users/me refuse with 403), not a
+				// refused controller ("invalid controller token").
+				for _, path := range []string{"/v1/users/me", "/v1/experiments", "/v1/jobs/" + job.GetId()} {
+					code, body := e.get(t, "GET", path, "", ctl)
+					if msg, _ := body["message"].(string); code != http.StatusUnauthorized || !strings.Contains(msg, "no credentials") {
+						t.Errorf("GET %s: %d %v; want 401 no credentials", path, code, body)
+					}
+				}
+				// Beside a user's token the call is the user's.
+				withUser := ctl.Clone()
+				withUser.Set(auth.AssertionHeader, alice)
+				if code, body := e.get(t, "GET", "/v1/users/me", "", withUser); code != http.StatusOK || body["email"] != "alice@example.com" {
+					t.Errorf("GET /v1/users/me beside alice's token: %d %v", code, body)
+				}
+				// A controller may register its local cluster; alice may not.
+				code, body := e.get(t, "POST", "/v1/clusters", `{"name": "box", "backend": "local"}`, withUser)
+				if msg, _ := body["message"].(string); code != http.StatusForbidden || !strings.Contains(msg, "alice@example.com is not an admin") {
+					t.Errorf("POST /v1/clusters beside alice's token: %d %v; want 403 for alice", code, body)
+				}
+				// The internal methods have no route, by any path.
+				for _, path := range []string{
+					"/falcon.v1.JobService/UpdateJobStatus", "/falcon.v1.JobService/AbortJob",
+					"/v1/falcon.v1.JobService/UpdateJobStatus", "/v1/jobs/" + job.GetId(), "/v1/jobs/" + job.GetId() + ":abort",
+				} {
+					body := `{"id": "` + job.GetId() + `", "expected_status": "Pending", "status": "Running"}`
+					if code, resp := e.get(t, "POST", path, body, withUser); code < 400 || code == http.StatusForbidden || code == http.StatusUnauthorized {
+						t.Errorf("POST %s: %d %v; want no route", path, code, resp)
+					}
+				}
+			})
+		}
+	}
+	if got, err := falconv1.NewJobServiceClient(e.Conn).GetJob(context.Background(), &falconv1.GetJobRequest{Id: job.GetId()}); err != nil ||
+		got.GetStatus() != "Pending" || got.GetVersion() != job.GetVersion() {
+		t.Errorf("the job after HTTP calls carrying the secret: %v, %v; want it untouched", got, err)
+	}
+	if clusters := listClusters(t, falconv1.NewClusterServiceClient(e.Conn)); len(clusters) != 1 {
+		t.Errorf("clusters %v; want only local", clusterNames(clusters))
+	}
+	if logs := e.logs.String(); strings.Contains(logs, "invalid controller token") || strings.Contains(logs, e.ControllerSecret) {
+		t.Errorf("the gateway forwarded the secret header:\n%s", logs)
 	}
 }
 

@@ -109,12 +109,21 @@ func (s *Server) ListClusters(ctx context.Context, _ *falconv1.ListClustersReque
 // to the registry's rules (clusterconfig.Normalize) and stored in its
 // normal form; an unset status is active, as in a clusters file.
 func (s *Server) RegisterCluster(ctx context.Context, req *falconv1.RegisterClusterRequest) (*falconv1.Cluster, error) {
+	p, err := s.principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if req.GetCluster() == nil {
 		return nil, errdefs.Invalid("cluster", "is required")
 	}
 	c, errs := clusterconfig.Normalize(req.GetCluster())
 	if err := prefixed("cluster", errs).Err(); err != nil {
 		return nil, err
+	}
+	if p.IsController() {
+		if err := s.controllerMayRegister(ctx, c); err != nil {
+			return nil, err
+		}
 	}
 	row := clusterFromAPI(c)
 	row.ID, row.CreatedAt = ids.New(ids.Cluster), s.now()
@@ -126,6 +135,33 @@ func (s *Server) RegisterCluster(ctx context.Context, req *falconv1.RegisterClus
 	noteAudit(ctx, "", "backend="+out.Backend+" status="+out.Status)
 	return clusterToAPI(out), nil
 }
+
+// controllerMayRegister lets a controller register only the local cluster
+// it runs, the one registration a controller makes (falcon controller
+// --local-cluster); a leaked controller secret then cannot point anyone's
+// jobs at a cluster of its choosing, nor turn an admin's cluster local.
+func (s *Server) controllerMayRegister(ctx context.Context, c *falconv1.Cluster) error {
+	if c.GetBackend() != localBackend {
+		return fmt.Errorf("%w: controllers may register only a %s cluster (the one they run); %s clusters are an admin's to register",
+			errdefs.ErrPermissionDenied, localBackend, c.GetBackend())
+	}
+	old, err := s.store.GetCluster(ctx, c.GetName())
+	switch {
+	case errors.Is(err, errdefs.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case old.Backend != localBackend:
+		return fmt.Errorf("%w: cluster %s is a %s cluster; a controller may not register a local cluster in its place",
+			errdefs.ErrPermissionDenied, old.Name, old.Backend)
+	}
+	return nil
+}
+
+// localBackend is the backend whose clusters belong to the process running
+// their jobs (provider/local's BackendName; the API server does not import
+// the providers).
+const localBackend = "local"
 
 // ApplyClusters converges the registry to the request's clusters, in four
 // steps:
@@ -194,7 +230,7 @@ func (s *Server) ApplyClusters(ctx context.Context, req *falconv1.ApplyClustersR
 		if listed[r.Name] {
 			continue
 		}
-		if r.Backend == "local" {
+		if r.Backend == localBackend {
 			// A local cluster belongs to the process that runs its jobs
 			// (falcon dev, falcon controller --local-cluster), which
 			// registers it at start; a registry file does not manage it.

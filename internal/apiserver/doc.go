@@ -5,7 +5,8 @@
 //
 // One request's path: the interceptor authenticates the caller (auth: the
 // controller secret, or the configured authenticator), checks the method is
-// open to that kind of caller (access.go), and registers the user; the
+// open to that kind of caller (access.go: cluster writes and the audit log
+// are the admins'), and registers the user; the
 // handler validates input (validation), checks ownership where it changes an
 // experiment, calls the store, converts the result to the API type, and
 // publishes a wake-up on the change feed so controllers react at once.
@@ -16,5 +17,8 @@
 // The controller-only methods (status updates, AbortJob, WatchChanges) are
 // kept from users twice: api/falcon/v1/gateway.yaml gives them no HTTP
 // route, and the access rules refuse them over gRPC to anyone but a
-// controller. /auth/login serves `falcon auth login`.
+// controller; the gateway never forwards the controller secret. Requests
+// are capped at MaxRequestBytes on both paths, far above what validation
+// allows, so oversized input is refused by field name rather than by the
+// transport. /auth/login serves `falcon auth login`.
 package apiserver

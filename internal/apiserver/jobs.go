@@ -2,6 +2,9 @@ package apiserver
 
 import (
 	"context"
+	"slices"
+	"strings"
+
 	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -74,7 +77,7 @@ func normalizeStatuses(in []string, m lifecycle.Machine) ([]lifecycle.Status, er
 
 // UpdateJobStatus is the resource manager's write path.
 func (s *Server) UpdateJobStatus(ctx context.Context, req *falconv1.UpdateJobStatusRequest) (*falconv1.Job, error) {
-	u, err := statusUpdate(lifecycle.JobMachine, req.GetId(), req.GetExpectedStatus(), req.GetStatus(), req.GetReason(), req.GetMessage())
+	u, err := jobStatusUpdate(req)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +89,50 @@ func (s *Server) UpdateJobStatus(ctx context.Context, req *falconv1.UpdateJobSta
 	}
 	s.changed()
 	return jobToAPI(j), nil
+}
+
+// jobStatusUpdate checks one job status update: the status move, and that
+// its Reason is one the target status carries.
+func jobStatusUpdate(r *falconv1.UpdateJobStatusRequest) (store.StatusUpdate, error) {
+	u, err := statusUpdate(lifecycle.JobMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage())
+	if err != nil {
+		return u, err
+	}
+	return u, checkJobReason(u.Status, u.Reason)
+}
+
+// checkJobReason holds a job's Reason to its vocabulary (000 section 9):
+// set only while Pending (what is happening now) or when Failed (why),
+// empty for every other status. Empty is always allowed. A Reason outside
+// the vocabulary would reach users, dashboards and the experiment's own
+// Reason as if it were one of the documented ones.
+func checkJobReason(st lifecycle.Status, reason string) error {
+	if reason == "" {
+		return nil
+	}
+	var allowed []lifecycle.Reason
+	switch st {
+	case lifecycle.Pending:
+		allowed = lifecycle.PendingReasons
+	case lifecycle.Failed:
+		allowed = lifecycle.FailedReasons
+	}
+	if slices.Contains(allowed, lifecycle.Reason(reason)) {
+		return nil
+	}
+	if len(allowed) == 0 {
+		return errdefs.Invalid("reason", "must be empty for status %s, got %q: a job's Reason is set only when %s (%s) or %s (%s)",
+			st, reason, lifecycle.Pending, joinReasons(lifecycle.PendingReasons), lifecycle.Failed, joinReasons(lifecycle.FailedReasons))
+	}
+	return errdefs.Invalid("reason", "%q is not a reason of a %s job; allowed: %s (or empty)", reason, st, joinReasons(allowed))
+}
+
+func joinReasons(rs []lifecycle.Reason) string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return strings.Join(out, ", ")
 }
 
 // maxBatch bounds UpdateJobStatuses: one transaction must stay short.
@@ -101,7 +148,7 @@ func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobS
 	var us []store.StatusUpdate
 	var at []int // index in the request of each entry of us
 	for i, r := range req.GetUpdates() {
-		u, err := statusUpdate(lifecycle.JobMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage())
+		u, err := jobStatusUpdate(r)
 		if err != nil {
 			resp.Results[i] = refusal(err)
 			continue
@@ -150,6 +197,9 @@ func (s *Server) AppendJobMessage(ctx context.Context, req *falconv1.AppendJobMe
 // the other roles of an experiment whose role failed.
 func (s *Server) AbortJob(ctx context.Context, req *falconv1.AbortJobRequest) (*falconv1.Job, error) {
 	if err := checkID("id", ids.Job, req.GetId()); err != nil {
+		return nil, err
+	}
+	if err := checkJobReason(lifecycle.Aborting, req.GetReason()); err != nil {
 		return nil, err
 	}
 	j, err := s.store.GetJob(ctx, req.GetId())

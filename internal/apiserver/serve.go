@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -17,6 +18,7 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/errdefs"
 )
 
 // JSONMarshaler is how the gateway (and the CLI) write JSON: proto field
@@ -34,7 +36,9 @@ func JSONMarshaler() *runtime.JSONPb {
 // standard headers prefixed grpcgateway-) plus the token Cloudflare's edge
 // sets, which the defaults would drop. Nothing else is forwarded, so no
 // HTTP client can set metadata the server trusts, such as the controller
-// token.
+// token; that includes Grpc-Metadata-* headers, which the default matcher
+// no longer maps (grpc-gateway's LegacyHeaderMatcher did).
+// TestControllerTokenNeverCrossesTheGateway holds both to it.
 func forwardHeader(key string) (string, bool) {
 	if textproto.CanonicalMIMEHeaderKey(key) == auth.AssertionHeader {
 		return strings.ToLower(auth.AssertionHeader), true
@@ -55,19 +59,51 @@ func Gateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error) {
 		falconv1.RegisterArtifactServiceHandler,
 		falconv1.RegisterClusterServiceHandler,
 		falconv1.RegisterUserServiceHandler,
+		falconv1.RegisterAuditServiceHandler,
 	} {
 		if err := reg(ctx, mux, conn); err != nil {
 			return nil, err
 		}
 	}
 	h := http.NewServeMux()
-	h.Handle("/v1/", mux)
+	h.Handle("/v1/", limitBody(mux))
 	h.HandleFunc("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(falconv1.OpenAPI)
 	})
 	h.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	return h, nil
+}
+
+// gatewayRecvBytes bounds one response the gateway relays: a full page of
+// experiments with configs at the validation limit.
+const gatewayRecvBytes = 256 << 20
+
+// limitBody caps request bodies at MaxRequestBytes. Without it the gateway
+// would read a body of any size into memory, and a message too large for
+// the gRPC server would come back as ResourceExhausted (HTTP 429, "retry
+// later"). A body over the cap is bad input: the gateway stops reading and
+// answers InvalidArgument (400) naming the limit.
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = &cappedBody{ReadCloser: http.MaxBytesReader(w, r.Body, MaxRequestBytes)}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cappedBody names the limit when a body exceeds it; the gateway puts a
+// read error into its InvalidArgument answer as is.
+type cappedBody struct{ io.ReadCloser }
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		err = errdefs.Invalid("request body", "is larger than the limit of %d bytes (%d MiB)", tooLarge.Limit, tooLarge.Limit>>20)
+	}
+	return n, err
 }
 
 // Running is a served API: its addresses and a way to stop it.
@@ -93,7 +129,10 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 		return nil, fmt.Errorf("listen HTTP on %s: %w", httpAddr, err)
 	}
 	g := s.GRPCServer()
-	conn, err := grpc.NewClient(gl.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// The gateway relays whole responses: a page of experiments may carry a
+	// config of up to MaxConfigBytes each, far past grpc-go's 4 MiB default.
+	conn, err := grpc.NewClient(gl.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(gatewayRecvBytes), grpc.MaxCallSendMsgSize(MaxRequestBytes)))
 	if err != nil {
 		gl.Close()
 		hl.Close()

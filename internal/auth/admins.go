@@ -2,10 +2,10 @@ package auth
 
 import "strings"
 
-// Admins are the people who may act on anyone's experiments. They are
-// named by email or by identity-provider group ("group:<name>"), compared
-// case-insensitively; only a person (not a service token or a controller)
-// can be an admin.
+// Admins are the people who may act on anyone's experiments, write the
+// cluster registry and read the audit log. They are named by email or by
+// identity-provider group ("group:<name>"), compared case-insensitively;
+// only a person (not a service token or a controller) can be an admin.
 type Admins struct {
 	emails map[string]bool
 	groups map[string]bool

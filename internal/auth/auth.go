@@ -70,7 +70,8 @@ type Authenticator interface {
 }
 
 // Local attributes every call to one fixed principal. It checks nothing, so
-// it is only for servers that listen on loopback (`falcon dev`).
+// it is only for servers that listen on loopback (`falcon dev`). The API
+// server treats that principal as its admin: it is the only user there is.
 type Local struct{ P Principal }
 
 var _ Authenticator = Local{}

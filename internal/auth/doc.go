@@ -11,5 +11,7 @@
 // credential for the internal methods.
 //
 // Authorization lives here too, as data the API server consults: Admins,
-// the people who may act on anyone's experiments.
+// the people (by email, or by an identity-provider group the token
+// carries) who may act on anyone's experiments, write the cluster
+// registry and read the audit log.
 package auth

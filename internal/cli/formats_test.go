@@ -101,6 +101,7 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"cluster", "status"},
 		{"cluster", "status", "local"},
 		{"auth", "status"},
+		{"audit", "list"},
 		{"version"},
 	}
 	covered := map[string]bool{}

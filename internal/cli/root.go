@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/falconhq/falcon/internal/cli/cmd/audit"
 	authcmd "github.com/falconhq/falcon/internal/cli/cmd/auth"
 	"github.com/falconhq/falcon/internal/cli/cmd/cluster"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp"
@@ -90,6 +91,7 @@ Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 		job.NewCmdJob(f),
 		cluster.NewCmdCluster(f),
 		authcmd.NewCmdAuth(f),
+		audit.NewCmdAudit(f),
 		version.NewCmdVersion(f, nil),
 	)
 	addServerCommands(root, f)

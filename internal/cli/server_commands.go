@@ -156,7 +156,8 @@ func newServerCmd() *cobra.Command {
 
 Controllers present the secret in --controller-token-file; they are the only
 callers of the internal methods. Admins (--admin-email) may abort and delete
-anyone's experiments; everyone else only their own.`,
+anyone's experiments, change the cluster registry and read the audit log;
+everyone else may abort and delete only their own experiments.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkDB(cfg.DBDriver, cfg.DBDSN); err != nil {
@@ -189,7 +190,7 @@ anyone's experiments; everyone else only their own.`,
 	f.StringVar(&cfg.Auth, "auth", envOr("FALCON_AUTH", stack.AuthCloudflare), "how callers are identified: cloudflare or none (env FALCON_AUTH)")
 	f.StringVar(&cfg.CFTeamDomain, "cf-team-domain", os.Getenv("FALCON_CF_TEAM_DOMAIN"), "Cloudflare Access team, e.g. myteam or myteam.cloudflareaccess.com (env FALCON_CF_TEAM_DOMAIN)")
 	f.StringVar(&cfg.CFAudience, "cf-audience", os.Getenv("FALCON_CF_AUDIENCE"), "AUD tag of the Cloudflare Access application (env FALCON_CF_AUDIENCE)")
-	f.StringArrayVar(&cfg.Admins, "admin-email", nil, "email of an admin, who may abort and delete anyone's experiments, or group:<name> for an identity-provider group the Access token carries; repeatable (env FALCON_ADMIN_EMAILS, comma-separated)")
+	f.StringArrayVar(&cfg.Admins, "admin-email", nil, "email of an admin, who may abort and delete anyone's experiments, change clusters and read the audit log, or group:<name> for an identity-provider group the Access token carries; repeatable (env FALCON_ADMIN_EMAILS, comma-separated)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow --auth none on a non-loopback address")
 	controllerSecretFlag(cmd, &secretFile)
 	return cmd

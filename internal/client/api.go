@@ -135,3 +135,15 @@ func (c *Client) GetCurrentUser(ctx context.Context, _ *falconv1.GetCurrentUserR
 	out := new(falconv1.User)
 	return out, c.do(ctx, http.MethodGet, "/v1/users/me", nil, nil, out)
 }
+
+// ListAuditEvents returns one page of the audit log, newest first (admins only).
+func (c *Client) ListAuditEvents(ctx context.Context, req *falconv1.ListAuditEventsRequest) (*falconv1.ListAuditEventsResponse, error) {
+	q := url.Values{}
+	setInt(q, "page_size", req.GetPageSize())
+	setString(q, "page_token", req.GetPageToken())
+	setString(q, "exp_id", req.GetExpId())
+	setString(q, "actor", req.GetActor())
+	setString(q, "method", req.GetMethod())
+	out := new(falconv1.ListAuditEventsResponse)
+	return out, c.do(ctx, http.MethodGet, "/v1/audit", q, nil, out)
+}

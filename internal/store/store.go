@@ -166,6 +166,10 @@ type AuditFilter struct {
 	Page
 	TargetID string
 	ActorID  string
+	// Actor is the caller's email, in any case, or user_id (all a service
+	// token has).
+	Actor  string
+	Method string // the full gRPC method
 }
 
 // StatusUpdate moves one entity to Status with Reason and Message, provided

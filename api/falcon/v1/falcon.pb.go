@@ -1876,9 +1876,12 @@ type UpdateJobStatusRequest struct {
 	// Precondition: the update applies only while the row still has this status.
 	ExpectedStatus string `protobuf:"bytes,2,opt,name=expected_status,json=expectedStatus,proto3" json:"expected_status,omitempty"`
 	Status         string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
-	Reason         string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	Message        string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
-	ClusterName    string `protobuf:"bytes,6,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
+	// Only with status Pending (Waiting, Provisioning, ProvisioningFallback,
+	// Dispatching) or Failed (NodePoolTimeout, NodePoolFailed,
+	// JobSubmitFailed, JobFailed, Timeout); empty for every other status.
+	Reason      string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message     string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	ClusterName string `protobuf:"bytes,6,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
 	// The node pool assigned to the job (empty leaves it unchanged).
 	NodePool      string `protobuf:"bytes,7,opt,name=node_pool,json=nodePool,proto3" json:"node_pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2169,10 +2172,12 @@ func (x *AppendJobMessageRequest) GetNote() string {
 }
 
 type AbortJobRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Must be empty: an aborting job carries no Reason. Kept so an old
+	// controller that sends one is refused by name rather than misread.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3569,6 +3574,234 @@ func (x *ListUsersResponse) GetItems() []*User {
 	return nil
 }
 
+type AuditEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	At    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
+	// The caller's user_id, and email (empty for service tokens).
+	ActorId    string `protobuf:"bytes,2,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
+	ActorEmail string `protobuf:"bytes,3,opt,name=actor_email,json=actorEmail,proto3" json:"actor_email,omitempty"`
+	// The full gRPC method, e.g. /falcon.v1.ExperimentService/AbortExp.
+	Method string `protobuf:"bytes,4,opt,name=method,proto3" json:"method,omitempty"`
+	// The experiment or cluster acted on, when there is one.
+	TargetId string `protobuf:"bytes,5,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	// "ok", or the gRPC code of the refusal or failure (PermissionDenied...).
+	Outcome       string `protobuf:"bytes,6,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Detail        string `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEvent) Reset() {
+	*x = AuditEvent{}
+	mi := &file_falcon_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEvent) ProtoMessage() {}
+
+func (x *AuditEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
+func (*AuditEvent) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *AuditEvent) GetActorId() string {
+	if x != nil {
+		return x.ActorId
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetActorEmail() string {
+	if x != nil {
+		return x.ActorEmail
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+type ListAuditEventsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	PageSize  int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only events on this experiment.
+	ExpId string `protobuf:"bytes,3,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
+	// Only events by this caller: an email, or a user_id (service tokens
+	// have no email).
+	Actor string `protobuf:"bytes,4,opt,name=actor,proto3" json:"actor,omitempty"`
+	// Only calls of this method: its name (AbortExp) or full name.
+	Method        string `protobuf:"bytes,5,opt,name=method,proto3" json:"method,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditEventsRequest) Reset() {
+	*x = ListAuditEventsRequest{}
+	mi := &file_falcon_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditEventsRequest) ProtoMessage() {}
+
+func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *ListAuditEventsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListAuditEventsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListAuditEventsRequest) GetExpId() string {
+	if x != nil {
+		return x.ExpId
+	}
+	return ""
+}
+
+func (x *ListAuditEventsRequest) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *ListAuditEventsRequest) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+type ListAuditEventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*AuditEvent          `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditEventsResponse) Reset() {
+	*x = ListAuditEventsResponse{}
+	mi := &file_falcon_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditEventsResponse) ProtoMessage() {}
+
+func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListAuditEventsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_falcon_proto protoreflect.FileDescriptor
 
 const file_falcon_proto_rawDesc = "" +
@@ -3882,7 +4115,27 @@ const file_falcon_proto_rawDesc = "" +
 	"\x15GetCurrentUserRequest\"\x12\n" +
 	"\x10ListUsersRequest\":\n" +
 	"\x11ListUsersResponse\x12%\n" +
-	"\x05items\x18\x01 \x03(\v2\x0f.falcon.v1.UserR\x05items2\xf0\x03\n" +
+	"\x05items\x18\x01 \x03(\v2\x0f.falcon.v1.UserR\x05items\"\xdb\x01\n" +
+	"\n" +
+	"AuditEvent\x12*\n" +
+	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x19\n" +
+	"\bactor_id\x18\x02 \x01(\tR\aactorId\x12\x1f\n" +
+	"\vactor_email\x18\x03 \x01(\tR\n" +
+	"actorEmail\x12\x16\n" +
+	"\x06method\x18\x04 \x01(\tR\x06method\x12\x1b\n" +
+	"\ttarget_id\x18\x05 \x01(\tR\btargetId\x12\x18\n" +
+	"\aoutcome\x18\x06 \x01(\tR\aoutcome\x12\x16\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\"\x99\x01\n" +
+	"\x16ListAuditEventsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x15\n" +
+	"\x06exp_id\x18\x03 \x01(\tR\x05expId\x12\x14\n" +
+	"\x05actor\x18\x04 \x01(\tR\x05actor\x12\x16\n" +
+	"\x06method\x18\x05 \x01(\tR\x06method\"n\n" +
+	"\x17ListAuditEventsResponse\x12+\n" +
+	"\x05items\x18\x01 \x03(\v2\x15.falcon.v1.AuditEventR\x05items\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xf0\x03\n" +
 	"\x11ExperimentService\x12?\n" +
 	"\tCreateExp\x12\x1b.falcon.v1.CreateExpRequest\x1a\x15.falcon.v1.Experiment\x129\n" +
 	"\x06GetExp\x12\x18.falcon.v1.GetExpRequest\x1a\x15.falcon.v1.Experiment\x12C\n" +
@@ -3916,7 +4169,9 @@ const file_falcon_proto_rawDesc = "" +
 	"\x13ReportClusterStatus\x12%.falcon.v1.ReportClusterStatusRequest\x1a\x18.falcon.v1.ClusterStatus2\x9a\x01\n" +
 	"\vUserService\x12C\n" +
 	"\x0eGetCurrentUser\x12 .falcon.v1.GetCurrentUserRequest\x1a\x0f.falcon.v1.User\x12F\n" +
-	"\tListUsers\x12\x1b.falcon.v1.ListUsersRequest\x1a\x1c.falcon.v1.ListUsersResponseB3Z1github.com/falconhq/falcon/api/falcon/v1;falconv1b\x06proto3"
+	"\tListUsers\x12\x1b.falcon.v1.ListUsersRequest\x1a\x1c.falcon.v1.ListUsersResponse2h\n" +
+	"\fAuditService\x12X\n" +
+	"\x0fListAuditEvents\x12!.falcon.v1.ListAuditEventsRequest\x1a\".falcon.v1.ListAuditEventsResponseB3Z1github.com/falconhq/falcon/api/falcon/v1;falconv1b\x06proto3"
 
 var (
 	file_falcon_proto_rawDescOnce sync.Once
@@ -3930,7 +4185,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Experiment)(nil),                  // 1: falcon.v1.Experiment
@@ -3983,36 +4238,39 @@ var file_falcon_proto_goTypes = []any{
 	(*GetCurrentUserRequest)(nil),       // 48: falcon.v1.GetCurrentUserRequest
 	(*ListUsersRequest)(nil),            // 49: falcon.v1.ListUsersRequest
 	(*ListUsersResponse)(nil),           // 50: falcon.v1.ListUsersResponse
-	nil,                                 // 51: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 52: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 53: falcon.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 54: google.protobuf.Timestamp
+	(*AuditEvent)(nil),                  // 51: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 52: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 53: falcon.v1.ListAuditEventsResponse
+	nil,                                 // 54: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 55: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 56: falcon.v1.Cluster.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 57: google.protobuf.Timestamp
 }
 var file_falcon_proto_depIdxs = []int32{
-	51, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
-	52, // 1: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	54, // 2: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	54, // 3: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	54, // 4: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	54, // 5: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	54, // 6: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	54, // 7: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	54, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	55, // 1: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	57, // 2: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	57, // 3: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	57, // 4: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	57, // 5: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	57, // 6: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	57, // 7: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	2,  // 8: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	3,  // 9: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	0,  // 10: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	54, // 11: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	54, // 12: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	54, // 13: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	54, // 14: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	54, // 15: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	54, // 16: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	54, // 17: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	54, // 18: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	54, // 19: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	54, // 20: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	57, // 11: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	57, // 12: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	57, // 13: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	57, // 14: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	57, // 15: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	57, // 16: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	57, // 17: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	57, // 18: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	57, // 19: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	57, // 20: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	5,  // 21: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	53, // 22: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	54, // 23: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	56, // 22: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	57, // 23: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 24: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
 	1,  // 25: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
 	1,  // 26: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
@@ -4022,77 +4280,81 @@ var file_falcon_proto_depIdxs = []int32{
 	2,  // 30: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
 	3,  // 31: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
 	35, // 32: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	54, // 33: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	57, // 33: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
 	37, // 34: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
 	38, // 35: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
 	39, // 36: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
 	35, // 37: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	54, // 38: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	54, // 39: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	57, // 38: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	57, // 39: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
 	4,  // 40: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
 	4,  // 41: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
 	4,  // 42: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
 	45, // 43: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
 	4,  // 44: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
 	6,  // 45: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	0,  // 46: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	7,  // 47: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	8,  // 48: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	9,  // 49: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	11, // 50: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	13, // 51: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	15, // 52: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	17, // 53: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	18, // 54: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	19, // 55: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	21, // 56: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	22, // 57: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	26, // 58: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	25, // 59: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	27, // 60: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	29, // 61: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	30, // 62: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	32, // 63: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	40, // 64: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	41, // 65: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	43, // 66: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	44, // 67: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	47, // 68: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	33, // 69: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	34, // 70: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	48, // 71: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	49, // 72: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	1,  // 73: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	1,  // 74: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	10, // 75: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	12, // 76: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	14, // 77: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	16, // 78: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
-	1,  // 79: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	2,  // 80: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	20, // 81: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	2,  // 82: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	23, // 83: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	2,  // 84: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	2,  // 85: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	28, // 86: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	3,  // 87: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	31, // 88: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	3,  // 89: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	4,  // 90: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	42, // 91: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	4,  // 92: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	46, // 93: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	4,  // 94: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	35, // 95: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	35, // 96: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	6,  // 97: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	50, // 98: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	73, // [73:99] is the sub-list for method output_type
-	47, // [47:73] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	57, // 46: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	51, // 47: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	0,  // 48: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	7,  // 49: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	8,  // 50: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	9,  // 51: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	11, // 52: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	13, // 53: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	15, // 54: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	17, // 55: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	18, // 56: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	19, // 57: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	21, // 58: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	22, // 59: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	26, // 60: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	25, // 61: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	27, // 62: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	29, // 63: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	30, // 64: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	32, // 65: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	40, // 66: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	41, // 67: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	43, // 68: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	44, // 69: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	47, // 70: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	33, // 71: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	34, // 72: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	48, // 73: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	49, // 74: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	52, // 75: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	1,  // 76: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	1,  // 77: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	10, // 78: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	12, // 79: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	14, // 80: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	16, // 81: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
+	1,  // 82: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	2,  // 83: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	20, // 84: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	2,  // 85: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	23, // 86: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	2,  // 87: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	2,  // 88: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	28, // 89: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	3,  // 90: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	31, // 91: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	3,  // 92: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	4,  // 93: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	42, // 94: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	4,  // 95: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	46, // 96: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	4,  // 97: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	35, // 98: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	35, // 99: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	6,  // 100: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	50, // 101: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	53, // 102: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	76, // [76:103] is the sub-list for method output_type
+	49, // [49:76] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -4107,9 +4369,9 @@ func file_falcon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   54,
+			NumMessages:   57,
 			NumExtensions: 0,
-			NumServices:   5,
+			NumServices:   6,
 		},
 		GoTypes:           file_falcon_proto_goTypes,
 		DependencyIndexes: file_falcon_proto_depIdxs,

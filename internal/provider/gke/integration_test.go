@@ -112,7 +112,7 @@ func newFixture(t *testing.T, s setup) *fixture {
 		f.fake.SetReservation(itProject, itZone, reservation, s.reservation[0], s.reservation[1])
 	}
 	f.api = apitest.Start(t, nil)
-	if _, err := falconv1.NewClusterServiceClient(f.api.Conn).RegisterCluster(ctx, &falconv1.RegisterClusterRequest{Cluster: &falconv1.Cluster{
+	if _, err := falconv1.NewClusterServiceClient(f.api.UserConn).RegisterCluster(ctx, &falconv1.RegisterClusterRequest{Cluster: &falconv1.Cluster{
 		Name: falconCl, Backend: gke.BackendName, Project: itProject, Location: itZone, GkeCluster: gkeName,
 		DefaultReservation: reservation, AcceleratorTypes: []string{"v5p"}, Namespace: f.ns,
 	}}); err != nil {
