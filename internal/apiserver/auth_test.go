@@ -12,7 +12,9 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
@@ -55,7 +57,12 @@ type cfEnv struct {
 	*apitest.Env
 	iss  *authtest.Issuer
 	logs *syncBuffer
+	// skew moves the verifier's clock ahead of real time (nanoseconds).
+	skew *atomic.Int64
 }
+
+// advance moves the verifier's clock d ahead, as time passing would.
+func (e *cfEnv) advance(d time.Duration) { e.skew.Add(int64(d)) }
 
 // startCF serves on st, or on a new SQLite database when st is nil, with
 // one admin.
@@ -68,7 +75,9 @@ func startCF(t *testing.T, st *sqlstore.Store) *cfEnv {
 func startCFAdmins(t *testing.T, st *sqlstore.Store, admins ...string) *cfEnv {
 	t.Helper()
 	iss := authtest.NewIssuer(t)
-	cf, err := auth.NewCloudflareAccess(context.Background(), iss.Config())
+	skew := &atomic.Int64{}
+	cf, err := auth.NewCloudflareAccess(context.Background(), iss.Config(),
+		auth.WithClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +90,7 @@ func startCFAdmins(t *testing.T, st *sqlstore.Store, admins ...string) *cfEnv {
 		},
 	}
 	o.Store = st
-	return &cfEnv{Env: apitest.StartWith(t, o), iss: iss, logs: logs}
+	return &cfEnv{Env: apitest.StartWith(t, o), iss: iss, logs: logs, skew: skew}
 }
 
 // as returns ctx calling as the holder of tok, over gRPC.
@@ -198,6 +207,7 @@ func TestKeyRotationThroughTheServer(t *testing.T) {
 	if code, body := e.get(t, "GET", "/v1/users/me", "", h(e.iss.Token("a@example.com"))); code != 200 {
 		t.Fatalf("before rotation: %d %v", code, body)
 	}
+	e.advance(auth.DefaultKeyRefreshInterval) // a rotation comes long after the last fetch
 	next := authtest.NewKey(t, "key-2")
 	e.iss.Serve(e.iss.Key(), next)
 	if code, body := e.get(t, "GET", "/v1/users/me", "", h(authtest.Sign(next, e.iss.UserClaims("a@example.com")))); code != 200 {

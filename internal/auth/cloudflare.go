@@ -66,7 +66,9 @@ func TeamIssuer(domain string) (string, error) {
 // CloudflareAccess verifies Cloudflare Access tokens (RS256 JWTs) against
 // the team's published keys. The keys are fetched once and cached; a token
 // signed with a key the cache does not know makes it fetch them again, so
-// Cloudflare can rotate keys without a restart.
+// Cloudflare can rotate keys without a restart; such fetches are at least
+// WithKeyRefreshInterval apart, so forged kids cannot make the server fetch
+// on every request.
 //
 // Checks, cheapest first, so that garbage never causes a key fetch:
 // well-formed; alg RS256; iss is the team; aud has the application's tag;
@@ -85,9 +87,10 @@ var _ Authenticator = (*CloudflareAccess)(nil)
 type CloudflareOption func(*cfOptions)
 
 type cfOptions struct {
-	now  func() time.Time
-	skew time.Duration
-	hc   *http.Client
+	now     func() time.Time
+	skew    time.Duration
+	hc      *http.Client
+	refresh time.Duration
 }
 
 // WithClock sets the clock tokens' times are checked against.
@@ -100,11 +103,17 @@ func WithClockSkew(d time.Duration) CloudflareOption { return func(o *cfOptions)
 // 10s timeout, so a hanging key endpoint cannot hold every later refresh).
 func WithHTTPClient(hc *http.Client) CloudflareOption { return func(o *cfOptions) { o.hc = hc } }
 
+// WithKeyRefreshInterval sets the least time between two fetches of the
+// keys (default DefaultKeyRefreshInterval), measured on the WithClock clock.
+func WithKeyRefreshInterval(d time.Duration) CloudflareOption {
+	return func(o *cfOptions) { o.refresh = d }
+}
+
 // NewCloudflareAccess returns a verifier for cfg. No request is made until
 // the first token arrives. ctx carries configuration only; cancelling it
 // does not stop later key fetches.
 func NewCloudflareAccess(ctx context.Context, cfg CloudflareConfig, opts ...CloudflareOption) (*CloudflareAccess, error) {
-	o := cfOptions{now: time.Now, skew: DefaultClockSkew, hc: &http.Client{Timeout: 10 * time.Second}}
+	o := cfOptions{now: time.Now, skew: DefaultClockSkew, hc: &http.Client{Timeout: 10 * time.Second}, refresh: DefaultKeyRefreshInterval}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -118,7 +127,13 @@ func NewCloudflareAccess(ctx context.Context, cfg CloudflareConfig, opts ...Clou
 	if cfg.CertsURL == "" {
 		cfg.CertsURL = cfg.Issuer + CertsPath
 	}
-	keys := oidc.NewRemoteKeySet(oidc.ClientContext(ctx, o.hc), cfg.CertsURL)
+	hc := *o.hc
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = &throttledKeys{base: base, interval: o.refresh, now: o.now}
+	keys := oidc.NewRemoteKeySet(oidc.ClientContext(ctx, &hc), cfg.CertsURL)
 	v := oidc.NewVerifier(cfg.Issuer, keys, &oidc.Config{
 		ClientID:             cfg.Audience,
 		SupportedSigningAlgs: []string{oidc.RS256},

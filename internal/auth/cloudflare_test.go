@@ -3,8 +3,12 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,7 +107,8 @@ func TestClockSkewUsesInjectedClock(t *testing.T) {
 // is fetched again.
 func TestKeyRotationWithoutRestart(t *testing.T) {
 	iss := authtest.NewIssuer(t)
-	v := newVerifier(t, iss)
+	clock := newClock()
+	v := newVerifier(t, iss, auth.WithClock(clock.Now))
 	old := iss.Key()
 	if _, _, err := v.Verify(ctx, iss.Token("a@example.com")); err != nil {
 		t.Fatal(err)
@@ -115,6 +120,8 @@ func TestKeyRotationWithoutRestart(t *testing.T) {
 		t.Fatalf("JWKS fetched %d times for two tokens of one key; want once (cached)", n)
 	}
 
+	// Cloudflare rotates some time after the last fetch.
+	clock.Advance(auth.DefaultKeyRefreshInterval)
 	rotated := authtest.NewKey(t, "key-2")
 	iss.Serve(rotated)
 	if _, _, err := v.Verify(ctx, authtest.Sign(rotated, iss.UserClaims("a@example.com"))); err != nil {
@@ -126,6 +133,97 @@ func TestKeyRotationWithoutRestart(t *testing.T) {
 	if _, _, err := v.Verify(ctx, authtest.Sign(old, iss.UserClaims("a@example.com"))); err == nil {
 		t.Fatal("a token signed with the retired key still verifies")
 	}
+}
+
+// Forged tokens with ever new kids cost at most one key fetch per refresh
+// interval, and a rotation is still seen once the interval has passed.
+func TestUnknownKidsAreThrottled(t *testing.T) {
+	iss := authtest.NewIssuer(t)
+	clock := newClock()
+	v := newVerifier(t, iss, auth.WithClock(clock.Now))
+	if _, _, err := v.Verify(ctx, iss.Token("a@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		forged := authtest.NewKey(t, fmt.Sprintf("forged-%d", i))
+		if _, _, err := v.Verify(ctx, authtest.Sign(forged, iss.UserClaims("a@example.com"))); !errors.Is(err, errdefs.ErrUnauthenticated) {
+			t.Fatalf("forged token %d: %v, want Unauthenticated", i, err)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	if n := iss.Fetches(); n != 1 {
+		t.Fatalf("50 forged kids within the interval caused %d fetches; want only the first token's", n)
+	}
+	// The real key still verifies from the cache meanwhile.
+	if _, _, err := v.Verify(ctx, iss.Token("a@example.com")); err != nil {
+		t.Fatal(err)
+	}
+
+	rotated := authtest.NewKey(t, "key-2")
+	iss.Serve(rotated)
+	tok := authtest.Sign(rotated, iss.UserClaims("a@example.com"))
+	if _, _, err := v.Verify(ctx, tok); err == nil {
+		t.Fatal("a new kid verified without a fetch inside the interval")
+	}
+	clock.Advance(auth.DefaultKeyRefreshInterval)
+	if _, _, err := v.Verify(ctx, tok); err != nil {
+		t.Fatalf("rotated key after the interval: %v", err)
+	}
+	if n := iss.Fetches(); n != 2 {
+		t.Fatalf("JWKS fetched %d times; want 2", n)
+	}
+}
+
+// A key endpoint that fails is not asked again within the interval.
+func TestFailedKeyFetchIsNotRetriedAtOnce(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	iss := authtest.NewIssuer(t)
+	cfg := iss.Config()
+	cfg.CertsURL = srv.URL + auth.CertsPath
+	clock := newClock()
+	v, err := auth.NewCloudflareAccess(ctx, cfg, auth.WithClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, _, err := v.Verify(ctx, iss.Token("a@example.com")); err == nil {
+			t.Fatal("verified without keys")
+		}
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("a failing endpoint was asked %d times within the interval; want 1", n)
+	}
+	clock.Advance(auth.DefaultKeyRefreshInterval)
+	_, _, _ = v.Verify(ctx, iss.Token("a@example.com"))
+	if n := hits.Load(); n != 2 {
+		t.Fatalf("endpoint asked %d times after the interval; want 2", n)
+	}
+}
+
+// clock is a settable clock for the verifier, starting now so that the
+// issuer's real-time tokens are valid.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Now()} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 func TestConcurrentFirstTokensShareOneFetch(t *testing.T) {
