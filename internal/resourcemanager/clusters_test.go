@@ -261,3 +261,39 @@ func TestUnreachableClusterGetsNoCalls(t *testing.T) {
 		t.Errorf("unreachable gauge = %v after recovery, want 0", got)
 	}
 }
+
+// Aborting a job that never reached its cluster needs nothing from it, so
+// it completes while the cluster is unreachable; a dispatched job's abort
+// waits to stop it there.
+func TestAbortOfAJobQueuedForAnUnreachableCluster(t *testing.T) {
+	f := &fixture{env: apitest.Start(t, map[string]string{"local": "test"}), be: newScripted(), now: time.Now()}
+	f.mgr = resourcemanager.New(f.env.Conn, resourcemanager.WithBackend("test", f.be),
+		resourcemanager.WithClock(func() time.Time { return f.now }))
+	f.be.startPhase = resourcemanager.PhasePending
+	dispatched := pinnedTo(t, f.env, "local", "dispatched", &falconv1.TaskSpec{Command: "x", Replica: 1})
+	f.cycle(t)
+	want(t, f.env.Job(t, dispatched), "Pending", "Dispatching", "")
+	queued := pinnedTo(t, f.env, "local", "queued", &falconv1.TaskSpec{Command: "x", Replica: 1})
+	f.cycle(t)
+	want(t, f.env.Job(t, queued), "Pending", "Waiting", "")
+
+	f.be.setHealth(resourcemanager.Health{Err: errors.New("connection refused"), Backoff: true})
+	for _, id := range []string{dispatched, queued} {
+		if _, err := f.env.Exps.AbortExp(context.Background(), &falconv1.AbortExpRequest{Id: f.env.Job(t, id).GetExpId()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.cycle(t)
+	want(t, f.env.Job(t, queued), "Aborted", "", "")
+	want(t, f.env.Job(t, dispatched), "Aborting", "", "")
+	if f.be.stopped[queued] != 0 {
+		t.Errorf("the queued job was stopped on its cluster %d times; it never reached it", f.be.stopped[queued])
+	}
+
+	f.be.setHealth(resourcemanager.Health{})
+	f.cycle(t)
+	want(t, f.env.Job(t, dispatched), "Aborted", "", "")
+	if f.be.stopped[dispatched] != 1 {
+		t.Errorf("the dispatched job was stopped %d times, want once", f.be.stopped[dispatched])
+	}
+}

@@ -389,10 +389,14 @@ func (m *Manager) write(ctx context.Context, j *falconv1.Job, req *falconv1.Upda
 }
 
 func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
-	// Stop is idempotent, so a job pinned to a cluster but never dispatched
-	// costs one no-op call; knowing for sure it was never dispatched would
-	// need state the abort has already cleared (its Reason).
-	if name := j.GetClusterName(); name != "" {
+	// A job that never began acquiring (dispatched_at is written before
+	// any pool or Job is asked for) has nothing on its cluster to stop, even
+	// when pinned there: its abort must not wait for a cluster that may be
+	// unreachable. Stop is idempotent for everything else.
+	if name := j.GetClusterName(); name != "" && reachedCluster(j) {
+		if c.health[name].Backoff {
+			return // no calls to a cluster backing off; stopped once it answers
+		}
 		cl := c.clusters[name]
 		if b, err := m.backendFor(cl); err == nil {
 			if err := b.Stop(ctx, cl, j); err != nil {
@@ -411,6 +415,12 @@ func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
 		_ = m.sched.Remove(j.GetId())
 		m.log.Info("job aborted", "job", j.GetId(), "exp", j.GetExpId())
 	}
+}
+
+// reachedCluster reports whether the job may have left anything on its
+// cluster: it began acquiring, ran, or holds a node pool.
+func reachedCluster(j *falconv1.Job) bool {
+	return j.GetDispatchedAt() != nil || j.GetStartedAt() != nil || j.GetNodePool() != ""
 }
 
 // pickAll hands every free slot to its next job, again and again while
