@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/testing/protocmp"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
@@ -123,6 +125,50 @@ func TestCreateGetOverHTTP(t *testing.T) {
 	}
 }
 
+// TestTaskResourcesRoundTrip shows a task's resources coming back from the
+// store exactly as given, on the experiment's roles and on its job, over
+// gRPC and in the JSON that `falcon exp get --output json` prints.
+func TestTaskResourcesRoundTrip(t *testing.T) {
+	e := start(t)
+	roles := map[string]*falconv1.TaskSpec{
+		"prep": {Command: "python prep.py", Replica: 1, DeviceType: "cpu", Resources: &falconv1.Resources{
+			Requests: map[string]string{"cpu": "2", "memory": "4Gi"},
+			Limits:   map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "20Gi"},
+		}},
+		"main": {Command: "echo main", Replica: 1},
+	}
+	created, err := e.exps.CreateExp(context.Background(), &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
+		Name: "resources", RoleToTaskSpec: roles,
+	}})
+	if err != nil {
+		t.Fatalf("CreateExp: %v", err)
+	}
+	got, err := e.exps.GetExp(context.Background(), &falconv1.GetExpRequest{Id: created.GetId()})
+	if err != nil {
+		t.Fatalf("GetExp: %v", err)
+	}
+	if diff := cmp.Diff(roles, got.GetRoleToTaskSpec(), protocmp.Transform()); diff != "" {
+		t.Errorf("GetExp role_to_task_spec (-want +got):\n%s", diff)
+	}
+	for _, j := range got.GetJobs() {
+		if diff := cmp.Diff(roles[j.GetRole()], j.GetTaskSpec(), protocmp.Transform()); diff != "" {
+			t.Errorf("job %s task_spec (-want +got):\n%s", j.GetRole(), diff)
+		}
+	}
+
+	code, body := e.http(t, "GET", "/v1/experiments/"+created.GetId(), "")
+	if code != 200 {
+		t.Fatalf("get: %d %v", code, body)
+	}
+	prep := body["role_to_task_spec"].(map[string]any)["prep"].(map[string]any)
+	if diff := cmp.Diff(map[string]any{
+		"requests": map[string]any{"cpu": "2", "memory": "4Gi"},
+		"limits":   map[string]any{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "20Gi"},
+	}, prep["resources"]); diff != "" {
+		t.Errorf("JSON resources (-want +got):\n%s", diff)
+	}
+}
+
 func TestBadInputWritesNothing(t *testing.T) {
 	e := start(t)
 	tests := []struct {
@@ -135,6 +181,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 		{"unknown cluster", `{"experiment":{"name":"a","cluster_name":"mars","role_to_task_spec":{"w":{"command":"x","replica":1}}}}`, "cluster_name"},
 		{"bad topo", `{"experiment":{"name":"a","role_to_task_spec":{"w":{"command":"x","replica":1,"device_topo":"2by2"}}}}`, "device_topo"},
 		{"unknown JSON key", `{"experiment":{"name":"a","bogus":1}}`, "bogus"},
+		{"limit below request", `{"experiment":{"name":"a","role_to_task_spec":{"w":{"command":"x","replica":1,"resources":{"requests":{"memory":"2Gi"},"limits":{"memory":"1Gi"}}}}}}`, "role_to_task_spec.w.resources.limits.memory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,6 +29,7 @@ func taskToAPI(t store.TaskSpec) *falconv1.TaskSpec {
 		Command: t.Command, Replica: t.Replica, Image: t.Image,
 		DeviceCount: t.DeviceCount, DeviceType: t.DeviceType, DeviceTopo: t.DeviceTopo,
 		Envs: t.Envs, TimeoutSeconds: int32(t.TimeoutSeconds), SupplyMode: t.SupplyMode,
+		Resources: resourcesToAPI(t.Resources),
 	}
 }
 
@@ -37,7 +38,24 @@ func taskFromAPI(t *falconv1.TaskSpec) store.TaskSpec {
 		Command: t.GetCommand(), Replica: t.GetReplica(), Image: t.GetImage(),
 		DeviceCount: t.GetDeviceCount(), DeviceType: t.GetDeviceType(), DeviceTopo: t.GetDeviceTopo(),
 		Envs: t.GetEnvs(), TimeoutSeconds: int64(t.GetTimeoutSeconds()), SupplyMode: t.GetSupplyMode(),
+		Resources: resourcesFromAPI(t.GetResources()),
 	}
+}
+
+func resourcesToAPI(r *store.Resources) *falconv1.Resources {
+	if r == nil {
+		return nil
+	}
+	return &falconv1.Resources{Requests: r.Requests, Limits: r.Limits}
+}
+
+// resourcesFromAPI stores empty resources as none, so that `resources: {}`
+// and no resources read back the same.
+func resourcesFromAPI(r *falconv1.Resources) *store.Resources {
+	if len(r.GetRequests()) == 0 && len(r.GetLimits()) == 0 {
+		return nil
+	}
+	return &store.Resources{Requests: r.GetRequests(), Limits: r.GetLimits()}
 }
 
 func expToAPI(e *store.Experiment) *falconv1.Experiment {

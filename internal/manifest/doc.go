@@ -13,10 +13,13 @@
 // (with validate_only for `falcon exp validate`): one set of rules for every
 // client.
 //
-// Two conveniences beyond the API's shape:
+// Three conveniences beyond the API's shape:
 //   - config may be a YAML mapping or list instead of a string; it is
 //     re-serialised to YAML text, because the API stores config as an opaque
 //     string handed to the job as CUSTOM_CONFIG_KEY.
+//   - resource quantities may be YAML numbers (cpu: 2) as well as strings
+//     (memory: 4Gi); they are kept as written, since the API holds them as
+//     strings.
 //   - a top-level timeout_seconds is copied into every role that does not set
 //     its own (a role's explicit 0, meaning no limit, is kept).
 package manifest

@@ -18,7 +18,8 @@ import (
 // The keys a manifest may hold, in the order error messages list them.
 var (
 	experimentFields = []string{"name", "exp_type", "cluster_name", "priority", "tags", "config", "role_to_task_spec", "timeout_seconds"}
-	taskSpecFields   = []string{"command", "replica", "image", "device_count", "device_type", "device_topo", "envs", "timeout_seconds", "supply_mode"}
+	taskSpecFields   = []string{"command", "replica", "image", "device_count", "device_type", "device_topo", "envs", "timeout_seconds", "supply_mode", "resources"}
+	resourcesFields  = []string{"requests", "limits"}
 )
 
 // Parse reads an experiment manifest. The returned error, if any, is an
@@ -171,6 +172,8 @@ func (d *decoder) taskSpec(path string, n *yaml.Node, defaultTimeout int32) *fal
 			hasTimeout = true
 		case "supply_mode":
 			spec.SupplyMode = d.Str(fpath, v)
+		case "resources":
+			spec.Resources = d.resources(fpath, v)
 		}
 	})
 	if !hasTimeout {
@@ -229,6 +232,53 @@ func (d *decoder) envs(path string, n *yaml.Node) map[string]string {
 		default:
 			d.Fail(kpath, v, "must be a string, number or boolean, got %s", yamlnode.Describe(v))
 		}
+	})
+	return out
+}
+
+// resources reads a task's requests and limits.
+func (d *decoder) resources(path string, n *yaml.Node) *falconv1.Resources {
+	if yamlnode.IsNull(n) {
+		return nil
+	}
+	if !d.ExpectMapping(path, n) {
+		return nil
+	}
+	res := &falconv1.Resources{}
+	d.fields(path, n, resourcesFields, func(key, kpath string, v *yaml.Node) {
+		switch key {
+		case "requests":
+			res.Requests = d.quantities(kpath, v)
+		case "limits":
+			res.Limits = d.quantities(kpath, v)
+		}
+	})
+	return res
+}
+
+// quantities reads a mapping of resource names to quantities. A quantity may
+// be a YAML number (cpu: 2, cpu: 0.5) as well as a string (memory: 4Gi),
+// since users write CPUs as numbers; either is kept as written, because
+// whether the names and quantities are valid is the server's validation, the
+// same for every client. Booleans and nulls are refused here: `cpu: yes` or a
+// forgotten value is never a quantity.
+func (d *decoder) quantities(path string, n *yaml.Node) map[string]string {
+	if yamlnode.IsNull(n) {
+		return nil
+	}
+	if !d.ExpectMapping(path, n) {
+		return nil
+	}
+	out := map[string]string{}
+	d.fields(path, n, nil, func(key, kpath string, v *yaml.Node) {
+		if v.Kind == yaml.ScalarNode {
+			switch v.ShortTag() {
+			case "!!str", "!!int", "!!float":
+				out[key] = v.Value
+				return
+			}
+		}
+		d.Fail(kpath, v, "must be a quantity such as 2, 500m or 4Gi, got %s", yamlnode.Describe(v))
 	})
 	return out
 }

@@ -44,6 +44,9 @@ role_to_task_spec:
     replica: 1
     device_type: cpu
     timeout_seconds: 0
+    resources:
+      requests: {cpu: 2, memory: 4Gi, ephemeral-storage: "10Gi"}
+      limits: {cpu: 4.5, memory: 8Gi}
 `
 
 func TestParse(t *testing.T) {
@@ -74,7 +77,13 @@ func TestParse(t *testing.T) {
 						TimeoutSeconds: 7200,
 						Envs:           map[string]string{"PORT": "8080", "DEBUG": "true", "RATIO": "0.5", "NAME": "bench", "EMPTY": ""},
 					},
-					"eval": {Command: "python eval.py", Replica: 1, DeviceType: "cpu", TimeoutSeconds: 0},
+					"eval": {
+						Command: "python eval.py", Replica: 1, DeviceType: "cpu", TimeoutSeconds: 0,
+						Resources: &falconv1.Resources{
+							Requests: map[string]string{"cpu": "2", "memory": "4Gi", "ephemeral-storage": "10Gi"},
+							Limits:   map[string]string{"cpu": "4.5", "memory": "8Gi"},
+						},
+					},
 				},
 			},
 		},
@@ -120,6 +129,23 @@ role_to_task_spec:
 			}},
 		},
 		{
+			name: "resources with limits only; unknown names and bad quantities are left to validation",
+			in: `
+role_to_task_spec:
+  prep:
+    resources:
+      limits: {memory: 1Gi, gpu: lots}
+`,
+			want: &falconv1.Experiment{RoleToTaskSpec: map[string]*falconv1.TaskSpec{
+				"prep": {Resources: &falconv1.Resources{Limits: map[string]string{"memory": "1Gi", "gpu": "lots"}}},
+			}},
+		},
+		{
+			name: "null resources are unset",
+			in:   "role_to_task_spec:\n  prep:\n    resources: ~\n",
+			want: &falconv1.Experiment{RoleToTaskSpec: map[string]*falconv1.TaskSpec{"prep": {}}},
+		},
+		{
 			name: "nulls are unset",
 			in:   "name: a\ntags:\nconfig: ~\nrole_to_task_spec:\n",
 			want: &falconv1.Experiment{Name: "a"},
@@ -148,7 +174,31 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown task spec field names the full path and the allowed fields",
 			in:   "name: a\nrole_to_task_spec:\n  worker:\n    replicas: 2\n",
-			want: []string{"role_to_task_spec.worker.replicas: unknown field; allowed: command, replica, image, device_count, device_type, device_topo, envs, timeout_seconds, supply_mode (line 4)"},
+			want: []string{"role_to_task_spec.worker.replicas: unknown field; allowed: command, replica, image, device_count, device_type, device_topo, envs, timeout_seconds, supply_mode, resources (line 4)"},
+		},
+		{
+			name: "unknown resources field names its path",
+			in:   "role_to_task_spec:\n  prep:\n    resources:\n      request: {cpu: 1}\n",
+			want: []string{"role_to_task_spec.prep.resources.request: unknown field; allowed: requests, limits (line 4)"},
+		},
+		{
+			name: "resources must be a mapping",
+			in:   "role_to_task_spec:\n  prep:\n    resources: 2\n",
+			want: []string{"role_to_task_spec.prep.resources: must be a mapping, got 2 (line 3)"},
+		},
+		{
+			name: "requests must be a mapping",
+			in:   "role_to_task_spec:\n  prep:\n    resources:\n      requests: [cpu]\n",
+			want: []string{"role_to_task_spec.prep.resources.requests: must be a mapping, got a list (line 4)"},
+		},
+		{
+			name: "a quantity must be a string or number",
+			in:   "role_to_task_spec:\n  prep:\n    resources:\n      limits:\n        cpu: true\n        memory:\n        ephemeral-storage: {size: 1Gi}\n",
+			want: []string{
+				"role_to_task_spec.prep.resources.limits.cpu: must be a quantity such as 2, 500m or 4Gi, got true (line 5)",
+				"role_to_task_spec.prep.resources.limits.memory: must be a quantity such as 2, 500m or 4Gi, got null (line 6)",
+				"role_to_task_spec.prep.resources.limits.ephemeral-storage: must be a quantity such as 2, 500m or 4Gi, got a mapping (line 7)",
+			},
 		},
 		{
 			name: "unknown top-level field",
@@ -293,6 +343,9 @@ worker:
   replica: 4
   device_type: v7x
   envs: {SEED: 1}
+prep:
+  command: python prep.py
+  resources: {requests: {cpu: "2"}}
 main:
   command: "true"
 `))
@@ -301,6 +354,7 @@ main:
 	}
 	want := map[string]*falconv1.TaskSpec{
 		"worker": {Command: "python train.py", Replica: 4, DeviceType: "v7x", Envs: map[string]string{"SEED": "1"}},
+		"prep":   {Command: "python prep.py", Resources: &falconv1.Resources{Requests: map[string]string{"cpu": "2"}}},
 		"main":   {Command: "true"},
 	}
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
@@ -315,6 +369,7 @@ func TestParseTasksErrors(t *testing.T) {
 		want []string
 	}{
 		{"unknown field uses the manifest path", "worker:\n  replicas: 2\n", []string{"role_to_task_spec.worker.replicas: unknown field"}},
+		{"unknown resources field uses the manifest path", "prep:\n  resources: {cpu: 1}\n", []string{"role_to_task_spec.prep.resources.cpu: unknown field; allowed: requests, limits"}},
 		{"a manifest passed as a tasks file", "name: a\nrole_to_task_spec: {}\n", []string{"role_to_task_spec: the tasks file holds a whole manifest (role_to_task_spec at line 2); pass it with -f instead"}},
 		{"role is not a mapping", "worker: run.sh\n", []string{`role_to_task_spec.worker: must be a mapping, got "run.sh" (line 1)`}},
 		{"empty", "", []string{"role_to_task_spec: is empty"}},

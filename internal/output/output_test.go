@@ -164,6 +164,29 @@ job-ki5t2jegpi  worker  Failed  JobFailed  exit code 3  2
 	}
 }
 
+func TestResourcesLine(t *testing.T) {
+	tests := []struct {
+		name string
+		in   *falconv1.Resources
+		want string
+	}{
+		{"none", nil, ""},
+		{"empty", &falconv1.Resources{}, ""},
+		{"both, names sorted", &falconv1.Resources{
+			Requests: map[string]string{"memory": "4Gi", "cpu": "2"},
+			Limits:   map[string]string{"memory": "8Gi"},
+		}, "requests cpu=2 memory=4Gi; limits memory=8Gi"},
+		{"limits only", &falconv1.Resources{Limits: map[string]string{"cpu": "500m"}}, "limits cpu=500m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := resourcesLine(tt.in); got != tt.want {
+				t.Errorf("resourcesLine = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestShortDuration(t *testing.T) {
 	tests := map[time.Duration]string{
 		0:                 "0s",

@@ -206,6 +206,7 @@ func JobDetail(j *falconv1.Job) TableFunc {
 			{"Creator", j.GetCreator()},
 			{"Replica", strconv.Itoa(int(j.GetReplica()))},
 			{"Device", deviceLine(ts)},
+			{"Resources", resourcesLine(ts.GetResources())},
 			{"Image", ts.GetImage()},
 			{"Created", Timestamp(v.Now, j.GetCreatedAt())},
 			{"Dispatched", Timestamp(v.Now, j.GetDispatchedAt())},
@@ -229,6 +230,31 @@ func deviceLine(ts *falconv1.TaskSpec) string {
 		s += ", topology " + ts.GetDeviceTopo()
 	}
 	return strings.TrimSpace(s)
+}
+
+// resourcesLine shows a task's resources as they were written:
+// "requests cpu=2 memory=4Gi; limits memory=8Gi".
+func resourcesLine(r *falconv1.Resources) string {
+	var parts []string
+	for _, side := range []struct {
+		name string
+		m    map[string]string
+	}{{"requests", r.GetRequests()}, {"limits", r.GetLimits()}} {
+		if len(side.m) == 0 {
+			continue
+		}
+		names := make([]string, 0, len(side.m))
+		for n := range side.m {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		s := side.name
+		for _, n := range names {
+			s += " " + n + "=" + side.m[n]
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func quoteIf(s string) string {

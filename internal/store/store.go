@@ -19,6 +19,16 @@ type TaskSpec struct {
 	Envs           map[string]string `json:"envs,omitempty"`
 	TimeoutSeconds int64             `json:"timeout_seconds,omitempty"`
 	SupplyMode     string            `json:"supply_mode,omitempty"`
+	// Resources is nil when the task gives none, so rows written before the
+	// field existed and rows without resources read and write the same.
+	Resources *Resources `json:"resources,omitempty"`
+}
+
+// Resources are a task's requests and limits: resource name (cpu, memory,
+// ephemeral-storage) to a Kubernetes quantity, kept as the user wrote it.
+type Resources struct {
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
 }
 
 // Experiment is a user's request to run one or more roles, and its status.

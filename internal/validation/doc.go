@@ -7,4 +7,8 @@
 // names and paths (DNS-1123 labels), the config string is bounded because
 // large data belongs in artifacts, never in the database, and env names that
 // Falcon itself sets are reserved so a job always sees its true identity.
+// Resources are limited to cpu, memory and ephemeral-storage with positive
+// Kubernetes quantities and limits no lower than their requests, which is
+// what a kube-apiserver would otherwise refuse only at dispatch, long after
+// the user has walked away.
 package validation

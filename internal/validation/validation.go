@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/errdefs"
@@ -35,6 +37,11 @@ var (
 	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	tagPattern   = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.:=/]*[A-Za-z0-9])?$`)
 )
+
+// ResourceNames are the resources a task may request and limit. Accelerators
+// (google.com/tpu, nvidia.com/gpu) are not among them: device_type and
+// device_count decide those, so the two can never disagree.
+var ResourceNames = []string{"cpu", "memory", "ephemeral-storage"}
 
 // ReservedEnvs are set by Falcon for every process; a task may not set them.
 var ReservedEnvs = []string{
@@ -150,6 +157,74 @@ func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec) {
 			errs.Add(path+".envs."+k, "is set by Falcon and cannot be overridden; reserved: %s", strings.Join(ReservedEnvs, ", "))
 		}
 	}
+	resources(errs, path+".resources", t.GetResources())
+}
+
+// ParseResources checks a task's resources and returns its requests and
+// limits parsed, keyed by resource name. Problems are errdefs.FieldErrors
+// under path (role_to_task_spec.prep.resources, or just resources for a
+// caller holding the task spec alone). It is exported so that the Kubernetes
+// renderer, which must not trust a stored task blindly, applies exactly the
+// rules CreateExp applied.
+func ParseResources(path string, r *falconv1.Resources) (requests, limits map[string]resource.Quantity, err error) {
+	var errs errdefs.FieldErrors
+	requests, limits = resources(&errs, path, r)
+	if err := errs.Err(); err != nil {
+		return nil, nil, err
+	}
+	return requests, limits, nil
+}
+
+func resources(errs *errdefs.FieldErrors, path string, r *falconv1.Resources) (requests, limits map[string]resource.Quantity) {
+	requests = quantities(errs, path+".requests", r.GetRequests())
+	limits = quantities(errs, path+".limits", r.GetLimits())
+	for _, name := range ResourceNames {
+		req, hasReq := requests[name]
+		lim, hasLim := limits[name]
+		if hasReq && hasLim && lim.Cmp(req) < 0 {
+			// Kubernetes refuses such a pod; saying so here names the field
+			// instead of failing the job at dispatch.
+			errs.Add(path+".limits."+name, "%s is less than the request %s; a limit must be at least its request",
+				r.GetLimits()[name], r.GetRequests()[name])
+		}
+	}
+	return requests, limits
+}
+
+func quantities(errs *errdefs.FieldErrors, path string, m map[string]string) map[string]resource.Quantity {
+	if len(m) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make(map[string]resource.Quantity, len(m))
+	for _, name := range names {
+		v, field := m[name], path+"."+name
+		if !slices.Contains(ResourceNames, name) {
+			errs.Add(field, "unknown resource %q; allowed: %s (accelerators come from device_type and device_count)", name, strings.Join(ResourceNames, ", "))
+			continue
+		}
+		q, err := resource.ParseQuantity(v)
+		switch {
+		case err != nil:
+			errs.Add(field, "%q is not a Kubernetes quantity (e.g. %s)", v, quantityExample(name))
+		case q.Sign() <= 0:
+			errs.Add(field, "must be positive, got %s", v)
+		default:
+			out[name] = q
+		}
+	}
+	return out
+}
+
+func quantityExample(name string) string {
+	if name == "cpu" {
+		return "2 or 500m"
+	}
+	return "4Gi or 512Mi"
 }
 
 func label(errs *errdefs.FieldErrors, field, v string, required bool) {

@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/errdefs"
-	"google.golang.org/protobuf/proto"
 )
 
 func valid() *falconv1.Experiment {
@@ -70,11 +72,59 @@ func TestExperiment(t *testing.T) {
 		{"bad supply mode", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].SupplyMode = "spot" }, []string{"role_to_task_spec.main.supply_mode"}},
 		{"bad env name", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Envs["1BAD"] = "x" }, []string{"role_to_task_spec.main.envs.1BAD"}},
 		{"reserved env", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Envs["FALCON_RANK"] = "9" }, []string{"role_to_task_spec.main.envs.FALCON_RANK"}},
+		{"resources on a CPU-only role", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["prep"] = &falconv1.TaskSpec{Command: "python prep.py", Replica: 1, DeviceType: "cpu", Resources: &falconv1.Resources{
+				Requests: map[string]string{"cpu": "2", "memory": "4Gi", "ephemeral-storage": "10G"},
+				Limits:   map[string]string{"cpu": "4", "memory": "8Gi"},
+			}}
+		}, nil},
+		{"resources next to an accelerator", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].Resources = &falconv1.Resources{Requests: map[string]string{"memory": "200Gi"}}
+		}, nil},
+		{"limits alone, a limit equal to its request", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].Resources = &falconv1.Resources{
+				Requests: map[string]string{"cpu": "500m"},
+				Limits:   map[string]string{"cpu": "0.5", "memory": "1Gi"},
+			}
+		}, nil},
+		{"empty resources", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Resources = &falconv1.Resources{} }, nil},
+		{"accelerators cannot be requested through resources", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].Resources = &falconv1.Resources{Limits: map[string]string{"google.com/tpu": "4"}}
+		}, []string{"role_to_task_spec.main.resources.limits.google.com/tpu"}},
+		{"unknown resource name", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].Resources = &falconv1.Resources{Requests: map[string]string{"cpus": "2"}}
+		}, []string{"role_to_task_spec.main.resources.requests.cpus"}},
+		{"not a quantity", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].Resources = &falconv1.Resources{Requests: map[string]string{"memory": "4GB"}}
+		}, []string{"role_to_task_spec.main.resources.requests.memory"}},
+		{"zero and negative quantities", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].Resources = &falconv1.Resources{
+				Requests: map[string]string{"cpu": "0"},
+				Limits:   map[string]string{"memory": "-1Gi"},
+			}
+		}, []string{"role_to_task_spec.main.resources.requests.cpu", "role_to_task_spec.main.resources.limits.memory"}},
+		{"limit below its request", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].Resources = &falconv1.Resources{
+				Requests: map[string]string{"cpu": "2", "memory": "8Gi"},
+				Limits:   map[string]string{"cpu": "2", "memory": "4Gi"},
+			}
+		}, []string{"role_to_task_spec.main.resources.limits.memory"}},
+		{"a bad request is not also compared with its limit", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].Resources = &falconv1.Resources{
+				Requests: map[string]string{"memory": "lots"},
+				Limits:   map[string]string{"memory": "4Gi"},
+			}
+		}, []string{"role_to_task_spec.main.resources.requests.memory"}},
 		{"several problems at once", func(e *falconv1.Experiment) {
 			e.Name = ""
 			e.RoleToTaskSpec["main"].Replica = 0
 			e.RoleToTaskSpec["main"].Command = ""
-		}, []string{"name", "role_to_task_spec.main.command", "role_to_task_spec.main.replica"}},
+			e.RoleToTaskSpec["main"].Resources = &falconv1.Resources{
+				Requests: map[string]string{"cpu": "4", "gpu": "1"},
+				Limits:   map[string]string{"cpu": "2"},
+			}
+		}, []string{"name", "role_to_task_spec.main.command", "role_to_task_spec.main.replica",
+			"role_to_task_spec.main.resources.requests.gpu", "role_to_task_spec.main.resources.limits.cpu"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,5 +152,64 @@ func TestExperiment(t *testing.T) {
 				t.Fatalf("fields = %v, want %v (error: %v)", got, tt.fields, err)
 			}
 		})
+	}
+}
+
+func TestParseResourcesMessages(t *testing.T) {
+	tests := []struct {
+		name string
+		in   *falconv1.Resources
+		want string // the whole error
+	}{
+		{"unknown name lists the allowed ones",
+			&falconv1.Resources{Requests: map[string]string{"nvidia.com/gpu": "1"}},
+			`resources.requests.nvidia.com/gpu: unknown resource "nvidia.com/gpu"; allowed: cpu, memory, ephemeral-storage (accelerators come from device_type and device_count)`},
+		{"not a quantity gives an example",
+			&falconv1.Resources{Limits: map[string]string{"cpu": "two"}},
+			`resources.limits.cpu: "two" is not a Kubernetes quantity (e.g. 2 or 500m)`},
+		{"not positive",
+			&falconv1.Resources{Requests: map[string]string{"ephemeral-storage": "0"}},
+			`resources.requests.ephemeral-storage: must be positive, got 0`},
+		{"limit below request quotes both as written",
+			&falconv1.Resources{Requests: map[string]string{"memory": "8Gi"}, Limits: map[string]string{"memory": "4096Mi"}},
+			`resources.limits.memory: 4096Mi is less than the request 8Gi; a limit must be at least its request`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := ParseResources("resources", tt.in)
+			if err == nil {
+				t.Fatal("ParseResources succeeded, want an error")
+			}
+			if !errors.Is(err, errdefs.ErrInvalid) {
+				t.Errorf("error %v is not errdefs.ErrInvalid", err)
+			}
+			if got := err.Error(); got != tt.want {
+				t.Errorf("error\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseResources(t *testing.T) {
+	req, lim, err := ParseResources("resources", &falconv1.Resources{
+		Requests: map[string]string{"cpu": "1.5", "memory": "4Gi"},
+		Limits:   map[string]string{"memory": "8Gi"},
+	})
+	if err != nil {
+		t.Fatalf("ParseResources: %v", err)
+	}
+	got := map[string]string{}
+	for k, q := range req {
+		got["requests."+k] = q.String()
+	}
+	for k, q := range lim {
+		got["limits."+k] = q.String()
+	}
+	want := map[string]string{"requests.cpu": "1500m", "requests.memory": "4Gi", "limits.memory": "8Gi"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("parsed (-want +got):\n%s", diff)
+	}
+	if req, lim, err := ParseResources("resources", nil); err != nil || req != nil || lim != nil {
+		t.Errorf("ParseResources(nil) = %v, %v, %v; want nothing", req, lim, err)
 	}
 }

@@ -48,7 +48,11 @@ type TaskSpec struct {
 	// Timeout; 0 means no limit.
 	TimeoutSeconds int32 `protobuf:"varint,8,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
 	// "reservation" or "flex-start"; empty lets Falcon choose.
-	SupplyMode    string `protobuf:"bytes,9,opt,name=supply_mode,json=supplyMode,proto3" json:"supply_mode,omitempty"`
+	SupplyMode string `protobuf:"bytes,9,opt,name=supply_mode,json=supplyMode,proto3" json:"supply_mode,omitempty"`
+	// CPU, memory and ephemeral storage for each host's container. A CPU-only
+	// task gets these instead of Falcon's defaults; on a TPU or GPU host they
+	// are added next to the accelerator, which the device fields decide alone.
+	Resources     *Resources `protobuf:"bytes,10,opt,name=resources,proto3" json:"resources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -146,6 +150,72 @@ func (x *TaskSpec) GetSupplyMode() string {
 	return ""
 }
 
+func (x *TaskSpec) GetResources() *Resources {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+// Resources are Kubernetes-style requests and limits, keyed by resource name
+// (cpu, memory, ephemeral-storage) with Kubernetes quantities as values
+// ("500m", "2", "4Gi"). Quantities are strings, not numbers, so that what a
+// user wrote ("1.5", "512Mi") reaches the cluster exactly as written.
+type Resources struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the scheduler reserves on a node for the task.
+	Requests map[string]string `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The most the task may use; a limit given alone is also the request, as
+	// in Kubernetes.
+	Limits        map[string]string `protobuf:"bytes,2,rep,name=limits,proto3" json:"limits,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resources) Reset() {
+	*x = Resources{}
+	mi := &file_falcon_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resources) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resources) ProtoMessage() {}
+
+func (x *Resources) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resources.ProtoReflect.Descriptor instead.
+func (*Resources) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Resources) GetRequests() map[string]string {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *Resources) GetLimits() map[string]string {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
 type Experiment struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -179,7 +249,7 @@ type Experiment struct {
 
 func (x *Experiment) Reset() {
 	*x = Experiment{}
-	mi := &file_falcon_proto_msgTypes[1]
+	mi := &file_falcon_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -191,7 +261,7 @@ func (x *Experiment) String() string {
 func (*Experiment) ProtoMessage() {}
 
 func (x *Experiment) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[1]
+	mi := &file_falcon_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -204,7 +274,7 @@ func (x *Experiment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Experiment.ProtoReflect.Descriptor instead.
 func (*Experiment) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{1}
+	return file_falcon_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Experiment) GetId() string {
@@ -407,7 +477,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_falcon_proto_msgTypes[2]
+	mi := &file_falcon_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +489,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[2]
+	mi := &file_falcon_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +502,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{2}
+	return file_falcon_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Job) GetId() string {
@@ -628,7 +698,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_falcon_proto_msgTypes[3]
+	mi := &file_falcon_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -640,7 +710,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[3]
+	mi := &file_falcon_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -653,7 +723,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{3}
+	return file_falcon_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Artifact) GetId() string {
@@ -761,7 +831,7 @@ type Cluster struct {
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_falcon_proto_msgTypes[4]
+	mi := &file_falcon_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +843,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[4]
+	mi := &file_falcon_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -786,7 +856,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{4}
+	return file_falcon_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Cluster) GetId() string {
@@ -920,7 +990,7 @@ type AcceleratorSlot struct {
 
 func (x *AcceleratorSlot) Reset() {
 	*x = AcceleratorSlot{}
-	mi := &file_falcon_proto_msgTypes[5]
+	mi := &file_falcon_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -932,7 +1002,7 @@ func (x *AcceleratorSlot) String() string {
 func (*AcceleratorSlot) ProtoMessage() {}
 
 func (x *AcceleratorSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[5]
+	mi := &file_falcon_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -945,7 +1015,7 @@ func (x *AcceleratorSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceleratorSlot.ProtoReflect.Descriptor instead.
 func (*AcceleratorSlot) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{5}
+	return file_falcon_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AcceleratorSlot) GetType() string {
@@ -973,7 +1043,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_falcon_proto_msgTypes[6]
+	mi := &file_falcon_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1055,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[6]
+	mi := &file_falcon_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1068,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{6}
+	return file_falcon_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *User) GetUserId() string {
@@ -1033,7 +1103,7 @@ type CreateExpRequest struct {
 
 func (x *CreateExpRequest) Reset() {
 	*x = CreateExpRequest{}
-	mi := &file_falcon_proto_msgTypes[7]
+	mi := &file_falcon_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1115,7 @@ func (x *CreateExpRequest) String() string {
 func (*CreateExpRequest) ProtoMessage() {}
 
 func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[7]
+	mi := &file_falcon_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1128,7 @@ func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateExpRequest.ProtoReflect.Descriptor instead.
 func (*CreateExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{7}
+	return file_falcon_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateExpRequest) GetExperiment() *Experiment {
@@ -1084,7 +1154,7 @@ type GetExpRequest struct {
 
 func (x *GetExpRequest) Reset() {
 	*x = GetExpRequest{}
-	mi := &file_falcon_proto_msgTypes[8]
+	mi := &file_falcon_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1166,7 @@ func (x *GetExpRequest) String() string {
 func (*GetExpRequest) ProtoMessage() {}
 
 func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[8]
+	mi := &file_falcon_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1179,7 @@ func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpRequest.ProtoReflect.Descriptor instead.
 func (*GetExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{8}
+	return file_falcon_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetExpRequest) GetId() string {
@@ -1133,7 +1203,7 @@ type ListExpsRequest struct {
 
 func (x *ListExpsRequest) Reset() {
 	*x = ListExpsRequest{}
-	mi := &file_falcon_proto_msgTypes[9]
+	mi := &file_falcon_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1215,7 @@ func (x *ListExpsRequest) String() string {
 func (*ListExpsRequest) ProtoMessage() {}
 
 func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[9]
+	mi := &file_falcon_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1228,7 @@ func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsRequest.ProtoReflect.Descriptor instead.
 func (*ListExpsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{9}
+	return file_falcon_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListExpsRequest) GetPageSize() int32 {
@@ -1213,7 +1283,7 @@ type ListExpsResponse struct {
 
 func (x *ListExpsResponse) Reset() {
 	*x = ListExpsResponse{}
-	mi := &file_falcon_proto_msgTypes[10]
+	mi := &file_falcon_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1295,7 @@ func (x *ListExpsResponse) String() string {
 func (*ListExpsResponse) ProtoMessage() {}
 
 func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[10]
+	mi := &file_falcon_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1308,7 @@ func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsResponse.ProtoReflect.Descriptor instead.
 func (*ListExpsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{10}
+	return file_falcon_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListExpsResponse) GetItems() []*Experiment {
@@ -1265,7 +1335,7 @@ type AbortExpRequest struct {
 
 func (x *AbortExpRequest) Reset() {
 	*x = AbortExpRequest{}
-	mi := &file_falcon_proto_msgTypes[11]
+	mi := &file_falcon_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1347,7 @@ func (x *AbortExpRequest) String() string {
 func (*AbortExpRequest) ProtoMessage() {}
 
 func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[11]
+	mi := &file_falcon_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1360,7 @@ func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpRequest.ProtoReflect.Descriptor instead.
 func (*AbortExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{11}
+	return file_falcon_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AbortExpRequest) GetId() string {
@@ -1319,7 +1389,7 @@ type AbortExpResponse struct {
 
 func (x *AbortExpResponse) Reset() {
 	*x = AbortExpResponse{}
-	mi := &file_falcon_proto_msgTypes[12]
+	mi := &file_falcon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1401,7 @@ func (x *AbortExpResponse) String() string {
 func (*AbortExpResponse) ProtoMessage() {}
 
 func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[12]
+	mi := &file_falcon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1414,7 @@ func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpResponse.ProtoReflect.Descriptor instead.
 func (*AbortExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{12}
+	return file_falcon_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AbortExpResponse) GetExperiment() *Experiment {
@@ -1377,7 +1447,7 @@ type DeleteExpRequest struct {
 
 func (x *DeleteExpRequest) Reset() {
 	*x = DeleteExpRequest{}
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1459,7 @@ func (x *DeleteExpRequest) String() string {
 func (*DeleteExpRequest) ProtoMessage() {}
 
 func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1472,7 @@ func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpRequest.ProtoReflect.Descriptor instead.
 func (*DeleteExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{13}
+	return file_falcon_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteExpRequest) GetId() string {
@@ -1421,7 +1491,7 @@ type DeleteExpResponse struct {
 
 func (x *DeleteExpResponse) Reset() {
 	*x = DeleteExpResponse{}
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1503,7 @@ func (x *DeleteExpResponse) String() string {
 func (*DeleteExpResponse) ProtoMessage() {}
 
 func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1516,7 @@ func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpResponse.ProtoReflect.Descriptor instead.
 func (*DeleteExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{14}
+	return file_falcon_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeleteExpResponse) GetId() string {
@@ -1471,7 +1541,7 @@ type GetExpLogsRequest struct {
 
 func (x *GetExpLogsRequest) Reset() {
 	*x = GetExpLogsRequest{}
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1483,7 +1553,7 @@ func (x *GetExpLogsRequest) String() string {
 func (*GetExpLogsRequest) ProtoMessage() {}
 
 func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1496,7 +1566,7 @@ func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetExpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{15}
+	return file_falcon_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetExpLogsRequest) GetId() string {
@@ -1547,7 +1617,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1629,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1642,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{16}
+	return file_falcon_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *LogLine) GetJobId() string {
@@ -1624,7 +1694,7 @@ type UpdateExpStatusRequest struct {
 
 func (x *UpdateExpStatusRequest) Reset() {
 	*x = UpdateExpStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1706,7 @@ func (x *UpdateExpStatusRequest) String() string {
 func (*UpdateExpStatusRequest) ProtoMessage() {}
 
 func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1719,7 @@ func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateExpStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateExpStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{17}
+	return file_falcon_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UpdateExpStatusRequest) GetId() string {
@@ -1696,7 +1766,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1778,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1791,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{18}
+	return file_falcon_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -1748,7 +1818,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1760,7 +1830,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1773,7 +1843,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{19}
+	return file_falcon_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListJobsRequest) GetPageSize() int32 {
@@ -1828,7 +1898,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1840,7 +1910,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1853,7 +1923,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{20}
+	return file_falcon_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListJobsResponse) GetItems() []*Job {
@@ -1890,7 +1960,7 @@ type UpdateJobStatusRequest struct {
 
 func (x *UpdateJobStatusRequest) Reset() {
 	*x = UpdateJobStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1902,7 +1972,7 @@ func (x *UpdateJobStatusRequest) String() string {
 func (*UpdateJobStatusRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1915,7 +1985,7 @@ func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{21}
+	return file_falcon_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UpdateJobStatusRequest) GetId() string {
@@ -1976,7 +2046,7 @@ type UpdateJobStatusesRequest struct {
 
 func (x *UpdateJobStatusesRequest) Reset() {
 	*x = UpdateJobStatusesRequest{}
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2058,7 @@ func (x *UpdateJobStatusesRequest) String() string {
 func (*UpdateJobStatusesRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2071,7 @@ func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{22}
+	return file_falcon_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UpdateJobStatusesRequest) GetUpdates() []*UpdateJobStatusRequest {
@@ -2021,7 +2091,7 @@ type UpdateJobStatusesResponse struct {
 
 func (x *UpdateJobStatusesResponse) Reset() {
 	*x = UpdateJobStatusesResponse{}
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2033,7 +2103,7 @@ func (x *UpdateJobStatusesResponse) String() string {
 func (*UpdateJobStatusesResponse) ProtoMessage() {}
 
 func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2046,7 +2116,7 @@ func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{23}
+	return file_falcon_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdateJobStatusesResponse) GetResults() []*JobStatusResult {
@@ -2070,7 +2140,7 @@ type JobStatusResult struct {
 
 func (x *JobStatusResult) Reset() {
 	*x = JobStatusResult{}
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2082,7 +2152,7 @@ func (x *JobStatusResult) String() string {
 func (*JobStatusResult) ProtoMessage() {}
 
 func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2095,7 +2165,7 @@ func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatusResult.ProtoReflect.Descriptor instead.
 func (*JobStatusResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{24}
+	return file_falcon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *JobStatusResult) GetJob() *Job {
@@ -2129,7 +2199,7 @@ type AppendJobMessageRequest struct {
 
 func (x *AppendJobMessageRequest) Reset() {
 	*x = AppendJobMessageRequest{}
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2141,7 +2211,7 @@ func (x *AppendJobMessageRequest) String() string {
 func (*AppendJobMessageRequest) ProtoMessage() {}
 
 func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2154,7 +2224,7 @@ func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendJobMessageRequest.ProtoReflect.Descriptor instead.
 func (*AppendJobMessageRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{25}
+	return file_falcon_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AppendJobMessageRequest) GetId() string {
@@ -2184,7 +2254,7 @@ type AbortJobRequest struct {
 
 func (x *AbortJobRequest) Reset() {
 	*x = AbortJobRequest{}
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2196,7 +2266,7 @@ func (x *AbortJobRequest) String() string {
 func (*AbortJobRequest) ProtoMessage() {}
 
 func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2209,7 +2279,7 @@ func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortJobRequest.ProtoReflect.Descriptor instead.
 func (*AbortJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{26}
+	return file_falcon_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AbortJobRequest) GetId() string {
@@ -2241,7 +2311,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2253,7 +2323,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2266,7 +2336,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{27}
+	return file_falcon_proto_rawDescGZIP(), []int{28}
 }
 
 type Change struct {
@@ -2280,7 +2350,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2362,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2375,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{28}
+	return file_falcon_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Change) GetKind() string {
@@ -2331,7 +2401,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2343,7 +2413,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2356,7 +2426,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{29}
+	return file_falcon_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetArtifactRequest) GetId() string {
@@ -2380,7 +2450,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +2462,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +2475,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{30}
+	return file_falcon_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListArtifactsRequest) GetPageSize() int32 {
@@ -2453,7 +2523,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2535,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2478,7 +2548,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{31}
+	return file_falcon_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListArtifactsResponse) GetItems() []*Artifact {
@@ -2508,7 +2578,7 @@ type UpdateArtifactStatusRequest struct {
 
 func (x *UpdateArtifactStatusRequest) Reset() {
 	*x = UpdateArtifactStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2590,7 @@ func (x *UpdateArtifactStatusRequest) String() string {
 func (*UpdateArtifactStatusRequest) ProtoMessage() {}
 
 func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2603,7 @@ func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateArtifactStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateArtifactStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{32}
+	return file_falcon_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateArtifactStatusRequest) GetId() string {
@@ -2580,7 +2650,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2592,7 +2662,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2605,7 +2675,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{33}
+	return file_falcon_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -2624,7 +2694,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2636,7 +2706,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2649,7 +2719,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{34}
+	return file_falcon_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -2676,7 +2746,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2688,7 +2758,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2701,7 +2771,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{35}
+	return file_falcon_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -2757,7 +2827,7 @@ type ClusterStatuses struct {
 
 func (x *ClusterStatuses) Reset() {
 	*x = ClusterStatuses{}
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +2839,7 @@ func (x *ClusterStatuses) String() string {
 func (*ClusterStatuses) ProtoMessage() {}
 
 func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +2852,7 @@ func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
 func (*ClusterStatuses) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{36}
+	return file_falcon_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ClusterStatuses) GetItems() []*ClusterStatus {
@@ -2806,7 +2876,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2818,7 +2888,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2831,7 +2901,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{37}
+	return file_falcon_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -2890,7 +2960,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2902,7 +2972,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2915,7 +2985,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{38}
+	return file_falcon_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -2998,7 +3068,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +3080,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +3093,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{39}
+	return file_falcon_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -3071,7 +3141,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3083,7 +3153,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3096,7 +3166,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{40}
+	return file_falcon_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -3114,7 +3184,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3126,7 +3196,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3139,7 +3209,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{41}
+	return file_falcon_proto_rawDescGZIP(), []int{42}
 }
 
 type ListClustersResponse struct {
@@ -3151,7 +3221,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3233,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3246,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{42}
+	return file_falcon_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -3195,7 +3265,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3207,7 +3277,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3220,7 +3290,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{43}
+	return file_falcon_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -3242,7 +3312,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3254,7 +3324,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3267,7 +3337,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{44}
+	return file_falcon_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -3304,7 +3374,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3316,7 +3386,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3329,7 +3399,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{45}
+	return file_falcon_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -3363,7 +3433,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3375,7 +3445,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3388,7 +3458,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{46}
+	return file_falcon_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -3416,7 +3486,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3428,7 +3498,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3441,7 +3511,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{47}
+	return file_falcon_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -3466,7 +3536,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3478,7 +3548,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3491,7 +3561,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{48}
+	return file_falcon_proto_rawDescGZIP(), []int{49}
 }
 
 type ListUsersRequest struct {
@@ -3502,7 +3572,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3514,7 +3584,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3527,7 +3597,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{49}
+	return file_falcon_proto_rawDescGZIP(), []int{50}
 }
 
 type ListUsersResponse struct {
@@ -3539,7 +3609,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3551,7 +3621,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3564,7 +3634,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{50}
+	return file_falcon_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -3593,7 +3663,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3605,7 +3675,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3618,7 +3688,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{51}
+	return file_falcon_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -3687,7 +3757,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3699,7 +3769,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3712,7 +3782,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{52}
+	return file_falcon_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -3760,7 +3830,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3772,7 +3842,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3785,7 +3855,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{53}
+	return file_falcon_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -3806,7 +3876,7 @@ var File_falcon_proto protoreflect.FileDescriptor
 
 const file_falcon_proto_rawDesc = "" +
 	"\n" +
-	"\ffalcon.proto\x12\tfalcon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xef\x02\n" +
+	"\ffalcon.proto\x12\tfalcon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa3\x03\n" +
 	"\bTaskSpec\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\tR\acommand\x12\x18\n" +
 	"\areplica\x18\x02 \x01(\x05R\areplica\x12\x14\n" +
@@ -3819,8 +3889,19 @@ const file_falcon_proto_rawDesc = "" +
 	"\x04envs\x18\a \x03(\v2\x1d.falcon.v1.TaskSpec.EnvsEntryR\x04envs\x12'\n" +
 	"\x0ftimeout_seconds\x18\b \x01(\x05R\x0etimeoutSeconds\x12\x1f\n" +
 	"\vsupply_mode\x18\t \x01(\tR\n" +
-	"supplyMode\x1a7\n" +
+	"supplyMode\x122\n" +
+	"\tresources\x18\n" +
+	" \x01(\v2\x14.falcon.v1.ResourcesR\tresources\x1a7\n" +
 	"\tEnvsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfd\x01\n" +
+	"\tResources\x12>\n" +
+	"\brequests\x18\x01 \x03(\v2\".falcon.v1.Resources.RequestsEntryR\brequests\x128\n" +
+	"\x06limits\x18\x02 \x03(\v2 .falcon.v1.Resources.LimitsEntryR\x06limits\x1a;\n" +
+	"\rRequestsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
+	"\vLimitsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe1\a\n" +
 	"\n" +
@@ -4185,176 +4266,182 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
-	(*Experiment)(nil),                  // 1: falcon.v1.Experiment
-	(*Job)(nil),                         // 2: falcon.v1.Job
-	(*Artifact)(nil),                    // 3: falcon.v1.Artifact
-	(*Cluster)(nil),                     // 4: falcon.v1.Cluster
-	(*AcceleratorSlot)(nil),             // 5: falcon.v1.AcceleratorSlot
-	(*User)(nil),                        // 6: falcon.v1.User
-	(*CreateExpRequest)(nil),            // 7: falcon.v1.CreateExpRequest
-	(*GetExpRequest)(nil),               // 8: falcon.v1.GetExpRequest
-	(*ListExpsRequest)(nil),             // 9: falcon.v1.ListExpsRequest
-	(*ListExpsResponse)(nil),            // 10: falcon.v1.ListExpsResponse
-	(*AbortExpRequest)(nil),             // 11: falcon.v1.AbortExpRequest
-	(*AbortExpResponse)(nil),            // 12: falcon.v1.AbortExpResponse
-	(*DeleteExpRequest)(nil),            // 13: falcon.v1.DeleteExpRequest
-	(*DeleteExpResponse)(nil),           // 14: falcon.v1.DeleteExpResponse
-	(*GetExpLogsRequest)(nil),           // 15: falcon.v1.GetExpLogsRequest
-	(*LogLine)(nil),                     // 16: falcon.v1.LogLine
-	(*UpdateExpStatusRequest)(nil),      // 17: falcon.v1.UpdateExpStatusRequest
-	(*GetJobRequest)(nil),               // 18: falcon.v1.GetJobRequest
-	(*ListJobsRequest)(nil),             // 19: falcon.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 20: falcon.v1.ListJobsResponse
-	(*UpdateJobStatusRequest)(nil),      // 21: falcon.v1.UpdateJobStatusRequest
-	(*UpdateJobStatusesRequest)(nil),    // 22: falcon.v1.UpdateJobStatusesRequest
-	(*UpdateJobStatusesResponse)(nil),   // 23: falcon.v1.UpdateJobStatusesResponse
-	(*JobStatusResult)(nil),             // 24: falcon.v1.JobStatusResult
-	(*AppendJobMessageRequest)(nil),     // 25: falcon.v1.AppendJobMessageRequest
-	(*AbortJobRequest)(nil),             // 26: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 27: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 28: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 29: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 30: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 31: falcon.v1.ListArtifactsResponse
-	(*UpdateArtifactStatusRequest)(nil), // 32: falcon.v1.UpdateArtifactStatusRequest
-	(*GetClusterStatusRequest)(nil),     // 33: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 34: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 35: falcon.v1.ClusterStatus
-	(*ClusterStatuses)(nil),             // 36: falcon.v1.ClusterStatuses
-	(*ReservationCapacity)(nil),         // 37: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 38: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 39: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 40: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 41: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 42: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 43: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 44: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 45: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 46: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 47: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 48: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 49: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 50: falcon.v1.ListUsersResponse
-	(*AuditEvent)(nil),                  // 51: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 52: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 53: falcon.v1.ListAuditEventsResponse
-	nil,                                 // 54: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 55: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 56: falcon.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 57: google.protobuf.Timestamp
+	(*Resources)(nil),                   // 1: falcon.v1.Resources
+	(*Experiment)(nil),                  // 2: falcon.v1.Experiment
+	(*Job)(nil),                         // 3: falcon.v1.Job
+	(*Artifact)(nil),                    // 4: falcon.v1.Artifact
+	(*Cluster)(nil),                     // 5: falcon.v1.Cluster
+	(*AcceleratorSlot)(nil),             // 6: falcon.v1.AcceleratorSlot
+	(*User)(nil),                        // 7: falcon.v1.User
+	(*CreateExpRequest)(nil),            // 8: falcon.v1.CreateExpRequest
+	(*GetExpRequest)(nil),               // 9: falcon.v1.GetExpRequest
+	(*ListExpsRequest)(nil),             // 10: falcon.v1.ListExpsRequest
+	(*ListExpsResponse)(nil),            // 11: falcon.v1.ListExpsResponse
+	(*AbortExpRequest)(nil),             // 12: falcon.v1.AbortExpRequest
+	(*AbortExpResponse)(nil),            // 13: falcon.v1.AbortExpResponse
+	(*DeleteExpRequest)(nil),            // 14: falcon.v1.DeleteExpRequest
+	(*DeleteExpResponse)(nil),           // 15: falcon.v1.DeleteExpResponse
+	(*GetExpLogsRequest)(nil),           // 16: falcon.v1.GetExpLogsRequest
+	(*LogLine)(nil),                     // 17: falcon.v1.LogLine
+	(*UpdateExpStatusRequest)(nil),      // 18: falcon.v1.UpdateExpStatusRequest
+	(*GetJobRequest)(nil),               // 19: falcon.v1.GetJobRequest
+	(*ListJobsRequest)(nil),             // 20: falcon.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 21: falcon.v1.ListJobsResponse
+	(*UpdateJobStatusRequest)(nil),      // 22: falcon.v1.UpdateJobStatusRequest
+	(*UpdateJobStatusesRequest)(nil),    // 23: falcon.v1.UpdateJobStatusesRequest
+	(*UpdateJobStatusesResponse)(nil),   // 24: falcon.v1.UpdateJobStatusesResponse
+	(*JobStatusResult)(nil),             // 25: falcon.v1.JobStatusResult
+	(*AppendJobMessageRequest)(nil),     // 26: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),             // 27: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),         // 28: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                      // 29: falcon.v1.Change
+	(*GetArtifactRequest)(nil),          // 30: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),        // 31: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),       // 32: falcon.v1.ListArtifactsResponse
+	(*UpdateArtifactStatusRequest)(nil), // 33: falcon.v1.UpdateArtifactStatusRequest
+	(*GetClusterStatusRequest)(nil),     // 34: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 35: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 36: falcon.v1.ClusterStatus
+	(*ClusterStatuses)(nil),             // 37: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),         // 38: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 39: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 40: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 41: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 42: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 43: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 44: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 45: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 46: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 47: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 48: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 49: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 50: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 51: falcon.v1.ListUsersResponse
+	(*AuditEvent)(nil),                  // 52: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 53: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 54: falcon.v1.ListAuditEventsResponse
+	nil,                                 // 55: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 56: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 57: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 58: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 59: falcon.v1.Cluster.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 60: google.protobuf.Timestamp
 }
 var file_falcon_proto_depIdxs = []int32{
-	54, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
-	55, // 1: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	57, // 2: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	57, // 3: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	57, // 4: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	57, // 5: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	57, // 6: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	57, // 7: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
-	2,  // 8: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
-	3,  // 9: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
-	0,  // 10: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	57, // 11: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	57, // 12: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	57, // 13: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	57, // 14: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	57, // 15: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	57, // 16: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	57, // 17: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	57, // 18: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	57, // 19: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	57, // 20: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 21: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	56, // 22: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	57, // 23: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	1,  // 24: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
-	1,  // 25: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
-	1,  // 26: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	2,  // 27: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	21, // 28: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
-	24, // 29: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
-	2,  // 30: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
-	3,  // 31: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	35, // 32: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	57, // 33: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	37, // 34: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	38, // 35: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	39, // 36: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	35, // 37: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	57, // 38: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	57, // 39: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	4,  // 40: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	4,  // 41: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	4,  // 42: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	45, // 43: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	4,  // 44: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	6,  // 45: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	57, // 46: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	51, // 47: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	0,  // 48: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	7,  // 49: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	8,  // 50: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	9,  // 51: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	11, // 52: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	13, // 53: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	15, // 54: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	17, // 55: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	18, // 56: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	19, // 57: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	21, // 58: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	22, // 59: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	26, // 60: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	25, // 61: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	27, // 62: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	29, // 63: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	30, // 64: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	32, // 65: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	40, // 66: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	41, // 67: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	43, // 68: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	44, // 69: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	47, // 70: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	33, // 71: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	34, // 72: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	48, // 73: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	49, // 74: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	52, // 75: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	1,  // 76: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	1,  // 77: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	10, // 78: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	12, // 79: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	14, // 80: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	16, // 81: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
-	1,  // 82: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	2,  // 83: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	20, // 84: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	2,  // 85: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	23, // 86: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	2,  // 87: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	2,  // 88: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	28, // 89: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	3,  // 90: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	31, // 91: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	3,  // 92: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	4,  // 93: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	42, // 94: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	4,  // 95: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	46, // 96: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	4,  // 97: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	35, // 98: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	35, // 99: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	6,  // 100: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	50, // 101: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	53, // 102: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	76, // [76:103] is the sub-list for method output_type
-	49, // [49:76] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	55, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	1,  // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
+	56, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	57, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	58, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	60, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	60, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	60, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	60, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	60, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	60, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	3,  // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
+	4,  // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
+	0,  // 13: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
+	60, // 14: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	60, // 15: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	60, // 16: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	60, // 17: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	60, // 18: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	60, // 19: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	60, // 20: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	60, // 21: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	60, // 22: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	60, // 23: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	6,  // 24: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
+	59, // 25: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	60, // 26: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 27: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
+	2,  // 28: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
+	2,  // 29: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
+	3,  // 30: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
+	22, // 31: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	25, // 32: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	3,  // 33: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	4,  // 34: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	36, // 35: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	60, // 36: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	38, // 37: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	39, // 38: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	40, // 39: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	36, // 40: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	60, // 41: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	60, // 42: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	5,  // 43: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	5,  // 44: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	5,  // 45: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	46, // 46: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	5,  // 47: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	7,  // 48: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	60, // 49: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	52, // 50: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	0,  // 51: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	8,  // 52: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	9,  // 53: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	10, // 54: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	12, // 55: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	14, // 56: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	16, // 57: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	18, // 58: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	19, // 59: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	20, // 60: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	22, // 61: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	23, // 62: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	27, // 63: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	26, // 64: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	28, // 65: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	30, // 66: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	31, // 67: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	33, // 68: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	41, // 69: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	42, // 70: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	44, // 71: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	45, // 72: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	48, // 73: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	34, // 74: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	35, // 75: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	49, // 76: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	50, // 77: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	53, // 78: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	2,  // 79: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,  // 80: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	11, // 81: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	13, // 82: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	15, // 83: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	17, // 84: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
+	2,  // 85: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	3,  // 86: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	21, // 87: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	3,  // 88: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	24, // 89: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	3,  // 90: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	3,  // 91: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	29, // 92: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	4,  // 93: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	32, // 94: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	4,  // 95: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	5,  // 96: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	43, // 97: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	5,  // 98: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	47, // 99: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	5,  // 100: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	36, // 101: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	36, // 102: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	7,  // 103: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	51, // 104: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	54, // 105: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	79, // [79:106] is the sub-list for method output_type
+	52, // [52:79] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -4362,14 +4449,14 @@ func file_falcon_proto_init() {
 	if File_falcon_proto != nil {
 		return
 	}
-	file_falcon_proto_msgTypes[15].OneofWrappers = []any{}
+	file_falcon_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   57,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

@@ -2,7 +2,9 @@
 // cluster backend of `falcon dev`, where a developer wants the whole platform
 // on a laptop without Kubernetes: each rank of a job, which would be one pod
 // of an Indexed Job on a cluster, is one `/bin/sh -c "$Command"` in a process
-// group of its own, named like the pod it replaces (<jobID>-<rank>).
+// group of its own, named like the pod it replaces (<jobID>-<rank>). A task's
+// resources (CPU, memory, ephemeral-storage) are ignored: ranks share the
+// machine as any processes do, with no requests or limits enforced.
 //
 // The resource manager calls Start, Status and Kill with the job ID as the
 // only key, and expects every call to be idempotent and every answer to

@@ -162,7 +162,11 @@ func testCreateGetRoundTrip(t *testing.T, e env) {
 	exp.StartedAt = ptr(t0.Add(-time.Hour))
 	exp.RoleToTaskSpec["trainer"] = store.TaskSpec{Command: strings.Repeat("c", 200<<10), Replica: 8,
 		Image: "img", DeviceCount: 4, DeviceType: "tpu-v5e", DeviceTopo: "2x2",
-		Envs: map[string]string{"A": "1", "B": "2"}, TimeoutSeconds: 60, SupplyMode: "spot"}
+		Envs: map[string]string{"A": "1", "B": "2"}, TimeoutSeconds: 60, SupplyMode: "spot",
+		Resources: &store.Resources{
+			Requests: map[string]string{"cpu": "2", "memory": "4Gi"},
+			Limits:   map[string]string{"memory": "8Gi", "ephemeral-storage": "10Gi"},
+		}}
 	jobs[0].TaskSpec = exp.RoleToTaskSpec["trainer"]
 	// A caller's time in another zone with nanoseconds comes back as UTC
 	// microseconds.

@@ -18,6 +18,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/errdefs"
+	falconvalidation "github.com/falconhq/falcon/internal/validation"
 )
 
 // Labels on the Job, its pods and its Service. Values are Falcon IDs and a
@@ -126,18 +127,26 @@ type Input struct {
 	// ServiceAccount runs the pods; it needs read-write access to the bucket
 	// through Workload Identity. Empty uses the namespace's default.
 	ServiceAccount string
-	// Resources are CPU and memory for the container; see Resources.
+	// Resources are CPU and memory for the container when the task does not
+	// give its own; see Resources.
 	Resources Resources
 	// TTLAfterFinished deletes the Job this long after it finished; 0 keeps
 	// it until Falcon deletes it.
 	TTLAfterFinished time.Duration
 }
 
-// Resources are Kubernetes quantities ("500m", "2", "4Gi"). For a CPU-only
-// job an empty request defaults to 1 CPU and 2Gi, and an empty memory limit
-// to the memory request; the CPU limit stays unset unless given, so a task is
-// never throttled below what the node has spare. For accelerator jobs only
-// the values given are set: a TPU or GPU host's CPU and memory come with it.
+// Resources are Kubernetes quantities ("500m", "2", "4Gi"). The task's own
+// resources (task_spec.resources) win over these, resource by resource: a
+// task giving a CPU request or limit replaces both CPU values here, so a
+// request from one and a limit from the other never meet. Then, as in
+// Kubernetes, a limit given alone is also the request.
+//
+// For a CPU-only job an empty request defaults to 1 CPU and 2Gi, and an
+// empty memory limit to the memory request; the CPU limit stays unset unless
+// given, so a task is never throttled below what the node has spare. For
+// accelerator jobs only the values given are set: a TPU or GPU host's CPU and
+// memory come with it, and the accelerator itself (google.com/tpu,
+// nvidia.com/gpu) is always the slice's, never anything a task wrote.
 type Resources struct {
 	CPURequest, CPULimit, MemoryRequest, MemoryLimit string
 }
@@ -197,9 +206,9 @@ func SetOwner(svc *corev1.Service, job *batchv1.Job) {
 
 // Render builds the objects for in. Problems with the task are
 // errdefs.FieldErrors on paths relative to the task spec (image, replica,
-// device_topo, envs.X, ...), so a caller can prefix them with
-// role_to_task_spec.<role>.; problems with the rest of the input are on
-// job.id, namespace, bucket, resources.cpu_request and so on.
+// device_topo, envs.X, resources.limits.memory, ...), so a caller can prefix
+// them with role_to_task_spec.<role>.; problems with the rest of the input
+// are on job.id, namespace, bucket, resources.cpu_request and so on.
 func Render(in Input) (*Objects, error) {
 	var errs errdefs.FieldErrors
 	job := in.Job
@@ -269,7 +278,7 @@ func Render(in Input) (*Objects, error) {
 			errs.Add("service_account", "%q is not a service account name: %s", sa, strings.Join(msgs, "; "))
 		}
 	}
-	res, err := in.Resources.requirements(slice.Spec.Kind == accelerator.KindCPU)
+	res, err := in.Resources.requirements(task.GetResources(), slice.Spec.Kind == accelerator.KindCPU)
 	if err != nil {
 		appendErr(&errs, err)
 	}
@@ -570,9 +579,11 @@ func artifactLocation(in Input) (gcsLocation, error) {
 	return loc, nil
 }
 
-// requirements parses r into container resources; see Resources for the
-// defaults.
-func (r Resources) requirements(cpuOnly bool) (corev1.ResourceRequirements, error) {
+// requirements parses r and the task's resources into container resources;
+// see Resources for which wins and for the defaults. The task's resources
+// were validated when the experiment was created; they are checked again
+// with the same rules because a stored row is not proof of that.
+func (r Resources) requirements(task *falconv1.Resources, cpuOnly bool) (corev1.ResourceRequirements, error) {
 	var errs errdefs.FieldErrors
 	parse := func(field, v, example string) *resource.Quantity {
 		if v == "" {
@@ -593,9 +604,34 @@ func (r Resources) requirements(cpuOnly bool) (corev1.ResourceRequirements, erro
 	cpuLim := parse("resources.cpu_limit", r.CPULimit, "500m or 2")
 	memReq := parse("resources.memory_request", r.MemoryRequest, "512Mi or 4Gi")
 	memLim := parse("resources.memory_limit", r.MemoryLimit, "512Mi or 4Gi")
+	taskReq, taskLim, err := falconvalidation.ParseResources("resources", task)
+	if err != nil {
+		appendErr(&errs, err)
+	}
 	if err := errs.Err(); err != nil {
 		return corev1.ResourceRequirements{}, err
 	}
+
+	// The task's values replace the input's per resource, request and limit
+	// together.
+	pick := func(name string, req, lim **resource.Quantity) {
+		q, hasReq := taskReq[name]
+		l, hasLim := taskLim[name]
+		if !hasReq && !hasLim {
+			return
+		}
+		*req, *lim = nil, nil
+		if hasReq {
+			*req = &q
+		}
+		if hasLim {
+			*lim = &l
+		}
+	}
+	pick(string(corev1.ResourceCPU), &cpuReq, &cpuLim)
+	pick(string(corev1.ResourceMemory), &memReq, &memLim)
+	var storageReq, storageLim *resource.Quantity
+	pick(string(corev1.ResourceEphemeralStorage), &storageReq, &storageLim)
 
 	// A limit alone is also the request, as Kubernetes itself would default it.
 	if cpuReq == nil && cpuLim != nil {
@@ -603,6 +639,9 @@ func (r Resources) requirements(cpuOnly bool) (corev1.ResourceRequirements, erro
 	}
 	if memReq == nil && memLim != nil {
 		memReq = new(memLim.DeepCopy())
+	}
+	if storageReq == nil && storageLim != nil {
+		storageReq = new(storageLim.DeepCopy())
 	}
 	if cpuOnly {
 		if cpuReq == nil {
@@ -639,6 +678,8 @@ func (r Resources) requirements(cpuOnly bool) (corev1.ResourceRequirements, erro
 	set(&out.Limits, corev1.ResourceCPU, cpuLim)
 	set(&out.Requests, corev1.ResourceMemory, memReq)
 	set(&out.Limits, corev1.ResourceMemory, memLim)
+	set(&out.Requests, corev1.ResourceEphemeralStorage, storageReq)
+	set(&out.Limits, corev1.ResourceEphemeralStorage, storageLim)
 	return out, nil
 }
 

@@ -288,33 +288,87 @@ func TestRenderGPU(t *testing.T) {
 	}
 }
 
+// taskResources builds a task's resources from "requests.cpu", "2", ...
+func taskResources(kv ...string) *falconv1.Resources {
+	r := &falconv1.Resources{}
+	for i := 0; i < len(kv); i += 2 {
+		kind, name, _ := strings.Cut(kv[i], ".")
+		m := &r.Requests
+		if kind == "limits" {
+			m = &r.Limits
+		}
+		if *m == nil {
+			*m = map[string]string{}
+		}
+		(*m)[name] = kv[i+1]
+	}
+	return r
+}
+
 func TestRenderCPUResources(t *testing.T) {
 	tests := []struct {
 		name string
 		in   Resources
+		task *falconv1.Resources // task_spec.resources
 		want corev1.ResourceRequirements
 	}{
-		{"defaults", Resources{}, corev1.ResourceRequirements{
+		{"defaults", Resources{}, nil, corev1.ResourceRequirements{
 			Requests: quantities("cpu", "1", "memory", "2Gi"),
 			Limits:   quantities("memory", "2Gi"),
 		}},
-		{"everything given", Resources{CPURequest: "500m", CPULimit: "2", MemoryRequest: "1Gi", MemoryLimit: "4Gi"}, corev1.ResourceRequirements{
+		{"everything given", Resources{CPURequest: "500m", CPULimit: "2", MemoryRequest: "1Gi", MemoryLimit: "4Gi"}, nil, corev1.ResourceRequirements{
 			Requests: quantities("cpu", "500m", "memory", "1Gi"),
 			Limits:   quantities("cpu", "2", "memory", "4Gi"),
 		}},
-		{"a memory request raises the default limit with it", Resources{MemoryRequest: "8Gi"}, corev1.ResourceRequirements{
+		{"a memory request raises the default limit with it", Resources{MemoryRequest: "8Gi"}, nil, corev1.ResourceRequirements{
 			Requests: quantities("cpu", "1", "memory", "8Gi"),
 			Limits:   quantities("memory", "8Gi"),
 		}},
-		{"limits alone are also the requests", Resources{CPULimit: "4", MemoryLimit: "16Gi"}, corev1.ResourceRequirements{
+		{"limits alone are also the requests", Resources{CPULimit: "4", MemoryLimit: "16Gi"}, nil, corev1.ResourceRequirements{
 			Requests: quantities("cpu", "4", "memory", "16Gi"),
 			Limits:   quantities("cpu", "4", "memory", "16Gi"),
 		}},
+		{"the task's resources replace the defaults", Resources{},
+			taskResources("requests.cpu", "2", "requests.memory", "4Gi", "limits.cpu", "4", "limits.memory", "8Gi"),
+			corev1.ResourceRequirements{
+				Requests: quantities("cpu", "2", "memory", "4Gi"),
+				Limits:   quantities("cpu", "4", "memory", "8Gi"),
+			}},
+		{"the task's limits alone are also its requests", Resources{},
+			taskResources("limits.cpu", "500m", "limits.memory", "1Gi"),
+			corev1.ResourceRequirements{
+				Requests: quantities("cpu", "500m", "memory", "1Gi"),
+				Limits:   quantities("cpu", "500m", "memory", "1Gi"),
+			}},
+		{"the task's memory request raises the default limit with it", Resources{},
+			taskResources("requests.memory", "16Gi"),
+			corev1.ResourceRequirements{
+				Requests: quantities("cpu", "1", "memory", "16Gi"),
+				Limits:   quantities("memory", "16Gi"),
+			}},
+		{"the task's ephemeral storage, defaults for the rest", Resources{},
+			taskResources("requests.ephemeral-storage", "10Gi", "limits.ephemeral-storage", "20Gi"),
+			corev1.ResourceRequirements{
+				Requests: quantities("cpu", "1", "memory", "2Gi", "ephemeral-storage", "10Gi"),
+				Limits:   quantities("memory", "2Gi", "ephemeral-storage", "20Gi"),
+			}},
+		{"empty task resources keep the defaults", Resources{}, &falconv1.Resources{}, corev1.ResourceRequirements{
+			Requests: quantities("cpu", "1", "memory", "2Gi"),
+			Limits:   quantities("memory", "2Gi"),
+		}},
+		{"the task wins over the input resource by resource, request and limit together",
+			Resources{CPURequest: "500m", CPULimit: "1", MemoryRequest: "1Gi"},
+			taskResources("limits.cpu", "8"),
+			corev1.ResourceRequirements{
+				Requests: quantities("cpu", "8", "memory", "1Gi"),
+				Limits:   quantities("cpu", "8", "memory", "1Gi"),
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			j := v7xJob()
 			j.TaskSpec.DeviceType, j.TaskSpec.DeviceTopo, j.TaskSpec.Replica, j.TaskSpec.DeviceCount = "cpu", "", 1, 0
+			j.TaskSpec.Resources = tt.task
 			in := input(j)
 			in.NodePool, in.Resources = "", tt.in
 			pod := render(t, in).Job.Spec.Template.Spec
@@ -329,15 +383,72 @@ func TestRenderCPUResources(t *testing.T) {
 }
 
 func TestRenderResourcesOnAcceleratorJob(t *testing.T) {
-	in := input(v7xJob())
-	in.Resources = Resources{CPURequest: "100", MemoryRequest: "400Gi"}
-	got := render(t, in).Job.Spec.Template.Spec.Containers[0].Resources
-	want := corev1.ResourceRequirements{
-		Requests: quantities("cpu", "100", "memory", "400Gi", "google.com/tpu", "4"),
-		Limits:   quantities("google.com/tpu", "4"),
+	gpu := func(j *falconv1.Job) {
+		j.TaskSpec.DeviceType, j.TaskSpec.DeviceTopo, j.TaskSpec.Replica, j.TaskSpec.DeviceCount = "nvidia-h100-80gb", "", 2, 8
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("resources (-want +got):\n%s", diff)
+	tests := []struct {
+		name string
+		gpu  bool
+		in   Resources
+		task *falconv1.Resources
+		want corev1.ResourceRequirements
+	}{
+		{name: "the input's", in: Resources{CPURequest: "100", MemoryRequest: "400Gi"},
+			want: corev1.ResourceRequirements{
+				Requests: quantities("cpu", "100", "memory", "400Gi", "google.com/tpu", "4"),
+				Limits:   quantities("google.com/tpu", "4"),
+			}},
+		{name: "the task's, next to the TPUs",
+			task: taskResources("requests.cpu", "100", "requests.memory", "400Gi", "limits.memory", "420Gi", "limits.ephemeral-storage", "100Gi"),
+			want: corev1.ResourceRequirements{
+				Requests: quantities("cpu", "100", "memory", "400Gi", "ephemeral-storage", "100Gi", "google.com/tpu", "4"),
+				Limits:   quantities("memory", "420Gi", "ephemeral-storage", "100Gi", "google.com/tpu", "4"),
+			}},
+		{name: "the task's, next to the GPUs", gpu: true,
+			task: taskResources("limits.memory", "64Gi"),
+			want: corev1.ResourceRequirements{
+				Requests: quantities("memory", "64Gi", "nvidia.com/gpu", "8"),
+				Limits:   quantities("memory", "64Gi", "nvidia.com/gpu", "8"),
+			}},
+		{name: "no defaults on an accelerator host", task: &falconv1.Resources{},
+			want: corev1.ResourceRequirements{
+				Requests: quantities("google.com/tpu", "4"),
+				Limits:   quantities("google.com/tpu", "4"),
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := v7xJob()
+			j.TaskSpec.Resources = tt.task
+			in := input(j)
+			if tt.gpu {
+				gpu(j)
+				in.NodePool = ""
+			}
+			in.Resources = tt.in
+			got := render(t, in).Job.Spec.Template.Spec.Containers[0].Resources
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("resources (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Every resource a task may give (validation.ResourceNames) reaches the
+// container: a name added there must not be dropped here silently.
+func TestRenderEveryTaskResourceName(t *testing.T) {
+	j := v7xJob()
+	j.TaskSpec.Resources = &falconv1.Resources{Requests: map[string]string{}, Limits: map[string]string{}}
+	for _, name := range validation.ResourceNames {
+		j.TaskSpec.Resources.Requests[name] = "1"
+		j.TaskSpec.Resources.Limits[name] = "2"
+	}
+	got := render(t, input(j)).Job.Spec.Template.Spec.Containers[0].Resources
+	for _, name := range validation.ResourceNames {
+		req, lim := got.Requests[corev1.ResourceName(name)], got.Limits[corev1.ResourceName(name)]
+		if req.String() != "1" || lim.String() != "2" {
+			t.Errorf("%s: request %s, limit %s; want 1 and 2", name, &req, &lim)
+		}
 	}
 }
 
@@ -501,6 +612,15 @@ func TestRenderErrors(t *testing.T) {
 		{"limit below request", func(in *Input) {
 			in.Resources = Resources{MemoryRequest: "8Gi", MemoryLimit: "4Gi"}
 		}, []string{"resources.memory_limit"}},
+		{"task limit below its request", func(in *Input) {
+			in.Job.TaskSpec.Resources = taskResources("requests.memory", "8Gi", "limits.memory", "4Gi")
+		}, []string{"resources.limits.memory"}},
+		{"task resources cannot override the accelerator", func(in *Input) {
+			in.Job.TaskSpec.Resources = taskResources("limits.google.com/tpu", "8")
+		}, []string{"resources.limits.google.com/tpu"}},
+		{"bad task quantity", func(in *Input) {
+			in.Job.TaskSpec.Resources = taskResources("requests.cpu", "two", "limits.cpu", "0")
+		}, []string{"resources.requests.cpu", "resources.limits.cpu"}},
 		{"no job", func(in *Input) { in.Job = nil }, []string{"job"}},
 		{"no task spec", func(in *Input) { in.Job.TaskSpec = nil }, []string{"task_spec"}},
 		{"job ID not a DNS label", func(in *Input) { in.Job.Id = "Job_1" }, []string{"job.id"}},
