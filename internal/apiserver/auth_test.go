@@ -543,69 +543,72 @@ func TestControllerTokenNeverCrossesTheGateway(t *testing.T) {
 
 func TestLoginEndpoint(t *testing.T) {
 	e := startCF(t, nil)
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	const state = "0123456789abcdefXYZ_-"
-	login := func(callback, state string, h http.Header) *http.Response {
+	login := func(method, callback, state, code string, h http.Header) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+e.HTTPAddr+apiserver.LoginPath+"?"+url.Values{"callback": {callback}, "state": {state}}.Encode(), nil)
-		for k, v := range h {
-			req.Header[k] = v
+		q, form := url.Values{"callback": {callback}, "state": {state}, "code": {code}}, url.Values(nil)
+		if method == http.MethodPost {
+			q, form = url.Values{}, q
 		}
-		resp, err := noFollow.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := doLogin(t, e.HTTPAddr, method, q, form, h)
 		return resp
 	}
 	good := e.iss.Token("alice@example.com")
 	withTok := http.Header{auth.AssertionHeader: {good}}
 
-	for _, cb := range []string{"http://evil.example.com:80/cb", "https://127.0.0.1:9/cb", "http://127.0.0.1/cb", "http://user@127.0.0.1:9/cb", "javascript:alert(1)", ""} {
-		if resp := login(cb, state, withTok); resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("callback %q: %d, want 400", cb, resp.StatusCode)
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		for _, cb := range []string{"http://evil.example.com:80/cb", "https://127.0.0.1:9/cb", "http://127.0.0.1/cb", "http://user@127.0.0.1:9/cb", "javascript:alert(1)", ""} {
+			if resp := login(method, cb, state, loginCode, withTok); resp.StatusCode != http.StatusBadRequest || redirected(resp) != nil {
+				t.Errorf("%s callback %q: %d, want 400", method, cb, resp.StatusCode)
+			}
 		}
-	}
-	for _, st := range []string{"", "short", strings.Repeat("x", 200), "0123456789abcdef<script>"} {
-		if resp := login("http://127.0.0.1:9/cb", st, withTok); resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("state %q: %d, want 400", st, resp.StatusCode)
+		for _, st := range []string{"", "short", strings.Repeat("x", 200), "0123456789abcdef<script>"} {
+			if resp := login(method, "http://127.0.0.1:9/cb", st, loginCode, withTok); resp.StatusCode != http.StatusBadRequest || redirected(resp) != nil {
+				t.Errorf("%s state %q: %d, want 400", method, st, resp.StatusCode)
+			}
 		}
 	}
 
-	resp := login("http://127.0.0.1:9/callback", state, withTok)
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusSeeOther || loc == nil || loc.Host != "127.0.0.1:9" || loc.Path != "/callback" ||
-		loc.Query().Get("token") != good || loc.Query().Get("state") != state {
+	// A valid login gets the confirmation page, never the token.
+	resp := login(http.MethodGet, "http://127.0.0.1:9/callback", state, loginCode, withTok)
+	if resp.StatusCode != http.StatusOK || redirected(resp) != nil {
 		t.Fatalf("login with a valid token: %d Location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	if resp.Header.Get("Cache-Control") != "no-store" {
-		t.Errorf("Cache-Control %q", resp.Header.Get("Cache-Control"))
-	}
-
 	// A cookie (what a browser behind Access carries) works too.
-	resp = login("http://localhost:9/callback", state, http.Header{"Cookie": {auth.AuthCookie + "=" + good}})
-	if loc, _ := url.Parse(resp.Header.Get("Location")); loc.Query().Get("token") != good {
-		t.Errorf("login with the cookie: Location %q", resp.Header.Get("Location"))
+	resp = login(http.MethodGet, "http://localhost:9/callback", state, loginCode, http.Header{"Cookie": {auth.AuthCookie + "=" + good}})
+	if resp.StatusCode != http.StatusOK || redirected(resp) != nil {
+		t.Errorf("login with the cookie: %d Location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 
+	// Past the callback and state checks, a refusal goes back to the
+	// callback, so the CLI ends with the reason.
 	expired := authtest.RefusedTokens(t, e.iss)[0]
-	resp = login("http://127.0.0.1:9/callback", state, http.Header{auth.AssertionHeader: {expired.Token}})
-	loc, _ = url.Parse(resp.Header.Get("Location"))
-	if loc.Query().Get("token") != "" || !strings.Contains(loc.Query().Get("error"), "expired") || loc.Query().Get("state") != state {
-		t.Errorf("login with an expired token: Location %q", resp.Header.Get("Location"))
+	for _, tc := range []struct {
+		name, code string
+		h          http.Header
+		wantErr    string
+	}{
+		{name: "expired token", code: loginCode, h: http.Header{auth.AssertionHeader: {expired.Token}}, wantErr: "expired"},
+		{name: "no code (an older CLI)", code: "", h: withTok, wantErr: "no confirmation code: update the falcon CLI"},
+		{name: "lower-case code", code: "k7qm-4xwd", h: withTok, wantErr: "code must be"},
+		{name: "code without its dash", code: "K7QM4XWD", h: withTok, wantErr: "code must be"},
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodPost} {
+			resp := login(method, "http://127.0.0.1:9/callback", state, tc.code, tc.h)
+			loc := redirected(resp)
+			if resp.StatusCode != http.StatusSeeOther || loc == nil || loc.Host != "127.0.0.1:9" || loc.Query().Get("token") != "" ||
+				!strings.Contains(loc.Query().Get("error"), tc.wantErr) || loc.Query().Get("state") != state {
+				t.Errorf("%s, %s: %d Location %q", tc.name, method, resp.StatusCode, resp.Header.Get("Location"))
+			}
+		}
 	}
 }
 
 func TestLoginEndpointWithoutTokens(t *testing.T) {
 	env := apitest.Start(t, nil) // the local authenticator, as in falcon dev
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get("http://" + env.HTTPAddr + apiserver.LoginPath + "?callback=http://127.0.0.1:9/callback&state=0123456789abcdef0123")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if !strings.Contains(loc.Query().Get("error"), "no login is needed") {
+	resp, _ := doLogin(t, env.HTTPAddr, http.MethodGet, url.Values{"callback": {"http://127.0.0.1:9/callback"}, "state": {"0123456789abcdef0123"}, "code": {loginCode}}, nil, nil)
+	loc := redirected(resp)
+	if loc == nil || !strings.Contains(loc.Query().Get("error"), "no login is needed") {
 		t.Errorf("Location %q", resp.Header.Get("Location"))
 	}
 }

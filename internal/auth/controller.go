@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -32,6 +33,15 @@ var Controller = Principal{UserID: "falcon:controller", Name: "controller", Kind
 // even its length leaks.
 type ControllerSecret struct {
 	sum [sha256.Size]byte
+}
+
+// Derive returns a key for purpose made from the secret, so that every
+// replica of the server holding the same secret makes the same key without
+// another secret to distribute, and the key reveals nothing of the secret.
+func (c *ControllerSecret) Derive(purpose string) []byte {
+	m := hmac.New(sha256.New, c.sum[:])
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }
 
 // NewControllerSecret checks secret and returns it ready for comparison.

@@ -58,8 +58,9 @@ Access in your browser, and cache the token in ~/.falcon/credentials
 ($FALCON_CONFIG_DIR/credentials if set) for later commands.
 
 The browser opens the server's login page; after you log in with Cloudflare
-Access, the server hands the token back to a listener this command runs on
-127.0.0.1. Without a browser (over SSH, say), open the printed URL on a
+Access, it shows a code. Press Continue only if it is the code this command
+prints: the server then hands the token back to a listener this command runs
+on 127.0.0.1. Without a browser (over SSH, say), open the printed URL on a
 machine whose 127.0.0.1 reaches this one, e.g. through ssh -L.
 
 falcon dev needs no login. For CI and agents, set FALCON_TOKEN instead.`,
@@ -96,7 +97,7 @@ func loginRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return fmt.Errorf("listen on loopback for the login callback: %w", err)
 	}
-	state := randomState()
+	state, code := randomState(), confirmationCode()
 	results := make(chan callback, 1)
 	srv := &http.Server{Handler: callbackHandler(state, results), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown below
@@ -110,7 +111,9 @@ func loginRun(ctx context.Context, opts *Options) error {
 	loginURL := server + LoginPath + "?" + url.Values{
 		"callback": {"http://" + ln.Addr().String() + "/callback"},
 		"state":    {state},
+		"code":     {code},
 	}.Encode()
+	fmt.Fprintf(opts.IO.ErrOut, "Confirm in the browser that it shows the code %s, and continue there only if it does.\n", code)
 	opened := false
 	if !opts.NoBrowser && opts.OpenBrowser != nil {
 		opened = opts.OpenBrowser(loginURL) == nil
@@ -176,6 +179,30 @@ func randomState() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// codeAlphabet is 32 characters without the look-alikes 0, O, 1 and I, so
+// each random byte picks one without bias.
+const codeAlphabet = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"
+
+// confirmationCode makes the code the user compares between this terminal
+// and the server's login page, as XXXX-XXXX. A login link someone else
+// made (naming their own listener) shows their code, not this one.
+//
+// The callback does not carry the code back: the server only redirects
+// once the user has confirmed a page showing it, and the state already
+// ties the callback to this login, so checking it here would add nothing.
+func confirmationCode() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	out := make([]byte, 0, 9)
+	for i, c := range b {
+		if i == 4 {
+			out = append(out, '-')
+		}
+		out = append(out, codeAlphabet[c%byte(len(codeAlphabet))])
+	}
+	return string(out)
 }
 
 // callbackHandler answers the browser's one redirect to /callback and

@@ -2,6 +2,8 @@ package login
 
 import (
 	"context"
+	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -74,18 +77,26 @@ func (a *access) setSession(tok string) {
 }
 
 // browser follows the login URL like a browser: to the server's login
-// page, then through its redirect to the CLI's loopback callback. edit may
-// change the URL first.
+// page, where it presses Continue (or Cancel), then through the redirect
+// to the CLI's loopback callback. edit may change the URL first.
 type browser struct {
-	edit func(u *url.URL)
-	mu   sync.Mutex
-	code int
-	page string
-	err  error
-	done chan struct{}
+	edit    func(u *url.URL)
+	cancel  bool // press Cancel instead of Continue
+	mu      sync.Mutex
+	confirm string // the confirmation page, if the server showed one
+	code    int    // the last page's status and body
+	page    string
+	err     error
+	done    chan struct{}
 }
 
 func newBrowser(edit func(*url.URL)) *browser { return &browser{edit: edit, done: make(chan struct{})} }
+
+var (
+	hiddenInput = regexp.MustCompile(`<input type="hidden" name="([a-z]+)" value="([^"]*)">`)
+	formAction  = regexp.MustCompile(`<form method="post" action="([^"]*)">`)
+	cancelLink  = regexp.MustCompile(`<a class="button" href="([^"]*)"`)
+)
 
 func (b *browser) open(raw string) error {
 	u, err := url.Parse(raw)
@@ -97,21 +108,68 @@ func (b *browser) open(raw string) error {
 	}
 	go func() {
 		defer close(b.done)
-		resp, err := http.Get(u.String())
+		confirm, code, page, err := b.visit(u)
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if err != nil {
-			b.err = err
-			return
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		b.code, b.page = resp.StatusCode, string(body)
+		b.confirm, b.code, b.page, b.err = confirm, code, page, err
 	}()
 	return nil
 }
 
+// visit loads the login page and answers it as the user would.
+func (b *browser) visit(u *url.URL) (confirm string, code int, page string, err error) {
+	code, page, err = fetch(http.Get(u.String()))
+	if err != nil || !strings.Contains(page, `name="confirm"`) {
+		return "", code, page, err // refused before the confirmation
+	}
+	confirm = page
+	if b.cancel {
+		m := cancelLink.FindStringSubmatch(page)
+		if m == nil {
+			return confirm, 0, "", fmt.Errorf("no Cancel link on the page:\n%s", page)
+		}
+		code, page, err = fetch(http.Get(html.UnescapeString(m[1])))
+		return confirm, code, page, err
+	}
+	m := formAction.FindStringSubmatch(page)
+	if m == nil {
+		return confirm, 0, "", fmt.Errorf("no form on the page:\n%s", page)
+	}
+	action, err := u.Parse(html.UnescapeString(m[1]))
+	if err != nil {
+		return confirm, 0, "", err
+	}
+	form := url.Values{}
+	for _, in := range hiddenInput.FindAllStringSubmatch(page, -1) {
+		form.Set(in[1], html.UnescapeString(in[2]))
+	}
+	code, page, err = fetch(http.PostForm(action.String(), form))
+	return confirm, code, page, err
+}
+
+func fetch(resp *http.Response, err error) (int, string, error) {
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
 func (b *browser) result(t *testing.T) (int, string) {
+	t.Helper()
+	b.wait(t)
+	return b.code, b.page
+}
+
+// confirmation is the confirmation page the browser was shown.
+func (b *browser) confirmation(t *testing.T) string {
+	t.Helper()
+	b.wait(t)
+	return b.confirm
+}
+
+func (b *browser) wait(t *testing.T) {
 	t.Helper()
 	select {
 	case <-b.done:
@@ -123,7 +181,6 @@ func (b *browser) result(t *testing.T) (int, string) {
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
-	return b.code, b.page
 }
 
 func setup(t *testing.T, server string, b *browser) (*Options, *credentials.Store, func() (string, string)) {
@@ -154,8 +211,16 @@ func TestLoginEndToEnd(t *testing.T) {
 	if !strings.Contains(stdout, "Logged in to "+a.URL+" as alice@example.com") {
 		t.Errorf("stdout %q", stdout)
 	}
-	if !strings.Contains(stderr, LoginPath+"?callback=http%3A%2F%2F127.0.0.1%3A") {
-		t.Errorf("stderr does not show the login URL: %q", stderr)
+	m := regexp.MustCompile(`(?s)shows the code (\w{4}-\w{4}),.*` + regexp.QuoteMeta(LoginPath) + `\?callback=http%3A%2F%2F127.0.0.1%3A(\d+)%2Fcallback&code=(\w{4}-\w{4})&state=`).FindStringSubmatch(stderr)
+	if m == nil || m[1] != m[3] {
+		t.Fatalf("stderr does not show the code and a login URL carrying it: %q", stderr)
+	}
+	// The browser was asked to confirm, showing who, where and the code.
+	confirm := b.confirmation(t)
+	for _, want := range []string{"alice@example.com", "port <strong>" + m[2] + "</strong>", ">" + m[1] + "<"} {
+		if !strings.Contains(confirm, want) {
+			t.Errorf("the confirmation page lacks %q:\n%s", want, confirm)
+		}
 	}
 	if code, page := b.result(t); code != http.StatusOK || !strings.Contains(page, "You are logged in") || strings.Contains(page, a.session) {
 		t.Errorf("browser got %d %q", code, page)
@@ -239,6 +304,38 @@ func TestLoginReportsTheServersRefusal(t *testing.T) {
 	}
 	if _, err := os.Stat(store.Path); !os.IsNotExist(err) {
 		t.Errorf("credentials written after a refused login (%v)", err)
+	}
+}
+
+func TestLoginCancelledInTheBrowser(t *testing.T) {
+	a, _ := newAccess(t)
+	b := newBrowser(nil)
+	b.cancel = true
+	opts, store, _ := setup(t, a.URL, b)
+	err := loginRun(context.Background(), opts)
+	if st := status.Convert(err); st.Code() != codes.Unauthenticated || !strings.Contains(st.Message(), "you cancelled the login in the browser") {
+		t.Fatalf("login cancelled in the browser: %v", err)
+	}
+	if code, page := b.result(t); code != http.StatusBadRequest || !strings.Contains(page, "cancelled") || strings.Contains(page, a.session) {
+		t.Errorf("browser got %d %q", code, page)
+	}
+	if _, err := os.Stat(store.Path); !os.IsNotExist(err) {
+		t.Errorf("credentials written after a cancelled login (%v)", err)
+	}
+}
+
+func TestConfirmationCode(t *testing.T) {
+	format := regexp.MustCompile(`^[` + codeAlphabet + `]{4}-[` + codeAlphabet + `]{4}$`)
+	seen := map[string]bool{}
+	for range 100 {
+		c := confirmationCode()
+		if !format.MatchString(c) || strings.ContainsAny(c, "01OI") {
+			t.Fatalf("code %q", c)
+		}
+		seen[c] = true
+	}
+	if len(seen) < 99 {
+		t.Errorf("%d distinct codes in 100", len(seen))
 	}
 }
 
