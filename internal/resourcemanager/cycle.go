@@ -322,6 +322,7 @@ func (m *Manager) forgetEnded(jobs []*falconv1.Job) {
 	for id := range m.lastPending {
 		if !pending[id] {
 			_ = m.sched.Remove(id) // ErrNotFound: released or removed already
+			delete(m.dispatchFailing, id)
 		}
 	}
 	m.lastPending = pending
@@ -576,12 +577,29 @@ func (m *Manager) dispatch(ctx context.Context, cl *falconv1.Cluster, b Backend,
 		}
 		j.Config = full.GetConfig()
 	}
-	if err := b.Dispatch(ctx, cl, j); err != nil {
-		m.log.Warn("dispatch failed", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
-		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cl.GetName()+" failed: "+err.Error())
-		return err
+	err := b.Dispatch(ctx, cl, j)
+	var retry *RetryableError
+	switch {
+	case err == nil:
+		delete(m.dispatchFailing, j.GetId())
+		return nil
+	case errors.As(err, &retry):
+		first, seen := m.dispatchFailing[j.GetId()]
+		if !seen {
+			first = m.now()
+			m.dispatchFailing[j.GetId()] = first
+		}
+		if m.now().Sub(first) < DispatchRetryWindow {
+			m.log.Warn("dispatch failed, retrying", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
+			msg := fmt.Sprintf("submitting to cluster %s failed, retrying (for up to %s): %v", cl.GetName(), DispatchRetryWindow, err)
+			m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonDispatching, msg, "")
+			return err
+		}
+		err = fmt.Errorf("still failing after %s: %w", DispatchRetryWindow, err)
 	}
-	return nil
+	m.log.Warn("dispatch failed", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
+	m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cl.GetName()+" failed: "+err.Error())
+	return err
 }
 
 // cleanUp removes what a succeeded job left on a cluster whose pools are

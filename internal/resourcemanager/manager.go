@@ -94,13 +94,18 @@ type Manager struct {
 
 	metrics *metrics.RM
 	// lastOK is when a cycle last read the API server successfully.
-	lastOK     atomic.Int64           // Unix nanoseconds
-	poolLists  map[string]poolListing // by cluster
-	polls      map[string]*backoff    // provisioning jobs, by job ID
-	deletes    map[poolKey]*backoff
-	idleSince  map[poolKey]time.Time
-	lastOwner  map[poolKey]string
-	reportedAt map[string]time.Time
+	lastOK    atomic.Int64           // Unix nanoseconds
+	poolLists map[string]poolListing // by cluster
+	polls     map[string]*backoff    // provisioning jobs, by job ID
+	// dispatchFailing holds when each job's dispatch first failed with a
+	// RetryableError, until it succeeds or the job leaves Pending. A
+	// restart forgets it, and so gives the job a new window: the failure
+	// is transient by definition, and the job's own timeout still applies.
+	dispatchFailing map[string]time.Time
+	deletes         map[poolKey]*backoff
+	idleSince       map[poolKey]time.Time
+	lastOwner       map[poolKey]string
+	reportedAt      map[string]time.Time
 }
 
 // Option configures a Manager.
@@ -136,10 +141,12 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 		poolTiming: DefaultPoolTiming,
 		poolLists:  map[string]poolListing{},
 		polls:      map[string]*backoff{},
-		deletes:    map[poolKey]*backoff{},
-		idleSince:  map[poolKey]time.Time{},
-		lastOwner:  map[poolKey]string{},
-		reportedAt: map[string]time.Time{},
+
+		dispatchFailing: map[string]time.Time{},
+		deletes:         map[poolKey]*backoff{},
+		idleSince:       map[poolKey]time.Time{},
+		lastOwner:       map[poolKey]string{},
+		reportedAt:      map[string]time.Time{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -264,6 +271,29 @@ type PoolBackend interface {
 	// has none.
 	Reservation(ctx context.Context, cluster *falconv1.Cluster) (*falconv1.ReservationCapacity, error)
 }
+
+// RetryableError is a dispatch failure that may pass by itself: the
+// cluster was unreachable or overloaded, or refused a credential its client
+// is about to refresh. The manager keeps the job Dispatching and tries again
+// each cycle, for up to DispatchRetryWindow, before failing it with
+// JobSubmitFailed. Any other dispatch error (the cluster refused the Job as
+// invalid or forbidden) fails the job at once: retrying cannot fix it.
+type RetryableError struct{ Err error }
+
+func (e *RetryableError) Error() string { return e.Err.Error() }
+func (e *RetryableError) Unwrap() error { return e.Err }
+
+// Retryable marks err as a RetryableError; nil stays nil.
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &RetryableError{Err: err}
+}
+
+// DispatchRetryWindow is how long a job's dispatch is retried after its
+// first retryable failure.
+const DispatchRetryWindow = 5 * time.Minute
 
 // ErrPoolBusy is what DeletePool wraps when the pool cannot be deleted yet.
 var ErrPoolBusy = errors.New("node pool busy")

@@ -195,6 +195,31 @@ func TestSubmitFailure(t *testing.T) {
 	want(t, f.env.Job(t, job), "Failed", "JobSubmitFailed", "admission webhook denied")
 }
 
+// A dispatch that fails for a reason that may pass (the cluster unreachable,
+// a credential being refreshed) is retried each cycle; the job fails only
+// once the failures have lasted DispatchRetryWindow.
+func TestRetryableSubmitFailure(t *testing.T) {
+	f := setup(t)
+	f.be.dispatchErr = resourcemanager.Retryable(errors.New("Unauthorized"))
+	_, recovers := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	f.cycle(t)
+	want(t, f.env.Job(t, recovers), "Pending", "Dispatching", "failed, retrying (for up to 5m0s): Unauthorized")
+	f.now = f.now.Add(time.Minute)
+	f.be.dispatchErr = nil
+	f.cycle(t)
+	want(t, f.env.Job(t, recovers), "Running", "", "")
+
+	f.be.dispatchErr = resourcemanager.Retryable(errors.New("connection reset by peer"))
+	_, gives := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	f.cycle(t)
+	f.now = f.now.Add(resourcemanager.DispatchRetryWindow - time.Second)
+	f.cycle(t)
+	want(t, f.env.Job(t, gives), "Pending", "Dispatching", "retrying")
+	f.now = f.now.Add(time.Second)
+	f.cycle(t)
+	want(t, f.env.Job(t, gives), "Failed", "JobSubmitFailed", "still failing after 5m0s: connection reset by peer")
+}
+
 func TestTimeout(t *testing.T) {
 	f := setup(t)
 	_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1, TimeoutSeconds: 30})

@@ -292,7 +292,9 @@ func (b *Backend) Close() {
 func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
 	e, err := b.edgeFor(c)
 	if err != nil {
-		return err
+		// Reaching the cluster failed (its endpoint lookup, its kubeconfig):
+		// an operator can fix that while the job waits.
+		return resourcemanager.Retryable(err)
 	}
 	objs, err := render.Render(render.Input{
 		Job: j, Config: j.GetConfig(), ClusterID: c.GetId(), ClusterName: c.GetName(),
@@ -310,7 +312,7 @@ func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1
 		_, err := e.client.CoreV1().Services(e.namespace).Create(ctx, objs.Service, metav1.CreateOptions{})
 		e.record(b.now(), ignoreExists(err))
 		if err := ignoreExists(err); err != nil {
-			return fmt.Errorf("create Service %s/%s: %w", e.namespace, objs.Service.Name, err)
+			return retryable(fmt.Errorf("create Service %s/%s: %w", e.namespace, objs.Service.Name, err))
 		}
 	}
 	created, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, objs.Job, metav1.CreateOptions{})
@@ -332,7 +334,7 @@ func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1
 	if apierrors.IsAlreadyExists(err) {
 		existing, gerr := e.client.BatchV1().Jobs(e.namespace).Get(ctx, objs.Job.Name, metav1.GetOptions{})
 		if gerr != nil {
-			return fmt.Errorf("get existing Job %s/%s: %w", e.namespace, objs.Job.Name, gerr)
+			return retryable(fmt.Errorf("get existing Job %s/%s: %w", e.namespace, objs.Job.Name, gerr))
 		}
 		if existing.Labels[render.LabelJobID] != j.GetId() {
 			return fmt.Errorf("a Job named %s/%s exists that Falcon did not create for %s", e.namespace, objs.Job.Name, j.GetId())
@@ -340,9 +342,24 @@ func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("create Job %s/%s: %w", e.namespace, objs.Job.Name, err)
+		return retryable(fmt.Errorf("create Job %s/%s: %w", e.namespace, objs.Job.Name, err))
 	}
 	return nil
+}
+
+// retryable marks a failed call the manager should try again: the cluster
+// could not be reached or was overloaded (unreachable), had an internal
+// error, or refused a credential (client-go fetches a fresh token only
+// after handing back the 401). Refusals of the Job itself (invalid,
+// forbidden, quota) stay final.
+func retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	if unreachable(err) || apierrors.IsUnauthorized(err) || apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err) {
+		return resourcemanager.Retryable(err)
+	}
+	return err
 }
 
 // Stop deletes the Job and its pods and Service. Missing objects are fine.
