@@ -403,6 +403,7 @@ func clusterFromAPI(c *falconv1.Cluster) *store.Cluster {
 		Spec: store.ClusterSpec{
 			Namespace: c.GetNamespace(), Kubeconfig: c.GetKubeconfig(), KubeContext: c.GetKubeContext(),
 			GKECluster: c.GetGkeCluster(), MaxQueueDepth: int(c.GetMaxQueueDepth()), Labels: c.GetLabels(),
+			ServiceAccount: c.GetServiceAccount(),
 		},
 	}
 	for _, a := range c.GetAccelerators() {

@@ -138,20 +138,21 @@ func TestApplyClusters(t *testing.T) {
 	}
 
 	// Changed fields are named; the ID and creation time stay.
-	edited := strings.NewReplacer("max_queue_depth: 4", "max_queue_depth: 8", "{env: prod}", "{env: staging}",
-		"{type: h100, priority: 1}", "{type: h100, priority: 2}").Replace(registry)
+	edited := strings.NewReplacer("max_queue_depth: 4", "max_queue_depth: 8\n    service_account: falcon-jobs",
+		"{env: prod}", "{env: staging}", "{type: h100, priority: 1}", "{type: h100, priority: 2}").Replace(registry)
 	upd := apply(t, cl, &falconv1.ApplyClustersRequest{Clusters: parse(t, edited)})
 	wantUpd := []change{
 		{"gpu-b", "updated", []string{"accelerators"}},
 		{"local", "offline", nil},
-		{"tpu-a", "updated", []string{"max_queue_depth", "labels"}},
+		{"tpu-a", "updated", []string{"max_queue_depth", "labels", "service_account"}},
 	}
 	if diff := cmp.Diff(wantUpd, changes(upd)); diff != "" {
 		t.Errorf("edit changes (-want +got):\n%s", diff)
 	}
 	after := listClusters(t, cl)
-	if after[2].GetId() != tpu.GetId() || !after[2].GetCreatedAt().AsTime().Equal(tpu.GetCreatedAt().AsTime()) || after[2].GetMaxQueueDepth() != 8 {
-		t.Errorf("tpu-a after edit = %v; want the same ID and created_at, max_queue_depth 8", after[2])
+	if after[2].GetId() != tpu.GetId() || !after[2].GetCreatedAt().AsTime().Equal(tpu.GetCreatedAt().AsTime()) ||
+		after[2].GetMaxQueueDepth() != 8 || after[2].GetServiceAccount() != "falcon-jobs" {
+		t.Errorf("tpu-a after edit = %v; want the same ID and created_at, max_queue_depth 8, service_account falcon-jobs", after[2])
 	}
 
 	// A status set by hand is reverted by the file, and reported.
@@ -269,7 +270,8 @@ func TestRegisterCluster(t *testing.T) {
 	ctx := context.Background()
 	in := &falconv1.Cluster{
 		Name: "lab", Backend: "kubernetes", KubeContext: "lab", Namespace: "falcon", GcsBucket: "gs://lab-bkt",
-		Accelerators: []*falconv1.AcceleratorSlot{{Type: "l4", Priority: 3}, {Type: "h100", Priority: 1}},
+		ServiceAccount: "falcon-jobs",
+		Accelerators:   []*falconv1.AcceleratorSlot{{Type: "l4", Priority: 3}, {Type: "h100", Priority: 1}},
 	}
 	got, err := cl.RegisterCluster(ctx, &falconv1.RegisterClusterRequest{Cluster: in})
 	if err != nil {
@@ -277,6 +279,7 @@ func TestRegisterCluster(t *testing.T) {
 	}
 	want := &falconv1.Cluster{
 		Name: "lab", Backend: "kubernetes", KubeContext: "lab", Namespace: "falcon", GcsBucket: "lab-bkt", Status: "active",
+		ServiceAccount:   "falcon-jobs",
 		Accelerators:     []*falconv1.AcceleratorSlot{{Type: "nvidia-h100-80gb", Priority: 1}, {Type: "nvidia-l4", Priority: 3}},
 		AcceleratorTypes: []string{"nvidia-h100-80gb", "nvidia-l4"},
 	}
@@ -313,6 +316,7 @@ func TestRegisterCluster(t *testing.T) {
 		{&falconv1.Cluster{Name: "k", Backend: "xpk"}, `cluster.backend: "xpk" is not a backend; one of local, kubernetes, gke`},
 		{&falconv1.Cluster{Name: "k", Backend: "local", Status: "down"}, `cluster.status: "down" is not a cluster status; allowed: active, maintenance, offline`},
 		{&falconv1.Cluster{Name: "k", Backend: "local", MaxQueueDepth: -1}, "cluster.max_queue_depth: must be 0 (no limit) or positive"},
+		{&falconv1.Cluster{Name: "k", Backend: "local", ServiceAccount: "Jobs"}, `cluster.service_account: "Jobs" must be a DNS-1123 subdomain`},
 	} {
 		_, err := cl.RegisterCluster(ctx, &falconv1.RegisterClusterRequest{Cluster: tc.in})
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.want) {

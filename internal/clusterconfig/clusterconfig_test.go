@@ -190,6 +190,22 @@ clusters:
 `,
 			want: &falconv1.Cluster{Name: "l", Backend: "local", Status: "active"},
 		},
+		{
+			name: "service account, a DNS-1123 subdomain",
+			yaml: `
+clusters:
+  tpu:
+    provider: gke
+    project: p
+    zone: us-east5-a
+    cluster_id: tpu
+    default_namespace: falcon
+    service_account: falcon-jobs.v2
+    gcs_bucket: gs://bkt
+`,
+			want: &falconv1.Cluster{Name: "tpu", Backend: "gke", Project: "p", Location: "us-east5-a", GkeCluster: "tpu",
+				Namespace: "falcon", ServiceAccount: "falcon-jobs.v2", GcsBucket: "bkt", Status: "active"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -277,7 +293,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown key names the allowed ones",
 			yaml: "clusters:\n  l:\n    provider: local\n    namespace: x\n",
-			want: [][2]string{{"clusters.l.namespace", "unknown field; allowed: provider, project, zone, location, cluster_id, kubeconfig, context, accelerator_types, default_namespace, gcs_bucket"}},
+			want: [][2]string{{"clusters.l.namespace", "unknown field; allowed: provider, project, zone, location, cluster_id, kubeconfig, context, accelerator_types, default_namespace, service_account, gcs_bucket"}},
 		},
 		{
 			name: "bad names",
@@ -410,6 +426,19 @@ func TestParseErrors(t *testing.T) {
 				{"clusters.a.labels.team", `value "a b" must be empty or at most 63 letters`},
 				{"clusters.a.probe_timeout_s", "must be 0 (the default) or positive, got -3 (line 10)"},
 				{"clusters.b.gcs_bucket", `"B" is not a GCS bucket name: 3-222 lower-case letters`},
+			},
+		},
+		{
+			name: "service account not a DNS-1123 subdomain",
+			yaml: "clusters:\n  a:\n    provider: kubernetes\n    context: c\n    service_account: Falcon_Jobs\n" +
+				"  b:\n    provider: kubernetes\n    context: c\n    service_account: jobs.\n" +
+				"  c:\n    provider: kubernetes\n    context: c\n    service_account: " + strings.Repeat("a", 254) + "\n" +
+				"  d:\n    provider: kubernetes\n    context: c\n    service_account: [jobs]\n",
+			want: [][2]string{
+				{"clusters.a.service_account", `"Falcon_Jobs" must be a DNS-1123 subdomain (a Kubernetes service account name): at most 253 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit (line 5)`},
+				{"clusters.b.service_account", `"jobs." must be a DNS-1123 subdomain (a Kubernetes service account name)`},
+				{"clusters.c.service_account", `aaa" must be a DNS-1123 subdomain (a Kubernetes service account name)`},
+				{"clusters.d.service_account", "must be a string, got a list (line 17)"},
 			},
 		},
 		{

@@ -14,6 +14,7 @@
 //	    accelerator_types:
 //	      - {type: v5p, device_class: tpu, priority: 1}
 //	    default_namespace: falcon
+//	    service_account: falcon-jobs  # pods run as it (default: the namespace's default)
 //	    gcs_bucket: gs://falcon-tpu
 //	    max_queue_depth: 5
 //

@@ -41,11 +41,13 @@ var Statuses = []string{store.ClusterActive, store.ClusterMaintenance, store.Clu
 const MaxNameLen = 63
 
 var (
-	dnsLabel    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	bucketName  = regexp.MustCompile(`^[a-z0-9][-a-z0-9_.]{1,220}[a-z0-9]$`)
-	labelKey    = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$`)
-	labelValue  = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`)
-	maxLabelLen = 63
+	dnsLabel        = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomain    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	bucketName      = regexp.MustCompile(`^[a-z0-9][-a-z0-9_.]{1,220}[a-z0-9]$`)
+	labelKey        = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$`)
+	labelValue      = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`)
+	maxLabelLen     = 63
+	maxSubdomainLen = 253
 )
 
 // Normalize checks a cluster registration against the registry's rules and
@@ -134,6 +136,9 @@ func normalize(in *falconv1.Cluster, v vocabulary) (*falconv1.Cluster, errdefs.F
 	}
 	if ns := c.GetNamespace(); ns != "" && (len(ns) > MaxNameLen || !dnsLabel.MatchString(ns)) {
 		errs.Add(v.at("namespace"), "%q must be a DNS-1123 label (a Kubernetes namespace name)", ns)
+	}
+	if sa := c.GetServiceAccount(); sa != "" && (len(sa) > maxSubdomainLen || !dnsSubdomain.MatchString(sa)) {
+		errs.Add(v.at("service_account"), "%q must be a DNS-1123 subdomain (a Kubernetes service account name): at most %d lower-case letters, digits, '-' and '.', starting and ending with a letter or digit", sa, maxSubdomainLen)
 	}
 
 	if b := c.GetGcsBucket(); b != "" {

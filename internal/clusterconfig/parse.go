@@ -24,7 +24,7 @@ var (
 	fileFields    = []string{"clusters"}
 	clusterFields = []string{
 		"provider", "project", "zone", "location", "cluster_id", "kubeconfig", "context",
-		"accelerator_types", "default_namespace", "gcs_bucket", "default_reservation",
+		"accelerator_types", "default_namespace", "service_account", "gcs_bucket", "default_reservation",
 		"max_queue_depth", "probe_timeout_s", "labels", "status",
 	}
 	slotFields   = []string{"type", "device_class", "priority"}
@@ -181,6 +181,8 @@ func (p *parser) cluster(name, path string, key, n *yaml.Node) *falconv1.Cluster
 			c.Accelerators = p.slots(fpath, v, slotClasses)
 		case "default_namespace":
 			c.Namespace = p.Str(fpath, v)
+		case "service_account":
+			c.ServiceAccount = p.Str(fpath, v)
 		case "gcs_bucket":
 			c.GcsBucket = p.Str(fpath, v)
 		case "default_reservation":

@@ -278,6 +278,7 @@ func ClusterDetail(c *falconv1.Cluster) TableFunc {
 			{"Status", c.GetStatus()},
 			{"Accelerators", acceleratorsLine(c)},
 			{"Namespace", c.GetNamespace()},
+			{"Service account", c.GetServiceAccount()},
 			{"Project", c.GetProject()},
 			{"Location", c.GetLocation()},
 			{"GKE cluster", c.GetGkeCluster()},

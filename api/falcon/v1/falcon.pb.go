@@ -825,8 +825,13 @@ type Cluster struct {
 	MaxQueueDepth int32              `protobuf:"varint,15,opt,name=max_queue_depth,json=maxQueueDepth,proto3" json:"max_queue_depth,omitempty"`
 	Accelerators  []*AcceleratorSlot `protobuf:"bytes,16,rep,name=accelerators,proto3" json:"accelerators,omitempty"`
 	Labels        map[string]string  `protobuf:"bytes,17,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The Kubernetes service account the job pods run as (kubernetes and gke
+	// backends); empty uses the namespace's default. Where pods mount
+	// gcs_bucket with GCS FUSE, Workload Identity must bind it to a Google
+	// service account that can read and write the bucket.
+	ServiceAccount string `protobuf:"bytes,18,opt,name=service_account,json=serviceAccount,proto3" json:"service_account,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Cluster) Reset() {
@@ -976,6 +981,13 @@ func (x *Cluster) GetLabels() map[string]string {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *Cluster) GetServiceAccount() string {
+	if x != nil {
+		return x.ServiceAccount
+	}
+	return ""
 }
 
 // AcceleratorSlot is an accelerator type a cluster offers; a lower priority
@@ -3987,7 +3999,7 @@ const file_falcon_proto_rawDesc = "" +
 	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xaa\x05\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xd3\x05\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -4011,7 +4023,8 @@ const file_falcon_proto_rawDesc = "" +
 	"gkeCluster\x12&\n" +
 	"\x0fmax_queue_depth\x18\x0f \x01(\x05R\rmaxQueueDepth\x12>\n" +
 	"\faccelerators\x18\x10 \x03(\v2\x1a.falcon.v1.AcceleratorSlotR\faccelerators\x126\n" +
-	"\x06labels\x18\x11 \x03(\v2\x1e.falcon.v1.Cluster.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x11 \x03(\v2\x1e.falcon.v1.Cluster.LabelsEntryR\x06labels\x12'\n" +
+	"\x0fservice_account\x18\x12 \x01(\tR\x0eserviceAccount\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +

@@ -299,6 +299,7 @@ func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1
 	objs, err := render.Render(render.Input{
 		Job: j, Config: j.GetConfig(), ClusterID: c.GetId(), ClusterName: c.GetName(),
 		Namespace: e.namespace, Bucket: c.GetGcsBucket(), NodePool: j.GetNodePool(),
+		ServiceAccount: c.GetServiceAccount(),
 		// A safety net: Falcon deletes finished Jobs on pooled clusters
 		// itself, and users may want a finished Job's pods for a day.
 		TTLAfterFinished: 24 * time.Hour,

@@ -127,28 +127,9 @@ type Input struct {
 	// ServiceAccount runs the pods; it needs read-write access to the bucket
 	// through Workload Identity. Empty uses the namespace's default.
 	ServiceAccount string
-	// Resources are CPU and memory for the container when the task does not
-	// give its own; see Resources.
-	Resources Resources
 	// TTLAfterFinished deletes the Job this long after it finished; 0 keeps
 	// it until Falcon deletes it.
 	TTLAfterFinished time.Duration
-}
-
-// Resources are Kubernetes quantities ("500m", "2", "4Gi"). The task's own
-// resources (task_spec.resources) win over these, resource by resource: a
-// task giving a CPU request or limit replaces both CPU values here, so a
-// request from one and a limit from the other never meet. Then, as in
-// Kubernetes, a limit given alone is also the request.
-//
-// For a CPU-only job an empty request defaults to 1 CPU and 2Gi, and an
-// empty memory limit to the memory request; the CPU limit stays unset unless
-// given, so a task is never throttled below what the node has spare. For
-// accelerator jobs only the values given are set: a TPU or GPU host's CPU and
-// memory come with it, and the accelerator itself (google.com/tpu,
-// nvidia.com/gpu) is always the slice's, never anything a task wrote.
-type Resources struct {
-	CPURequest, CPULimit, MemoryRequest, MemoryLimit string
 }
 
 // Objects are what Render produces for one job.
@@ -208,7 +189,7 @@ func SetOwner(svc *corev1.Service, job *batchv1.Job) {
 // errdefs.FieldErrors on paths relative to the task spec (image, replica,
 // device_topo, envs.X, resources.limits.memory, ...), so a caller can prefix
 // them with role_to_task_spec.<role>.; problems with the rest of the input
-// are on job.id, namespace, bucket, resources.cpu_request and so on.
+// are on job.id, namespace, bucket, service_account and so on.
 func Render(in Input) (*Objects, error) {
 	var errs errdefs.FieldErrors
 	job := in.Job
@@ -278,7 +259,7 @@ func Render(in Input) (*Objects, error) {
 			errs.Add("service_account", "%q is not a service account name: %s", sa, strings.Join(msgs, "; "))
 		}
 	}
-	res, err := in.Resources.requirements(task.GetResources(), slice.Spec.Kind == accelerator.KindCPU)
+	res, err := requirements(task.GetResources(), slice.Spec.Kind == accelerator.KindCPU)
 	if err != nil {
 		appendErr(&errs, err)
 	}
@@ -579,107 +560,53 @@ func artifactLocation(in Input) (gcsLocation, error) {
 	return loc, nil
 }
 
-// requirements parses r and the task's resources into container resources;
-// see Resources for which wins and for the defaults. The task's resources
-// were validated when the experiment was created; they are checked again
-// with the same rules because a stored row is not proof of that.
-func (r Resources) requirements(task *falconv1.Resources, cpuOnly bool) (corev1.ResourceRequirements, error) {
-	var errs errdefs.FieldErrors
-	parse := func(field, v, example string) *resource.Quantity {
-		if v == "" {
-			return nil
-		}
-		q, err := resource.ParseQuantity(v)
-		switch {
-		case err != nil:
-			errs.Add(field, "%q is not a Kubernetes quantity (e.g. %s)", v, example)
-			return nil
-		case q.Sign() <= 0:
-			errs.Add(field, "must be positive, got %s", v)
-			return nil
-		}
-		return &q
-	}
-	cpuReq := parse("resources.cpu_request", r.CPURequest, "500m or 2")
-	cpuLim := parse("resources.cpu_limit", r.CPULimit, "500m or 2")
-	memReq := parse("resources.memory_request", r.MemoryRequest, "512Mi or 4Gi")
-	memLim := parse("resources.memory_limit", r.MemoryLimit, "512Mi or 4Gi")
+// requirements turns the task's resources (task_spec.resources) into the
+// container's. As in Kubernetes, a limit given alone is also the request.
+//
+// For a CPU-only job an empty CPU request defaults to 1 CPU, an empty memory
+// request to 2Gi and an empty memory limit to the memory request; the CPU
+// limit stays unset unless given, so a task is never throttled below what
+// the node has spare. For accelerator jobs only the values given are set: a
+// TPU or GPU host's CPU and memory come with it, and the accelerator itself
+// (google.com/tpu, nvidia.com/gpu) is always the slice's (addAccelerator),
+// never anything a task wrote.
+//
+// The task's resources were validated when the experiment was created; they
+// are checked again with the same rules (a limit below its request among
+// them) because a stored row is not proof of that.
+func requirements(task *falconv1.Resources, cpuOnly bool) (corev1.ResourceRequirements, error) {
 	taskReq, taskLim, err := falconvalidation.ParseResources("resources", task)
 	if err != nil {
-		appendErr(&errs, err)
-	}
-	if err := errs.Err(); err != nil {
 		return corev1.ResourceRequirements{}, err
 	}
-
-	// The task's values replace the input's per resource, request and limit
-	// together.
-	pick := func(name string, req, lim **resource.Quantity) {
-		q, hasReq := taskReq[name]
-		l, hasLim := taskLim[name]
-		if !hasReq && !hasLim {
-			return
-		}
-		*req, *lim = nil, nil
-		if hasReq {
-			*req = &q
-		}
-		if hasLim {
-			*lim = &l
-		}
-	}
-	pick(string(corev1.ResourceCPU), &cpuReq, &cpuLim)
-	pick(string(corev1.ResourceMemory), &memReq, &memLim)
-	var storageReq, storageLim *resource.Quantity
-	pick(string(corev1.ResourceEphemeralStorage), &storageReq, &storageLim)
-
-	// A limit alone is also the request, as Kubernetes itself would default it.
-	if cpuReq == nil && cpuLim != nil {
-		cpuReq = new(cpuLim.DeepCopy())
-	}
-	if memReq == nil && memLim != nil {
-		memReq = new(memLim.DeepCopy())
-	}
-	if storageReq == nil && storageLim != nil {
-		storageReq = new(storageLim.DeepCopy())
-	}
-	if cpuOnly {
-		if cpuReq == nil {
-			cpuReq = new(resource.MustParse(defaultCPURequest))
-		}
-		if memReq == nil {
-			memReq = new(resource.MustParse(defaultMemoryRequest))
-		}
-		if memLim == nil {
-			memLim = new(memReq.DeepCopy())
-		}
-	}
-	if cpuReq != nil && cpuLim != nil && cpuLim.Cmp(*cpuReq) < 0 {
-		errs.Add("resources.cpu_limit", "%s is less than the CPU request %s", cpuLim, cpuReq)
-	}
-	if memReq != nil && memLim != nil && memLim.Cmp(*memReq) < 0 {
-		errs.Add("resources.memory_limit", "%s is less than the memory request %s", memLim, memReq)
-	}
-	if err := errs.Err(); err != nil {
-		return corev1.ResourceRequirements{}, err
-	}
-
 	var out corev1.ResourceRequirements
-	set := func(list *corev1.ResourceList, name corev1.ResourceName, q *resource.Quantity) {
-		if q == nil {
-			return
-		}
+	set := func(list *corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
 		if *list == nil {
 			*list = corev1.ResourceList{}
 		}
-		(*list)[name] = *q
+		(*list)[name] = q
 	}
-	set(&out.Requests, corev1.ResourceCPU, cpuReq)
-	set(&out.Limits, corev1.ResourceCPU, cpuLim)
-	set(&out.Requests, corev1.ResourceMemory, memReq)
-	set(&out.Limits, corev1.ResourceMemory, memLim)
-	set(&out.Requests, corev1.ResourceEphemeralStorage, storageReq)
-	set(&out.Limits, corev1.ResourceEphemeralStorage, storageLim)
+	for name, q := range taskReq {
+		set(&out.Requests, corev1.ResourceName(name), q)
+	}
+	for name, q := range taskLim {
+		set(&out.Limits, corev1.ResourceName(name), q)
+		if _, ok := taskReq[name]; !ok {
+			set(&out.Requests, corev1.ResourceName(name), q.DeepCopy())
+		}
+	}
+	if cpuOnly {
+		cpu, mem := corev1.ResourceCPU, corev1.ResourceMemory
+		if _, ok := out.Requests[cpu]; !ok {
+			set(&out.Requests, cpu, resource.MustParse(defaultCPURequest))
+		}
+		if _, ok := out.Requests[mem]; !ok {
+			set(&out.Requests, mem, resource.MustParse(defaultMemoryRequest))
+		}
+		if _, ok := out.Limits[mem]; !ok {
+			set(&out.Limits, mem, out.Requests[mem].DeepCopy())
+		}
+	}
 	return out, nil
 }
 

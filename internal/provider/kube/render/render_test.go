@@ -308,60 +308,46 @@ func taskResources(kv ...string) *falconv1.Resources {
 func TestRenderCPUResources(t *testing.T) {
 	tests := []struct {
 		name string
-		in   Resources
 		task *falconv1.Resources // task_spec.resources
 		want corev1.ResourceRequirements
 	}{
-		{"defaults", Resources{}, nil, corev1.ResourceRequirements{
+		{"defaults", nil, corev1.ResourceRequirements{
 			Requests: quantities("cpu", "1", "memory", "2Gi"),
 			Limits:   quantities("memory", "2Gi"),
 		}},
-		{"everything given", Resources{CPURequest: "500m", CPULimit: "2", MemoryRequest: "1Gi", MemoryLimit: "4Gi"}, nil, corev1.ResourceRequirements{
-			Requests: quantities("cpu", "500m", "memory", "1Gi"),
-			Limits:   quantities("cpu", "2", "memory", "4Gi"),
-		}},
-		{"a memory request raises the default limit with it", Resources{MemoryRequest: "8Gi"}, nil, corev1.ResourceRequirements{
-			Requests: quantities("cpu", "1", "memory", "8Gi"),
-			Limits:   quantities("memory", "8Gi"),
-		}},
-		{"limits alone are also the requests", Resources{CPULimit: "4", MemoryLimit: "16Gi"}, nil, corev1.ResourceRequirements{
-			Requests: quantities("cpu", "4", "memory", "16Gi"),
-			Limits:   quantities("cpu", "4", "memory", "16Gi"),
-		}},
-		{"the task's resources replace the defaults", Resources{},
+		{"the task's resources replace the defaults",
 			taskResources("requests.cpu", "2", "requests.memory", "4Gi", "limits.cpu", "4", "limits.memory", "8Gi"),
 			corev1.ResourceRequirements{
 				Requests: quantities("cpu", "2", "memory", "4Gi"),
 				Limits:   quantities("cpu", "4", "memory", "8Gi"),
 			}},
-		{"the task's limits alone are also its requests", Resources{},
+		{"the task's limits alone are also its requests",
 			taskResources("limits.cpu", "500m", "limits.memory", "1Gi"),
 			corev1.ResourceRequirements{
 				Requests: quantities("cpu", "500m", "memory", "1Gi"),
 				Limits:   quantities("cpu", "500m", "memory", "1Gi"),
 			}},
-		{"the task's memory request raises the default limit with it", Resources{},
+		{"the task's memory request raises the default limit with it",
 			taskResources("requests.memory", "16Gi"),
 			corev1.ResourceRequirements{
 				Requests: quantities("cpu", "1", "memory", "16Gi"),
 				Limits:   quantities("memory", "16Gi"),
 			}},
-		{"the task's ephemeral storage, defaults for the rest", Resources{},
+		{"the task's ephemeral storage, defaults for the rest",
 			taskResources("requests.ephemeral-storage", "10Gi", "limits.ephemeral-storage", "20Gi"),
 			corev1.ResourceRequirements{
 				Requests: quantities("cpu", "1", "memory", "2Gi", "ephemeral-storage", "10Gi"),
 				Limits:   quantities("memory", "2Gi", "ephemeral-storage", "20Gi"),
 			}},
-		{"empty task resources keep the defaults", Resources{}, &falconv1.Resources{}, corev1.ResourceRequirements{
+		{"empty task resources keep the defaults", &falconv1.Resources{}, corev1.ResourceRequirements{
 			Requests: quantities("cpu", "1", "memory", "2Gi"),
 			Limits:   quantities("memory", "2Gi"),
 		}},
-		{"the task wins over the input resource by resource, request and limit together",
-			Resources{CPURequest: "500m", CPULimit: "1", MemoryRequest: "1Gi"},
+		{"the task's CPU limit alone, the memory defaults",
 			taskResources("limits.cpu", "8"),
 			corev1.ResourceRequirements{
-				Requests: quantities("cpu", "8", "memory", "1Gi"),
-				Limits:   quantities("cpu", "8", "memory", "1Gi"),
+				Requests: quantities("cpu", "8", "memory", "2Gi"),
+				Limits:   quantities("cpu", "8", "memory", "2Gi"),
 			}},
 	}
 	for _, tt := range tests {
@@ -370,7 +356,7 @@ func TestRenderCPUResources(t *testing.T) {
 			j.TaskSpec.DeviceType, j.TaskSpec.DeviceTopo, j.TaskSpec.Replica, j.TaskSpec.DeviceCount = "cpu", "", 1, 0
 			j.TaskSpec.Resources = tt.task
 			in := input(j)
-			in.NodePool, in.Resources = "", tt.in
+			in.NodePool = ""
 			pod := render(t, in).Job.Spec.Template.Spec
 			if diff := cmp.Diff(tt.want, pod.Containers[0].Resources); diff != "" {
 				t.Errorf("resources (-want +got):\n%s", diff)
@@ -389,15 +375,9 @@ func TestRenderResourcesOnAcceleratorJob(t *testing.T) {
 	tests := []struct {
 		name string
 		gpu  bool
-		in   Resources
 		task *falconv1.Resources
 		want corev1.ResourceRequirements
 	}{
-		{name: "the input's", in: Resources{CPURequest: "100", MemoryRequest: "400Gi"},
-			want: corev1.ResourceRequirements{
-				Requests: quantities("cpu", "100", "memory", "400Gi", "google.com/tpu", "4"),
-				Limits:   quantities("google.com/tpu", "4"),
-			}},
 		{name: "the task's, next to the TPUs",
 			task: taskResources("requests.cpu", "100", "requests.memory", "400Gi", "limits.memory", "420Gi", "limits.ephemeral-storage", "100Gi"),
 			want: corev1.ResourceRequirements{
@@ -425,7 +405,6 @@ func TestRenderResourcesOnAcceleratorJob(t *testing.T) {
 				gpu(j)
 				in.NodePool = ""
 			}
-			in.Resources = tt.in
 			got := render(t, in).Job.Spec.Template.Spec.Containers[0].Resources
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("resources (-want +got):\n%s", diff)
@@ -449,6 +428,31 @@ func TestRenderEveryTaskResourceName(t *testing.T) {
 		if req.String() != "1" || lim.String() != "2" {
 			t.Errorf("%s: request %s, limit %s; want 1 and 2", name, &req, &lim)
 		}
+	}
+}
+
+// The pods run as the cluster's service account, which Workload Identity
+// lets mount the bucket; without one, as the namespace's default.
+func TestRenderServiceAccount(t *testing.T) {
+	tests := []struct {
+		name string
+		sa   string
+	}{
+		{"the cluster's", "falcon-jobs.tpu"},
+		{"none: the namespace's default", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(v7xJob())
+			in.ServiceAccount = tt.sa
+			pod := render(t, in).Job.Spec.Template.Spec
+			if pod.ServiceAccountName != tt.sa {
+				t.Errorf("serviceAccountName = %q, want %q", pod.ServiceAccountName, tt.sa)
+			}
+			if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+				t.Errorf("automountServiceAccountToken = %v, want false: tasks do not call the Kubernetes API", pod.AutomountServiceAccountToken)
+			}
+		})
 	}
 }
 
@@ -606,12 +610,6 @@ func TestRenderErrors(t *testing.T) {
 		{"replica does not match the topology", func(in *Input) { in.Job.TaskSpec.Replica = 2 }, []string{"replica"}},
 		{"device_count in chips", func(in *Input) { in.Job.TaskSpec.DeviceCount = 4 }, []string{"device_count"}},
 		{"2D topology on v7x", func(in *Input) { in.Job.TaskSpec.DeviceTopo = "4x4" }, []string{"device_topo"}},
-		{"bad CPU quantity", func(in *Input) { in.Resources.CPURequest = "lots" }, []string{"resources.cpu_request"}},
-		{"bad memory quantity", func(in *Input) { in.Resources.MemoryLimit = "4GB!" }, []string{"resources.memory_limit"}},
-		{"negative CPU", func(in *Input) { in.Resources.CPULimit = "-1" }, []string{"resources.cpu_limit"}},
-		{"limit below request", func(in *Input) {
-			in.Resources = Resources{MemoryRequest: "8Gi", MemoryLimit: "4Gi"}
-		}, []string{"resources.memory_limit"}},
 		{"task limit below its request", func(in *Input) {
 			in.Job.TaskSpec.Resources = taskResources("requests.memory", "8Gi", "limits.memory", "4Gi")
 		}, []string{"resources.limits.memory"}},
@@ -642,8 +640,8 @@ func TestRenderErrors(t *testing.T) {
 		{"several problems at once", func(in *Input) {
 			in.Job.TaskSpec.Image = ""
 			in.Job.TaskSpec.Replica = 2
-			in.Resources.MemoryRequest = "much"
-		}, []string{"image", "replica", "resources.memory_request"}},
+			in.Job.TaskSpec.Resources = taskResources("requests.memory", "much")
+		}, []string{"image", "replica", "resources.requests.memory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

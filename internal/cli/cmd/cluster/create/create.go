@@ -30,20 +30,21 @@ type Options struct {
 	Filename string
 
 	// The flag form.
-	Name          string
-	Backend       string
-	Project       string
-	Location      string
-	GKECluster    string
-	Kubeconfig    string
-	Context       string
-	Namespace     string
-	Accelerators  []string // TYPE[:PRIORITY]
-	Bucket        string
-	Reservation   string
-	MaxQueueDepth int32
-	Labels        map[string]string
-	Status        string
+	Name           string
+	Backend        string
+	Project        string
+	Location       string
+	GKECluster     string
+	Kubeconfig     string
+	Context        string
+	Namespace      string
+	ServiceAccount string
+	Accelerators   []string // TYPE[:PRIORITY]
+	Bucket         string
+	Reservation    string
+	MaxQueueDepth  int32
+	Labels         map[string]string
+	Status         string
 }
 
 // flagOf maps the API's field names to the flags that set them, so the
@@ -51,14 +52,14 @@ type Options struct {
 var flagOf = map[string]string{
 	"name": "--name", "backend": "--backend", "project": "--project", "location": "--location",
 	"gke_cluster": "--gke-cluster", "kubeconfig": "--kubeconfig", "kube_context": "--context",
-	"namespace": "--namespace", "accelerators": "--accelerator", "gcs_bucket": "--bucket",
-	"default_reservation": "--reservation", "max_queue_depth": "--max-queue-depth",
+	"namespace": "--namespace", "service_account": "--service-account", "accelerators": "--accelerator",
+	"gcs_bucket": "--bucket", "default_reservation": "--reservation", "max_queue_depth": "--max-queue-depth",
 	"labels": "--label", "status": "--status",
 }
 
 // flagForm lists the flags of the flag form; none may be combined with -f.
 var flagForm = []string{"name", "backend", "project", "location", "gke-cluster", "kubeconfig", "context",
-	"namespace", "accelerator", "bucket", "reservation", "max-queue-depth", "label", "status"}
+	"namespace", "service-account", "accelerator", "bucket", "reservation", "max-queue-depth", "label", "status"}
 
 // NewCmdCreate builds the command. runF replaces createRun in tests.
 func NewCmdCreate(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
@@ -116,6 +117,7 @@ in Git, prefer ` + "`falcon cluster apply`" + `.`,
 	fl.StringVar(&opts.Kubeconfig, "kubeconfig", "", "Kubeconfig path on the controller's machine (kubernetes)")
 	fl.StringVar(&opts.Context, "context", "", "Context in the kubeconfig (kubernetes)")
 	fl.StringVar(&opts.Namespace, "namespace", "", "Namespace jobs run in")
+	fl.StringVar(&opts.ServiceAccount, "service-account", "", "Kubernetes service account job pods run as (default: the namespace's default)")
 	fl.StringArrayVar(&opts.Accelerators, "accelerator", nil, "Accelerator type offered, TYPE[:PRIORITY] (repeatable)")
 	fl.StringVar(&opts.Bucket, "bucket", "", "GCS bucket for the cluster's artifacts (name or gs://name)")
 	fl.StringVar(&opts.Reservation, "reservation", "", "Default capacity reservation")
@@ -168,8 +170,8 @@ func Cluster(opts *Options) (*falconv1.Cluster, error) {
 	c := &falconv1.Cluster{
 		Name: opts.Name, Backend: opts.Backend, Project: opts.Project, Location: opts.Location,
 		GkeCluster: opts.GKECluster, KubeContext: opts.Context, Namespace: opts.Namespace,
-		GcsBucket: opts.Bucket, DefaultReservation: opts.Reservation, MaxQueueDepth: opts.MaxQueueDepth,
-		Labels: opts.Labels, Status: opts.Status,
+		ServiceAccount: opts.ServiceAccount, GcsBucket: opts.Bucket, DefaultReservation: opts.Reservation,
+		MaxQueueDepth: opts.MaxQueueDepth, Labels: opts.Labels, Status: opts.Status,
 	}
 	if opts.Kubeconfig != "" {
 		k, err := absPath(opts.Kubeconfig)

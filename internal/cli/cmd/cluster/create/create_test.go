@@ -32,9 +32,9 @@ func TestNewCmdCreateFlags(t *testing.T) {
 		{
 			name: "flag form",
 			args: []string{"--name", "lab", "--backend", "kubernetes", "--context", "ctx", "--kubeconfig", "/k", "--namespace", "ns",
-				"--accelerator", "h100", "--accelerator", "l4:2", "--bucket", "gs://b", "--max-queue-depth", "3",
+				"--service-account", "sa", "--accelerator", "h100", "--accelerator", "l4:2", "--bucket", "gs://b", "--max-queue-depth", "3",
 				"--label", "env=prod", "--label", "team=a", "--status", "maintenance", "--reservation", "r"},
-			want: Options{Name: "lab", Backend: "kubernetes", Context: "ctx", Kubeconfig: "/k", Namespace: "ns",
+			want: Options{Name: "lab", Backend: "kubernetes", Context: "ctx", Kubeconfig: "/k", Namespace: "ns", ServiceAccount: "sa",
 				Accelerators: []string{"h100", "l4:2"}, Bucket: "gs://b", MaxQueueDepth: 3,
 				Labels: map[string]string{"env": "prod", "team": "a"}, Status: "maintenance", Reservation: "r"},
 		},
@@ -44,6 +44,7 @@ func TestNewCmdCreateFlags(t *testing.T) {
 			want: Options{Name: "g", Backend: "gke", Project: "p", Location: "l", GKECluster: "c"},
 		},
 		{name: "-f with a flag", args: []string{"-f", "c.yaml", "--backend", "local"}, wantErr: "--backend: cannot be combined with -f/--filename"},
+		{name: "-f with --service-account", args: []string{"-f", "c.yaml", "--service-account", "sa"}, wantErr: "--service-account: cannot be combined with -f/--filename"},
 		{name: "nothing", wantErr: "--name: required"},
 	}
 	for _, tt := range tests {
@@ -91,7 +92,8 @@ func TestCreateFlagForm(t *testing.T) {
 
 	f, s := clitest.NewFactory(t, url, output.Table)
 	err = clitest.Execute(NewCmdCreate(f, nil), "--name", "lab", "--backend", "kubernetes", "--context", "lab-admin",
-		"--kubeconfig", "kube/config", "--namespace", "falcon", "--accelerator", "nvidia-h100-80gb", "--accelerator", "nvidia-l4:2",
+		"--kubeconfig", "kube/config", "--namespace", "falcon", "--service-account", "falcon-jobs",
+		"--accelerator", "nvidia-h100-80gb", "--accelerator", "nvidia-l4:2",
 		"--bucket", "gs://lab-bkt", "--max-queue-depth", "4", "--label", "env=lab")
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +101,8 @@ func TestCreateFlagForm(t *testing.T) {
 	want := &falconv1.RegisterClusterRequest{Cluster: &falconv1.Cluster{
 		Name: "lab", Backend: "kubernetes", KubeContext: "lab-admin",
 		Kubeconfig: filepath.Join(wd, "kube/config"), // made absolute: the controller reads it
-		Namespace:  "falcon", GcsBucket: "gs://lab-bkt", MaxQueueDepth: 4, Labels: map[string]string{"env": "lab"},
+		Namespace:  "falcon", ServiceAccount: "falcon-jobs",
+		GcsBucket: "gs://lab-bkt", MaxQueueDepth: 4, Labels: map[string]string{"env": "lab"},
 		Accelerators: []*falconv1.AcceleratorSlot{{Type: "nvidia-h100-80gb", Priority: 1}, {Type: "nvidia-l4", Priority: 2}},
 	}}
 	reqs := api.Requests("RegisterCluster")
@@ -207,6 +210,11 @@ func TestCreateFlagErrors(t *testing.T) {
 			args: []string{"--name", "Lab", "--backend", "local", "--status", "down", "--label", "a b=c", "--max-queue-depth", "-2"},
 			want: []string{`--name: "Lab" must be a DNS-1123 label`, `--status: "down" is not a cluster status`,
 				"--label a b: key must be", "--max-queue-depth: must be 0 (no limit) or positive"},
+		},
+		{
+			name: "service account not a DNS-1123 subdomain",
+			args: []string{"--name", "k", "--backend", "kubernetes", "--context", "c", "--service-account", "Falcon_Jobs"},
+			want: []string{`--service-account: "Falcon_Jobs" must be a DNS-1123 subdomain (a Kubernetes service account name)`},
 		},
 		{
 			name: "no backend",

@@ -23,7 +23,7 @@ func TestGet(t *testing.T) {
 			}
 			return &falconv1.Cluster{
 				Id: "cl-2222222222", Name: "v7x-east", Backend: "gke", Project: "p", Location: "us-east5", GkeCluster: "east",
-				GcsBucket: "b", Namespace: "falcon", MaxQueueDepth: 4, Status: "maintenance",
+				GcsBucket: "b", Namespace: "falcon", ServiceAccount: "falcon-jobs", MaxQueueDepth: 4, Status: "maintenance",
 				Accelerators:     []*falconv1.AcceleratorSlot{{Type: "v7x", Priority: 1}, {Type: "v6e", Priority: 2}},
 				AcceleratorTypes: []string{"v7x", "v6e"}, Labels: map[string]string{"team": "a", "env": "prod"},
 			}, nil
@@ -40,6 +40,7 @@ Backend:          gke
 Status:           maintenance
 Accelerators:     v7x (priority 1), v6e (priority 2)
 Namespace:        falcon
+Service account:  falcon-jobs
 Project:          p
 Location:         us-east5
 GKE cluster:      east
