@@ -214,6 +214,23 @@ func TestValidateOnlyWritesNothing(t *testing.T) {
 	if len(list["items"].([]any)) != 0 {
 		t.Fatal("validate_only wrote an experiment")
 	}
+	// Nothing a script could mistake for a real experiment's.
+	for _, k := range []string{"id", "status", "artifact_path", "artifact"} {
+		if v, ok := body[k]; ok && v != "" && v != nil {
+			t.Errorf("validate answered %s = %v; only a create makes one", k, v)
+		}
+	}
+	for _, j := range body["jobs"].([]any) {
+		if id := j.(map[string]any)["id"]; id != "" && id != nil {
+			t.Errorf("validate answered a job id %v", id)
+		}
+	}
+	// A name already taken fails validation exactly as the create would.
+	e.http(t, "POST", "/v1/experiments", twoRoles)
+	code, body = e.http(t, "POST", "/v1/experiments", strings.Replace(twoRoles, `{"experiment"`, `{"validate_only": true, "experiment"`, 1))
+	if code != 409 || !strings.Contains(fmt.Sprint(body["message"]), `name: "hello" is already used`) {
+		t.Errorf("validate of a taken name: %d %v, want 409 naming the field", code, body)
+	}
 }
 
 func TestNotFoundAndDuplicate(t *testing.T) {

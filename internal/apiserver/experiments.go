@@ -74,7 +74,15 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 	}
 
 	if req.GetValidateOnly() {
-		return assemble(exp, jobs, art), nil
+		// Everything a create would check, the name's uniqueness included,
+		// and nothing that only a create makes: no IDs, paths or statuses
+		// that a script could mistake for a real experiment's.
+		if id, err := s.store.ExpNameTaken(ctx, exp.Name); err != nil {
+			return nil, err
+		} else if id != "" {
+			return nil, store.NameTakenError(exp.Name)
+		}
+		return validated(assemble(exp, jobs, nil)), nil
 	}
 	if err := s.store.CreateExp(ctx, exp, jobs, art); err != nil {
 		return nil, err
@@ -83,6 +91,17 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 	noteAudit(ctx, exp.ID, "name="+exp.Name)
 	s.log.Info("experiment created", "exp", exp.ID, "name", exp.Name, "creator", p.Display(), "roles", len(jobs))
 	return s.getExp(ctx, exp.ID)
+}
+
+// validated strips from an experiment what only creating it makes.
+func validated(x *falconv1.Experiment) *falconv1.Experiment {
+	x.Id, x.Status, x.Reason, x.Message, x.ArtifactPath, x.Version = "", "", "", "", "", 0
+	x.CreatedAt, x.UpdatedAt = nil, nil
+	for _, j := range x.GetJobs() {
+		j.Id, j.ExpId, j.Status, j.Reason, j.Message, j.ArtifactId, j.ArtifactPath, j.Version = "", "", "", "", "", "", "", 0
+		j.CreatedAt, j.UpdatedAt = nil, nil
+	}
+	return x
 }
 
 func assemble(exp *store.Experiment, jobs []*store.Job, art *store.Artifact) *falconv1.Experiment {
@@ -304,6 +323,9 @@ func pageSize(n int32) (int, error) {
 	return int(n), nil
 }
 
+// idNoun names what an ID prefix identifies, for messages.
+var idNoun = map[string]string{ids.Experiment: "experiment", ids.Job: "job", ids.Artifact: "artifact", ids.Cluster: "cluster"}
+
 func checkID(field, prefix, id string) error {
 	if id == "" {
 		return errdefs.Invalid(field, "is required")
@@ -311,7 +333,7 @@ func checkID(field, prefix, id string) error {
 	if !ids.Valid(prefix, id) {
 		// A malformed ID cannot exist: report it as not found, naming the
 		// expected shape so a typo is obvious.
-		return fmt.Errorf("%w: %s %q does not look like an ID (%s followed by ten characters of [a-z0-9])", errdefs.ErrNotFound, strings.TrimSuffix(prefix, "-"), id, prefix)
+		return errdefs.NotFoundf("%s %q not found: it does not look like an ID (%s followed by ten characters of [a-z0-9])", idNoun[prefix], id, prefix)
 	}
 	return nil
 }

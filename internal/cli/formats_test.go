@@ -83,8 +83,8 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 
 	// {exp}, {job}, {del} and {fmt} are filled in per run.
 	commands := [][]string{
+		{"exp", "validate", "-f", strings.Replace(manifest, "%s", "{fmt}", 1)}, // before create takes the name
 		{"exp", "create", "-f", strings.Replace(manifest, "%s", "{fmt}", 1)},
-		{"exp", "validate", "-f", strings.Replace(manifest, "%s", "{fmt}", 1)},
 		{"exp", "get", "{exp}"},
 		{"exp", "list"},
 		{"exp", "logs", "{exp}"},

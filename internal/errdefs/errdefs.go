@@ -70,8 +70,29 @@ func NotFound(kind, id string) error {
 
 // Precondition reports that the entity is not in the state the caller expected.
 func Precondition(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrFailedPrecondition, fmt.Sprintf(format, args...))
+	return &kinded{kind: ErrFailedPrecondition, msg: fmt.Sprintf(format, args...)}
 }
+
+// NotFoundf reports a missing entity in a sentence of the caller's.
+func NotFoundf(format string, args ...any) error {
+	return &kinded{kind: ErrNotFound, msg: fmt.Sprintf(format, args...)}
+}
+
+// AlreadyExists reports a conflict with an existing entity (a taken name).
+func AlreadyExists(format string, args ...any) error {
+	return &kinded{kind: ErrAlreadyExists, msg: fmt.Sprintf(format, args...)}
+}
+
+// kinded is an error of a kind (one of the sentinels above) whose message is
+// its own sentence alone: users read it, so it carries no "failed
+// precondition:" prefix of the kind's name.
+type kinded struct {
+	kind error
+	msg  string
+}
+
+func (e *kinded) Error() string { return e.msg }
+func (e *kinded) Unwrap() error { return e.kind }
 
 // ToStatus maps an error to a gRPC status error. Errors that already carry a
 // gRPC status pass through; unknown errors become Internal.

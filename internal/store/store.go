@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/lifecycle"
 )
 
@@ -138,6 +139,9 @@ type ClusterSpec struct {
 	MaxQueueDepth int               `json:"max_queue_depth,omitempty"`
 	Accelerators  []AcceleratorSlot `json:"accelerators,omitempty"`
 	Labels        map[string]string `json:"labels,omitempty"`
+	// ServiceAccount is the Kubernetes service account job pods run as;
+	// empty is the namespace's default.
+	ServiceAccount string `json:"service_account,omitempty"`
 }
 
 // AcceleratorSlot is one accelerator type a cluster offers; a lower
@@ -240,6 +244,9 @@ type Store interface {
 	// experiment name is ErrAlreadyExists.
 	CreateExp(ctx context.Context, exp *Experiment, jobs []*Job, art *Artifact) error
 	GetExp(ctx context.Context, id string) (*Experiment, error)
+	// ExpNameTaken reports the ID of the experiment named name, or "" when
+	// the name is free (what `exp validate` checks before a create would).
+	ExpNameTaken(ctx context.Context, name string) (id string, err error)
 	ListExps(ctx context.Context, f ExpFilter) (items []*Experiment, next string, err error)
 	// AbortExp moves the experiment and its Pending/Running jobs to Aborting,
 	// setting aborting_at and message, in one transaction. changed is false
@@ -295,4 +302,10 @@ type Store interface {
 	ListAudit(ctx context.Context, f AuditFilter) (items []*AuditEntry, next string, err error)
 
 	Close() error
+}
+
+// NameTakenError is the error for a second experiment with a name:
+// AlreadyExists, naming the field and what to do about it.
+func NameTakenError(name string) error {
+	return errdefs.AlreadyExists("name: %q is already used by another experiment; names are unique, so pick another (e.g. add a run number)", name)
 }

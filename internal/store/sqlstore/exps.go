@@ -53,7 +53,7 @@ func (s *Store) CreateExp(ctx context.Context, exp *store.Experiment, jobs []*st
 			s.expArgs(exp)...); err != nil {
 			switch col, _ := uniqueViolation(err); col {
 			case "name":
-				return fmt.Errorf("experiment name %q: %w", exp.Name, errdefs.ErrAlreadyExists)
+				return store.NameTakenError(exp.Name)
 			case "id":
 				return fmt.Errorf("experiment %q: %w", exp.ID, errdefs.ErrAlreadyExists)
 			}
@@ -159,6 +159,19 @@ func (s *Store) GetExp(ctx context.Context, id string) (*store.Experiment, error
 	return s.getExp(ctx, s.rdb, id, "")
 }
 
+// ExpNameTaken implements store.Store.
+func (s *Store) ExpNameTaken(ctx context.Context, name string) (string, error) {
+	var id string
+	err := s.rdb.QueryRowContext(ctx, "SELECT id FROM experiments WHERE name = ?", name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", dbErr("look up experiment name", err)
+	}
+	return id, nil
+}
+
 // getExp reads one experiment; lock is "" or the dialect's FOR UPDATE.
 func (s *Store) getExp(ctx context.Context, q querier, id, lock string) (*store.Experiment, error) {
 	e, _, err := scanExp(q.QueryRowContext(ctx, "SELECT "+expCols+" FROM experiments WHERE id = ?"+lock, id))
@@ -174,7 +187,13 @@ func (s *Store) getExp(ctx context.Context, q querier, id, lock string) (*store.
 // ListExps implements store.Store: newest first.
 func (s *Store) ListExps(ctx context.Context, f store.ExpFilter) ([]*store.Experiment, string, error) {
 	var c conds
-	c.eq("cluster_name", f.ClusterName)
+	if f.ClusterName != "" {
+		// Most experiments name no cluster: the resource manager places
+		// each job. An experiment is on a cluster when pinned there or when
+		// any of its jobs was placed there (jobs_cluster_name_status_seq
+		// serves the subquery).
+		c.add("(cluster_name = ? OR id IN (SELECT exp_id FROM jobs WHERE cluster_name = ?))", f.ClusterName, f.ClusterName)
+	}
 	c.eq("status", string(f.Status))
 	c.eq("exp_type", f.ExpType)
 	c.eq("creator", f.Creator)

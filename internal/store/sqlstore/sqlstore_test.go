@@ -56,6 +56,7 @@ func runSuite(t *testing.T, open opener) {
 		{"AbortExp", testAbortExp},
 		{"AbortRacesStatusUpdate", testAbortRacesStatusUpdate},
 		{"ListExpsPagination", testListExpsPagination},
+		{"ListExpsByJobCluster", testListExpsByJobCluster},
 		{"ListJobsAndArtifacts", testListJobsAndArtifacts},
 		{"DeleteExp", testDeleteExp},
 		{"Clusters", testClusters},
@@ -294,7 +295,7 @@ func testCreateRollsBack(t *testing.T, e env) {
 		{
 			name:    "duplicate experiment name",
 			mutate:  func(exp *store.Experiment, _ []*store.Job, _ *store.Artifact) { exp.Name = "first" },
-			wantMsg: `experiment name "first"`,
+			wantMsg: `name: "first" is already used`,
 		},
 		{
 			name: "duplicate experiment ID",
@@ -824,6 +825,60 @@ func testListExpsPagination(t *testing.T, e env) {
 	}
 }
 
+// Most experiments name no cluster: the resource manager places each job.
+// Listing by cluster finds them by where their jobs went, as well as those
+// pinned there.
+func testListExpsByJobCluster(t *testing.T, e env) {
+	pinned, pjobs, part := newExp("pinned-to-local", "w") // newExp pins to local
+	mustCreate(t, e.s, pinned, pjobs, part)
+	placed, jobs, art := newExp("placed-on-a", "w", "ps")
+	placed.ClusterName = ""
+	for _, j := range jobs {
+		j.ClusterName = ""
+	}
+	mustCreate(t, e.s, placed, jobs, art)
+	elsewhere, ejobs, eart := newExp("placed-on-b", "w")
+	elsewhere.ClusterName, ejobs[0].ClusterName = "", ""
+	mustCreate(t, e.s, elsewhere, ejobs, eart)
+	waiting, wjobs, wart := newExp("not-placed", "w")
+	waiting.ClusterName, wjobs[0].ClusterName = "", ""
+	mustCreate(t, e.s, waiting, wjobs, wart)
+
+	place := func(j *store.Job, cluster string) {
+		t.Helper()
+		if _, err := e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: j.ID, Expected: lifecycle.Pending, Status: lifecycle.Pending,
+			Reason: "Dispatching", ClusterName: cluster}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	place(jobs[0], "a")
+	place(jobs[1], "a") // two jobs there: still one experiment
+	place(ejobs[0], "b")
+
+	items, _, err := e.s.ListExps(ctx, store.ExpFilter{ClusterName: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range items {
+		got = append(got, x.Name)
+	}
+	if diff := cmp.Diff([]string{"pinned-to-local"}, got); diff != "" {
+		t.Errorf("cluster local (-want +got):\n%s", diff)
+	}
+	items, _, err = e.s.ListExps(ctx, store.ExpFilter{ClusterName: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, x := range items {
+		got = append(got, x.Name)
+	}
+	if diff := cmp.Diff([]string{"placed-on-a"}, got); diff != "" {
+		t.Errorf("cluster a (-want +got):\n%s", diff)
+	}
+}
+
 func testListJobsAndArtifacts(t *testing.T, e env) {
 	var allJobs, allArts, expIDs []string // oldest first
 	var jobs2 []*store.Job
@@ -986,8 +1041,9 @@ func testClusters(t *testing.T, e env) {
 		AcceleratorTypes: []string{"tpu-v5e", "tpu-v6e"}, GCSBucket: "bkt", DefaultReservation: "res-1",
 		Status: store.ClusterActive,
 		Spec: store.ClusterSpec{Namespace: "falcon", Kubeconfig: "/etc/kube", KubeContext: "edge-1", MaxQueueDepth: 5,
-			Accelerators: []store.AcceleratorSlot{{Type: "tpu-v5e", Priority: 1}, {Type: "tpu-v6e", Priority: 2}},
-			Labels:       map[string]string{"env": "prod"}},
+			Accelerators:   []store.AcceleratorSlot{{Type: "tpu-v5e", Priority: 1}, {Type: "tpu-v6e", Priority: 2}},
+			Labels:         map[string]string{"env": "prod"},
+			ServiceAccount: "falcon-jobs"},
 	}
 	created, err := e.s.UpsertCluster(ctx, in)
 	if err != nil {
@@ -1003,7 +1059,7 @@ func testClusters(t *testing.T, e env) {
 	e.clk.Advance(time.Hour)
 	upd := &store.Cluster{ID: "cl-bbbbbbbbbb", Name: "edge-1", Backend: "gke", Project: "p2", Location: "eu-west4",
 		AcceleratorTypes: []string{"tpu-v6e"}, Status: store.ClusterMaintenance,
-		Spec: store.ClusterSpec{Namespace: "other"}}
+		Spec: store.ClusterSpec{Namespace: "other", ServiceAccount: "falcon-jobs.v2"}}
 	updated, err := e.s.UpsertCluster(ctx, upd)
 	if err != nil {
 		t.Fatal(err)
