@@ -39,9 +39,11 @@ func NewCmdAbort(f *factory.Factory, runF func(context.Context, *Options) error)
 Asks for confirmation on a terminal; without a terminal (scripts, agents)
 --yes is required. An experiment that already ended is left as it is and
 reported as unchanged, which is not an error. With several IDs every one is
-tried; the exit code is the worst (highest) of their results. With -o json
-each ID prints its AbortExpResponse (experiment, changed, message) as its
-own JSON object; failures go to stderr.`,
+tried; the exit code is the worst (highest) of their results. Each ID
+prints its AbortExpResponse (experiment, changed, message); with several
+IDs, -o json prints one object per line and -o yaml one document each
+(separated by ---), so every answer parses on its own. Failures go to
+stderr.`,
 		Example: `  falcon exp abort exp-q7odgo8q9x --reason 'wrong image' --yes`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -89,7 +91,13 @@ func abortRun(ctx context.Context, opts *Options) error {
 			}
 			continue
 		}
-		if err := p.Print(resp, abortView(id, resp)); err != nil {
+		// Several answers are a stream: one JSON object per line, or YAML
+		// documents separated by ---, so each parses on its own.
+		print := p.Print
+		if len(opts.IDs) > 1 {
+			print = p.PrintItem
+		}
+		if err := print(resp, abortView(id, resp)); err != nil {
 			return err
 		}
 	}

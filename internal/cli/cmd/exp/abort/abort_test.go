@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"sigs.k8s.io/yaml"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/cli/clitest"
@@ -158,5 +159,36 @@ func TestAbortManyReportsEachAndExitsWithTheWorst(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "could not abort 2 of 4 experiments: exp-missing, exp-locked") {
 		t.Errorf("error = %q", err)
+	}
+}
+
+// Several answers each parse on their own: a JSON object per line, a YAML
+// document each.
+func TestAbortManyPrintsOneDocumentEach(t *testing.T) {
+	for _, format := range []output.Format{output.JSON, output.YAML} {
+		t.Run(string(format), func(t *testing.T) {
+			url := clitest.Start(t, newAPI())
+			f, s := clitest.NewFactory(t, url, format)
+			if err := clitest.Execute(NewCmdAbort(f, nil), "exp-running", "exp-done", "--yes"); err != nil {
+				t.Fatal(err)
+			}
+			var docs []string
+			if format == output.JSON {
+				docs = strings.Split(strings.TrimSpace(s.Out.String()), "\n")
+			} else {
+				docs = strings.Split(strings.TrimPrefix(s.Out.String(), "---\n"), "---\n")
+			}
+			if len(docs) != 2 {
+				t.Fatalf("%d documents, want 2:\n%s", len(docs), s.Out)
+			}
+			for i, doc := range docs {
+				var v struct {
+					Experiment struct{ ID string } `json:"experiment"`
+				}
+				if err := yaml.Unmarshal([]byte(doc), &v); err != nil || v.Experiment.ID == "" {
+					t.Errorf("document %d does not parse on its own (%v):\n%s", i, err, doc)
+				}
+			}
+		})
 	}
 }
