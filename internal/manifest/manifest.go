@@ -118,7 +118,14 @@ func (d *decoder) experiment(n *yaml.Node) *falconv1.Experiment {
 		case "role_to_task_spec":
 			roleNodes, roleKeyPath = v, path
 		case "timeout_seconds":
-			defaultTimeout = d.int32(path, v)
+			// Checked here, where the user wrote it: copied into every
+			// role, a bad value would be reported once per role under a
+			// path the user never wrote.
+			if t := d.int32(path, v); t < 0 {
+				d.Fail(path, v, "must be 0 (no limit) or positive, got %d", t)
+			} else {
+				defaultTimeout = t
+			}
 		}
 	})
 	// Roles are decoded last so the top-level timeout is known wherever it

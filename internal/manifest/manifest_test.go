@@ -177,6 +177,11 @@ func TestParseErrors(t *testing.T) {
 			want: []string{"role_to_task_spec.worker.replicas: unknown field; allowed: command, replica, image, device_count, device_type, device_topo, envs, timeout_seconds, supply_mode, resources (line 4)"},
 		},
 		{
+			name: "a negative top-level timeout is reported where it was written, once",
+			in:   "name: a\ntimeout_seconds: -5\nrole_to_task_spec:\n  w: {command: x, replica: 1}\n  v: {command: x, replica: 1}\n",
+			want: []string{"timeout_seconds: must be 0 (no limit) or positive, got -5 (line 2)"},
+		},
+		{
 			name: "unknown resources field names its path",
 			in:   "role_to_task_spec:\n  prep:\n    resources:\n      request: {cpu: 1}\n",
 			want: []string{"role_to_task_spec.prep.resources.request: unknown field; allowed: requests, limits (line 4)"},

@@ -109,7 +109,10 @@ func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec) {
 	case len(t.GetCommand()) > MaxCommandBytes:
 		errs.Add(path+".command", "is %d bytes, the limit is %d", len(t.GetCommand()), MaxCommandBytes)
 	}
-	if r := t.GetReplica(); r < 1 || r > MaxReplica {
+	switch r := t.GetReplica(); {
+	case r == 0: // missing, as far as the API can tell
+		errs.Add(path+".replica", "is required: the number of hosts in the slice, 1 to %d", MaxReplica)
+	case r < 1 || r > MaxReplica:
 		errs.Add(path+".replica", "must be between 1 and %d (hosts in the slice), got %d", MaxReplica, r)
 	}
 	if t.GetTimeoutSeconds() < 0 {
