@@ -33,10 +33,13 @@ test-race: kube-bins
 # Figures: store throughput, list latency at 100k rows, dispatch latency,
 # and a simulated day of node pools (reuse against a pool per job; -v prints
 # the per-user table).
-bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 30m ./internal/store/sqlstore/ ./internal/resourcemanager/queue/
+bench: kube-bins
+	CI=true $(GO) test -run '^$$' -bench 'CreateExp|ListExps100k' -benchtime 3s -timeout 30m ./internal/store/sqlstore/
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./internal/resourcemanager/queue/
 	$(GO) test -run '^$$' -bench SimulatedDay -benchtime 1x -timeout 30m -v ./internal/resourcemanager/
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/
+	$(GO) test -run '^$$' -bench LocalLatency -benchtime 30x -timeout 10m ./e2e/
+	$(GO) test -run '^$$' -bench ExpList100k -benchtime 20x -timeout 10m ./e2e/
+	$(GO) test -run '^$$' -bench KubeDispatch -benchtime 1x -timeout 60m ./e2e/
 
 generate:
 	./hack/generate.sh

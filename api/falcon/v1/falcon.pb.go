@@ -820,7 +820,7 @@ type Cluster struct {
 	KubeContext string `protobuf:"bytes,13,opt,name=kube_context,json=kubeContext,proto3" json:"kube_context,omitempty"`
 	// GKE cluster name (gke backend).
 	GkeCluster string `protobuf:"bytes,14,opt,name=gke_cluster,json=gkeCluster,proto3" json:"gke_cluster,omitempty"`
-	// Jobs waiting or acquiring per (cluster, topology) queue beyond which the
+	// Jobs waiting or acquiring per queue (cluster and shape) beyond which the
 	// cluster takes no more; 0 means no limit.
 	MaxQueueDepth int32              `protobuf:"varint,15,opt,name=max_queue_depth,json=maxQueueDepth,proto3" json:"max_queue_depth,omitempty"`
 	Accelerators  []*AcceleratorSlot `protobuf:"bytes,16,rep,name=accelerators,proto3" json:"accelerators,omitempty"`
@@ -3063,11 +3063,13 @@ func (x *NodePoolStatus) GetIdleSince() *timestamppb.Timestamp {
 	return nil
 }
 
-// QueueStatus is one (cluster, topology) queue.
+// QueueStatus is one queue of a cluster: jobs of one shape.
 type QueueStatus struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Topology         string                 `protobuf:"bytes,1,opt,name=topology,proto3" json:"topology,omitempty"`
-	AcceleratorTypes []string               `protobuf:"bytes,2,rep,name=accelerator_types,json=acceleratorTypes,proto3" json:"accelerator_types,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The queue's shape: a TPU topology (2x2x4), a GPU type and count per
+	// host (nvidia-h100-80gb:8), or cpu.
+	Topology         string   `protobuf:"bytes,1,opt,name=topology,proto3" json:"topology,omitempty"`
+	AcceleratorTypes []string `protobuf:"bytes,2,rep,name=accelerator_types,json=acceleratorTypes,proto3" json:"accelerator_types,omitempty"`
 	// Jobs waiting in line.
 	Waiting int32 `protobuf:"varint,3,opt,name=waiting,proto3" json:"waiting,omitempty"`
 	// The job holding the queue's slot (provisioning or dispatching), if any.

@@ -4,7 +4,9 @@
 // only through an injected clock, so every decision is deterministic and can
 // be replayed in a test or a what-if run.
 //
-// There is one queue per (cluster, topology) Key. A queue lets at most one
+// There is one queue per Key: a cluster and a shape (Key.Topology: a TPU
+// slice's topology, a GPU type and count such as nvidia-h100-80gb:8, or cpu;
+// the resource manager chooses it). A queue lets at most one
 // job at a time be acquiring resources (Provisioning or Dispatching): two
 // node-pool creations racing in one cluster for the same shape would fight
 // over the same quota and reservation. Jobs whose pods are Running no longer

@@ -736,6 +736,11 @@ func testAbortRacesStatusUpdate(t *testing.T, e env) {
 		}
 	}
 	t.Logf("%d iterations (delay up to %v): status update first %d, abort first %d", iterations, maxDelay, jobFirst, abortFirst)
+	// Both orders must have happened, or the case this test exists for (an
+	// abort landing first must never be overwritten) went unexercised.
+	if !testing.Short() && (jobFirst == 0 || abortFirst == 0) {
+		t.Errorf("only one order was exercised (update first %d, abort first %d); adjust the jitter", jobFirst, abortFirst)
+	}
 }
 
 func testListExpsPagination(t *testing.T, e env) {
