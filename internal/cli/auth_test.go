@@ -19,6 +19,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/credentials"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
 
 func invokeEnv(env map[string]string, args ...string) result {
@@ -207,3 +208,14 @@ func TestServerAuthFlags(t *testing.T) {
 }
 
 const credentialsSecret = "0123456789abcdef0123456789abcdef"
+
+// Against a server that needs no login (falcon dev), auth status says so
+// instead of asking for a login it could not use.
+func TestAuthStatusOnAServerWithoutLogin(t *testing.T) {
+	env := apitest.Start(t, nil)
+	url := "http://" + env.HTTPAddr
+	r := invokeEnv(map[string]string{ServerEnv: url, credentials.ConfigDirEnv: t.TempDir()}, "auth", "status", "-o", "table")
+	if r.code != 0 || !strings.Contains(r.stdout, "No login needed: "+url+" attributes calls to ") {
+		t.Errorf("auth status: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+}

@@ -70,9 +70,9 @@ func newCmdRoot(f *factory.Factory, g *globalFlags, getenv func(string) string) 
 slices and keeps their logs and artifacts.
 
 Every command takes -o json for scripts and agents. Exit codes: 0 ok,
-1 other error, 2 invalid input, 3 not found, 4 wrong state, 5 not logged
-in or not allowed, 6 server unreachable, 7 experiment did not succeed
-(exp wait), 8 timed out (exp wait).
+1 other error, 2 invalid input, 3 not found, 4 wrong state or name already
+taken, 5 not logged in or not allowed, 6 server unreachable or not
+answering, 7 experiment did not succeed (exp wait), 8 timed out (exp wait).
 
 Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 		SilenceErrors: true,

@@ -185,7 +185,9 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 func (c *Client) transportError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(context.Cause(ctx), errRequestTimeout):
-		return status.Errorf(codes.DeadlineExceeded, "no answer from Falcon server at %s within %s", c.base, c.timeout)
+		// The server was not reached in time: unavailable (exit 6), not a
+		// wait that timed out (exit 8, for `exp wait --timeout` alone).
+		return status.Errorf(codes.Unavailable, "no answer from Falcon server at %s within %s", c.base, c.timeout)
 	case errors.Is(ctx.Err(), context.Canceled):
 		return status.Error(codes.Canceled, "request canceled")
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):

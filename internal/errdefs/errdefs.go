@@ -139,7 +139,7 @@ const (
 	ExitError        = 1 // anything not listed below
 	ExitInvalid      = 2 // bad input: flags, manifest, arguments
 	ExitNotFound     = 3
-	ExitPrecondition = 4 // the entity is not in a state that allows the call
+	ExitPrecondition = 4 // the entity is not in a state that allows the call, or the name is taken
 	ExitAuth         = 5 // not logged in or not allowed
 	ExitUnavailable  = 6 // the server could not be reached
 	ExitNotSucceeded = 7 // `exp wait`: the experiment ended but did not succeed

@@ -41,8 +41,9 @@ func NewCmdWait(f *factory.Factory, runF func(context.Context, *Options) error) 
 		Long: fmt.Sprintf(`Wait until an experiment ends, then print it.
 
 Exit codes: 0 when it succeeded, %d when it failed or was aborted, %d when
---timeout passed first (the message names the last status seen). Failures to
-reach the server are retried until the timeout.`, errdefs.ExitNotSucceeded, errdefs.ExitTimeout),
+--timeout passed first (the message names the last status seen), %d when the
+server cannot be reached at all. Once it has answered, failures to reach it
+(a restart) are retried until the timeout.`, errdefs.ExitNotSucceeded, errdefs.ExitTimeout, errdefs.ExitUnavailable),
 		Example: `  falcon exp wait exp-q7odgo8q9x --timeout 8h && falcon exp logs exp-q7odgo8q9x --tail 20`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -103,6 +104,11 @@ func waitRun(ctx context.Context, opts *Options) error {
 			if lifecycle.ExperimentMachine.IsTerminal(lifecycle.Status(exp.GetStatus())) {
 				return finish(opts, exp)
 			}
+		case transient(err) && last == nil:
+			// Never reached: a wrong --server or no server at all is far
+			// likelier than one restarting at this very moment, and a
+			// script should learn it now (exit 6), not at the timeout.
+			return err
 		case transient(err) && ctx.Err() == nil:
 			if lastErr == nil {
 				fmt.Fprintf(opts.IO.ErrOut, "Warning: %s; retrying until the timeout\n", status.Convert(err).Message())

@@ -127,12 +127,11 @@ func TestWait(t *testing.T) {
 			wantSleeps: []time.Duration{time.Second, time.Second, time.Second},
 		},
 		{
-			name:       "server down the whole time",
+			name:       "server never reached: unavailable at once",
 			serverDown: true,
 			args:       []string{"--timeout", "2s"},
-			wantCode:   errdefs.ExitTimeout,
-			wantErr:    "never reached the server; last error: cannot reach Falcon server",
-			wantSleeps: []time.Duration{time.Second, time.Second},
+			wantCode:   errdefs.ExitUnavailable,
+			wantErr:    "cannot reach Falcon server",
 		},
 		{
 			name:     "not found is not transient",
