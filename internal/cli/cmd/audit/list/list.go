@@ -11,7 +11,6 @@ import (
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
-	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/output"
 )
 
@@ -48,8 +47,8 @@ JSON output carries it as next_page_token.`,
   falcon audit list --method ApplyClusters`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Limit < 0 {
-				return errdefs.Invalid("--limit", "must not be negative, got %d", opts.Limit)
+			if err := factory.CheckLimit(opts.Limit); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -58,11 +57,10 @@ JSON output carries it as next_page_token.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.Int32VarP(&opts.Limit, "limit", "L", 0, "Maximum number of events (0: the server's default page size)")
+	factory.AddPageFlags(fl, &opts.Limit, &opts.PageToken, "events")
 	fl.StringVar(&opts.ExpID, "exp", "", "Only events on this experiment (ID)")
 	fl.StringVar(&opts.Actor, "actor", "", "Only events by this caller (email, or user_id)")
 	fl.StringVar(&opts.Method, "method", "", "Only calls of this method (e.g. AbortExp)")
-	fl.StringVar(&opts.PageToken, "page-token", "", "Continue from a previous page's next_page_token")
 	return cmd
 }
 

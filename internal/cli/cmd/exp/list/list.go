@@ -9,7 +9,6 @@ import (
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
-	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/output"
 )
@@ -44,8 +43,8 @@ JSON output carries it as next_page_token.`,
   falcon exp list --status failed --creator alice@example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Limit < 0 {
-				return errdefs.Invalid("--limit", "must not be negative, got %d", opts.Limit)
+			if err := factory.CheckLimit(opts.Limit); err != nil {
+				return err
 			}
 			if opts.Status != "" {
 				s, err := factory.ParseStatus("--status", lifecycle.ExperimentMachine, opts.Status)
@@ -61,12 +60,11 @@ JSON output carries it as next_page_token.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.Int32VarP(&opts.Limit, "limit", "L", 0, "Maximum number of experiments (0: the server's default page size)")
+	factory.AddPageFlags(fl, &opts.Limit, &opts.PageToken, "experiments")
 	fl.StringVar(&opts.Cluster, "cluster", "", "Only experiments on this cluster")
 	fl.StringVar(&opts.Status, "status", "", "Only experiments with this status (Created, Running, Succeeded, Failed, Aborting, Aborted)")
 	fl.StringVar(&opts.ExpType, "type", "", "Only experiments of this type")
 	fl.StringVar(&opts.Creator, "creator", "", "Only experiments created by this user (their email, as exp get shows it)")
-	fl.StringVar(&opts.PageToken, "page-token", "", "Continue from a previous page's next_page_token")
 	return cmd
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
-	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/output"
 )
@@ -42,8 +41,8 @@ case-insensitively; a job matches any of the statuses given.`,
   falcon job list --status pending,running --cluster v7x-east -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Limit < 0 {
-				return errdefs.Invalid("--limit", "must not be negative, got %d", opts.Limit)
+			if err := factory.CheckLimit(opts.Limit); err != nil {
+				return err
 			}
 			statuses, err := factory.ParseStatuses("--status", lifecycle.JobMachine, opts.Statuses)
 			if err != nil {
@@ -60,8 +59,7 @@ case-insensitively; a job matches any of the statuses given.`,
 	fl.StringVar(&opts.ExpID, "exp", "", "Only jobs of this experiment")
 	fl.StringSliceVar(&opts.Statuses, "status", nil, "Only jobs with one of these statuses (Pending, Running, Succeeded, Failed, Aborting, Aborted)")
 	fl.StringVar(&opts.Cluster, "cluster", "", "Only jobs on this cluster")
-	fl.Int32VarP(&opts.Limit, "limit", "L", 0, "Maximum number of jobs (0: the server's default page size)")
-	fl.StringVar(&opts.PageToken, "page-token", "", "Continue from a previous page's next_page_token")
+	factory.AddPageFlags(fl, &opts.Limit, &opts.PageToken, "jobs")
 	return cmd
 }
 
