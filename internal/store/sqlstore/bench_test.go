@@ -2,6 +2,8 @@ package sqlstore_test
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,14 +61,19 @@ func BenchmarkCreateExp(b *testing.B) {
 }
 
 // BenchmarkListExps100k measures the list a user's `falcon exp list` runs,
-// against 100,000 experiments: the first page, filtered pages (each served
-// by its (column, seq) index) and a page deep in the table, which keyset
-// pagination makes as cheap as the first.
+// against 100,000 experiments (FALCON_BENCH_ROWS sets another count): the
+// first page, filtered pages (each served by its (column, seq) index) and a
+// page deep in the table, which keyset pagination makes as cheap as the
+// first.
 func BenchmarkListExps100k(b *testing.B) {
 	if testing.Short() {
 		b.Skip("seeds 100,000 rows")
 	}
-	const rows = 100_000
+	// FALCON_BENCH_ROWS=1000000 measures the same lists at a million rows.
+	rows := 100_000
+	if v, err := strconv.Atoi(os.Getenv("FALCON_BENCH_ROWS")); err == nil && v >= 20_000 {
+		rows = v
+	}
 	statuses := []lifecycle.Status{lifecycle.Created, lifecycle.Running, lifecycle.Succeeded, lifecycle.Failed, lifecycle.Aborted}
 	for _, be := range backends {
 		b.Run(be.name, func(b *testing.B) {
