@@ -217,13 +217,16 @@ func (x *Resources) GetLimits() map[string]string {
 }
 
 type Experiment struct {
-	state       protoimpl.MessageState `protogen:"open.v1"`
-	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	ExpType     string                 `protobuf:"bytes,3,opt,name=exp_type,json=expType,proto3" json:"exp_type,omitempty"`
-	ClusterName string                 `protobuf:"bytes,4,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
-	Priority    int32                  `protobuf:"varint,5,opt,name=priority,proto3" json:"priority,omitempty"`
-	Tags        []string               `protobuf:"bytes,6,rep,name=tags,proto3" json:"tags,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name    string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	ExpType string                 `protobuf:"bytes,3,opt,name=exp_type,json=expType,proto3" json:"exp_type,omitempty"`
+	// The cluster the experiment is pinned to; when it names none, the
+	// resource manager places each job, and this becomes the first cluster
+	// one of its jobs was placed on.
+	ClusterName string   `protobuf:"bytes,4,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
+	Priority    int32    `protobuf:"varint,5,opt,name=priority,proto3" json:"priority,omitempty"`
+	Tags        []string `protobuf:"bytes,6,rep,name=tags,proto3" json:"tags,omitempty"`
 	// Opaque to Falcon: stored for comparison, handed to jobs as CUSTOM_CONFIG_KEY.
 	Config         string                 `protobuf:"bytes,7,opt,name=config,proto3" json:"config,omitempty"`
 	RoleToTaskSpec map[string]*TaskSpec   `protobuf:"bytes,8,rep,name=role_to_task_spec,json=roleToTaskSpec,proto3" json:"role_to_task_spec,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`

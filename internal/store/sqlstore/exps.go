@@ -187,13 +187,9 @@ func (s *Store) getExp(ctx context.Context, q querier, id, lock string) (*store.
 // ListExps implements store.Store: newest first.
 func (s *Store) ListExps(ctx context.Context, f store.ExpFilter) ([]*store.Experiment, string, error) {
 	var c conds
-	if f.ClusterName != "" {
-		// Most experiments name no cluster: the resource manager places
-		// each job. An experiment is on a cluster when pinned there or when
-		// any of its jobs was placed there (jobs_cluster_name_status_seq
-		// serves the subquery).
-		c.add("(cluster_name = ? OR id IN (SELECT exp_id FROM jobs WHERE cluster_name = ?))", f.ClusterName, f.ClusterName)
-	}
+	// An experiment's cluster is the one it was pinned to or, if none, the
+	// first one a job of it was placed on (see applyStatus).
+	c.eq("cluster_name", f.ClusterName)
 	c.eq("status", string(f.Status))
 	c.eq("exp_type", f.ExpType)
 	c.eq("creator", f.Creator)

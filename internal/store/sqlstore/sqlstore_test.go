@@ -830,9 +830,9 @@ func testListExpsPagination(t *testing.T, e env) {
 	}
 }
 
-// Most experiments name no cluster: the resource manager places each job.
-// Listing by cluster finds them by where their jobs went, as well as those
-// pinned there.
+// Most experiments name no cluster: the resource manager places each job,
+// and the experiment takes the first cluster one of them goes to. Listing by
+// cluster finds them there, as well as those pinned there.
 func testListExpsByJobCluster(t *testing.T, e env) {
 	pinned, pjobs, part := newExp("pinned-to-local", "w") // newExp pins to local
 	mustCreate(t, e.s, pinned, pjobs, part)
@@ -881,6 +881,16 @@ func testListExpsByJobCluster(t *testing.T, e env) {
 	}
 	if diff := cmp.Diff([]string{"placed-on-a"}, got); diff != "" {
 		t.Errorf("cluster a (-want +got):\n%s", diff)
+	}
+	// The experiment records where it went; a pinned one keeps its pin.
+	for id, want := range map[string]string{placed.ID: "a", elsewhere.ID: "b", waiting.ID: "", pinned.ID: "local"} {
+		x, err := e.s.GetExp(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.ClusterName != want {
+			t.Errorf("experiment %s cluster_name %q, want %q", x.Name, x.ClusterName, want)
+		}
 	}
 }
 

@@ -106,6 +106,15 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 		}
 		return errdefs.Precondition("%s %s is %s, not %s", e.kind, u.ID, cur, u.Expected)
 	}
+	if e.table == jobEntity.table && u.ClusterName != "" {
+		// An experiment that names no cluster takes the first one a job of
+		// it is placed on, so that `exp get` says where it runs and `exp
+		// list --cluster` stays a lookup on an indexed column.
+		if _, err := tx.ExecContext(ctx, "UPDATE experiments SET cluster_name = ? WHERE id = (SELECT exp_id FROM jobs WHERE id = ?) AND cluster_name = ''",
+			u.ClusterName, u.ID); err != nil {
+			return dbErr("record the experiment's cluster", err)
+		}
+	}
 	return nil
 }
 

@@ -37,8 +37,9 @@ func NewCmdList(f *factory.Factory, runF func(context.Context, *Options) error) 
 		Long: `List experiments, newest first, one page at a time.
 
 --status is matched case-insensitively (running, RUNNING and Running are the
-same). --cluster matches experiments pinned to the cluster and those with a
-job placed there. Items are experiments without their jobs and artifact
+same). --cluster matches experiments pinned to the cluster and, for those that name
+none, the cluster their first job was placed on (job list --cluster lists
+every job there). Items are experiments without their jobs and artifact
 (empty in JSON); exp get ID has them. When more results exist, table output says which --page-token to pass;
 JSON output carries it as next_page_token.`,
 		Example: `  falcon exp list --limit 10 --cluster v7x-east -o json
