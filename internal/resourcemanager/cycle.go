@@ -485,6 +485,14 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		m.log.Warn("job acquiring on an unusable cluster", "job", j.GetId(), "err", err)
 		return
 	}
+	if f, failing := m.dispatchFailing[j.GetId()]; failing && !m.now().Before(f.since.Add(DispatchRetryWindow)) {
+		// Checked before anything asks the cluster: while it stays
+		// unreachable, the backoff below or a failing Observe would return
+		// before dispatch() could see the window pass, and the job would
+		// hold its queue's slot for as long as the outage lasts.
+		m.giveUpDispatch(ctx, c, cl, b, j, f)
+		return
+	}
 	if h := c.health[cl.GetName()]; h.Backoff {
 		// Every call would fail until the backend tries the cluster again;
 		// the job keeps its slot (and its deadline, enforced once the
@@ -584,12 +592,13 @@ func (m *Manager) dispatch(ctx context.Context, cl *falconv1.Cluster, b Backend,
 		delete(m.dispatchFailing, j.GetId())
 		return nil
 	case errors.As(err, &retry):
-		first, seen := m.dispatchFailing[j.GetId()]
+		f, seen := m.dispatchFailing[j.GetId()]
 		if !seen {
-			first = m.now()
-			m.dispatchFailing[j.GetId()] = first
+			f.since = m.now()
 		}
-		if m.now().Sub(first) < DispatchRetryWindow {
+		f.err = err
+		m.dispatchFailing[j.GetId()] = f
+		if m.now().Sub(f.since) < DispatchRetryWindow {
 			m.log.Warn("dispatch failed, retrying", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
 			msg := fmt.Sprintf("submitting to cluster %s failed, retrying (for up to %s): %v", cl.GetName(), DispatchRetryWindow, err)
 			m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonDispatching, msg, "")
@@ -600,6 +609,26 @@ func (m *Manager) dispatch(ctx context.Context, cl *falconv1.Cluster, b Backend,
 	m.log.Warn("dispatch failed", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
 	m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cl.GetName()+" failed: "+err.Error())
 	return err
+}
+
+// giveUpDispatch fails a job whose dispatch has failed for
+// DispatchRetryWindow. Every create failed, so normally nothing exists on
+// the cluster; it is stopped all the same when the cluster answers, and
+// when it does not, the job fails anyway rather than hold its queue.
+func (m *Manager) giveUpDispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, b Backend, j *falconv1.Job, f dispatchFailure) {
+	msg := fmt.Sprintf("submit to cluster %s failed for %s: %v", cl.GetName(), DispatchRetryWindow, f.err)
+	if !c.health[cl.GetName()].Backoff {
+		if err := b.Stop(ctx, cl, j); err == nil {
+			if m.update(ctx, j, lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, msg, "") {
+				_ = m.sched.Remove(j.GetId())
+			}
+			return
+		}
+	}
+	msg += fmt.Sprintf("; cluster %s could not be asked to remove anything a create may have left", cl.GetName())
+	if m.update(ctx, j, lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, msg, "") {
+		_ = m.sched.Remove(j.GetId())
+	}
 }
 
 // cleanUp removes what a succeeded job left on a cluster whose pools are

@@ -101,7 +101,7 @@ type Manager struct {
 	// RetryableError, until it succeeds or the job leaves Pending. A
 	// restart forgets it, and so gives the job a new window: the failure
 	// is transient by definition, and the job's own timeout still applies.
-	dispatchFailing map[string]time.Time
+	dispatchFailing map[string]dispatchFailure
 	deletes         map[poolKey]*backoff
 	idleSince       map[poolKey]time.Time
 	lastOwner       map[poolKey]string
@@ -142,7 +142,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 		poolLists:  map[string]poolListing{},
 		polls:      map[string]*backoff{},
 
-		dispatchFailing: map[string]time.Time{},
+		dispatchFailing: map[string]dispatchFailure{},
 		deletes:         map[poolKey]*backoff{},
 		idleSince:       map[poolKey]time.Time{},
 		lastOwner:       map[poolKey]string{},
@@ -289,6 +289,13 @@ func Retryable(err error) error {
 		return nil
 	}
 	return &RetryableError{Err: err}
+}
+
+// dispatchFailure is a job's run of retryable dispatch failures: since when,
+// and the latest error.
+type dispatchFailure struct {
+	since time.Time
+	err   error
 }
 
 // DispatchRetryWindow is how long a job's dispatch is retried after its

@@ -217,7 +217,17 @@ func TestRetryableSubmitFailure(t *testing.T) {
 	want(t, f.env.Job(t, gives), "Pending", "Dispatching", "retrying")
 	f.now = f.now.Add(time.Second)
 	f.cycle(t)
-	want(t, f.env.Job(t, gives), "Failed", "JobSubmitFailed", "still failing after 5m0s: connection reset by peer")
+	want(t, f.env.Job(t, gives), "Failed", "JobSubmitFailed", "failed for 5m0s: connection reset by peer")
+
+	// A cluster that stays unreachable (in backoff, so nothing is asked of
+	// it) still cannot hold the queue's slot past the window.
+	_, stuck := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	f.cycle(t)
+	want(t, f.env.Job(t, stuck), "Pending", "Dispatching", "retrying")
+	f.be.setHealth(resourcemanager.Health{Err: errors.New("dial tcp: i/o timeout"), Backoff: true})
+	f.now = f.now.Add(resourcemanager.DispatchRetryWindow)
+	f.cycle(t)
+	want(t, f.env.Job(t, stuck), "Failed", "JobSubmitFailed", "could not be asked to remove anything")
 }
 
 func TestTimeout(t *testing.T) {
