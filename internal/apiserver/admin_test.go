@@ -201,6 +201,18 @@ func TestControllerRegistersOnlyItsLocalCluster(t *testing.T) {
 	if err != nil || got.GetBackend() != "kubernetes" {
 		t.Errorf("the admin's cluster after the controller's attempt: %v, %v", got, err)
 	}
+
+	// An admin takes the local cluster out of service; the controller
+	// restarting (registering it again) does not bring it back.
+	if _, err := falconv1.NewClusterServiceClient(e.UserConn).SetClusterStatus(as(root), &falconv1.SetClusterStatusRequest{Name: "box", Status: "maintenance"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl.RegisterCluster(context.Background(), &falconv1.RegisterClusterRequest{Cluster: &falconv1.Cluster{Name: "box", Backend: "local"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ctl.GetCluster(context.Background(), &falconv1.GetClusterRequest{Name: "box"}); err != nil || got.GetStatus() != "maintenance" {
+		t.Errorf("local cluster after the controller registered it again: %s, %v; want maintenance kept", got.GetStatus(), err)
+	}
 }
 
 // The audit log is the admins': others are refused, and an admin filters it

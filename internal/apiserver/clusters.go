@@ -121,8 +121,14 @@ func (s *Server) RegisterCluster(ctx context.Context, req *falconv1.RegisterClus
 		return nil, err
 	}
 	if p.IsController() {
-		if err := s.controllerMayRegister(ctx, c); err != nil {
+		old, err := s.controllerMayRegister(ctx, c)
+		if err != nil {
 			return nil, err
+		}
+		if old != nil {
+			// A controller re-registers its local cluster on every start;
+			// that must not undo an admin's maintenance or offline.
+			c.Status = old.Status
 		}
 	}
 	row := clusterFromAPI(c)
@@ -138,24 +144,26 @@ func (s *Server) RegisterCluster(ctx context.Context, req *falconv1.RegisterClus
 
 // controllerMayRegister lets a controller register only the local cluster
 // it runs, the one registration a controller makes (falcon controller
-// --local-cluster); a leaked controller secret then cannot point anyone's
-// jobs at a cluster of its choosing, nor turn an admin's cluster local.
-func (s *Server) controllerMayRegister(ctx context.Context, c *falconv1.Cluster) error {
+// --local-cluster), and returns the registered row when there is one. A
+// leaked controller secret can then add only local clusters, whose jobs run
+// as processes beside a controller, and can neither turn an admin's
+// cluster local nor bring a cluster an admin took out of service back.
+func (s *Server) controllerMayRegister(ctx context.Context, c *falconv1.Cluster) (*store.Cluster, error) {
 	if c.GetBackend() != localBackend {
-		return fmt.Errorf("%w: controllers may register only a %s cluster (the one they run); %s clusters are an admin's to register",
+		return nil, fmt.Errorf("%w: controllers may register only a %s cluster (the one they run); %s clusters are an admin's to register",
 			errdefs.ErrPermissionDenied, localBackend, c.GetBackend())
 	}
 	old, err := s.store.GetCluster(ctx, c.GetName())
 	switch {
 	case errors.Is(err, errdefs.ErrNotFound):
-		return nil
+		return nil, nil
 	case err != nil:
-		return err
+		return nil, err
 	case old.Backend != localBackend:
-		return fmt.Errorf("%w: cluster %s is a %s cluster; a controller may not register a local cluster in its place",
+		return nil, fmt.Errorf("%w: cluster %s is a %s cluster; a controller may not register a local cluster in its place",
 			errdefs.ErrPermissionDenied, old.Name, old.Backend)
 	}
-	return nil
+	return old, nil
 }
 
 // localBackend is the backend whose clusters belong to the process running

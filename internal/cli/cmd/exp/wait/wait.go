@@ -42,8 +42,8 @@ func NewCmdWait(f *factory.Factory, runF func(context.Context, *Options) error) 
 
 Exit codes: 0 when it succeeded, %d when it failed or was aborted, %d when
 --timeout passed first (the message names the last status seen), %d when the
-server cannot be reached at all. Once it has answered, failures to reach it
-(a restart) are retried until the timeout.`, errdefs.ExitNotSucceeded, errdefs.ExitTimeout, errdefs.ExitUnavailable),
+server does not answer within its first 10s. Once it has answered, failures
+to reach it (a restart) are retried until the timeout.`, errdefs.ExitNotSucceeded, errdefs.ExitTimeout, errdefs.ExitUnavailable),
 		Example: `  falcon exp wait exp-q7odgo8q9x --timeout 8h && falcon exp logs exp-q7odgo8q9x --tail 20`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,10 +104,10 @@ func waitRun(ctx context.Context, opts *Options) error {
 			if lifecycle.ExperimentMachine.IsTerminal(lifecycle.Status(exp.GetStatus())) {
 				return finish(opts, exp)
 			}
-		case transient(err) && last == nil:
+		case transient(err) && last == nil && opts.Now().Sub(start) >= firstAnswerGrace:
 			// Never reached: a wrong --server or no server at all is far
-			// likelier than one restarting at this very moment, and a
-			// script should learn it now (exit 6), not at the timeout.
+			// likelier than one restarting for this long, and a script
+			// should learn it now (exit 6), not at the timeout.
 			return err
 		case transient(err) && ctx.Err() == nil:
 			if lastErr == nil {
@@ -131,6 +131,11 @@ func waitRun(ctx context.Context, opts *Options) error {
 		}
 	}
 }
+
+// firstAnswerGrace is how long wait retries a server that has not answered
+// yet: long enough to ride out a restart, short enough that a wrong
+// --server fails fast.
+const firstAnswerGrace = 10 * time.Second
 
 // transient errors are worth retrying: the server is restarting or slow.
 func transient(err error) bool {

@@ -127,11 +127,19 @@ func TestWait(t *testing.T) {
 			wantSleeps: []time.Duration{time.Second, time.Second, time.Second},
 		},
 		{
-			name:       "server never reached: unavailable at once",
+			name:       "server never reached: unavailable after a short grace",
 			serverDown: true,
-			args:       []string{"--timeout", "2s"},
+			args:       []string{"--timeout", "1h", "--interval", "4s"},
 			wantCode:   errdefs.ExitUnavailable,
 			wantErr:    "cannot reach Falcon server",
+			wantSleeps: []time.Duration{4 * time.Second, 4 * time.Second, 4 * time.Second},
+		},
+		{
+			name:       "a server restarting at the start is waited for",
+			steps:      []step{{err: codes.Unavailable}, {err: codes.Unavailable}, {status: "Succeeded"}},
+			wantSleeps: []time.Duration{time.Second, time.Second},
+			wantOut:    "Succeeded",
+			wantStderr: "Warning: scripted Unavailable; retrying until the timeout",
 		},
 		{
 			name:     "not found is not transient",
