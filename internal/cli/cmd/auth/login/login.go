@@ -113,7 +113,11 @@ func loginRun(ctx context.Context, opts *Options) error {
 		"state":    {state},
 		"code":     {code},
 	}.Encode()
-	fmt.Fprintf(opts.IO.ErrOut, "Confirm in the browser that it shows the code %s, and continue there only if it does.\n", code)
+	// The port as well as the code: on a shared machine others can read
+	// the browser's command line, code included, but cannot listen on
+	// this port.
+	fmt.Fprintf(opts.IO.ErrOut, "Confirm in the browser that it shows the code %s and port %d, and continue there only if both match.\n",
+		code, ln.Addr().(*net.TCPAddr).Port)
 	opened := false
 	if !opts.NoBrowser && opts.OpenBrowser != nil {
 		opened = opts.OpenBrowser(loginURL) == nil

@@ -211,8 +211,8 @@ func TestLoginEndToEnd(t *testing.T) {
 	if !strings.Contains(stdout, "Logged in to "+a.URL+" as alice@example.com") {
 		t.Errorf("stdout %q", stdout)
 	}
-	m := regexp.MustCompile(`(?s)shows the code (\w{4}-\w{4}),.*` + regexp.QuoteMeta(LoginPath) + `\?callback=http%3A%2F%2F127.0.0.1%3A(\d+)%2Fcallback&code=(\w{4}-\w{4})&state=`).FindStringSubmatch(stderr)
-	if m == nil || m[1] != m[3] {
+	m := regexp.MustCompile(`(?s)shows the code (\w{4}-\w{4}) and port (\d+),.*` + regexp.QuoteMeta(LoginPath) + `\?callback=http%3A%2F%2F127.0.0.1%3A(\d+)%2Fcallback&code=(\w{4}-\w{4})&state=`).FindStringSubmatch(stderr)
+	if m == nil || m[1] != m[4] || m[2] != m[3] {
 		t.Fatalf("stderr does not show the code and a login URL carrying it: %q", stderr)
 	}
 	// The browser was asked to confirm, showing who, where and the code.
