@@ -76,8 +76,14 @@ listens on loopback only and attributes work to the local user.`,
 				return err
 			}
 			cfg.Ready = func(httpAddr, grpcAddr string) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "Falcon dev is running.\n  HTTP: http://%s  (OpenAPI at /openapi.json)\n  gRPC: %s\n  data: %s\nTry:  falcon exp create -f examples/hello.yaml && falcon exp list\n",
-					httpAddr, grpcAddr, cfg.DataDir)
+				// Clients find the default address by themselves; any other
+				// needs telling, so the hint says how.
+				try := "falcon exp create -f examples/hello.yaml && falcon exp list"
+				if url := "http://" + httpAddr; url != DefaultServer {
+					try = "export " + ServerEnv + "=" + url + "; " + try
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "Falcon dev is running.\n  HTTP: http://%s  (OpenAPI at /openapi.json)\n  gRPC: %s\n  data: %s\nTry:  %s\n",
+					httpAddr, grpcAddr, cfg.DataDir, try)
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
