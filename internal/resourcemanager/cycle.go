@@ -474,10 +474,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		// stop the job any more, nor bring it forward: waiting for its
 		// deadline would hold it forever when it has none. Fail it now,
 		// saying what may be left behind.
-		msg := fmt.Sprintf("cluster %s is no longer registered (deleted while the job was being submitted to it); anything the job started there was not cleaned up", j.GetClusterName())
-		if m.update(ctx, j, lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, msg, "") {
-			_ = m.sched.Remove(j.GetId())
-		}
+		m.fail(ctx, j, lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("cluster %s is no longer registered (deleted while the job was being submitted to it); anything the job started there was not cleaned up", j.GetClusterName()))
 		return
 	}
 	b, err := m.backendFor(cl)
@@ -618,17 +615,10 @@ func (m *Manager) dispatch(ctx context.Context, cl *falconv1.Cluster, b Backend,
 func (m *Manager) giveUpDispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, b Backend, j *falconv1.Job, f dispatchFailure) {
 	msg := fmt.Sprintf("submit to cluster %s failed for %s: %v", cl.GetName(), DispatchRetryWindow, f.err)
 	if !c.health[cl.GetName()].Backoff {
-		if err := b.Stop(ctx, cl, j); err == nil {
-			if m.update(ctx, j, lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, msg, "") {
-				_ = m.sched.Remove(j.GetId())
-			}
-			return
-		}
+		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobSubmitFailed, msg)
+		return
 	}
-	msg += fmt.Sprintf("; cluster %s could not be asked to remove anything a create may have left", cl.GetName())
-	if m.update(ctx, j, lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, msg, "") {
-		_ = m.sched.Remove(j.GetId())
-	}
+	m.fail(ctx, j, lifecycle.ReasonJobSubmitFailed, msg+fmt.Sprintf("; cluster %s could not be asked to remove anything a create may have left", cl.GetName()))
 }
 
 // cleanUp removes what a succeeded job left on a cluster whose pools are
@@ -650,6 +640,11 @@ func (m *Manager) stopAndFail(ctx context.Context, cl *falconv1.Cluster, b Backe
 		m.log.Warn("stop job", "job", j.GetId(), "err", err)
 		return // retry next cycle
 	}
+	m.fail(ctx, j, reason, msg)
+}
+
+// fail records the job Failed with reason and takes it out of its queue.
+func (m *Manager) fail(ctx context.Context, j *falconv1.Job, reason lifecycle.Reason, msg string) {
 	if m.update(ctx, j, lifecycle.Failed, reason, msg, "") {
 		_ = m.sched.Remove(j.GetId())
 	}
