@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -1434,5 +1435,55 @@ func testUpdateJobStatuses(t *testing.T, e env) {
 	}
 	if j, _ := e.s.GetJob(ctx, jobs[1].ID); j.Message == "stale read" || j.Version != 1 {
 		t.Errorf("refused update was written: %+v", j)
+	}
+}
+
+// Migration 00006 gives experiments placed before it the cluster their
+// first job went to, and leaves pinned and unplaced ones as they were.
+func TestMigrationRecordsPlacedClusters(t *testing.T) {
+	for _, db := range []struct {
+		driver string
+		dsn    func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return sqlstore.SQLiteDSN(filepath.Join(t.TempDir(), "falcon.db")) }},
+		{"mysql", func(t *testing.T) string { return dbtest.MySQLDSN(t) }},
+	} {
+		t.Run(db.driver, func(t *testing.T) {
+			s, err := sqlstore.Open(ctx, db.driver, db.dsn(t), sqlstore.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.MigrateTo(ctx, 5); err != nil {
+				t.Fatal(err)
+			}
+			pinned, pjobs, part := newExp("pinned", "w")
+			mustCreate(t, s, pinned, pjobs, part)
+			placed, jobs, art := newExp("placed", "w", "ps")
+			placed.ClusterName, jobs[0].ClusterName, jobs[1].ClusterName = "", "", ""
+			mustCreate(t, s, placed, jobs, art)
+			waiting, wjobs, wart := newExp("waiting", "w")
+			waiting.ClusterName, wjobs[0].ClusterName = "", ""
+			mustCreate(t, s, waiting, wjobs, wart)
+			// As schema 5 left them: jobs placed, experiments unaware.
+			for id, cluster := range map[string]string{jobs[0].ID: "b", jobs[1].ID: "a"} {
+				if err := s.Exec(ctx, "UPDATE jobs SET cluster_name = ? WHERE id = ?", cluster, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			if err := s.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for id, want := range map[string]string{placed.ID: "a", pinned.ID: "local", waiting.ID: ""} {
+				x, err := s.GetExp(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if x.ClusterName != want {
+					t.Errorf("%s: cluster_name %q, want %q", x.Name, x.ClusterName, want)
+				}
+			}
+		})
 	}
 }
