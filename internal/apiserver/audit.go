@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -16,15 +17,15 @@ import (
 func (s *Server) ListAuditEvents(ctx context.Context, req *falconv1.ListAuditEventsRequest) (*falconv1.ListAuditEventsResponse, error) {
 	var errs errdefs.FieldErrors
 	size, err := pageSize(req.GetPageSize())
-	if err != nil {
-		errs = append(errs, err.(*errdefs.FieldError))
+	if err := collect(&errs, err); err != nil {
+		return nil, err
 	}
 	if id := req.GetExpId(); id != "" && !ids.Valid(ids.Experiment, id) {
 		errs.Add("exp_id", "%q is not an experiment ID (%s followed by ten characters of [a-z0-9])", id, ids.Experiment)
 	}
 	method, err := auditedMethod(req.GetMethod())
-	if err != nil {
-		errs = append(errs, err.(*errdefs.FieldError))
+	if err := collect(&errs, err); err != nil {
+		return nil, err
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err
@@ -44,6 +45,17 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *falconv1.ListAuditEve
 		})
 	}
 	return resp, nil
+}
+
+// collect adds a field error to errs, so that every bad field is reported
+// at once, and returns any other error.
+func collect(errs *errdefs.FieldErrors, err error) error {
+	var fe *errdefs.FieldError
+	if errors.As(err, &fe) {
+		*errs = append(*errs, fe)
+		return nil
+	}
+	return err
 }
 
 // auditedMethod resolves a method filter, by name (AbortExp, any case) or

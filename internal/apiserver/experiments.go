@@ -284,13 +284,17 @@ func statusUpdate(m lifecycle.Machine, id, expected, to, reason, msg string) (st
 	}
 	from, err := normalizeStatus("expected_status", expected, m)
 	if err != nil {
-		errs = append(errs, err.(*errdefs.FieldError))
+		if err := collect(&errs, err); err != nil {
+			return store.StatusUpdate{}, err
+		}
 	} else if from == "" {
 		errs.Add("expected_status", "is required: status updates are conditional on the status the caller read")
 	}
 	dest, err := normalizeStatus("status", to, m)
 	if err != nil {
-		errs = append(errs, err.(*errdefs.FieldError))
+		if err := collect(&errs, err); err != nil {
+			return store.StatusUpdate{}, err
+		}
 	} else if dest == "" {
 		errs.Add("status", "is required")
 	}
