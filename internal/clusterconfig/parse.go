@@ -334,23 +334,5 @@ func (p *parser) fields(path string, n *yaml.Node, allowed []string, fn func(key
 // labels reads a mapping of strings. Values YAML reads as numbers or
 // booleans (tier: 1) are kept as written.
 func (p *parser) labels(path string, n *yaml.Node) map[string]string {
-	if yamlnode.IsNull(n) {
-		return nil
-	}
-	if !p.ExpectMapping(path, n) {
-		return nil
-	}
-	out := map[string]string{}
-	p.fields(path, n, nil, func(key, kpath string, kn, v *yaml.Node) {
-		p.lines[kpath] = kn.Line
-		switch {
-		case yamlnode.IsNull(v):
-			out[key] = ""
-		case v.Kind == yaml.ScalarNode:
-			out[key] = v.Value
-		default:
-			p.Fail(kpath, v, "must be a string, got %s", yamlnode.Describe(v))
-		}
-	})
-	return out
+	return p.StringMap(path, n, "a string", yamlnode.AnyScalar, func(kpath string, k *yaml.Node) { p.lines[kpath] = k.Line })
 }

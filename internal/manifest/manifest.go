@@ -223,24 +223,7 @@ func (d *decoder) strList(path string, n *yaml.Node) []string {
 // numbers or booleans (PORT: 8080, DEBUG: true) are kept as written, since an
 // environment holds only strings anyway.
 func (d *decoder) envs(path string, n *yaml.Node) map[string]string {
-	if yamlnode.IsNull(n) {
-		return nil
-	}
-	if !d.ExpectMapping(path, n) {
-		return nil
-	}
-	out := map[string]string{}
-	d.fields(path, n, nil, func(key, kpath string, v *yaml.Node) {
-		switch {
-		case yamlnode.IsNull(v):
-			out[key] = ""
-		case v.Kind == yaml.ScalarNode:
-			out[key] = v.Value
-		default:
-			d.Fail(kpath, v, "must be a string, number or boolean, got %s", yamlnode.Describe(v))
-		}
-	})
-	return out
+	return d.StringMap(path, n, "a string, number or boolean", yamlnode.AnyScalar, nil)
 }
 
 // resources reads a task's requests and limits.
@@ -270,24 +253,15 @@ func (d *decoder) resources(path string, n *yaml.Node) *falconv1.Resources {
 // same for every client. Booleans and nulls are refused here: `cpu: yes` or a
 // forgotten value is never a quantity.
 func (d *decoder) quantities(path string, n *yaml.Node) map[string]string {
-	if yamlnode.IsNull(n) {
-		return nil
-	}
-	if !d.ExpectMapping(path, n) {
-		return nil
-	}
-	out := map[string]string{}
-	d.fields(path, n, nil, func(key, kpath string, v *yaml.Node) {
+	return d.StringMap(path, n, "a quantity such as 2, 500m or 4Gi", func(v *yaml.Node) (string, bool) {
 		if v.Kind == yaml.ScalarNode {
 			switch v.ShortTag() {
 			case "!!str", "!!int", "!!float":
-				out[key] = v.Value
-				return
+				return v.Value, true
 			}
 		}
-		d.Fail(kpath, v, "must be a quantity such as 2, 500m or 4Gi, got %s", yamlnode.Describe(v))
-	})
-	return out
+		return "", false
+	}, nil)
 }
 
 // config reads the opaque config. A string is kept verbatim; a mapping or

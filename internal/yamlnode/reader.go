@@ -61,3 +61,36 @@ func (r *Reader) Integer(path string, n *yaml.Node, lo, hi int64) int64 {
 	}
 	return v
 }
+
+// StringMap reads a mapping of names to scalars, each kept as written
+// (PORT: 8080 is "8080"): value says which nodes are allowed and what they
+// read as, and want names the rest in the error. key, if set, sees each
+// key's node (a caller recording lines). Null means unset.
+func (r *Reader) StringMap(path string, n *yaml.Node, want string, value func(v *yaml.Node) (string, bool), key func(kpath string, k *yaml.Node)) map[string]string {
+	if IsNull(n) || !r.ExpectMapping(path, n) {
+		return nil
+	}
+	out := map[string]string{}
+	Fields(path, n, nil, r.Fail, func(name, kpath string, k, v *yaml.Node) {
+		if key != nil {
+			key(kpath, k)
+		}
+		if s, ok := value(v); ok {
+			out[name] = s
+			return
+		}
+		r.Fail(kpath, v, "must be %s, got %s", want, Describe(v))
+	})
+	return out
+}
+
+// AnyScalar is a StringMap value: any scalar as written, null as "".
+func AnyScalar(v *yaml.Node) (string, bool) {
+	switch {
+	case IsNull(v):
+		return "", true
+	case v.Kind == yaml.ScalarNode:
+		return v.Value, true
+	}
+	return "", false
+}

@@ -57,3 +57,30 @@ func TestReader(t *testing.T) {
 		}
 	}
 }
+
+func TestStringMap(t *testing.T) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte("m:\n  a: text\n  b: 8080\n  c: ~\n  d: [1]\nnone: ~\nlist: [1]\n"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	m := doc.Content[0]
+	var r yamlnode.Reader
+	lines := map[string]int{}
+	got := r.StringMap("m", m.Content[1], "a string", yamlnode.AnyScalar, func(kpath string, k *yaml.Node) { lines[kpath] = k.Line })
+	want := map[string]string{"a": "text", "b": "8080", "c": ""}
+	if len(got) != len(want) || got["a"] != "text" || got["b"] != "8080" || got["c"] != "" {
+		t.Errorf("StringMap = %v, want %v", got, want)
+	}
+	if lines["m.a"] != 2 || lines["m.d"] != 5 {
+		t.Errorf("key lines %v", lines)
+	}
+	if len(r.Errs) != 1 || r.Errs[0].Error() != "m.d: must be a string, got a list (line 5)" {
+		t.Errorf("errors %v", r.Errs)
+	}
+	if got := r.StringMap("none", m.Content[3], "a string", yamlnode.AnyScalar, nil); got != nil {
+		t.Errorf("null = %v, want nil", got)
+	}
+	if got := r.StringMap("list", m.Content[5], "a string", yamlnode.AnyScalar, nil); got != nil || len(r.Errs) != 2 {
+		t.Errorf("sequence = %v, errors %v", got, r.Errs)
+	}
+}
