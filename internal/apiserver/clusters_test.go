@@ -183,7 +183,7 @@ func TestApplyPruneSparesClusterWithLiveJobs(t *testing.T) {
 	cl := falconv1.NewClusterServiceClient(env.UserConn)
 	exp, err := env.Exps.CreateExp(context.Background(), &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
 		Name: "pinned", ClusterName: "busy",
-		RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "sleep 1000", Replica: 1}},
+		RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "sleep 1000", Image: "busybox", Replica: 1}},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -32,10 +32,18 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 		return nil, err
 	}
 	var names []string
+	registry := make([]*falconv1.Cluster, 0, len(clusters))
 	for _, c := range clusters {
 		names = append(names, c.Name)
+		registry = append(registry, clusterToAPI(c))
 	}
 	if err := validation.Experiment(in, func(n string) bool { return slices.Contains(names, n) }, names); err != nil {
+		return nil, err
+	}
+	// Only a well-formed request can be held against the clusters (a known
+	// device type, a registered pin). These are the resource manager's
+	// placement rules: what they refuse would wait or fail after the fact.
+	if err := validation.Placement(in, registry); err != nil {
 		return nil, err
 	}
 

@@ -10,5 +10,8 @@
 // Resources are limited to cpu, memory and ephemeral-storage with positive
 // Kubernetes quantities and limits no lower than their requests, which is
 // what a kube-apiserver would otherwise refuse only at dispatch, long after
-// the user has walked away.
+// the user has walked away. Placement holds a request against the
+// registered clusters in the same spirit: a device type its pinned cluster
+// does not take, a missing image where every candidate cluster runs
+// containers, a command line no candidate's backend can run.
 package validation

@@ -14,13 +14,17 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/placement"
 )
 
 // Limits. They are generous for real use and small enough that one request
 // cannot hurt the database or the controllers.
 const (
-	MaxConfigBytes  = 1 << 20 // 1 MiB
-	MaxCommandBytes = 256 << 10
+	MaxConfigBytes = 1 << 20 // 1 MiB
+	// MaxCommandBytes: every backend runs the command as one argument of
+	// /bin/sh -c, which Linux bounds with its NUL (MAX_ARG_STRLEN); a longer
+	// one could be stored but never run.
+	MaxCommandBytes = placement.MaxArgStrlen - 1
 	MaxRoles        = 16
 	MaxReplica      = 1024
 	MaxTags         = 32
@@ -107,7 +111,8 @@ func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec) {
 	case strings.TrimSpace(t.GetCommand()) == "":
 		errs.Add(path+".command", "is required and must not be empty")
 	case len(t.GetCommand()) > MaxCommandBytes:
-		errs.Add(path+".command", "is %d bytes, the limit is %d", len(t.GetCommand()), MaxCommandBytes)
+		errs.Add(path+".command", "is %d bytes, the limit is %d: every backend runs it as one argument of /bin/sh -c, and Linux limits one argument to %d bytes with its terminating NUL (MAX_ARG_STRLEN); put a longer script in the image or the artifact dir and run it from there",
+			len(t.GetCommand()), MaxCommandBytes, placement.MaxArgStrlen)
 	}
 	switch r := t.GetReplica(); {
 	case r == 0: // missing, as far as the API can tell
