@@ -275,6 +275,13 @@ func (d *decoder) config(path string, n *yaml.Node) string {
 	case n.Kind == yaml.ScalarNode:
 		return n.Value
 	}
+	if a := outsideAlias(n, map[*yaml.Node]bool{}); a != nil {
+		// The text would hold *name without its &name, which no YAML
+		// reader accepts: the job would get a config it cannot read.
+		// (Found by FuzzParse.)
+		d.Fail(path, a, "uses the anchor &%s defined outside config; config is stored as text, where that anchor does not exist: define it inside config or write the value out", a.Value)
+		return ""
+	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
@@ -284,4 +291,26 @@ func (d *decoder) config(path string, n *yaml.Node) string {
 	}
 	_ = enc.Close()
 	return buf.String()
+}
+
+// outsideAlias returns the first alias under n whose anchor is not defined
+// under n before it (in document order, as YAML requires), recording the
+// anchors it passes in defined. Aliases are not followed, so this visits
+// each node once.
+func outsideAlias(n *yaml.Node, defined map[*yaml.Node]bool) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		if !defined[n.Alias] {
+			return n
+		}
+		return nil
+	}
+	if n.Anchor != "" {
+		defined[n] = true
+	}
+	for _, c := range n.Content {
+		if a := outsideAlias(c, defined); a != nil {
+			return a
+		}
+	}
+	return nil
 }

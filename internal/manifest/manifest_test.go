@@ -306,6 +306,11 @@ func TestParseErrors(t *testing.T) {
 			want: []string{"base: unknown field"},
 		},
 		{
+			name: "config may not use an anchor defined outside it: its text would hold the alias alone",
+			in:   "tags: &t [a]\nconfig:\n  x: *t\n",
+			want: []string{"config: uses the anchor &t defined outside config; config is stored as text, where that anchor does not exist: define it inside config or write the value out (line 3)"},
+		},
+		{
 			name: "merge keys inside a role",
 			in:   "role_to_task_spec:\n  w:\n    <<: {replica: 1}\n",
 			want: []string{"role_to_task_spec.w.<<: YAML merge keys are not supported"},

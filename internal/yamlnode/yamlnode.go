@@ -70,6 +70,12 @@ func Fields(path string, n *yaml.Node, allowed []string,
 		}
 		key := k.Value
 		kpath := Join(path, key)
+		if key == "" {
+			// An empty key ("": x) would give an empty path, or one ending
+			// in ".", and so an error naming no field; it is shown as the
+			// user must write it. (Found by FuzzParse.)
+			kpath = Join(path, `""`)
+		}
 		if k.Tag == "!!merge" {
 			fail(kpath, k, "YAML merge keys are not supported; write the fields out")
 			continue

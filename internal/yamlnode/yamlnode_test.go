@@ -22,6 +22,7 @@ func TestFields(t *testing.T) {
 		{"duplicate key", "a: 1\na: 2\n", nil, "top.a", "top.a@2: duplicate key (first at line 1)"},
 		{"merge key", "base: &b {x: 1}\nm:\n  <<: *b\n", nil, "top.base,top.m", ""},
 		{"non-string key", "? [1, 2]\n: v\n", nil, "", "top.?@1: keys must be strings, got a list"},
+		{"empty key is named quoted", "\"\": 1\n", []string{"a"}, "", `top.""@1: unknown field; allowed: a`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
