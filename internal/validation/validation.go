@@ -129,9 +129,13 @@ func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec) {
 	if topo := t.GetDeviceTopo(); topo != "" && !topology.MatchString(topo) {
 		errs.Add(path+".device_topo", "%q must be NxM or NxMxK with positive integers (e.g. 2x2x4)", topo)
 	}
-	if n := len(*errs); n == before && (t.GetDeviceType() != "" || t.GetDeviceTopo() != "") {
+	if n := len(*errs); n == before {
 		// The slice must be consistent in itself: a topology fixes the host
-		// count and the devices per host, whatever cluster runs it.
+		// count and the devices per host, whatever cluster runs it. A task
+		// naming no device type is a CPU task and is resolved too: the
+		// Kubernetes renderer and the GKE node pools resolve every task, so
+		// a device_count without a device_type would otherwise be accepted
+		// here and fail only at dispatch. (Found by FuzzExperiment.)
 		_, err := accelerator.Resolve(t.GetDeviceType(), t.GetDeviceTopo(), int(t.GetReplica()), int(t.GetDeviceCount()))
 		var fes errdefs.FieldErrors
 		var fe *errdefs.FieldError

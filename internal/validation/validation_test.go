@@ -64,6 +64,10 @@ func TestExperiment(t *testing.T) {
 		{"topology 4", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "4" }, []string{"role_to_task_spec.main.device_topo"}},
 		{"topology 2x0x1", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "2x0x1" }, []string{"role_to_task_spec.main.device_topo"}},
 		{"topology 2x2x2x2", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceTopo = "2x2x2x2" }, []string{"role_to_task_spec.main.device_topo"}},
+		{"device_count without device_type", func(e *falconv1.Experiment) {
+			t := e.RoleToTaskSpec["main"]
+			t.DeviceType, t.DeviceTopo, t.Replica, t.DeviceCount = "", "", 1, 8
+		}, []string{"role_to_task_spec.main.device_count"}},
 		{"negative device_count", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].DeviceCount = -8 }, []string{"role_to_task_spec.main.device_count"}},
 		{"negative device_count is not checked twice", func(e *falconv1.Experiment) {
 			e.RoleToTaskSpec["main"].DeviceCount = -8
