@@ -23,12 +23,35 @@ import (
 
 // JSONMarshaler is how the gateway (and the CLI) write JSON: proto field
 // names (exp_type, next_page_token) and every field present, so scripts can
-// rely on .reason existing even when it is empty.
-func JSONMarshaler() *runtime.JSONPb {
-	return &runtime.JSONPb{
+// rely on .reason existing even when it is empty. It reads request bodies
+// strictly: unknown fields and anything after the body's one JSON value are
+// refused.
+func JSONMarshaler() runtime.Marshaler {
+	return wholeBodyJSON{&runtime.JSONPb{
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-	}
+	}}
+}
+
+// wholeBodyJSON is runtime.JSONPb whose decoder insists that a body is one
+// JSON value. JSONPb's reads the first value and the handler discards the
+// rest, so `{"experiment": ...} {"validate_only": true}` would be created
+// with its second half silently dropped. (Found by FuzzDecodeRequestBody.)
+type wholeBodyJSON struct{ *runtime.JSONPb }
+
+func (m wholeBodyJSON) NewDecoder(r io.Reader) runtime.Decoder {
+	d := m.JSONPb.NewDecoder(r).(runtime.DecoderWrapper)
+	return runtime.DecoderFunc(func(v any) error {
+		// An empty body stays io.EOF, which the handlers take as an empty
+		// request.
+		if err := d.Decode(v); err != nil {
+			return err
+		}
+		if _, err := d.Token(); !errors.Is(err, io.EOF) {
+			return errdefs.Invalid("request body", "holds more than one JSON value; send exactly one object")
+		}
+		return nil
+	})
 }
 
 // forwardHeader decides which HTTP headers reach the gRPC services as
