@@ -4,7 +4,7 @@ GO      ?= go
 BIN     ?= bin/falcon
 PKGS    ?= ./...
 
-.PHONY: all build install test test-race bench generate verify fmt vet services kube-bins
+.PHONY: all build install test test-race bench fuzz generate verify fmt vet services kube-bins
 
 all: build
 
@@ -40,6 +40,29 @@ bench: kube-bins
 	$(GO) test -run '^$$' -bench LocalLatency -benchtime 30x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench ExpList100k -benchtime 20x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench KubeDispatch -benchtime 1x -timeout 60m ./e2e/
+
+# Fuzzing: each target in turn, from its seed corpus in the package's
+# testdata/fuzz/ (which `make test` replays as plain tests). FUZZTIME is at
+# least 10^6 executions per target; a new crasher lands in testdata/fuzz/,
+# where it belongs in the commit that fixes it. FUZZPAR workers per target;
+# FUZZMIN bounds the minimising of each new input, which on a loaded machine
+# can otherwise stall a run for minutes.
+FUZZTIME ?= 1000000x
+FUZZPAR  ?= 2
+FUZZMIN  ?= 10s
+FUZZ_TARGETS = \
+	./internal/manifest/:FuzzParse \
+	./internal/clusterconfig/:FuzzParse \
+	./internal/validation/:FuzzExperiment \
+	./internal/apiserver/:FuzzDecodeRequestBody \
+	./internal/apiserver/:FuzzGatewayCreateExp
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name in $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel $(FUZZPAR) -timeout 0 $$pkg; \
+	done
 
 generate:
 	./hack/generate.sh
