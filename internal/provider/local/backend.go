@@ -43,7 +43,7 @@ func (b *Backend) Observe(ctx context.Context, _ *falconv1.Cluster, j *falconv1.
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: st.Message}, nil
 	default:
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseUnknown,
-			Message: fmt.Sprintf("processes lost: this machine has no record of job %s (was the data dir removed?)", j.GetId())}, nil
+			Message: fmt.Sprintf("this machine has no record of job %s (was the data dir removed?)", j.GetId())}, nil
 	}
 }
 

@@ -14,10 +14,11 @@ import (
 // layout names every path under the data directory (see the package doc).
 type layout struct{ root string }
 
-func (l layout) runDir() string            { return filepath.Join(l.root, "run") }
-func (l layout) lockFile() string          { return filepath.Join(l.root, "run", ".lock") }
-func (l layout) jobDir(job string) string  { return filepath.Join(l.root, "run", job) }
-func (l layout) jobFile(job string) string { return filepath.Join(l.jobDir(job), "job.json") }
+func (l layout) runDir() string             { return filepath.Join(l.root, "run") }
+func (l layout) lockFile() string           { return filepath.Join(l.root, "run", ".lock") }
+func (l layout) jobDir(job string) string   { return filepath.Join(l.root, "run", job) }
+func (l layout) jobFile(job string) string  { return filepath.Join(l.jobDir(job), "job.json") }
+func (l layout) stopFile(job string) string { return filepath.Join(l.jobDir(job), "stop") }
 func (l layout) rankDir(job string, r int) string {
 	return filepath.Join(l.jobDir(job), strconv.Itoa(r))
 }
@@ -52,24 +53,43 @@ type pidRecord struct {
 	Started    time.Time `json:"started"`
 }
 
+// stopRecord is a job's stop file: why Falcon is stopping the job's ranks.
+// It is written before the first signal is sent, so whoever records a rank's
+// end afterwards (its supervisor, or an executor after a restart) knows the
+// rank died because Falcon stopped it, not on its own.
+type stopRecord struct {
+	End  string    `json:"end"` // endKilled or endSibling
+	Time time.Time `json:"time"`
+}
+
 // How a rank ended, as recorded in its exit marker.
 const (
 	endExited      = "exited"         // on its own: exit code or signal
 	endKilled      = "killed"         // Kill was called while it ran
 	endSibling     = "sibling-failed" // stopped because another rank failed first
-	endShutdown    = "shutdown"       // stopped by Shutdown/Close
-	endLost        = "lost"           // Falcon died while it ran; found by Recover
 	endStartFailed = "start-failed"   // never ran
+	// endUnrecorded: the rank's supervisor ended without writing the
+	// marker (it was SIGKILLed, say), or the rank had no supervisor that
+	// could be found; nobody knows the exit status.
+	endUnrecorded = "unrecorded"
+
+	// Written only by Falcon versions that stopped running jobs when they
+	// shut down or restarted; kept so their data directories still read.
+	endShutdown = "shutdown"
+	endLost     = "lost"
 )
 
 // exitRecord is a rank's exit marker.
 type exitRecord struct {
-	End    string    `json:"end"`              // one of the end* constants
-	Code   *int      `json:"code,omitempty"`   // exit status, if the leader exited normally
-	Signal int       `json:"signal,omitempty"` // signal number, if the leader died of a signal
-	Pid    int       `json:"pid,omitempty"`    // the leader's pid, if it ever had one
-	Detail string    `json:"detail,omitempty"` // e.g. the start error
-	Time   time.Time `json:"time"`
+	End    string `json:"end"`              // one of the end* constants
+	Code   *int   `json:"code,omitempty"`   // exit status, if the leader exited normally
+	Signal int    `json:"signal,omitempty"` // signal number, if the leader died of a signal
+	Pid    int    `json:"pid,omitempty"`    // the rank's supervisor pid (the pid file's), if it ever had one
+	// Unwatched is set on an unrecorded end found when an executor loaded
+	// the job: the rank ended while no Falcon process was running.
+	Unwatched bool      `json:"unwatched,omitempty"`
+	Detail    string    `json:"detail,omitempty"` // e.g. the start error
+	Time      time.Time `json:"time"`
 }
 
 // exitCode is the rank's exit code in the shell's convention (128+n for
@@ -112,6 +132,22 @@ func (r *exitRecord) rootCause() bool {
 // and a rename, so a crash leaves either the old file or the new one, never a
 // torn one that would make a finished job look unfinished.
 func writeJSONAtomic(path string, v any) error {
+	return writeJSON(path, v, os.Rename)
+}
+
+// writeJSONNew is writeJSONAtomic that never replaces an existing file: it
+// reports fs.ErrExist instead. An exit marker has two possible writers (the
+// rank's supervisor, and the executor when the supervisor wrote none), and
+// the first one's account must win.
+func writeJSONNew(path string, v any) error {
+	return writeJSON(path, v, func(tmp, path string) error {
+		err := os.Link(tmp, path)
+		os.Remove(tmp)
+		return err
+	})
+}
+
+func writeJSON(path string, v any, install func(tmp, path string) error) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -132,7 +168,7 @@ func writeJSONAtomic(path string, v any) error {
 		err = os.Chmod(tmp, 0o644)
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = install(tmp, path)
 	}
 	if err != nil {
 		os.Remove(tmp)

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/falconhq/falcon/internal/errdefs"
@@ -41,10 +40,11 @@ const (
 
 var falconEnvs = []string{envExpID, envJobID, envRole, envRank, envWorldSize, envArtifactDir, envArtifactAlt, envConfig}
 
-// Clock is the executor's view of time: it stamps exit markers (the earliest
-// failure is the one reported) and measures the kill grace period, so tests
-// can step past a grace period instead of waiting it out. Polling for the
-// kernel to finish killing processes uses real time.
+// Clock is the executor's view of time: it stamps the records the executor
+// writes itself and measures the kill grace period, so tests can step past a
+// grace period instead of waiting it out. Exit markers written by a rank's
+// supervisor, another process, carry real time; so does polling for the
+// kernel to finish killing processes.
 type Clock interface {
 	Now() time.Time
 	After(d time.Duration) <-chan time.Time
@@ -58,14 +58,14 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 const (
 	defaultKillGrace = 5 * time.Second
 	// pollInterval paces the few waits the kernel cannot notify us about:
-	// processes that are not our children dying.
+	// the members of a process group dying after SIGKILL.
 	pollInterval = 20 * time.Millisecond
 	// killWait bounds how long SIGKILLed processes may take to die before we
 	// report them as unkillable (stuck in the kernel) instead of hanging.
 	killWait = 10 * time.Second
 )
 
-// ErrClosed is returned by Start after Shutdown or Close.
+// ErrClosed is returned by Start and Kill after Shutdown or Close.
 var ErrClosed = fmt.Errorf("local executor is shut down: %w", errdefs.ErrUnavailable)
 
 var errDataDirInUse = errors.New("data directory is in use by another Falcon process")
@@ -113,12 +113,12 @@ type Executor struct {
 	mu     sync.Mutex
 	jobs   map[string]*job
 	closed bool
-	wg     sync.WaitGroup // reapers, background stops and callbacks
+	wg     sync.WaitGroup // watchers, background stops and callbacks
 
-	// abandoned is set only by tests, to make the executor behave as if its
-	// process had died: it keeps reaping its children (so the test process
-	// does not fill with zombies) but records and reports nothing.
-	abandoned atomic.Bool
+	// detached is closed by Shutdown: from then on the executor watches,
+	// signals and records nothing, and leaves the ranks to the next one.
+	detached   chan struct{}
+	detachOnce sync.Once
 }
 
 // New returns an Executor that owns dataDir (created if missing). It fails if
@@ -143,6 +143,7 @@ func New(dataDir string, opts ...Option) (*Executor, error) {
 		killGrace: defaultKillGrace,
 		clock:     realClock{},
 		jobs:      map[string]*job{},
+		detached:  make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(e)
@@ -224,7 +225,8 @@ func (e *Executor) Start(ctx context.Context, s Spec) error {
 
 // Status reports the job. A job the executor has never heard of is
 // PhaseUnknown, not an error. If the job was left running by an earlier
-// Falcon process and Recover has not dealt with it yet, Status does so first.
+// Falcon process and Recover has not dealt with it yet, Status adopts it
+// first (see Recover).
 func (e *Executor) Status(ctx context.Context, jobID string) (Status, error) {
 	unknown := Status{Phase: PhaseUnknown, Message: fmt.Sprintf("job %s is not known to the local executor", jobID)}
 	if !validName(jobID) {
@@ -240,15 +242,24 @@ func (e *Executor) Status(ctx context.Context, jobID string) (Status, error) {
 	return summarize(j.views()), nil
 }
 
-// Kill stops every rank of the job that still runs: SIGTERM to each process
-// group, SIGKILL to what is left after the grace period, and returns once
-// all of them are gone. If ctx ends first, Kill returns its error and the
-// escalation stops; call it again to finish. Afterwards the job is Failed with
-// ReasonKilled, unless it had already ended. Killing an unknown or finished
-// job does nothing.
+// Kill stops every rank of the job that still runs, whichever executor
+// started it: it records that the job is being killed, has each rank's
+// supervisor SIGTERM its process group and SIGKILL what is left after the
+// grace period, and returns once all of them are gone. If ctx ends first,
+// Kill returns its error and the escalation stops; call it again to finish.
+// Afterwards the job is Failed with ReasonKilled, unless it had already
+// ended. Killing an unknown or finished job does nothing; after Shutdown,
+// Kill fails with ErrClosed.
 func (e *Executor) Kill(ctx context.Context, jobID string) error {
 	if !validName(jobID) {
 		return nil
+	}
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		// The ranks now belong to whichever executor owns the directory next.
+		return ErrClosed
 	}
 	j, err := e.acquire(ctx, jobID, nil)
 	if err != nil || j == nil {
@@ -257,17 +268,18 @@ func (e *Executor) Kill(ctx context.Context, jobID string) error {
 	return e.stop(ctx, j, endKilled)
 }
 
-// Recover settles every job an earlier Falcon process left unfinished in the
-// data directory: it kills what is left of their processes, records their
-// running ranks as lost, and returns their IDs (sorted) so the controller
-// can reconcile them. Call it once, at startup.
+// Recover loads every job an earlier Falcon process left unfinished in the
+// data directory. Ranks whose supervisors still run are adopted: watched
+// until they end, and reported with the exit status their supervisors
+// record. Ranks whose supervisors ended without recording it (they were
+// SIGKILLed while no Falcon ran) are recorded as ended unrecorded, after
+// anything they left running is killed. Recover returns the IDs (sorted) of
+// the jobs with such ranks, so the controller can reconcile them. Call it
+// once, at startup, so adopted ranks wake the controller when they end.
 //
 // A pid file alone does not prove a process is ours: the pid may have been
-// recycled. A process group is killed only if its leader still has the
-// recorded start time (and the boot is the same), or, when the leader is
-// gone, if a member's environment carries FALCON_JOB_ID=<jobID>. The
-// environment also finds ranks that crashed between fork and writing their
-// pid file.
+// recycled. A supervisor is adopted only if it still has the recorded start
+// time in the same boot and carries the rank's environment; see adopt.
 func (e *Executor) Recover(ctx context.Context) ([]string, error) {
 	entries, err := os.ReadDir(e.layout.runDir())
 	if err != nil {
@@ -306,54 +318,44 @@ func (e *Executor) Recover(ctx context.Context) ([]string, error) {
 // LogPath is where the pod's stdout and stderr go.
 func (e *Executor) LogPath(jobID, pod string) string { return e.layout.logFile(jobID, pod) }
 
-// Shutdown kills every running job, as Kill does, waits for the executor's
-// goroutines to finish, and releases the data directory. Jobs it kills are
-// recorded as lost (ReasonLost, "falcon shut down while the job was
-// running"): nobody asked for them to stop. Start fails with ErrClosed
-// afterwards; Status keeps answering from disk.
-//
-// Leaving jobs running is not offered: a process that outlives its executor
-// cannot be watched, so the next executor would have to declare it lost and
-// kill it anyway.
+// Shutdown stops watching, waits for the executor's goroutines to finish,
+// and releases the data directory. Running ranks are left running: their
+// supervisors record how they end, and the next Executor on the data
+// directory adopts them (see Recover). A Kill in progress returns ErrClosed
+// with its intent recorded, and the next Executor finishes it. Start fails
+// with ErrClosed afterwards; Status keeps answering from what was known.
 func (e *Executor) Shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	jobs := slices.Collect(maps.Values(e.jobs))
 	e.mu.Unlock()
-
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
+	e.detachOnce.Do(func() { close(e.detached) })
+	// Wakes the watchers of adopted ranks. A job still loading adopts
+	// nothing more: it finds the executor closed.
 	for _, j := range jobs {
-		wg.Go(func() {
-			var err error
-			select {
-			case <-j.ready:
-				if j.present {
-					err = e.stop(ctx, j, endShutdown)
-				}
-			case <-ctx.Done():
-				err = ctx.Err()
+		select {
+		case <-j.ready:
+		default:
+			continue
+		}
+		j.mu.Lock()
+		for _, r := range j.ranks {
+			if r.pfd != nil {
+				r.pfd.close()
 			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("stop job %s: %w", j.id, err))
-				mu.Unlock()
-			}
-		})
+		}
+		j.mu.Unlock()
 	}
-	wg.Wait()
+	var err error
 	done := make(chan struct{})
 	go func() { e.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
-		errs = append(errs, ctx.Err())
+		err = ctx.Err()
 	}
 	e.unlock()
-	return errors.Join(errs...)
+	return err
 }
 
 // Close is Shutdown without a deadline.

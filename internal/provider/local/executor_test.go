@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,16 +21,19 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/validation"
 )
 
-// TestMain makes the test binary a child subreaper. The grandchildren a job
-// leaves behind are then re-parented to us instead of to PID 1, which in a
-// container may never reap them; reapOrphans can collect them, and a process
-// group really disappears (kill(-pgid, 0) == ESRCH) once it is dead.
+// TestMain makes the test binary a child subreaper. The processes a job
+// leaves behind (a command whose supervisor was killed, or its children) are
+// then re-parented to us instead of to PID 1, which in a container may never
+// reap them; reapOrphans can collect them, and a process group really
+// disappears (kill(-pgid, 0) == ESRCH) once it is dead. The supervisors
+// themselves are this binary too: see supervisor.go's init.
 func TestMain(m *testing.M) {
 	const prSetChildSubreaper = 36
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
@@ -37,14 +41,6 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
-}
-
-// abandon makes e behave as if the Falcon process had died: it records
-// nothing more and releases the data directory, so another Executor can take
-// over while e's processes still run.
-func (e *Executor) abandon() {
-	e.abandoned.Store(true)
-	e.unlock()
 }
 
 const waitTimeout = 20 * time.Second // generous: the machine may be busy compiling
@@ -73,11 +69,35 @@ func newHarness(t *testing.T, dir string, opts ...Option) *harness {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
+		h.killAll(t, ctx)
 		if err := e.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}
 	})
 	return h
+}
+
+// killAll kills every job in the data directory, since Shutdown leaves them
+// running, unless the test has shut the executor down and left them to
+// another.
+func (h *harness) killAll(t *testing.T, ctx context.Context) {
+	h.e.mu.Lock()
+	closed := h.e.closed
+	h.e.mu.Unlock()
+	if closed {
+		return
+	}
+	if _, err := h.e.Recover(ctx); err != nil {
+		t.Errorf("Recover: %v", err)
+	}
+	h.e.mu.Lock()
+	ids := slices.Collect(maps.Keys(h.e.jobs))
+	h.e.mu.Unlock()
+	for _, id := range ids {
+		if err := h.e.Kill(ctx, id); err != nil {
+			t.Errorf("Kill(%s): %v", id, err)
+		}
+	}
 }
 
 // waitPhase returns the job's status once it reaches phase, re-checking
@@ -170,13 +190,15 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// reapOrphans reaps the dead grandchildren re-parented to this process. Our
-// direct children lead their own process groups and belong to os/exec, so
-// they are left alone.
+// reapOrphans reaps the dead processes of ranks re-parented to this
+// process. Our own children belong to os/exec and are left alone: the
+// supervisors (each leads its session) and the test's strangers (which are
+// in our session).
 func reapOrphans() {
+	self, _ := readProc(os.Getpid())
 	procs, _ := scanProcs()
 	for _, p := range procs {
-		if p.ppid == os.Getpid() && !p.live() && p.pid != p.pgrp {
+		if p.ppid == os.Getpid() && !p.live() && p.pid != p.sid && p.sid != self.sid {
 			var ws syscall.WaitStatus
 			_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
 		}
@@ -194,13 +216,13 @@ func alive(pid int, start uint64) bool {
 	return err == nil && p.start == start && p.live()
 }
 
-// jobLeaders lists the live process-group leaders carrying the job's
-// identity: one per running rank.
+// jobLeaders lists the live supervisors carrying the job's identity: one per
+// running rank.
 func jobLeaders(jobID string) []int {
 	procs, _ := scanProcs()
 	var pids []int
 	for _, p := range procs {
-		if p.live() && p.pid == p.pgrp && environHas(p.pid, envJobID+"="+jobID) {
+		if p.live() && p.pid == p.sid && environHas(p.pid, envJobID+"="+jobID, supervisorEnv+"=1") {
 			pids = append(pids, p.pid)
 		}
 	}
@@ -562,77 +584,322 @@ func TestConcurrentStartsStartOnce(t *testing.T) {
 	}
 }
 
-func TestRecoverKillsWhatACrashedFalconLeftRunning(t *testing.T) {
+// mkfifo returns a new FIFO. A rank that reads it blocks until the test
+// releases it, which is how a test decides when a rank ends, without sleeps.
+func mkfifo(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// release lets the rank blocked reading the FIFO go on, once it reads it.
+func release(t *testing.T, fifo string) {
+	t.Helper()
+	var f *os.File
+	// Opening for writing without blocking fails (ENXIO) until a reader has
+	// the FIFO open.
+	waitFor(t, "a rank to read "+fifo, func() bool {
+		var err error
+		f, err = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		return err == nil
+	})
+	defer f.Close()
+	if _, err := f.WriteString("go\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restart shuts down old, as a Falcon process would when it stops, and
+// returns a new executor on the same data directory after Recover. As far as
+// the data directory and the ranks can tell, Shutdown and a crash are the
+// same: the old executor writes and signals nothing from then on.
+func restart(t *testing.T, old *harness, wantRecovered []string, between func()) *harness {
+	t.Helper()
+	if err := old.e.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if between != nil {
+		between()
+	}
+	h := newHarness(t, old.dir)
+	got, err := h.e.Recover(context.Background())
+	if err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	if diff := cmp.Diff(wantRecovered, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Recover (-want +got):\n%s", diff)
+	}
+	return h
+}
+
+func TestAdoptedRankReportsHowItEnded(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name           string
-		dropPidFile    bool // the crash came between fork and writing rank 1's pid file
-		skipRecover    bool // Status alone must settle the job too
-		wantRankOnePid func(pid int) string
+		name string
+		end  string // how the command ends once released
+		// The executor died between starting the supervisor and writing its
+		// pid file: the supervisor is found by its environment instead.
+		dropPidFile bool
+		want        func(pod string) Status
 	}{
-		{name: "pid files", wantRankOnePid: func(pid int) string { return fmt.Sprintf("rank 1 was pid %d", pid) }},
-		{name: "missing pid file", dropPidFile: true, wantRankOnePid: func(int) string { return "rank 1 had not recorded its pid" }},
-		{name: "status without recover", skipRecover: true, wantRankOnePid: func(pid int) string { return fmt.Sprintf("rank 1 was pid %d", pid) }},
+		{
+			name: "exit code", end: "exit 3",
+			want: func(pod string) Status {
+				return Status{
+					Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 3,
+					Message: fmt.Sprintf("rank 0 (pod %s) exited with code 3", pod),
+					Pods:    []PodStatus{{Name: pod, ExitCode: intp(3)}},
+				}
+			},
+		},
+		{
+			name: "signal", end: "kill -KILL $$",
+			want: func(pod string) Status {
+				return Status{
+					Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 137,
+					Message: fmt.Sprintf("rank 0 (pod %s) was killed by signal 9 (killed)", pod),
+					Pods:    []PodStatus{{Name: pod, ExitCode: intp(137)}},
+				}
+			},
+		},
+		{
+			name: "success", end: "exit 0",
+			want: func(pod string) Status {
+				return Status{
+					Phase: PhaseSucceeded, Message: "1/1 processes exited with code 0",
+					Pods: []PodStatus{{Name: pod, ExitCode: intp(0)}},
+				}
+			},
+		},
+		{
+			name: "pid file never written", end: "exit 3", dropPidFile: true,
+			want: func(pod string) Status {
+				return Status{
+					Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 3,
+					Message: fmt.Sprintf("rank 0 (pod %s) exited with code 3", pod),
+					Pods:    []PodStatus{{Name: pod, ExitCode: intp(3)}},
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			fifo := mkfifo(t)
+			old := newHarness(t, dir)
+			s := newSpec(`echo before; read x < "$FIFO"; echo after; `+tt.end, 1)
+			s.Envs = map[string]string{"FIFO": fifo}
+			old.start(t, s)
+			sup := old.pid(t, s.JobID, 0)
+			waitFor(t, "the rank to start", func() bool { return old.log(t, s.JobID, 0) == "before\n" })
+
+			h := restart(t, old, nil, func() {
+				if tt.dropPidFile {
+					if err := os.Remove(layout{dir}.pidFile(s.JobID, 0)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			if st, _ := h.e.Status(context.Background(), s.JobID); st.Phase != PhaseRunning {
+				t.Fatalf("after the restart: %+v, want the rank adopted and Running", st)
+			}
+			if got := h.pid(t, s.JobID, 0); got.Pid != sup.Pid || got.StartTicks != sup.StartTicks {
+				t.Errorf("pid file after adoption = %+v, want the supervisor's %+v", got, sup)
+			}
+
+			release(t, fifo)
+			want := tt.want(s.JobID + "-0")
+			got := h.waitPhase(t, s.JobID, want.Phase)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Status (-want +got):\n%s", diff)
+			}
+			if got := h.log(t, s.JobID, 0); got != "before\nafter\n" {
+				t.Errorf("log = %q, want both lines, across the restart", got)
+			}
+		})
+	}
+}
+
+func TestKillStopsAnAdoptedRank(t *testing.T) {
+	t.Parallel()
+	old := newHarness(t, t.TempDir())
+	s := newSpec(`sleep 600 & echo $!; wait`, 1)
+	old.start(t, s)
+	sup := old.pid(t, s.JobID, 0)
+	kid := childPids(t, old, s.JobID, 1)[0]
+	kidInfo, err := readProc(kid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := restart(t, old, nil, nil)
+
+	if err := h.e.Kill(context.Background(), s.JobID); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	want := Status{
+		Phase: PhaseFailed, Reason: ReasonKilled, ExitCode: 143, Message: "killed",
+		Pods: []PodStatus{{Name: s.JobID + "-0", ExitCode: intp(143)}},
+	}
+	got, _ := h.e.Status(context.Background(), s.JobID)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Status (-want +got):\n%s", diff)
+	}
+	if alive(kid, kidInfo.start) {
+		t.Errorf("the adopted rank's child %d survives Kill", kid)
+	}
+	// Not our child: its reaper is the old executor's goroutine.
+	waitFor(t, "the supervisor to be reaped", func() bool { return groupGone(sup.Pid) })
+}
+
+func TestRankThatEndedWhileNoExecutorRan(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name          string
+		killSup       bool // SIGKILL the supervisor, so nothing records the end
+		killCommand   bool // SIGKILL the command's process group
+		wantRecovered bool
+		want          func(pod string, sup int) Status
+	}{
+		{
+			name: "the command was killed; its supervisor recorded it", killCommand: true,
+			want: func(pod string, _ int) Status {
+				return Status{
+					Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 137,
+					Message: fmt.Sprintf("rank 0 (pod %s) was killed by signal 9 (killed)", pod),
+					Pods:    []PodStatus{{Name: pod, ExitCode: intp(137)}},
+				}
+			},
+		},
+		{
+			name: "the supervisor and the command were killed", killSup: true, killCommand: true, wantRecovered: true,
+			want: func(pod string, sup int) Status {
+				return Status{
+					Phase: PhaseFailed, Reason: ReasonUnrecorded, ExitCode: -1,
+					Message: fmt.Sprintf("rank 0's process (pid %d) ended while falcon was not running; its exit status was not recorded", sup),
+					Pods:    []PodStatus{{Name: pod}},
+				}
+			},
+		},
+		{
+			name: "only the supervisor was killed", killSup: true, wantRecovered: true,
+			want: func(pod string, sup int) Status {
+				return Status{
+					Phase: PhaseFailed, Reason: ReasonUnrecorded, ExitCode: -1,
+					Message: fmt.Sprintf("rank 0's process (pid %d) ended while falcon was not running; its exit status was not recorded"+
+						" (falcon stopped the processes it left behind)", sup),
+					Pods: []PodStatus{{Name: pod}},
+				}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			old := newHarness(t, dir)
-			s := newSpec(`sleep 600 & wait`, 2)
+			s := newSpec(`echo $$; sleep 600 & wait`, 1)
 			old.start(t, s)
-			pids := []pidRecord{old.pid(t, s.JobID, 0), old.pid(t, s.JobID, 1)}
-			old.e.abandon()
-			if tt.dropPidFile {
-				if err := os.Remove(layout{dir}.pidFile(s.JobID, 1)); err != nil {
-					t.Fatal(err)
-				}
+			sup := old.pid(t, s.JobID, 0)
+			command := childPids(t, old, s.JobID, 1)[0] // the shell, leader of the rank's group
+			var wantRecovered []string
+			if tt.wantRecovered {
+				wantRecovered = []string{s.JobID}
 			}
 
-			h := newHarness(t, dir)
-			if !tt.skipRecover {
-				got, err := h.e.Recover(context.Background())
-				if err != nil {
-					t.Fatalf("Recover: %v", err)
+			h := restart(t, old, wantRecovered, func() {
+				if tt.killSup {
+					if err := syscall.Kill(sup.Pid, syscall.SIGKILL); err != nil {
+						t.Fatal(err)
+					}
+					waitFor(t, "the supervisor to die", func() bool { return !alive(sup.Pid, sup.StartTicks) })
 				}
-				if diff := cmp.Diff([]string{s.JobID}, got); diff != "" {
-					t.Errorf("Recover (-want +got):\n%s", diff)
+				if tt.killCommand {
+					if err := syscall.Kill(-command, syscall.SIGKILL); err != nil {
+						t.Fatal(err)
+					}
+					waitFor(t, "the command to die", func() bool { return groupGone(command) })
 				}
-			}
+				if !tt.killSup {
+					waitFor(t, "the supervisor to record the end", func() bool {
+						_, err := os.Stat(layout{dir}.exitFile(s.JobID, 0))
+						return err == nil
+					})
+				}
+			})
 			got, err := h.e.Status(context.Background(), s.JobID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Status{
-				Phase: PhaseFailed, Reason: ReasonLost, ExitCode: -1,
-				Message: fmt.Sprintf("processes lost: falcon restarted while the job was running (rank 0 was pid %d, %s)",
-					pids[0].Pid, tt.wantRankOnePid(pids[1].Pid)),
-				Pods: []PodStatus{{Name: s.JobID + "-0", Rank: 0}, {Name: s.JobID + "-1", Rank: 1}},
-			}
+			want := tt.want(s.JobID+"-0", sup.Pid)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Status (-want +got):\n%s", diff)
 			}
-			// The old executor's reapers collect the leaders asynchronously.
-			for _, p := range pids {
-				waitFor(t, fmt.Sprintf("process group %d to disappear", p.Pid), func() bool { return groupGone(p.Pid) })
-			}
-			// Nothing of the crashed executor may linger either.
-			done := make(chan struct{})
-			go func() { old.e.wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(waitTimeout):
-				t.Fatal("the crashed executor's goroutines did not end")
-			}
-
-			// The job is over as far as the executor is concerned.
-			if err := h.e.Start(context.Background(), s); err != nil {
-				t.Fatalf("Start: %v", err)
-			}
-			if got := jobLeaders(s.JobID); len(got) != 0 {
-				t.Errorf("Start after recovery started processes %v", got)
-			}
+			waitFor(t, "the command's group to be gone", func() bool { return groupGone(command) })
 		})
+	}
+}
+
+func TestRankThatFailedWhileNoExecutorRanStopsItsSiblings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := mkfifo(t)
+	old := newHarness(t, dir)
+	s := newSpec(`if [ "$FALCON_RANK" = 0 ]; then read x < "$FIFO"; exit 1; fi; sleep 600 & wait`, 2)
+	s.Envs = map[string]string{"FIFO": fifo}
+	old.start(t, s)
+	sibling := old.pid(t, s.JobID, 1)
+
+	h := restart(t, old, nil, func() {
+		release(t, fifo)
+		waitFor(t, "rank 0 to record its failure", func() bool {
+			_, err := os.Stat(layout{dir}.exitFile(s.JobID, 0))
+			return err == nil
+		})
+	})
+	got := h.waitEnded(t, s.JobID)
+	want := Status{
+		Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 1,
+		Message: fmt.Sprintf("rank 0 (pod %s-0) exited with code 1", s.JobID),
+		Pods: []PodStatus{
+			{Name: s.JobID + "-0", Rank: 0, ExitCode: intp(1)},
+			{Name: s.JobID + "-1", Rank: 1, ExitCode: intp(128 + 15)},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Status (-want +got):\n%s", diff)
+	}
+	waitFor(t, "the sibling's supervisor to be reaped", func() bool { return groupGone(sibling.Pid) })
+}
+
+// A Kill writes its intent before its first signal; if Falcon stops right
+// after, the next executor finishes the Kill, and the job is Killed, never a
+// mystery.
+func TestKillInterruptedByARestartIsFinished(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old := newHarness(t, dir)
+	s := newSpec(`sleep 600 & wait`, 2)
+	old.start(t, s)
+
+	h := restart(t, old, nil, func() {
+		if err := writeJSONAtomic(layout{dir}.stopFile(s.JobID), stopRecord{End: endKilled}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	got := h.waitEnded(t, s.JobID)
+	want := Status{
+		Phase: PhaseFailed, Reason: ReasonKilled, ExitCode: 143, Message: "killed",
+		Pods: []PodStatus{
+			{Name: s.JobID + "-0", Rank: 0, ExitCode: intp(143)},
+			{Name: s.JobID + "-1", Rank: 1, ExitCode: intp(143)},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Status (-want +got):\n%s", diff)
 	}
 }
 
@@ -644,6 +911,9 @@ func TestRecoverLeavesRecycledPidsAlone(t *testing.T) {
 	}{
 		{name: "same pid, other start time", mangle: func(p *pidRecord) { p.StartTicks++ }},
 		{name: "same process, earlier boot", mangle: func(p *pidRecord) { p.BootID = "an-earlier-boot" }},
+		// Pid, start time and boot all match, but it is no supervisor of
+		// this rank: only a hand-written pid file could say so.
+		{name: "same process, not a supervisor", mangle: func(*pidRecord) {}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -692,8 +962,13 @@ func TestRecoverLeavesRecycledPidsAlone(t *testing.T) {
 				t.Error("Recover killed a process that was not the job's")
 			}
 			st, _ := h.e.Status(context.Background(), jobID)
-			if st.Reason != ReasonLost {
-				t.Errorf("Status = %+v, want Lost", st)
+			want := Status{
+				Phase: PhaseFailed, Reason: ReasonUnrecorded, ExitCode: -1,
+				Message: fmt.Sprintf("rank 0's process (pid %d) ended while falcon was not running; its exit status was not recorded", info.pid),
+				Pods:    []PodStatus{{Name: jobID + "-0"}},
+			}
+			if diff := cmp.Diff(want, st); diff != "" {
+				t.Errorf("Status (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -713,14 +988,6 @@ func TestRestartReportsFinishedJobsFromDisk(t *testing.T) {
 			name: "killed", command: "sleep 600", want: PhaseFailed,
 			finish: func(t *testing.T, h *harness, jobID string) {
 				if err := h.e.Kill(context.Background(), jobID); err != nil {
-					t.Fatal(err)
-				}
-			},
-		},
-		{
-			name: "shut down", command: "sleep 600", want: PhaseFailed,
-			finish: func(t *testing.T, h *harness, jobID string) {
-				if err := h.e.Shutdown(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -771,28 +1038,37 @@ func TestRestartReportsFinishedJobsFromDisk(t *testing.T) {
 	}
 }
 
-func TestShutdownKillsRunningJobs(t *testing.T) {
+func TestShutdownLeavesRanksRunning(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, t.TempDir())
+	dir := t.TempDir()
+	h := newHarness(t, dir)
 	s := newSpec(`sleep 600 & wait`, 2)
 	h.start(t, s)
-	pids := []int{h.pid(t, s.JobID, 0).Pid, h.pid(t, s.JobID, 1).Pid}
+	pids := []pidRecord{h.pid(t, s.JobID, 0), h.pid(t, s.JobID, 1)}
 
 	if err := h.e.Shutdown(context.Background()); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	for _, pid := range pids {
-		if !groupGone(pid) {
-			t.Errorf("process group %d survives Shutdown", pid)
+	for _, p := range pids {
+		if !alive(p.Pid, p.StartTicks) {
+			t.Errorf("supervisor %d did not survive Shutdown", p.Pid)
 		}
-	}
-	got, _ := h.e.Status(context.Background(), s.JobID)
-	want := fmt.Sprintf("processes lost: falcon shut down while the job was running (rank 0 was pid %d, rank 1 was pid %d)", pids[0], pids[1])
-	if got.Reason != ReasonLost || got.Message != want {
-		t.Errorf("Status = %+v, want Lost with message %q", got, want)
 	}
 	if err := h.e.Start(context.Background(), newSpec("true", 1)); !errors.Is(err, ErrClosed) {
 		t.Errorf("Start after Shutdown = %v, want ErrClosed", err)
+	}
+	if err := h.e.Kill(context.Background(), s.JobID); !errors.Is(err, ErrClosed) {
+		t.Errorf("Kill after Shutdown = %v, want ErrClosed", err)
+	}
+	for _, p := range pids {
+		if !alive(p.Pid, p.StartTicks) {
+			t.Errorf("Kill after Shutdown stopped supervisor %d", p.Pid)
+		}
+	}
+	// The next executor takes them over (and its cleanup kills them).
+	next := newHarness(t, dir)
+	if st := next.waitPhase(t, s.JobID, PhaseRunning); st.Message != "2/2 processes running" {
+		t.Errorf("adopted job: %+v", st)
 	}
 }
 
@@ -908,6 +1184,9 @@ func TestSummarize(t *testing.T) {
 	exited := func(code, s int) *exitRecord { return &exitRecord{End: endExited, Code: intp(code), Time: at(s)} }
 	stopped := func(end string, sig, s int) *exitRecord { return &exitRecord{End: end, Signal: sig, Time: at(s)} }
 	lost := func(end string, pid int) *exitRecord { return &exitRecord{End: end, Pid: pid, Time: t0} }
+	unrecorded := func(pid int, unwatched bool, detail string) *exitRecord {
+		return &exitRecord{End: endUnrecorded, Pid: pid, Unwatched: unwatched, Detail: detail, Time: t0}
+	}
 	views := func(exits ...*exitRecord) []rankView {
 		v := make([]rankView, len(exits))
 		for i, x := range exits {
@@ -951,16 +1230,40 @@ func TestSummarize(t *testing.T) {
 			want:  Status{Phase: PhaseFailed, Reason: ReasonKilled, ExitCode: 143, Message: "killed"},
 		},
 		{
-			name:  "lost names every lost rank",
-			ranks: views(lost(endLost, 41), lost(endLost, 0)),
-			want: Status{Phase: PhaseFailed, Reason: ReasonLost, ExitCode: -1,
-				Message: "processes lost: falcon restarted while the job was running (rank 0 was pid 41, rank 1 had not recorded its pid)"},
+			name:  "ended while falcon was not running, naming the others that did",
+			ranks: views(unrecorded(41, true, ""), nil, unrecorded(42, true, "")),
+			want: Status{Phase: PhaseFailed, Reason: ReasonUnrecorded, ExitCode: -1,
+				Message: "rank 0's process (pid 41) ended while falcon was not running; its exit status was not recorded; so did rank 2"},
 		},
 		{
-			name:  "shut down",
+			name:  "ended unrecorded while falcon watched",
+			ranks: views(unrecorded(41, false, "its supervisor was killed by signal 9 (killed)")),
+			want: Status{Phase: PhaseFailed, Reason: ReasonUnrecorded, ExitCode: -1,
+				Message: "rank 0's process (pid 41) ended without recording its exit status (its supervisor was killed by signal 9 (killed))"},
+		},
+		{
+			name:  "never recorded as started",
+			ranks: views(exited(0, 0), unrecorded(0, true, "")),
+			want: Status{Phase: PhaseFailed, Reason: ReasonUnrecorded, ExitCode: -1,
+				Message: "rank 1 (pod j-1) has no recorded process and none runs: falcon stopped while starting it"},
+		},
+		{
+			name:  "stopped by an older falcon when it restarted",
+			ranks: views(lost(endLost, 41), lost(endLost, 0)),
+			want: Status{Phase: PhaseFailed, Reason: ReasonStopped, ExitCode: -1,
+				Message: "falcon stopped the job's processes when it restarted (rank 0 was pid 41, rank 1 had not recorded its pid)"},
+		},
+		{
+			name:  "stopped by an older falcon when it shut down",
 			ranks: views(lost(endShutdown, 7)),
-			want: Status{Phase: PhaseFailed, Reason: ReasonLost, ExitCode: -1,
-				Message: "processes lost: falcon shut down while the job was running (rank 0 was pid 7)"},
+			want: Status{Phase: PhaseFailed, Reason: ReasonStopped, ExitCode: -1,
+				Message: "falcon stopped the job's processes when it shut down (rank 0 was pid 7)"},
+		},
+		{
+			name:  "stopped for a sibling whose failure no marker records",
+			ranks: views(stopped(endSibling, 15, 0)),
+			want: Status{Phase: PhaseFailed, Reason: ReasonUnrecorded, ExitCode: -1,
+				Message: "the ranks' exit markers are inconsistent: some were stopped for a failure none records"},
 		},
 		{
 			name:  "start failed",
@@ -992,8 +1295,8 @@ func TestParseStat(t *testing.T) {
 		line string
 		want procInfo
 	}{
-		{"plain", "100 (sleep) S 1 100" + rest, procInfo{pid: 100, state: 'S', ppid: 1, pgrp: 100, start: 12345}},
-		{"command with spaces and parens", "100 (a) b) (c) Z 7 99" + rest, procInfo{pid: 100, state: 'Z', ppid: 7, pgrp: 99, start: 12345}},
+		{"plain", "100 (sleep) S 1 100" + rest, procInfo{pid: 100, state: 'S', ppid: 1, pgrp: 100, sid: 6, start: 12345}},
+		{"command with spaces and parens", "100 (a) b) (c) Z 7 99" + rest, procInfo{pid: 100, state: 'Z', ppid: 7, pgrp: 99, sid: 6, start: 12345}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

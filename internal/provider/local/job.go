@@ -2,7 +2,9 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"slices"
@@ -25,24 +27,33 @@ type job struct {
 
 	mu        sync.Mutex
 	ranks     []*rank
-	stopping  string // the end recorded for ranks that end from now on; "" while nobody stops the job
-	recovered bool   // Recover-style lost markers were written when the job was loaded
+	stopping  string // the end Falcon is stopping the job with (its stop file); "" while nobody stops it
+	recovered bool   // ranks that ended unrecorded were found when the job was loaded
 }
 
-// rank is one process group: a pod on a real cluster.
+// rank is one rank's supervisor, and through it the rank's process group:
+// a pod on a real cluster.
 type rank struct {
 	index int
 	pod   string
-	cmd   *exec.Cmd // nil unless this executor started it
-	pid   int       // leader pid = process group ID
-	done  chan struct{}
-	exit  *exitRecord // guarded by job.mu; set once, immutable after
+	pid   int // the supervisor's pid, as in the pid file; 0 if unknown
 
-	sigMu sync.Mutex
-	// exiting is set by the reaper once the leader has exited; from then on
-	// only the reaper may signal the group, because only it knows when the
-	// leader is reaped and the group ID may be recycled.
-	exiting bool
+	// How to reach the supervisor; nil if it never ran under this executor.
+	// A child is signalled through os.Process (pinned until reaped); an
+	// adopted one through a pidfd, which is also how its exit is seen.
+	sig    func(syscall.Signal) error
+	pfd    *pidfd        // adopted only
+	exited chan struct{} // child only: closed once it has been reaped
+	status string        // child only: how it ended ("was killed by signal 9"); set before exited closes
+
+	done chan struct{}
+	exit *exitRecord // guarded by job.mu; set once, immutable after
+}
+
+func (r *rank) signal(sig syscall.Signal) {
+	if r.sig != nil {
+		_ = r.sig(sig) // it may have ended already: then there is nothing to stop
+	}
 }
 
 func (j *job) views() []rankView {
@@ -157,7 +168,9 @@ func (e *Executor) start(j *job, s Spec) (persisted bool, err error) {
 		started = append(started, r)
 	}
 	if err != nil {
-		j.stopping = endSibling
+		if ierr := e.intendLocked(j, endSibling); ierr != nil {
+			e.log.Error("cannot record why a job is stopped", "job", s.JobID, "err", ierr)
+		}
 		if len(started) > 0 {
 			e.spawn(func() { _ = e.terminate(context.Background(), started) })
 		}
@@ -167,15 +180,17 @@ func (e *Executor) start(j *job, s Spec) (persisted bool, err error) {
 	return true, nil
 }
 
+// startRank starts the rank's supervisor (see supervise), records its pid,
+// and watches it.
 func (e *Executor) startRank(j *job, r *rank, command string, env []string) error {
-	// Every started process needs its reaper, so the reaper's slot is taken
-	// before the process exists; Shutdown then cannot miss it.
+	// Every started supervisor needs its watcher, so the watcher's slot is
+	// taken before the process exists; Shutdown then cannot miss it.
 	if !e.hold() {
 		return ErrClosed
 	}
-	reaping := false
+	watching := false
 	defer func() {
-		if !reaping {
+		if !watching {
 			e.wg.Done()
 		}
 	}()
@@ -183,21 +198,52 @@ func (e *Executor) startRank(j *job, r *rank, command string, env []string) erro
 	if err != nil {
 		return err
 	}
-	defer logf.Close() // the child has its own descriptor
-	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Dir = e.layout.rankDir(j.id, r.index)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	defer logf.Close() // the supervisor has its own descriptor, and hands it to the command
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
 		return err
 	}
-	r.cmd, r.pid = cmd, cmd.Process.Pid
-	// Nobody reaps the child before reap runs, so /proc/<pid> exists even
-	// if it has already exited.
+	defer readyR.Close()
+	cmd := &exec.Cmd{
+		Path: supervisorExe,
+		Args: supervisorArgs(e.layout.exitFile(j.id, r.index), e.layout.stopFile(j.id), command),
+		Dir:  e.layout.rankDir(j.id, r.index),
+		// Last, so that a task's env var of the same name cannot unset it.
+		Env:    append(slices.Clip(env), supervisorEnv+"=1"),
+		Stdout: logf, Stderr: logf,
+		ExtraFiles: []*os.File{readyW}, // readyFD
+		// A session of its own: a terminal's Ctrl-C or hangup meant for
+		// `falcon dev` must not reach the ranks, which outlive it.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	// Not counted in e.wg: it returns only when the supervisor ends, which
+	// may be long after Shutdown. It only reaps; the watcher decides.
+	go func() {
+		err := cmd.Wait()
+		r.status = describeWait(cmd.ProcessState, err)
+		close(exited)
+	}()
+	// The supervisor starts the command only after it is ready, so one
+	// that never gets there has run nothing and can simply be killed.
+	_ = readyR.SetReadDeadline(time.Now().Add(killWait))
+	if n, _ := readyR.Read(make([]byte, 1)); n != 1 {
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("the rank's supervisor (%s) did not start: it %s", supervisorExe, r.status)
+	}
+	r.pid, r.exited = cmd.Process.Pid, exited
+	r.sig = func(s syscall.Signal) error { return cmd.Process.Signal(s) }
+	// Nobody reaps the child before its Wait, so /proc/<pid> exists even if
+	// it has already exited.
 	info, err := readProc(r.pid)
 	if err != nil {
-		e.log.Warn("cannot read the start time of a rank; a restart will identify it by its environment only",
+		e.log.Warn("cannot read the start time of a rank's supervisor; a restart will identify it by its environment",
 			"job", j.id, "pod", r.pod, "err", err)
 	}
 	pr := pidRecord{Pid: r.pid, StartTicks: info.start, BootID: e.boot, Started: e.clock.Now()}
@@ -205,103 +251,175 @@ func (e *Executor) startRank(j *job, r *rank, command string, env []string) erro
 		// Keep it running: a restart still finds it by its environment.
 		e.log.Error("cannot record a rank's pid", "job", j.id, "pod", r.pod, "err", err)
 	}
-	reaping = true
+	watching = true
 	go func() {
 		defer e.wg.Done()
-		e.reap(j, r)
+		e.watch(j, r)
 	}()
 	return nil
 }
 
-// reap waits for a rank's leader to exit and records how it ended. Its steps:
-//  1. wait for the leader to exit, leaving it an unreaped zombie;
-//  2. take over signalling the group from Kill (exiting);
-//  3. SIGKILL what the leader left in its group, as a pod's processes die
-//     with its main container, and wait until they are gone;
-//  4. reap the leader (after which its group ID may be recycled);
-//  5. write the exit marker and, if this is the job's first failure, stop
-//     the other ranks: a slice with a dead rank is useless;
-//  6. tell the controller.
-func (e *Executor) reap(j *job, r *rank) {
-	var werr error
-	if err := waitExited(r.pid); err != nil {
-		// Not expected. Without the pinned zombie the group cannot be
-		// signalled safely after the leader exits, so stragglers are left
-		// alone rather than risk signalling a recycled group.
-		e.log.Error("waitid on a rank failed", "job", j.id, "pod", r.pod, "err", err)
-		werr = r.cmd.Wait()
-		r.sigMu.Lock()
-		r.exiting = true
-		r.sigMu.Unlock()
-	} else {
-		r.sigMu.Lock()
-		r.exiting = true
-		r.sigMu.Unlock()
-		e.killStragglers(j.id, r.pid)
-		werr = r.cmd.Wait()
+// describeWait says how a supervisor process ended, for the rare exit
+// marker the executor has to write in its place.
+func describeWait(ps *os.ProcessState, err error) string {
+	if ps == nil {
+		return fmt.Sprintf("could not be waited for (%v)", err)
 	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+	}
+	return fmt.Sprintf("exited with code %d", ps.ExitCode())
+}
 
-	x := exitRecord{End: endExited, Pid: r.pid}
-	if ps := r.cmd.ProcessState; ps != nil {
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			x.Signal = int(ws.Signal())
-		} else {
-			c := ps.ExitCode()
-			x.Code = &c
+// watch waits for a rank's supervisor to end and settles the rank, unless
+// the executor is shut down first: then the rank is left to the next
+// executor, which adopts it.
+func (e *Executor) watch(j *job, r *rank) {
+	if r.pfd != nil {
+		defer r.pfd.close() // signalling a closed pidfd fails harmlessly
+		if err := r.pfd.wait(); err != nil {
+			return // closed by Shutdown
 		}
 	} else {
-		c := -1
-		x.Code, x.Detail = &c, fmt.Sprintf("wait: %v", werr)
+		select {
+		case <-r.exited:
+		case <-e.detached:
+			return
+		}
 	}
-	if e.abandoned.Load() {
-		close(r.done)
+	select {
+	case <-e.detached:
 		return
+	default:
 	}
+	e.settle(j, r)
+}
 
+// settle records how a rank whose supervisor has ended finished. Its steps:
+//  1. read the exit marker the supervisor wrote before it exited;
+//  2. if there is none (the supervisor was SIGKILLed, or could not write),
+//     kill what the rank left running, since nothing can report on it any
+//     more, and write a marker that says the exit status is unknown;
+//  3. publish the end, and if it is the job's first failure stop the other
+//     ranks: a slice with a dead rank is useless;
+//  4. tell the controller.
+func (e *Executor) settle(j *job, r *rank) {
+	x, err := e.readExit(j.id, r.index)
+	if err != nil {
+		detail := ""
+		if r.status != "" {
+			detail = "its supervisor " + r.status
+		}
+		x = exitRecord{End: endUnrecorded, Pid: r.pid, Detail: e.reapOrphans(j.id, []int{r.index}, detail)}
+		j.mu.Lock()
+		if j.stopping != "" {
+			x.End = j.stopping // Falcon was stopping it: that is why it ended
+		}
+		j.mu.Unlock()
+		x = e.writeFallbackExit(j.id, r.index, x)
+	}
+	e.finish(j, r, x)
+}
+
+// readExit reads a rank's exit marker. An unreadable one (the task shares
+// the directory and may have written it) counts as missing.
+func (e *Executor) readExit(jobID string, rank int) (exitRecord, error) {
+	var x exitRecord
+	err := readJSON(e.layout.exitFile(jobID, rank), &x)
+	if err != nil && !notExist(err) {
+		e.log.Warn("unreadable exit marker; treating it as missing", "job", jobID, "rank", rank, "err", err)
+	}
+	return x, err
+}
+
+// writeFallbackExit writes x as the rank's marker unless one appeared since
+// it was found missing, which then wins; it returns the marker in force.
+func (e *Executor) writeFallbackExit(jobID string, rank int, x exitRecord) exitRecord {
+	x.Time = e.clock.Now()
+	err := writeJSONNew(e.layout.exitFile(jobID, rank), x)
+	if errors.Is(err, fs.ErrExist) {
+		if got, rerr := e.readExit(jobID, rank); rerr == nil {
+			return got
+		}
+	} else if err != nil {
+		// Memory still has it; after a restart the rank is settled again.
+		e.log.Error("cannot record how a rank ended", "job", jobID, "rank", rank, "err", err)
+	}
+	return x
+}
+
+// reapOrphans kills what is left of ranks whose supervisors are gone and
+// returns detail, saying so if it found anything.
+func (e *Executor) reapOrphans(jobID string, ranks []int, detail string) string {
+	killed, err := e.killOrphans(context.Background(), jobID, ranks)
+	if err != nil {
+		e.log.Error("cannot stop processes a rank left behind", "job", jobID, "ranks", ranks, "err", err)
+	}
+	if !killed {
+		return detail
+	}
+	if detail != "" {
+		detail += "; "
+	}
+	return detail + "falcon stopped the processes it left behind"
+}
+
+// finish publishes how a rank ended (its marker is already on disk) and
+// reacts to it: see settle.
+func (e *Executor) finish(j *job, r *rank, x exitRecord) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.stopping != "" {
-		x.End = j.stopping
-	} else if x.rootCause() {
-		j.stopping = endSibling
-		var siblings []*rank
-		for _, s := range j.ranks {
-			if s != r && s.exit == nil {
-				siblings = append(siblings, s)
-			}
-		}
-		if len(siblings) > 0 {
-			e.spawn(func() { _ = e.terminate(context.Background(), siblings) })
-		}
+	if r.exit != nil {
+		return
+	}
+	if j.stopping == "" && x.rootCause() {
+		e.stopSiblingsLocked(j, r)
 	}
 	e.log.Info("rank ended", "job", j.id, "pod", r.pod, "end", x.End, "exitCode", x.logCode())
-	e.recordLocked(j, r, x)
+	r.exit = &x
+	close(r.done)
+	e.notify(j.id)
 }
 
-// killStragglers kills and waits out every process left in the group of a
-// leader that has exited but is not reaped yet (so pgid is still ours).
-func (e *Executor) killStragglers(jobID string, pgid int) {
-	deadline := time.Now().Add(killWait)
-	for {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		procs, err := scanProcs()
-		if err != nil || !slices.ContainsFunc(procs, func(p procInfo) bool { return p.pgrp == pgid && p.live() }) {
-			return
+// stopSiblingsLocked stops every running rank but failed, because failed
+// failed the job. The caller holds j.mu.
+func (e *Executor) stopSiblingsLocked(j *job, failed *rank) {
+	var siblings []*rank
+	for _, s := range j.ranks {
+		if s != failed && s.exit == nil {
+			siblings = append(siblings, s)
 		}
-		if time.Now().After(deadline) {
-			e.log.Error("processes survive SIGKILL", "job", jobID, "pgid", pgid)
-			return
-		}
-		time.Sleep(pollInterval)
 	}
+	if len(siblings) == 0 {
+		return
+	}
+	// Stopped anyway if the stop file cannot be written: the job has
+	// failed, and the siblings' markers are later than the failure, so the
+	// failure stays the culprit.
+	if err := e.intendLocked(j, endSibling); err != nil {
+		e.log.Error("cannot record why a job is stopped", "job", j.id, "err", err)
+	}
+	e.spawn(func() { _ = e.terminate(context.Background(), siblings) })
 }
 
-// recordLocked writes r's exit marker, publishes it in memory and tells the
-// controller. The caller holds j.mu.
+// intendLocked records that Falcon stops the job with end, before any
+// signal is sent, so every rank that ends from now on is recorded with it
+// by its supervisor, even across a restart. The first intent wins. The
+// caller holds j.mu.
+func (e *Executor) intendLocked(j *job, end string) error {
+	if j.stopping != "" {
+		return nil
+	}
+	j.stopping = end
+	return writeJSONAtomic(e.layout.stopFile(j.id), stopRecord{End: end, Time: e.clock.Now()})
+}
+
+// recordLocked writes a marker for a rank that has no supervisor to write
+// one (it never started), publishes it and tells the controller. The caller
+// holds j.mu.
 func (e *Executor) recordLocked(j *job, r *rank, x exitRecord) {
 	x.Time = e.clock.Now()
 	if err := writeJSONAtomic(e.layout.exitFile(j.id, r.index), x); err != nil {
-		// Memory still has it; after a restart the rank will look lost.
 		e.log.Error("cannot record how a rank ended", "job", j.id, "pod", r.pod, "err", err)
 	}
 	r.exit = &x
@@ -309,17 +427,8 @@ func (e *Executor) recordLocked(j *job, r *rank, x exitRecord) {
 	e.notify(j.id)
 }
 
-// signal sends sig to the rank's process group unless its leader has
-// exited, in which case the reaper is already killing the group.
-func (r *rank) signal(sig syscall.Signal) {
-	r.sigMu.Lock()
-	defer r.sigMu.Unlock()
-	if r.cmd != nil && !r.exiting {
-		_ = syscall.Kill(-r.pid, sig)
-	}
-}
-
-// stop terminates the job's running ranks, recording end for them.
+// stop terminates the job's running ranks, recording end for them. The
+// intent is on disk before the first signal, or stop fails without one.
 func (e *Executor) stop(ctx context.Context, j *job, end string) error {
 	j.mu.Lock()
 	var running []*rank
@@ -328,8 +437,12 @@ func (e *Executor) stop(ctx context.Context, j *job, end string) error {
 			running = append(running, r)
 		}
 	}
-	if len(running) > 0 && j.stopping == "" {
-		j.stopping = end
+	if len(running) > 0 {
+		if err := e.intendLocked(j, end); err != nil {
+			j.stopping = ""
+			j.mu.Unlock()
+			return fmt.Errorf("stop job %s: %w", j.id, err)
+		}
 	}
 	j.mu.Unlock()
 	if len(running) == 0 {
@@ -338,25 +451,35 @@ func (e *Executor) stop(ctx context.Context, j *job, end string) error {
 	return e.terminate(ctx, running)
 }
 
-// terminate sends SIGTERM, waits the grace period, sends SIGKILL, and
-// returns when every rank has been reaped and recorded (or ctx ends).
+// terminate asks the ranks' supervisors to SIGTERM their process groups,
+// after the grace period to SIGKILL them, and returns when every rank has
+// been recorded (or ctx ends, or the executor shuts down). A supervisor
+// that does not answer within killWait is SIGKILLed itself; its watcher
+// then kills what it left.
 func (e *Executor) terminate(ctx context.Context, ranks []*rank) error {
 	for _, r := range ranks {
 		r.signal(syscall.SIGTERM)
 	}
-	if done, err := waitDone(ctx, ranks, e.clock.After(e.killGrace)); done || err != nil {
+	if done, err := e.waitDone(ctx, ranks, e.clock.After(e.killGrace)); done || err != nil {
 		return err
 	}
 	for _, r := range ranks {
+		r.signal(sigKillGroup)
+	}
+	if done, err := e.waitDone(ctx, ranks, time.After(killWait)); done || err != nil {
+		return err
+	}
+	e.log.Error("rank supervisors do not answer; killing them", "ranks", len(ranks))
+	for _, r := range ranks {
 		r.signal(syscall.SIGKILL)
 	}
-	_, err := waitDone(ctx, ranks, nil)
+	_, err := e.waitDone(ctx, ranks, nil)
 	return err
 }
 
 // waitDone waits until every rank is recorded (true), timeout fires (false),
-// or ctx ends. A nil timeout never fires.
-func waitDone(ctx context.Context, ranks []*rank, timeout <-chan time.Time) (bool, error) {
+// ctx ends, or the executor shuts down. A nil timeout never fires.
+func (e *Executor) waitDone(ctx context.Context, ranks []*rank, timeout <-chan time.Time) (bool, error) {
 	for _, r := range ranks {
 		select {
 		case <-r.done:
@@ -364,14 +487,26 @@ func waitDone(ctx context.Context, ranks []*rank, timeout <-chan time.Time) (boo
 			return false, nil
 		case <-ctx.Done():
 			return false, ctx.Err()
+		case <-e.detached:
+			return false, ErrClosed
 		}
 	}
 	return true, nil
 }
 
-// load reads the job from disk. A rank without a valid exit marker was left
-// running by an earlier Falcon process: its processes are killed and it is
-// recorded as lost. present is false if the job is not on disk.
+// load reads the job from disk, as an earlier executor (or this one, before
+// a restart of the process) left it. Its steps:
+//  1. read job.json and the stop file;
+//  2. take each rank's exit marker as its end;
+//  3. adopt each rank without one whose supervisor still runs: the pid
+//     file's pid with the same start time and boot, or, if the pid file was
+//     never written, a supervisor found by its environment;
+//  4. for the rest, whose supervisors ended unrecorded while no executor
+//     watched, kill what they left and write markers that say so;
+//  5. go on stopping the job if it was being stopped, or if a rank failed
+//     while no executor watched.
+//
+// present is false if the job is not on disk.
 func (e *Executor) load(ctx context.Context, j *job) (present bool, err error) {
 	var rec jobRecord
 	if err := readJSON(e.layout.jobFile(j.id), &rec); err != nil {
@@ -383,88 +518,163 @@ func (e *Executor) load(ctx context.Context, j *job) (present bool, err error) {
 	if rec.Replica < 1 {
 		return false, fmt.Errorf("%s: replica %d", e.layout.jobFile(j.id), rec.Replica)
 	}
-	var lost []lostRank
+	if st, err := readStop(e.layout.stopFile(j.id)); err == nil {
+		j.stopping = st.End
+	} else if !notExist(err) {
+		return false, err
+	}
 	ranks := make([]*rank, rec.Replica)
+	var adopted, gone []*rank
 	for i := range ranks {
 		r := &rank{index: i, pod: podName(j.id, i), done: make(chan struct{})}
 		ranks[i] = r
-		var x exitRecord
-		err := readJSON(e.layout.exitFile(j.id, i), &x)
-		if err == nil {
+		if x, err := e.readExit(j.id, i); err == nil {
 			r.exit = &x
 			close(r.done)
 			continue
 		}
-		if !notExist(err) {
-			// Possibly written by the task itself (it shares the directory);
-			// its processes may still run, so treat it like a missing one.
-			e.log.Warn("unreadable exit marker; treating the rank as lost", "job", j.id, "rank", i, "err", err)
+		if e.adopt(j.id, r) {
+			adopted = append(adopted, r)
+			continue
 		}
-		l := lostRank{rank: r}
-		var p pidRecord
-		if err := readJSON(e.layout.pidFile(j.id, i), &p); err == nil {
-			l.pid = &p
+		// The supervisor may have written its marker and exited since.
+		if x, err := e.readExit(j.id, i); err == nil {
+			r.exit = &x
+			close(r.done)
+			continue
 		}
-		lost = append(lost, l)
+		gone = append(gone, r)
 	}
-	if len(lost) > 0 {
-		if err := e.killOrphans(ctx, j.id, lost); err != nil {
-			return false, err
+	if len(gone) > 0 {
+		idx := make([]int, len(gone))
+		for i, r := range gone {
+			idx[i] = r.index
 		}
-		j.mu.Lock()
-		defer j.mu.Unlock()
-		for _, l := range lost {
-			x := exitRecord{End: endLost}
-			if l.pid != nil {
-				x.Pid = l.pid.Pid
-			}
-			if err := os.MkdirAll(e.layout.rankDir(j.id, l.rank.index), 0o755); err != nil {
+		detail := e.reapOrphans(j.id, idx, "")
+		for _, r := range gone {
+			if err := os.MkdirAll(e.layout.rankDir(j.id, r.index), 0o755); err != nil {
 				return false, err
 			}
-			e.recordLocked(j, l.rank, x)
+			x := exitRecord{End: endUnrecorded, Pid: r.pid, Unwatched: true, Detail: detail}
+			if j.stopping != "" {
+				x.End = j.stopping
+			}
+			x = e.writeFallbackExit(j.id, r.index, x)
+			r.exit = &x
+			close(r.done)
 		}
 		j.recovered = true
-		e.log.Warn("job was running when falcon stopped; recorded as lost", "job", j.id, "ranks", len(lost))
+		e.log.Warn("ranks ended while falcon was not running, without a recorded exit status", "job", j.id, "ranks", idx)
 	}
+
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	j.ranks = ranks
+	for _, r := range adopted {
+		if !e.hold() {
+			r.pfd.close() // shutting down: leave the rank to the next executor
+			continue
+		}
+		go func() {
+			defer e.wg.Done()
+			e.watch(j, r)
+		}()
+	}
+	if len(adopted) > 0 {
+		e.log.Info("adopted running ranks", "job", j.id, "ranks", len(adopted))
+	}
+	switch {
+	case j.stopping != "":
+		if len(adopted) > 0 {
+			e.spawn(func() { _ = e.terminate(context.Background(), adopted) })
+		}
+	default:
+		for _, r := range ranks {
+			if r.exit != nil && r.exit.rootCause() {
+				e.stopSiblingsLocked(j, r)
+				break
+			}
+		}
+	}
 	return true, nil
 }
 
-type lostRank struct {
-	rank *rank
-	pid  *pidRecord // nil if the rank never recorded one
+// adopt makes r watch the rank's supervisor if it still runs, and reports
+// whether it does. A pid names the supervisor only with the recorded start
+// time in the same boot, and only if it carries the rank's environment: a
+// recycled pid, or a rank of a Falcon that ran its commands without a
+// supervisor, is not adopted.
+func (e *Executor) adopt(jobID string, r *rank) bool {
+	vars := []string{supervisorEnv + "=1", envJobID + "=" + jobID, envRank + "=" + strconv.Itoa(r.index)}
+	var p pidRecord
+	err := readJSON(e.layout.pidFile(jobID, r.index), &p)
+	switch {
+	case err == nil:
+		r.pid = p.Pid
+		if p.BootID != e.boot || p.Pid <= 0 {
+			return false
+		}
+	case notExist(err):
+		// Started, or about to be, by an executor that died before it
+		// wrote the pid file.
+		procs, serr := scanProcs()
+		if serr != nil {
+			return false
+		}
+		i := slices.IndexFunc(procs, func(q procInfo) bool { return q.live() && q.sid == q.pid && environHas(q.pid, vars...) })
+		if i < 0 {
+			return false
+		}
+		p = pidRecord{Pid: procs[i].pid, StartTicks: procs[i].start, BootID: e.boot, Started: e.clock.Now()}
+	default:
+		e.log.Warn("unreadable pid file", "job", jobID, "rank", r.index, "err", err)
+		return false
+	}
+	pfd, err := openPidfd(p.Pid)
+	if err != nil {
+		return false
+	}
+	// Checked after opening, so the pidfd is known to name this process.
+	info, err := readProc(p.Pid)
+	if err != nil || !info.live() || info.start != p.StartTicks || !environHas(p.Pid, vars...) {
+		pfd.close()
+		return false
+	}
+	if notExist(readJSON(e.layout.pidFile(jobID, r.index), &pidRecord{})) {
+		if err := writeJSONAtomic(e.layout.pidFile(jobID, r.index), p); err != nil {
+			e.log.Error("cannot record a rank's pid", "job", jobID, "rank", r.index, "err", err)
+		}
+	}
+	r.pid, r.pfd, r.sig = p.Pid, pfd, pfd.signal
+	return true
 }
 
-// killOrphans kills the process groups of lost ranks that still exist,
-// SIGTERM first and SIGKILL after the grace period. See Recover for how a
-// group is recognised as ours.
-func (e *Executor) killOrphans(ctx context.Context, jobID string, lost []lostRank) error {
+// killOrphans kills the process groups that ranks of the job left running
+// without a supervisor (it was SIGKILLed, say), SIGTERM first and SIGKILL
+// after the grace period, and reports whether there were any. Nothing can
+// ever report how such processes end, and a job must not hold the machine
+// after it is recorded as ended. A group is the job's if a live member
+// carries FALCON_JOB_ID and the rank's FALCON_RANK; see groupIsJobs.
+func (e *Executor) killOrphans(ctx context.Context, jobID string, ranks []int) (bool, error) {
 	procs, err := scanProcs()
 	if err != nil {
-		return err
+		return false, err
 	}
 	jobVar := envJobID + "=" + jobID
-	candidates := map[int]uint64{} // pgid -> leader start ticks, 0 if unknown
-	lostRanks := map[string]bool{}
-	for _, l := range lost {
-		lostRanks[envRank+"="+strconv.Itoa(l.rank.index)] = true
-		if p := l.pid; p != nil && p.Pid > 0 && p.BootID == e.boot {
-			candidates[p.Pid] = p.StartTicks
-		}
-	}
+	candidates := map[int]bool{}
 	for _, p := range procs {
-		if _, ok := candidates[p.pgrp]; ok || !p.live() || !environHas(p.pid, jobVar) {
+		if candidates[p.pgrp] || !p.live() || !environHas(p.pid, jobVar) || environHas(p.pid, supervisorEnv+"=1") {
 			continue
 		}
-		for v := range lostRanks {
-			if environHas(p.pid, v) {
-				candidates[p.pgrp] = 0
+		for _, i := range ranks {
+			if environHas(p.pid, envRank+"="+strconv.Itoa(i)) {
+				candidates[p.pgrp] = true
 				break
 			}
 		}
 	}
 	if len(candidates) == 0 {
-		return nil
+		return false, nil
 	}
 
 	// ours lists the candidate groups that still have a live member and are
@@ -475,8 +685,8 @@ func (e *Executor) killOrphans(ctx context.Context, jobID string, lost []lostRan
 			return nil
 		}
 		var pgids []int
-		for pgid, start := range candidates {
-			if groupIsJobs(procs, pgid, start, jobVar) {
+		for pgid := range candidates {
+			if groupIsJobs(procs, pgid, jobVar) {
 				pgids = append(pgids, pgid)
 			}
 		}
@@ -489,9 +699,9 @@ func (e *Executor) killOrphans(ctx context.Context, jobID string, lost []lostRan
 	}
 	pgids := ours()
 	if len(pgids) == 0 {
-		return nil
+		return false, nil
 	}
-	e.log.Warn("killing processes left by an earlier falcon", "job", jobID, "pgids", pgids)
+	e.log.Warn("killing processes of ranks whose supervisors are gone", "job", jobID, "pgids", pgids)
 	signal(pgids, syscall.SIGTERM)
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
@@ -500,37 +710,26 @@ func (e *Executor) killOrphans(ctx context.Context, jobID string, lost []lostRan
 	for len(pgids) > 0 {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return true, ctx.Err()
 		case <-grace:
 			grace = nil
 			signal(ours(), syscall.SIGKILL)
 			killDeadline = time.After(killWait)
 		case <-killDeadline:
-			return fmt.Errorf("processes of job %s survive SIGKILL: process groups %v", jobID, pgids)
+			return true, fmt.Errorf("processes of job %s survive SIGKILL: process groups %v", jobID, pgids)
 		case <-tick.C:
 		}
 		pgids = ours()
 	}
-	return nil
+	return true, nil
 }
 
-// groupIsJobs reports whether process group pgid has a live member and
-// belongs to the job. If its leader lives, the leader's start time decides
-// (a different start time means the pid was recycled). Otherwise a member
-// must carry the job's environment: a group whose leader is gone keeps its
-// ID pinned only as long as it has members, so a recycled ID would have a
-// new leader, whose environment would not be ours.
-func groupIsJobs(procs []procInfo, pgid int, start uint64, jobVar string) bool {
-	var members []procInfo
-	for _, p := range procs {
-		if p.pgrp == pgid && p.live() {
-			members = append(members, p)
-		}
-	}
-	for _, m := range members {
-		if m.pid == pgid && start != 0 {
-			return m.start == start
-		}
-	}
-	return slices.ContainsFunc(members, func(m procInfo) bool { return environHas(m.pid, jobVar) })
+// groupIsJobs reports whether process group pgid has a live member that
+// carries the job's environment. A group whose leader is gone keeps its ID
+// pinned only as long as it has members, so a recycled ID would have a new
+// leader, whose environment would not be ours.
+func groupIsJobs(procs []procInfo, pgid int, jobVar string) bool {
+	return slices.ContainsFunc(procs, func(m procInfo) bool {
+		return m.pgrp == pgid && m.live() && environHas(m.pid, jobVar)
+	})
 }

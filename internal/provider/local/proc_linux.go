@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -17,6 +19,7 @@ type procInfo struct {
 	state byte
 	ppid  int
 	pgrp  int
+	sid   int    // session ID: a supervisor leads a session of its own
 	start uint64 // clock ticks after boot; with the boot ID it names a process uniquely
 }
 
@@ -42,17 +45,19 @@ func parseStat(pid int, b []byte) (procInfo, error) {
 		return procInfo{}, fmt.Errorf("parse /proc/%d/stat: no command name", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state), f[1] field 4 (ppid), f[2] field 5 (pgrp), f[19] field 22 (starttime).
+	// f[0] is field 3 (state), f[1] field 4 (ppid), f[2] field 5 (pgrp),
+	// f[3] field 6 (session), f[19] field 22 (starttime).
 	if len(f) < 20 || len(f[0]) != 1 {
 		return procInfo{}, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	pgrp, err2 := strconv.Atoi(f[2])
-	start, err3 := strconv.ParseUint(f[19], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	sid, err3 := strconv.Atoi(f[3])
+	start, err4 := strconv.ParseUint(f[19], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return procInfo{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
 	}
-	return procInfo{pid: pid, state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, nil
+	return procInfo{pid: pid, state: f[0][0], ppid: ppid, pgrp: pgrp, sid: sid, start: start}, nil
 }
 
 // scanProcs lists every process this user can see. Processes that vanish
@@ -142,4 +147,94 @@ func lockDir(f *os.File) error {
 	return err
 }
 
-func platformSupported() error { return nil }
+// killGroup SIGKILLs process group pgid until no live member is left, for at
+// most killWait. The caller must pin pgid (its leader is an unreaped zombie
+// of the caller), or the ID could name a recycled group.
+func killGroup(pgid int) error {
+	deadline := time.Now().Add(killWait)
+	for {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		procs, err := scanProcs()
+		if err != nil || !slices.ContainsFunc(procs, func(p procInfo) bool { return p.pgrp == pgid && p.live() }) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes of group %d survive SIGKILL", pgid)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// Syscall numbers shared by every Linux architecture (they were added after
+// the tables were unified).
+const (
+	sysPidfdSendSignal = 424
+	sysPidfdOpen       = 434
+)
+
+// pidfd is a handle on one process. Unlike a pid it can never come to name
+// another process, so an adopted supervisor (not our child, so not pinned by
+// us as a zombie) can be signalled and watched without the risk of reaching
+// whatever process reuses its pid.
+type pidfd struct{ f *os.File }
+
+func openPidfd(pid int) (*pidfd, error) {
+	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	if errno != 0 {
+		return nil, fmt.Errorf("pidfd_open %d: %w", pid, errno)
+	}
+	// Non-blocking, so os.NewFile hands it to the runtime poller and wait
+	// parks a goroutine, not a thread, and ends when the file is closed.
+	if err := syscall.SetNonblock(int(fd), true); err != nil {
+		syscall.Close(int(fd))
+		return nil, err
+	}
+	return &pidfd{f: os.NewFile(fd, fmt.Sprintf("pidfd:%d", pid))}, nil
+}
+
+func (p *pidfd) signal(sig syscall.Signal) error {
+	rc, err := p.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		if _, _, errno := syscall.Syscall6(sysPidfdSendSignal, fd, uintptr(sig), 0, 0, 0, 0); errno != 0 {
+			serr = errno
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// wait returns nil once the process has exited (a zombie counts), or an
+// error once p is closed.
+func (p *pidfd) wait() error {
+	rc, err := p.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Read(func(fd uintptr) bool {
+		// A pidfd is readable once its process has exited.
+		pfd := struct {
+			fd             int32
+			events, revent int16
+		}{fd: int32(fd), events: 0x1} // POLLIN
+		n, _, errno := syscall.Syscall(syscall.SYS_POLL, uintptr(unsafe.Pointer(&pfd)), 1, 0)
+		return errno == 0 && n == 1
+	})
+}
+
+func (p *pidfd) close() { p.f.Close() }
+
+// platformSupported checks for pidfds (Linux 5.3), without which adopted
+// ranks could not be watched safely.
+func platformSupported() error {
+	p, err := openPidfd(os.Getpid())
+	if err != nil {
+		return fmt.Errorf("the local executor needs pidfd_open (Linux 5.3 or later): %w", err)
+	}
+	p.close()
+	return nil
+}

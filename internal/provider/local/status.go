@@ -27,9 +27,12 @@ const (
 	// ReasonKilled: Kill was called while the job ran. Whether that was an
 	// abort or a timeout is the caller's knowledge, not ours.
 	ReasonKilled Reason = "Killed"
-	// ReasonLost: Falcon stopped (crash, restart or shutdown) while the job
-	// ran, so its outcome is unknown.
-	ReasonLost Reason = "Lost"
+	// ReasonUnrecorded: a rank ended, but how was never recorded (its
+	// supervisor was SIGKILLed, or never ran), so its exit code is unknown.
+	ReasonUnrecorded Reason = "Unrecorded"
+	// ReasonStopped: an older Falcon stopped the job itself when it shut
+	// down or restarted; only read from the data directories it left.
+	ReasonStopped Reason = "Stopped"
 	// ReasonStartFailed: a rank could not be started at all.
 	ReasonStartFailed Reason = "StartFailed"
 )
@@ -40,8 +43,8 @@ type Status struct {
 	Reason  Reason // set only when Failed
 	Message string // human readable, e.g. "rank 1 (pod job-x-1) exited with code 3"
 	// ExitCode is the exit code of the rank whose failure failed the job (the
-	// first to fail), 128+n if it died of signal n, and -1 if it never exited
-	// under our watch (lost, not started). Zero unless Failed.
+	// first to fail), 128+n if it died of signal n, and -1 if it is unknown
+	// (unrecorded, not started). Zero unless Failed.
 	ExitCode int
 	Pods     []PodStatus // one per rank, in rank order
 }
@@ -51,7 +54,7 @@ type PodStatus struct {
 	Name     string
 	Rank     int
 	Running  bool
-	ExitCode *int // nil while running, or if the rank never exited under our watch
+	ExitCode *int // nil while running, or if the rank's exit status is unknown
 }
 
 // rankView is one rank as summarize sees it: nil exit means still running.
@@ -95,8 +98,8 @@ func summarize(ranks []rankView) Status {
 	case slices.ContainsFunc(ranks, func(r rankView) bool { return !r.exit.succeeded() }):
 		// Only non-root ends (stopped for a sibling) without their root: the
 		// markers were tampered with. Say so rather than guess.
-		st.Phase, st.Reason, st.ExitCode = PhaseFailed, ReasonLost, -1
-		st.Message = "processes lost: exit markers are inconsistent"
+		st.Phase, st.Reason, st.ExitCode = PhaseFailed, ReasonUnrecorded, -1
+		st.Message = "the ranks' exit markers are inconsistent: some were stopped for a failure none records"
 	default:
 		st.Phase = PhaseSucceeded
 		st.Message = fmt.Sprintf("%d/%d processes exited with code 0", len(ranks), len(ranks))
@@ -117,23 +120,61 @@ func failure(c *rankView, ranks []rankView) (Reason, string) {
 		return ReasonKilled, "killed"
 	case endStartFailed:
 		return ReasonStartFailed, fmt.Sprintf("rank %d (pod %s) failed to start: %s", c.rank, c.pod, x.Detail)
+	case endUnrecorded:
+		return ReasonUnrecorded, unrecorded(c, ranks)
 	case endLost, endShutdown:
-		cause := "falcon restarted while the job was running"
+		when := "restarted"
 		if x.End == endShutdown {
-			cause = "falcon shut down while the job was running"
+			when = "shut down"
 		}
-		var which []string
-		for _, r := range ranks {
-			if r.exit == nil || r.exit.End != x.End {
-				continue
-			}
-			if r.exit.Pid > 0 {
-				which = append(which, fmt.Sprintf("rank %d was pid %d", r.rank, r.exit.Pid))
-			} else {
-				which = append(which, fmt.Sprintf("rank %d had not recorded its pid", r.rank))
-			}
-		}
-		return ReasonLost, fmt.Sprintf("processes lost: %s (%s)", cause, strings.Join(which, ", "))
+		return ReasonStopped, fmt.Sprintf("falcon stopped the job's processes when it %s (%s)", when, pids(c, ranks))
 	}
-	return ReasonLost, fmt.Sprintf("rank %d (pod %s) ended in an unknown way (%q)", c.rank, c.pod, x.End)
+	return ReasonUnrecorded, fmt.Sprintf("rank %d (pod %s) ended in an unknown way (%q)", c.rank, c.pod, x.End)
+}
+
+// unrecorded says what is known of a rank that ended without a recorded
+// exit status, and names the other ranks that ended the same way.
+func unrecorded(c *rankView, ranks []rankView) string {
+	x := c.exit
+	var msg string
+	switch {
+	case x.Pid == 0:
+		// No pid file and no supervisor to be found: the executor stopped
+		// between recording the job and recording this rank's process.
+		msg = fmt.Sprintf("rank %d (pod %s) has no recorded process and none runs: falcon stopped while starting it", c.rank, c.pod)
+	case x.Unwatched:
+		msg = fmt.Sprintf("rank %d's process (pid %d) ended while falcon was not running; its exit status was not recorded", c.rank, x.Pid)
+	default:
+		msg = fmt.Sprintf("rank %d's process (pid %d) ended without recording its exit status", c.rank, x.Pid)
+	}
+	if x.Detail != "" {
+		msg += " (" + x.Detail + ")"
+	}
+	var also []string
+	for i := range ranks {
+		r := &ranks[i]
+		if r.rank != c.rank && r.exit != nil && r.exit.End == endUnrecorded {
+			also = append(also, fmt.Sprintf("rank %d", r.rank))
+		}
+	}
+	if len(also) > 0 {
+		msg += "; so did " + strings.Join(also, ", ")
+	}
+	return msg
+}
+
+// pids names the pid of every rank that ended as c did.
+func pids(c *rankView, ranks []rankView) string {
+	var which []string
+	for _, r := range ranks {
+		if r.exit == nil || r.exit.End != c.exit.End {
+			continue
+		}
+		if r.exit.Pid > 0 {
+			which = append(which, fmt.Sprintf("rank %d was pid %d", r.rank, r.exit.Pid))
+		} else {
+			which = append(which, fmt.Sprintf("rank %d had not recorded its pid", r.rank))
+		}
+	}
+	return strings.Join(which, ", ")
 }
