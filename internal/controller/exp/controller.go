@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -22,6 +23,12 @@ type Controller struct {
 	arts     falconv1.ArtifactServiceClient
 	log      *slog.Logger
 	interval time.Duration
+
+	// Draining, like http.Server.Shutdown: stop is closed by Shutdown,
+	// stopped by Run on its way out.
+	stopOnce sync.Once
+	stop     chan struct{}
+	stopped  chan struct{}
 }
 
 // Option configures a Controller.
@@ -42,6 +49,8 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 		arts:     falconv1.NewArtifactServiceClient(conn),
 		log:      slog.Default(),
 		interval: 5 * time.Second,
+		stop:     make(chan struct{}),
+		stopped:  make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(c)
@@ -49,22 +58,46 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 	return c
 }
 
-// Run reconciles until ctx is done: on every change the API server reports,
-// and every interval regardless.
+// Run reconciles until ctx is done or Shutdown is called: on every change
+// the API server reports, and every interval regardless. Cancelling ctx
+// also cuts the cycle in flight; Shutdown lets it finish. Run is called
+// once per Controller.
 func (c *Controller) Run(ctx context.Context) error {
+	defer close(c.stopped)
 	wake := watch.Changes(ctx, c.jobs, c.log)
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
 	for {
+		select {
+		case <-c.stop:
+			return nil
+		default:
+		}
 		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("expController cycle failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-c.stop:
+			return nil
 		case <-wake:
 		case <-t.C:
 		}
+	}
+}
+
+// Shutdown drains the controller: Run starts no new cycle, and Shutdown
+// waits until the one in flight has ended and Run returned, or until ctx is
+// done (then cancel Run's context to cut the cycle). It does not wait for a
+// Run that was never started beyond ctx.
+func (c *Controller) Shutdown(ctx context.Context) error {
+	c.stopOnce.Do(func() { close(c.stop) })
+	select {
+	case <-c.stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
