@@ -282,6 +282,7 @@ func (d *decoder) config(path string, n *yaml.Node) string {
 		d.Fail(path, a, "uses the anchor &%s defined outside config; config is stored as text, where that anchor does not exist: define it inside config or write the value out", a.Value)
 		return ""
 	}
+	spellNulls(n)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
@@ -313,4 +314,16 @@ func outsideAlias(n *yaml.Node, defined map[*yaml.Node]bool) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// spellNulls writes the value of every null left empty (checkpoint:) as
+// null. The YAML encoder writes an empty null as '', the empty string, so
+// the job would read "" where its user wrote no value. (Found by FuzzParse.)
+func spellNulls(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" && n.Value == "" {
+		n.Value = "null"
+	}
+	for _, c := range n.Content {
+		spellNulls(c)
+	}
 }

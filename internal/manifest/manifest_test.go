@@ -111,6 +111,11 @@ config:
 			want: &falconv1.Experiment{Name: "a", Config: "model: llama\nlayers: [1, 2]\n"},
 		},
 		{
+			name: "a value left empty in config stays null, not the empty string",
+			in:   "name: a\nconfig:\n  model: llama\n  checkpoint:\n",
+			want: &falconv1.Experiment{Name: "a", Config: "model: llama\ncheckpoint: null\n"},
+		},
+		{
 			name: "JSON is YAML too",
 			in:   `{"name": "a", "role_to_task_spec": {"worker": {"replica": 4, "command": "run"}}}`,
 			want: &falconv1.Experiment{Name: "a", RoleToTaskSpec: map[string]*falconv1.TaskSpec{"worker": {Replica: 4, Command: "run"}}},
