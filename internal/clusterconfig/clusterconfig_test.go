@@ -422,7 +422,7 @@ func TestParseErrors(t *testing.T) {
 				{"clusters.a.gcs_bucket", `"gs://bkt/logs" must be a bucket (name or gs://name), not a path inside one (line 7)`},
 				{"clusters.a.status", `"draining" is not a cluster status; allowed: active, maintenance, offline (line 9)`},
 				{"clusters.a.max_queue_depth", "must be 0 (no limit) or positive, got -1 (line 8)"},
-				{"clusters.a.labels.", "key must be at most 63 letters, digits and '-_./', starting and ending with a letter or digit (line 12)"},
+				{`clusters.a.labels.""`, "key must be at most 63 letters, digits and '-_./', starting and ending with a letter or digit (line 12)"},
 				{"clusters.a.labels.team", `value "a b" must be empty or at most 63 letters`},
 				{"clusters.a.probe_timeout_s", "must be 0 (the default) or positive, got -3 (line 10)"},
 				{"clusters.b.gcs_bucket", `"B" is not a GCS bucket name: 3-222 lower-case letters`},

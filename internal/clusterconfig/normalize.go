@@ -172,11 +172,14 @@ func normalize(in *falconv1.Cluster, v vocabulary) (*falconv1.Cluster, errdefs.F
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
+		// Keys named as the file's reader names them, so the error finds
+		// its line.
+		field := v.at("labels") + "." + yamlnode.Key(k)
 		if len(k) > maxLabelLen || !labelKey.MatchString(k) {
-			errs.Add(v.at("labels")+"."+k, "key must be at most %d letters, digits and '-_./', starting and ending with a letter or digit", maxLabelLen)
+			errs.Add(field, "key must be at most %d letters, digits and '-_./', starting and ending with a letter or digit", maxLabelLen)
 		}
 		if val := c.GetLabels()[k]; len(val) > maxLabelLen || !labelValue.MatchString(val) {
-			errs.Add(v.at("labels")+"."+k, "value %q must be empty or at most %d letters, digits and '-_.', starting and ending with a letter or digit", val, maxLabelLen)
+			errs.Add(field, "value %q must be empty or at most %d letters, digits and '-_.', starting and ending with a letter or digit", val, maxLabelLen)
 		}
 	}
 

@@ -45,6 +45,16 @@ func Describe(n *yaml.Node) string {
 	return "an unsupported YAML node"
 }
 
+// Key is how a mapping key appears in a field path. An empty key ("": x)
+// would give an empty path, or one ending in ".", and so an error naming no
+// field; it is shown as the user must write it. (Found by FuzzParse.)
+func Key(k string) string {
+	if k == "" {
+		return `""`
+	}
+	return k
+}
+
 // Join appends key to a dotted field path.
 func Join(path, key string) string {
 	if path == "" {
@@ -69,13 +79,7 @@ func Fields(path string, n *yaml.Node, allowed []string,
 			continue
 		}
 		key := k.Value
-		kpath := Join(path, key)
-		if key == "" {
-			// An empty key ("": x) would give an empty path, or one ending
-			// in ".", and so an error naming no field; it is shown as the
-			// user must write it. (Found by FuzzParse.)
-			kpath = Join(path, `""`)
-		}
+		kpath := Join(path, Key(key))
 		if k.Tag == "!!merge" {
 			fail(kpath, k, "YAML merge keys are not supported; write the fields out")
 			continue
