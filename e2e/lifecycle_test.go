@@ -279,20 +279,29 @@ func TestRestartKeepsEverything(t *testing.T) {
 	d.waitFor(longID, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
 	pids := d.pids(jobID)
 
-	// A crash: the processes are orphaned, not stopped.
+	// A crash: the processes outlive it, and the restarted falcon adopts
+	// them (restart_test.go checks how adopted jobs end).
 	d.kill(syscall.SIGKILL)
 	d2 := startDev(t, dir)
 	if e := d2.mustJSON("exp", "get", done["id"].(string)); e["status"] != "Succeeded" {
 		t.Fatalf("finished experiment after restart: %v", e["status"])
 	}
-	e := d2.waitFor(longID, "Failed", func(e map[string]any) bool { return e["status"] == "Failed" })
-	job := jobsOf(e)[0]
-	if job["reason"] != "JobFailed" || !strings.Contains(job["message"].(string), "lost") {
-		t.Errorf("orphaned job: %v; want JobFailed with a message saying its processes were lost", job)
+	if e := d2.mustJSON("exp", "get", longID); e["status"] != "Running" {
+		t.Fatalf("running experiment after restart: %v, want it adopted and Running", e["status"])
 	}
 	for _, p := range pids {
+		if !liveInGroup(p) {
+			t.Errorf("process group %d did not survive the restart", p)
+		}
+	}
+	// An adopted job is stopped like any other.
+	if r := d2.run("", "exp", "abort", longID, "--yes"); r.code != 0 {
+		t.Fatalf("abort: exit %d %s", r.code, r.stderr)
+	}
+	d2.waitFor(longID, "Aborted", func(e map[string]any) bool { return e["status"] == "Aborted" })
+	for _, p := range pids {
 		if groupAlive(p) {
-			t.Errorf("orphaned process group %d still runs after restart", p)
+			t.Errorf("process group %d of the aborted job still runs", p)
 		}
 	}
 	// And a clean stop keeps everything too.
