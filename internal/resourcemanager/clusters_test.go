@@ -195,11 +195,11 @@ func TestQueuePerAcceleratorShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantQueues := []*falconv1.QueueStatus{
-		{Topology: "2x2x1", AcceleratorTypes: []string{"v7x"}, AcquiringJobId: tpu},
 		{Topology: "cpu", AcceleratorTypes: []string{"cpu"}, AcquiringJobId: cpu},
 		{Topology: "nvidia-h100-80gb:4", AcceleratorTypes: []string{"nvidia-h100-80gb"}, AcquiringJobId: h100x4},
 		{Topology: "nvidia-h100-80gb:8", AcceleratorTypes: []string{"nvidia-h100-80gb"}, Waiting: 1, AcquiringJobId: h100},
 		{Topology: "nvidia-l4:8", AcceleratorTypes: []string{"nvidia-l4"}, AcquiringJobId: l4},
+		{Topology: "v7x:2x2x1", AcceleratorTypes: []string{"v7x"}, AcquiringJobId: tpu},
 	}
 	if diff := cmp.Diff(wantQueues, st.GetQueues(), protocmp.Transform()); diff != "" {
 		t.Errorf("reported queues (-want +got):\n%s", diff)

@@ -110,7 +110,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 				continue
 			}
 		}
-		if _, err := m.sched.Enqueue(schedJob(j), c.cands); err != nil {
+		if _, err := m.mem.sched.Enqueue(schedJob(j), c.cands); err != nil {
 			var unplaceable *queue.UnplaceableError
 			if errors.As(err, &unplaceable) {
 				m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonWaiting, unplaceable.Message, "")
@@ -139,14 +139,11 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	return c.next, nil
 }
 
-// acquiring reports whether a Pending job has left its queue: it was picked
-// and is being provisioned or dispatched on its cluster.
+// acquiring reports whether a Pending job holds its queue's slot (see
+// lifecycle.Acquiring, the one definition); the cluster it was picked for
+// is recorded in the same write.
 func acquiring(j *falconv1.Job) bool {
-	switch lifecycle.Reason(j.GetReason()) {
-	case lifecycle.ReasonDispatching, lifecycle.ReasonProvisioning, lifecycle.ReasonProvisioningFallback:
-		return j.GetClusterName() != ""
-	}
-	return false
+	return lifecycle.Acquiring(lifecycle.Reason(j.GetReason())) && j.GetClusterName() != ""
 }
 
 // outOfService says why the cluster receives no new jobs ("it is in
@@ -181,12 +178,12 @@ func (m *Manager) outOfService(c *cycle, name string) string {
 // reaches the same state.
 func (m *Manager) requeue(c *cycle, waiting []*falconv1.Job) {
 	for _, j := range waiting {
-		key, phase, ok := m.sched.Lookup(j.GetId())
+		key, phase, ok := m.mem.sched.Lookup(j.GetId())
 		if !ok || phase != queue.PhaseWaiting {
 			continue
 		}
 		if why := m.outOfService(c, key.Cluster); why != "" {
-			_ = m.sched.Remove(j.GetId())
+			_ = m.mem.sched.Remove(j.GetId())
 			m.log.Info("waiting job leaves a cluster out of service", "job", j.GetId(), "cluster", key.Cluster, "why", why)
 		}
 	}
@@ -258,23 +255,23 @@ func deviceType(j *falconv1.Job) string {
 // Topology). Jobs of one queue take turns at its single acquiring slot, so
 // the key groups exactly the jobs that compete for the same capacity and
 // nothing else:
-//   - TPU: the slice topology, lower-cased as node pools are labelled
-//     (2x2x4): slices of one shape come from the same quota;
+//   - TPU: generation and slice topology, the topology lower-cased as node
+//     pools are labelled (v7x:2x2x4): slices of one generation and shape
+//     come from the same quota, while a v6e 2x2x4 and a v7x 2x2x4 on one
+//     cluster are different machines and never wait for each other;
 //   - GPU: type and GPUs per host (nvidia-h100-80gb:8): each is its own
 //     machine type and node pool, so an H100 job never waits behind an L4
 //     job's pool;
 //   - CPU only: "cpu": standing nodes, nothing to provision.
 func queueKey(j *falconv1.Job) string {
 	ts := j.GetTaskSpec()
-	if t := strings.ToLower(strings.TrimSpace(ts.GetDeviceTopo())); t != "" {
-		return t
-	}
+	topo := strings.ToLower(strings.TrimSpace(ts.GetDeviceTopo()))
 	spec, err := accelerator.Lookup(ts.GetDeviceType())
 	switch {
 	case err != nil:
 		// Unknown to this build (refused at submission, so only an old
 		// row): a queue of its own rather than someone else's.
-		return strings.ToLower(strings.TrimSpace(ts.GetDeviceType()))
+		return joinKey(strings.ToLower(strings.TrimSpace(ts.GetDeviceType())), topo)
 	case spec.Kind == accelerator.KindGPU:
 		n := int(ts.GetDeviceCount())
 		if n == 0 {
@@ -284,7 +281,17 @@ func queueKey(j *falconv1.Job) string {
 	case spec.Kind == accelerator.KindCPU:
 		return "cpu"
 	}
-	return spec.Name // a TPU without a topology is refused at submission
+	return joinKey(spec.Name, topo) // a TPU without a topology is refused at submission
+}
+
+func joinKey(kind, topo string) string {
+	switch {
+	case kind == "":
+		return topo
+	case topo == "":
+		return kind
+	}
+	return kind + ":" + topo
 }
 
 func schedJob(j *falconv1.Job) queue.Job {
@@ -313,19 +320,18 @@ func pinned(j *falconv1.Job) string {
 // drop are exactly those Pending last cycle and not now: no need to walk the
 // queues (which would recompute every queue's positions each cycle).
 func (m *Manager) forgetEnded(jobs []*falconv1.Job) {
-	pending := make(map[string]bool, len(m.lastPending))
+	pending := make(map[string]bool, len(m.mem.lastPending))
 	for _, j := range jobs {
 		if j.GetStatus() == string(lifecycle.Pending) {
 			pending[j.GetId()] = true
 		}
 	}
-	for id := range m.lastPending {
+	for id := range m.mem.lastPending {
 		if !pending[id] {
-			_ = m.sched.Remove(id) // ErrNotFound: released or removed already
-			delete(m.dispatchFailing, id)
+			m.mem.forgetJob(id)
 		}
 	}
-	m.lastPending = pending
+	m.mem.lastPending = pending
 }
 
 func (m *Manager) liveJobs(ctx context.Context) ([]*falconv1.Job, error) {
@@ -390,32 +396,76 @@ func (m *Manager) write(ctx context.Context, j *falconv1.Job, req *falconv1.Upda
 }
 
 func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
+	msg := j.GetMessage()
+	if msg == "" {
+		msg = "aborted"
+	}
 	// A job that never began acquiring (dispatched_at is written before
 	// any pool or Job is asked for) has nothing on its cluster to stop, even
 	// when pinned there: its abort must not wait for a cluster that may be
 	// unreachable. Stop is idempotent for everything else.
 	if name := j.GetClusterName(); name != "" && reachedCluster(j) {
-		if c.health[name].Backoff {
-			return // no calls to a cluster backing off; stopped once it answers
+		var done bool
+		if done, msg = m.stop(ctx, c, j, msg); !done {
+			return // asked again next cycle (or at the stop's backoff); the job stays Aborting
 		}
-		cl := c.clusters[name]
-		if b, err := m.backendFor(cl); err == nil {
-			if err := b.Stop(ctx, cl, j); err != nil {
-				m.log.Warn("stop job", "job", j.GetId(), "cluster", name, "err", err)
-				return // retry next cycle; the job stays Aborting
-			}
-		}
-	}
-	msg := j.GetMessage()
-	if msg == "" {
-		msg = "aborted"
 	}
 	// Aborted carries no Reason (000 section 9); the Message keeps why,
 	// including a sibling stop's "stopped because role X failed".
 	if m.update(ctx, j, lifecycle.Aborted, "", msg, "") {
-		_ = m.sched.Remove(j.GetId())
+		m.mem.forgetJob(j.GetId())
+		delete(m.mem.stopFailing, j.GetId())
 		m.log.Info("job aborted", "job", j.GetId(), "exp", j.GetExpId())
 	}
+}
+
+// stop asks the job's cluster to stop it, and reports whether the caller may
+// now record the job's outcome, with the Message to record. A stop that
+// fails (the cluster refuses or does not answer, or is backing off) is
+// asked again with backoff for StopRetryWindow; then the outcome is recorded
+// anyway, its Message saying that the cluster never confirmed the stop, so
+// that no job waits for ever on a cluster that is gone.
+func (m *Manager) stop(ctx context.Context, c *cycle, j *falconv1.Job, msg string) (bool, string) {
+	name := j.GetClusterName()
+	cl := c.clusters[name]
+	b, err := m.backendFor(cl)
+	if err != nil {
+		// Deleted from the registry, or run by no backend here: nothing
+		// this controller can ask. Say so rather than wait.
+		return true, fmt.Sprintf("%s; cluster %s could not be asked to stop it: %v", msg, name, err)
+	}
+	st := m.mem.stopFailing[j.GetId()]
+	now := m.now()
+	if st != nil && now.Before(st.next) {
+		c.deadline(st.next)
+		return false, msg
+	}
+	backingOff := c.health[name].Backoff
+	if backingOff {
+		// The backend paces calls to this cluster itself; the stop is
+		// asked the first cycle after its backoff ends.
+		err = fmt.Errorf("cluster %s is unreachable: %w", name, c.health[name].Err)
+	} else if err = b.Stop(ctx, cl, j); err == nil {
+		delete(m.mem.stopFailing, j.GetId())
+		return true, msg
+	}
+	if st == nil {
+		st = &backoff{since: now, interval: time.Second / 2}
+		m.mem.stopFailing[j.GetId()] = st
+	}
+	if !backingOff {
+		st.attempts++
+		st.interval = min(2*st.interval, 30*time.Second)
+		st.next = now.Add(st.interval)
+		c.deadline(st.next)
+	}
+	st.lastErr = err
+	if now.Sub(st.since) >= StopRetryWindow {
+		m.log.Warn("cluster never confirmed stop; recording the outcome", "job", j.GetId(), "cluster", name, "attempts", st.attempts, "err", err)
+		return true, fmt.Sprintf("%s; cluster %s never confirmed the stop (%d attempts over %s): %v; anything the job started there may still be running", msg, name, st.attempts, StopRetryWindow, err)
+	}
+	m.log.Warn("stop job failed, retrying", "job", j.GetId(), "cluster", name, "attempt", st.attempts, "err", err)
+	return false, msg
 }
 
 // reachedCluster reports whether the job may have left anything on its
@@ -432,25 +482,25 @@ func reachedCluster(j *falconv1.Job) bool {
 func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falconv1.Job) {
 	for progress := true; progress && ctx.Err() == nil; {
 		progress = false
-		for _, key := range m.sched.Ready() {
+		for _, key := range m.mem.sched.Ready() {
 			if c.health[key.Cluster].Backoff || m.outOfService(c, key.Cluster) != "" {
 				continue
 			}
-			sj, ok := m.sched.Pick(key)
+			sj, ok := m.mem.sched.Pick(key)
 			if !ok {
 				continue
 			}
 			j := byID[sj.ID]
 			if j == nil {
-				_ = m.sched.Remove(sj.ID)
+				_ = m.mem.sched.Remove(sj.ID)
 				continue
 			}
 			if !m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonDispatching, "submitting to cluster "+key.Cluster, key.Cluster) {
-				_ = m.sched.Remove(sj.ID) // aborted meanwhile; next cycle handles it
+				_ = m.mem.sched.Remove(sj.ID) // aborted meanwhile; next cycle handles it
 				continue
 			}
 			m.acquire(ctx, c, j, true)
-			if _, phase, ok := m.sched.Lookup(j.GetId()); !ok || phase != queue.PhaseAcquiring {
+			if _, phase, ok := m.mem.sched.Lookup(j.GetId()); !ok || phase != queue.PhaseAcquiring {
 				progress = true
 			}
 		}
@@ -465,7 +515,7 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh bool) {
 	cl := c.clusters[j.GetClusterName()]
 	key := queue.Key{Cluster: j.GetClusterName(), Topology: queueKey(j)}
-	if err := m.sched.MarkAcquiring(schedJob(j), key); err != nil && !errors.Is(err, queue.ErrConflict) {
+	if err := m.mem.sched.MarkAcquiring(schedJob(j), key); err != nil && !errors.Is(err, queue.ErrConflict) {
 		m.log.Debug("mark acquiring", "job", j.GetId(), "err", err)
 	}
 	if cl == nil {
@@ -482,7 +532,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		m.log.Warn("job acquiring on an unusable cluster", "job", j.GetId(), "err", err)
 		return
 	}
-	if f, failing := m.dispatchFailing[j.GetId()]; failing && !m.now().Before(f.since.Add(DispatchRetryWindow)) {
+	if f, failing := m.mem.dispatchFailing[j.GetId()]; failing && !m.now().Before(f.since.Add(DispatchRetryWindow)) {
 		// Checked before anything asks the cluster: while it stays
 		// unreachable, the backoff below or a failing Observe would return
 		// before dispatch() could see the window pass, and the job would
@@ -509,7 +559,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		}
 		deadline := since.Add(time.Duration(t) * time.Second)
 		if !since.IsZero() && !m.now().Before(deadline) {
-			m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds waiting for resources on %s; the job was cancelled", t, cl.GetName()))
+			m.stopAndFail(ctx, c, j, lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds waiting for resources on %s; the job was cancelled", t, cl.GetName()))
 			return
 		}
 		c.deadline(deadline)
@@ -529,7 +579,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		}
 	}
 	if obs.Phase == PhaseUnknown {
-		if err := m.dispatch(ctx, cl, b, j); err != nil {
+		if err := m.dispatch(ctx, c, cl, b, j); err != nil {
 			return
 		}
 		var err error
@@ -542,7 +592,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonDispatching, obs.Message, "")
 	case PhaseRunning:
 		if m.update(ctx, j, lifecycle.Running, "", obs.Message, "") {
-			_ = m.sched.Release(j.GetId())
+			_ = m.mem.sched.Release(j.GetId())
 			m.metrics.Dispatched.WithLabelValues(cl.GetName()).Inc()
 			if t := j.GetCreatedAt(); t != nil {
 				m.metrics.DispatchLatency.WithLabelValues(cl.GetName()).Observe(m.now().Sub(t.AsTime()).Seconds())
@@ -552,16 +602,16 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 	case PhaseSucceeded:
 		// Finished before we saw it run: pass through Running.
 		if m.update(ctx, j, lifecycle.Running, "", "", "") && m.update(ctx, j, lifecycle.Succeeded, "", obs.Message, "") {
-			_ = m.sched.Remove(j.GetId())
+			_ = m.mem.sched.Remove(j.GetId())
 			m.cleanUp(ctx, cl, b, j)
 		}
 	case PhaseFailed:
-		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobFailed, obs.Message)
+		m.stopAndFail(ctx, c, j, lifecycle.ReasonJobFailed, obs.Message)
 	}
 }
 
 func (m *Manager) acquiringSince(key queue.Key, id string) time.Time {
-	for _, st := range m.sched.Snapshot() {
+	for _, st := range m.mem.sched.Snapshot() {
 		if st.Key == key && st.Acquiring.ID == id {
 			return st.AcquiringSince
 		}
@@ -570,7 +620,7 @@ func (m *Manager) acquiringSince(key queue.Key, id string) time.Time {
 }
 
 // dispatch submits the job with its experiment's config (which GetJob carries).
-func (m *Manager) dispatch(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job) error {
+func (m *Manager) dispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, b Backend, j *falconv1.Job) error {
 	if j.GetConfig() == "" {
 		full, err := m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: j.GetId()})
 		if err != nil {
@@ -584,17 +634,24 @@ func (m *Manager) dispatch(ctx context.Context, cl *falconv1.Cluster, b Backend,
 	}
 	err := b.Dispatch(ctx, cl, j)
 	var retry *RetryableError
+	var unusable *UnusableError
 	switch {
 	case err == nil:
-		delete(m.dispatchFailing, j.GetId())
+		delete(m.mem.dispatchFailing, j.GetId())
 		return nil
+	case errors.As(err, &unusable):
+		// No connection could be built, so nothing was created: there is
+		// nothing to stop, and waiting cannot fix a registration.
+		m.log.Warn("dispatch failed: cluster unusable", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
+		m.fail(ctx, j, lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("submit to cluster %s failed: %v; nothing was created there (fix the cluster's registration with falcon cluster apply)", cl.GetName(), err))
+		return err
 	case errors.As(err, &retry):
-		f, seen := m.dispatchFailing[j.GetId()]
+		f, seen := m.mem.dispatchFailing[j.GetId()]
 		if !seen {
 			f.since = m.now()
 		}
 		f.err = err
-		m.dispatchFailing[j.GetId()] = f
+		m.mem.dispatchFailing[j.GetId()] = f
 		if m.now().Sub(f.since) < DispatchRetryWindow {
 			m.log.Warn("dispatch failed, retrying", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
 			msg := fmt.Sprintf("submitting to cluster %s failed, retrying (for up to %s): %v", cl.GetName(), DispatchRetryWindow, err)
@@ -604,7 +661,7 @@ func (m *Manager) dispatch(ctx context.Context, cl *falconv1.Cluster, b Backend,
 		err = fmt.Errorf("still failing after %s: %w", DispatchRetryWindow, err)
 	}
 	m.log.Warn("dispatch failed", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
-	m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cl.GetName()+" failed: "+err.Error())
+	m.stopAndFail(ctx, c, j, lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cl.GetName()+" failed: "+err.Error())
 	return err
 }
 
@@ -614,11 +671,17 @@ func (m *Manager) dispatch(ctx context.Context, cl *falconv1.Cluster, b Backend,
 // when it does not, the job fails anyway rather than hold its queue.
 func (m *Manager) giveUpDispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, b Backend, j *falconv1.Job, f dispatchFailure) {
 	msg := fmt.Sprintf("submit to cluster %s failed for %s: %v", cl.GetName(), DispatchRetryWindow, f.err)
-	if !c.health[cl.GetName()].Backoff {
-		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobSubmitFailed, msg)
-		return
+	switch {
+	case c.health[cl.GetName()].Backoff:
+		msg += fmt.Sprintf("; cluster %s could not be asked to remove anything a create may have left", cl.GetName())
+	default:
+		// One try: the job has waited its window already, and a cluster
+		// that refuses this too is the same outage.
+		if err := b.Stop(ctx, cl, j); err != nil {
+			msg += fmt.Sprintf("; cluster %s could not be asked to remove anything a create may have left: %v", cl.GetName(), err)
+		}
 	}
-	m.fail(ctx, j, lifecycle.ReasonJobSubmitFailed, msg+fmt.Sprintf("; cluster %s could not be asked to remove anything a create may have left", cl.GetName()))
+	m.fail(ctx, j, lifecycle.ReasonJobSubmitFailed, msg)
 }
 
 // cleanUp removes what a succeeded job left on a cluster whose pools are
@@ -634,11 +697,12 @@ func (m *Manager) cleanUp(ctx context.Context, cl *falconv1.Cluster, b Backend, 
 	}
 }
 
-// stopAndFail cleans up whatever the job left on its cluster and fails it.
-func (m *Manager) stopAndFail(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job, reason lifecycle.Reason, msg string) {
-	if err := b.Stop(ctx, cl, j); err != nil {
-		m.log.Warn("stop job", "job", j.GetId(), "err", err)
-		return // retry next cycle
+// stopAndFail cleans up whatever the job left on its cluster and fails it
+// (see stop: a cluster that never confirms does not hold the job for ever).
+func (m *Manager) stopAndFail(ctx context.Context, c *cycle, j *falconv1.Job, reason lifecycle.Reason, msg string) {
+	done, msg := m.stop(ctx, c, j, msg)
+	if !done {
+		return
 	}
 	m.fail(ctx, j, reason, msg)
 }
@@ -646,7 +710,8 @@ func (m *Manager) stopAndFail(ctx context.Context, cl *falconv1.Cluster, b Backe
 // fail records the job Failed with reason and takes it out of its queue.
 func (m *Manager) fail(ctx context.Context, j *falconv1.Job, reason lifecycle.Reason, msg string) {
 	if m.update(ctx, j, lifecycle.Failed, reason, msg, "") {
-		_ = m.sched.Remove(j.GetId())
+		m.mem.forgetJob(j.GetId())
+		delete(m.mem.stopFailing, j.GetId())
 	}
 }
 
@@ -669,19 +734,23 @@ const (
 func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]*falconv1.Job) {
 	now := m.now()
 	var jobs []*falconv1.Job
+	var poss []int
 	var reqs []*falconv1.UpdateJobStatusRequest
-	for _, key := range m.sched.Keys() {
+	for _, key := range m.mem.sched.Keys() {
 		var unreachable string
 		if err := c.health[key.Cluster].Err; err != nil {
 			unreachable = fmt.Sprintf("; cluster %s is unreachable: %v", key.Cluster, err)
 		}
-		refreshTail := now.Sub(m.tailWritten[key]) >= tailRefresh
-		for _, p := range m.sched.Waiting(key) {
+		refreshTail := now.Sub(m.mem.tailWritten[key]) >= tailRefresh
+		for _, p := range m.mem.sched.Waiting(key) {
 			j := byID[p.ID]
 			if j == nil || j.GetStatus() != string(lifecycle.Pending) || acquiring(j) {
 				continue
 			}
-			placed := j.GetReason() == string(lifecycle.ReasonWaiting) && strings.HasPrefix(j.GetMessage(), "queue position")
+			// A job whose position this controller wrote is far enough
+			// back to wait for the tail's refresh; one never written (new,
+			// or a restart forgot) is written now.
+			_, placed := m.mem.positions[p.ID]
 			if p.Pos > exactPositions && placed && !refreshTail {
 				continue
 			}
@@ -690,16 +759,22 @@ func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]
 				continue
 			}
 			jobs = append(jobs, j)
+			poss = append(poss, p.Pos)
 			reqs = append(reqs, &falconv1.UpdateJobStatusRequest{
 				Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
 				Reason: string(lifecycle.ReasonWaiting), Message: msg,
 			})
 		}
 		if refreshTail {
-			m.tailWritten[key] = now
+			m.mem.tailWritten[key] = now
 		}
 	}
 	m.writeBatch(ctx, jobs, reqs)
+	for i, j := range jobs {
+		if j.GetMessage() == reqs[i].GetMessage() { // written (refreshed from the row)
+			m.mem.positions[j.GetId()] = poss[i]
+		}
+	}
 }
 
 // refresh replaces j with the row as written, keeping the experiment config
@@ -753,7 +828,7 @@ func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job)
 	if t := j.GetTaskSpec().GetTimeoutSeconds(); t > 0 && j.GetStartedAt() != nil {
 		deadline := j.GetStartedAt().AsTime().Add(time.Duration(t) * time.Second)
 		if !m.now().Before(deadline) {
-			m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds; the job was stopped", t))
+			m.stopAndFail(ctx, c, j, lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds; the job was stopped", t))
 			return
 		}
 		c.deadline(deadline)
@@ -769,13 +844,13 @@ func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job)
 			m.cleanUp(ctx, cl, b, j)
 		}
 	case PhaseFailed:
-		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobFailed, obs.Message)
+		m.stopAndFail(ctx, c, j, lifecycle.ReasonJobFailed, obs.Message)
 	case PhaseUnknown:
 		msg := obs.Message
 		if msg == "" {
 			msg = "the job's processes are gone and its outcome is unknown"
 		}
-		m.stopAndFail(ctx, cl, b, j, lifecycle.ReasonJobFailed, msg)
+		m.stopAndFail(ctx, c, j, lifecycle.ReasonJobFailed, msg)
 	default:
 		// A running job whose pod restarted or is being rescheduled reports
 		// Pending: it stays Running, with the backend's account.

@@ -15,7 +15,6 @@ import (
 	"github.com/falconhq/falcon/internal/controller/watch"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/metrics"
-	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 )
 
 // Phase is what a backend observes of a dispatched job.
@@ -77,35 +76,14 @@ type Manager struct {
 	now      func() time.Time
 	interval time.Duration
 	wake     chan struct{}
-	// sched is an index rebuilt from the job rows, not a source of truth;
-	// it survives between cycles only to keep each queue's round-robin
-	// memory (who was served last).
-	sched *queue.Scheduler
-	// tailWritten is when each queue's deep positions were last written.
-	tailWritten map[queue.Key]time.Time
-	// lastPending are the jobs that were Pending in the previous cycle.
-	lastPending map[string]bool
+	mem      *memory
 
-	// Node pools (PoolBackend clusters). Ownership is read from the jobs
-	// each cycle; this memory only paces calls and remembers what the
-	// capacity view and failure notes need.
 	poolTiming PoolTiming
 	noReuse    bool
 
 	metrics *metrics.RM
 	// lastOK is when a cycle last read the API server successfully.
-	lastOK    atomic.Int64           // Unix nanoseconds
-	poolLists map[string]poolListing // by cluster
-	polls     map[string]*backoff    // provisioning jobs, by job ID
-	// dispatchFailing holds when each job's dispatch first failed with a
-	// RetryableError, until it succeeds or the job leaves Pending. A
-	// restart forgets it, and so gives the job a new window: the failure
-	// is transient by definition, and the job's own timeout still applies.
-	dispatchFailing map[string]dispatchFailure
-	deletes         map[poolKey]*backoff
-	idleSince       map[poolKey]time.Time
-	lastOwner       map[poolKey]string
-	reportedAt      map[string]time.Time
+	lastOK atomic.Int64 // Unix nanoseconds
 }
 
 // Option configures a Manager.
@@ -139,14 +117,6 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 		wake:     make(chan struct{}, 1),
 
 		poolTiming: DefaultPoolTiming,
-		poolLists:  map[string]poolListing{},
-		polls:      map[string]*backoff{},
-
-		dispatchFailing: map[string]dispatchFailure{},
-		deletes:         map[poolKey]*backoff{},
-		idleSince:       map[poolKey]time.Time{},
-		lastOwner:       map[poolKey]string{},
-		reportedAt:      map[string]time.Time{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -154,8 +124,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 	if m.metrics == nil {
 		m.metrics = metrics.NewRM(prometheus.NewRegistry())
 	}
-	m.sched = queue.New(queue.WithClock(m.now))
-	m.tailWritten = map[queue.Key]time.Time{}
+	m.mem = newMemory(m.now)
 	return m
 }
 
@@ -207,23 +176,13 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
-// PoolState is where a node pool is in its life.
-type PoolState string
-
-const (
-	PoolProvisioning PoolState = "Provisioning"
-	PoolReady        PoolState = "Ready"
-	PoolFailed       PoolState = "Failed"
-	PoolDeleting     PoolState = "Deleting"
-)
-
 // Pool is one node pool a PoolBackend created on a cluster.
 type Pool struct {
 	Name            string
 	AcceleratorType string // canonical name
 	Topology        string
 	Nodes           int64
-	State           PoolState
+	State           lifecycle.PoolState
 	Status          string // the provider's own word for it (RUNNING, ...)
 	SupplyMode      string
 	CreatedFor      string // the job it was created for
@@ -291,6 +250,16 @@ func Retryable(err error) error {
 	return &RetryableError{Err: err}
 }
 
+// UnusableError is a failure to build any connection to a cluster: its
+// kubeconfig is missing or invalid, its context does not exist. No call can
+// have reached the cluster, so a dispatch that fails this way created
+// nothing there, and retrying cannot help until an operator fixes the
+// cluster's registration: the job fails at once, saying so.
+type UnusableError struct{ Err error }
+
+func (e *UnusableError) Error() string { return e.Err.Error() }
+func (e *UnusableError) Unwrap() error { return e.Err }
+
 // dispatchFailure is a job's run of retryable dispatch failures: since when,
 // and the latest error.
 type dispatchFailure struct {
@@ -301,6 +270,12 @@ type dispatchFailure struct {
 // DispatchRetryWindow is how long a job's dispatch is retried after its
 // first retryable failure.
 const DispatchRetryWindow = 5 * time.Minute
+
+// StopRetryWindow is how long the manager keeps asking a cluster to stop a
+// job it is aborting or failing (the cluster refuses, or does not answer)
+// before it records the outcome anyway, saying the cluster never confirmed
+// the stop. An abort that must not wait can be forced: exp abort --force.
+const StopRetryWindow = 5 * time.Minute
 
 // ErrPoolBusy is what DeletePool wraps when the pool cannot be deleted yet.
 var ErrPoolBusy = errors.New("node pool busy")

@@ -32,6 +32,7 @@ type scripted struct {
 	dispatched  map[string]*falconv1.Job
 	stopped     map[string]int
 	dispatchErr error
+	stopErr     error
 	startPhase  resourcemanager.Phase // what a new job reports first; Running if empty
 	onDispatch  func(j *falconv1.Job)
 	health      resourcemanager.Health // of every cluster
@@ -98,6 +99,9 @@ func (s *scripted) Stop(_ context.Context, _ *falconv1.Cluster, j *falconv1.Job)
 	defer s.mu.Unlock()
 	s.calls++
 	s.stopped[j.GetId()]++
+	if s.stopErr != nil {
+		return s.stopErr
+	}
 	s.phase[j.GetId()] = resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: "killed"}
 	return nil
 }
@@ -228,6 +232,69 @@ func TestRetryableSubmitFailure(t *testing.T) {
 	f.now = f.now.Add(resourcemanager.DispatchRetryWindow)
 	f.cycle(t)
 	want(t, f.env.Job(t, stuck), "Failed", "JobSubmitFailed", "could not be asked to remove anything")
+}
+
+// A cluster that refuses to stop a job (or never answers) is asked again
+// with backoff, never in a tight loop; after StopRetryWindow the outcome is
+// recorded anyway, saying the stop was never confirmed, so neither an abort
+// nor a failure is held for ever.
+func TestStopThatKeepsFailing(t *testing.T) {
+	for _, tt := range []struct {
+		name            string
+		act             func(t *testing.T, f *fixture, exp, job string)
+		status, message string
+	}{
+		{"abort", func(t *testing.T, f *fixture, exp, _ string) {
+			if _, err := f.env.Exps.AbortExp(context.Background(), &falconv1.AbortExpRequest{Id: exp, Reason: "user gave up"}); err != nil {
+				t.Fatal(err)
+			}
+		}, "Aborted", "user gave up; cluster local never confirmed the stop"},
+		{"failure", func(t *testing.T, f *fixture, _, job string) {
+			f.be.set(job, resourcemanager.PhaseFailed, "exit code 3")
+		}, "Failed", "exit code 3; cluster local never confirmed the stop"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := setup(t)
+			exp, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+			f.cycle(t)
+			want(t, f.env.Job(t, job), "Running", "", "")
+			f.be.stopErr = errors.New("the server is currently unable to handle the request")
+			tt.act(t, f, exp, job)
+			f.cycle(t)
+			if st := f.env.Job(t, job).GetStatus(); st == tt.status {
+				t.Fatalf("recorded %s after the first failed stop", st)
+			}
+			asked := f.be.stopped[job]
+			f.cycle(t) // within the backoff: the cluster is not asked again
+			if f.be.stopped[job] != asked {
+				t.Fatalf("stop asked %d times within its backoff, want %d", f.be.stopped[job], asked)
+			}
+			for i := 0; i < 20 && f.env.Job(t, job).GetStatus() != tt.status; i++ {
+				f.now = f.now.Add(30 * time.Second)
+				f.cycle(t)
+			}
+			j := f.env.Job(t, job)
+			want(t, j, tt.status, j.GetReason(), tt.message)
+			if f.be.stopped[job] < 3 {
+				t.Fatalf("stop asked %d times over the window, want several", f.be.stopped[job])
+			}
+			if !strings.Contains(j.GetMessage(), "unable to handle the request") {
+				t.Fatalf("message %q does not name the stop's error", j.GetMessage())
+			}
+		})
+	}
+}
+
+// A cluster no connection can be built to (its kubeconfig is gone) fails a
+// job at once with the real cause: nothing was created there, and waiting
+// cannot fix a registration.
+func TestUnusableClusterFailsAtOnce(t *testing.T) {
+	f := setup(t)
+	f.be.dispatchErr = &resourcemanager.UnusableError{Err: errors.New("kubeconfig for cluster local: stat /nope: no such file or directory")}
+	f.be.stopErr = f.be.dispatchErr
+	_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	f.cycle(t)
+	want(t, f.env.Job(t, job), "Failed", "JobSubmitFailed", "stat /nope: no such file or directory; nothing was created there")
 }
 
 func TestTimeout(t *testing.T) {
@@ -384,7 +451,12 @@ func TestTimeoutWhileAcquiring(t *testing.T) {
 	_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1, TimeoutSeconds: 60})
 	f.cycle(t)
 	want(t, f.env.Job(t, job), "Pending", "Dispatching", "")
-	f.now = f.now.Add(61 * time.Second)
+	// The deadline runs from dispatched_at, which the API server stamps
+	// with its own clock.
+	f.now = f.env.Job(t, job).GetDispatchedAt().AsTime().Add(59 * time.Second)
+	f.cycle(t)
+	want(t, f.env.Job(t, job), "Pending", "Dispatching", "")
+	f.now = f.now.Add(time.Second)
 	f.cycle(t)
 	want(t, f.env.Job(t, job), "Failed", "Timeout", "waiting for resources")
 	if f.be.stopped[job] != 1 {

@@ -65,6 +65,7 @@ type poolListing struct {
 
 // backoff is the schedule of one retried action.
 type backoff struct {
+	since    time.Time // the first failure
 	next     time.Time
 	interval time.Duration
 	attempts int
@@ -82,7 +83,9 @@ type poolCluster struct {
 }
 
 // idle reports whether the pool is ready and no live job owns it.
-func (pc *poolCluster) idle(p Pool) bool { return p.State == PoolReady && pc.owner[p.Name] == "" }
+func (pc *poolCluster) idle(p Pool) bool {
+	return p.State == lifecycle.PoolReady && pc.owner[p.Name] == ""
+}
 
 // loadPools lists the pools of every pool-managed cluster and works out who
 // owns each: the live job naming it in node_pool, or the live job it was
@@ -97,14 +100,14 @@ func (m *Manager) loadPools(ctx context.Context, c *cycle, jobs []*falconv1.Job)
 		}
 		pc := &poolCluster{cl: cl, b: b, pools: map[string]Pool{}}
 		c.pools[name] = pc
-		lst, ok := m.poolLists[name]
+		lst, ok := m.mem.poolLists[name]
 		if !ok || m.now().Sub(lst.at) >= m.poolTiming.ListEvery {
 			pools, err := b.ListPools(ctx, cl)
 			if err != nil {
 				m.log.Warn("list node pools", "cluster", name, "err", err)
 			}
 			lst = poolListing{pools: pools, err: err, at: m.now()}
-			m.poolLists[name] = lst
+			m.mem.poolLists[name] = lst
 		}
 		if m.poolTiming.ListEvery > 0 {
 			c.deadline(lst.at.Add(m.poolTiming.ListEvery))
@@ -134,7 +137,7 @@ func (m *Manager) loadOwners(c *cycle, jobs []*falconv1.Job) {
 		live[j.GetId()] = j
 		if pc := c.pools[j.GetClusterName()]; pc != nil && j.GetNodePool() != "" {
 			pc.owner[j.GetNodePool()] = j.GetId()
-			m.lastOwner[poolKey{j.GetClusterName(), j.GetNodePool()}] = j.GetId()
+			m.mem.lastOwner[poolKey{j.GetClusterName(), j.GetNodePool()}] = j.GetId()
 		}
 	}
 	for _, pc := range c.pools {
@@ -179,7 +182,7 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			return false
 		}
 		if p, ok := m.takeIdle(pc, j); ok {
-			if p.State == PoolProvisioning {
+			if p.State == lifecycle.PoolProvisioning {
 				// Still being created for a job that ended (an abort while
 				// provisioning): sooner ready than a pool created now.
 				msg := fmt.Sprintf("taking over node pool %s (%s %s), still being created", p.Name, p.AcceleratorType, p.Topology)
@@ -199,7 +202,7 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 		if m.poolFailed(ctx, c, pc, j, err) {
 			return false
 		}
-		delete(m.poolLists, pc.cl.GetName()) // list again: a pool was added
+		delete(m.mem.poolLists, pc.cl.GetName()) // list again: a pool was added
 		if m.assign(ctx, c, pc, j, prov.Pool, prov.Reason, prov.Message) {
 			m.log.Info("node pool provisioning", "job", j.GetId(), "pool", prov.Pool, "cluster", pc.cl.GetName(), "reason", prov.Reason)
 			m.metrics.PoolCreates.WithLabelValues(pc.cl.GetName(), string(prov.Reason)).Inc()
@@ -209,7 +212,7 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 		// A pool of the job's shape that fell idle meanwhile is ready now;
 		// the one being created is not. Switch: the abandoned pool is then
 		// taken over by the next job of its shape, or released.
-		if p, ok := m.takeIdle(pc, j); ok && p.State == PoolReady {
+		if p, ok := m.takeIdle(pc, j); ok && p.State == lifecycle.PoolReady {
 			msg := fmt.Sprintf("reusing idle node pool %s (%s %s) instead of waiting for %s; submitting to cluster %s", p.Name, p.AcceleratorType, p.Topology, j.GetNodePool(), pc.cl.GetName())
 			if !m.assign(ctx, c, pc, j, p.Name, lifecycle.ReasonDispatching, msg) {
 				return false
@@ -217,7 +220,7 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			m.reused(pc, j, p.Name, "node pool reused while provisioning")
 			return true
 		}
-		if st, ok := m.polls[j.GetId()]; ok && m.now().Before(st.next) {
+		if st, ok := m.mem.polls[j.GetId()]; ok && m.now().Before(st.next) {
 			c.deadline(st.next)
 			return false
 		}
@@ -248,7 +251,7 @@ func (m *Manager) assign(ctx context.Context, c *cycle, pc *poolCluster, j *falc
 	}
 	pc.owner[pool] = j.GetId()
 	if reason == lifecycle.ReasonDispatching {
-		delete(m.polls, j.GetId())
+		delete(m.mem.polls, j.GetId())
 	} else {
 		m.schedulePoll(c, j.GetId(), true)
 	}
@@ -265,7 +268,7 @@ func (m *Manager) reused(pc *poolCluster, j *falconv1.Job, pool, what string) {
 // still serve it.
 func (m *Manager) createdFor(pc *poolCluster, j *falconv1.Job) (Pool, bool) {
 	for _, p := range pc.pools {
-		if p.CreatedFor == j.GetId() && (p.State == PoolReady || p.State == PoolProvisioning) && !m.deleting(pc.cl.GetName(), p.Name) {
+		if p.CreatedFor == j.GetId() && (p.State == lifecycle.PoolReady || p.State == lifecycle.PoolProvisioning) && !m.deleting(pc.cl.GetName(), p.Name) {
 			return p, true
 		}
 	}
@@ -281,7 +284,7 @@ func (m *Manager) takeIdle(pc *poolCluster, j *falconv1.Job) (Pool, bool) {
 	}
 	var cands []Pool
 	for _, p := range pc.pools {
-		free := pc.owner[p.Name] == "" && (p.State == PoolReady || p.State == PoolProvisioning)
+		free := pc.owner[p.Name] == "" && (p.State == lifecycle.PoolReady || p.State == lifecycle.PoolProvisioning)
 		if free && p.AcceleratorType == deviceType(j) && p.Topology == topologyOrEmpty(j) && !m.deleting(pc.cl.GetName(), p.Name) {
 			cands = append(cands, p)
 		}
@@ -290,7 +293,7 @@ func (m *Manager) takeIdle(pc *poolCluster, j *falconv1.Job) (Pool, bool) {
 		return Pool{}, false
 	}
 	sort.Slice(cands, func(a, b int) bool {
-		if ra, rb := cands[a].State == PoolReady, cands[b].State == PoolReady; ra != rb {
+		if ra, rb := cands[a].State == lifecycle.PoolReady, cands[b].State == lifecycle.PoolReady; ra != rb {
 			return ra
 		}
 		return older(cands[a], cands[b])
@@ -319,8 +322,8 @@ func (m *Manager) poolFailed(ctx context.Context, c *cycle, pc *poolCluster, j *
 	}
 	var pe *PoolError
 	if errors.As(err, &pe) {
-		delete(m.polls, j.GetId())
-		m.stopAndFail(ctx, pc.cl, pc.b, j, pe.Reason, pe.Message)
+		delete(m.mem.polls, j.GetId())
+		m.stopAndFail(ctx, c, j, pe.Reason, pe.Message)
 		return true
 	}
 	m.log.Warn("node pool", "job", j.GetId(), "cluster", pc.cl.GetName(), "err", err)
@@ -330,10 +333,10 @@ func (m *Manager) poolFailed(ctx context.Context, c *cycle, pc *poolCluster, j *
 
 // schedulePoll sets when a provisioning job's pool is looked at next.
 func (m *Manager) schedulePoll(c *cycle, id string, first bool) {
-	st, ok := m.polls[id]
+	st, ok := m.mem.polls[id]
 	if !ok || first {
 		st = &backoff{interval: m.poolTiming.PollInitial}
-		m.polls[id] = st
+		m.mem.polls[id] = st
 	} else {
 		st.interval = min(2*st.interval, m.poolTiming.PollMax)
 	}
@@ -362,7 +365,7 @@ func (m *Manager) updatePool(ctx context.Context, j *falconv1.Job, reason lifecy
 func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv1.Job) {
 	demand := map[string]map[queue.Pool]int{}
 	for _, j := range waiting {
-		key, phase, ok := m.sched.Lookup(j.GetId())
+		key, phase, ok := m.mem.sched.Lookup(j.GetId())
 		if !ok || phase != queue.PhaseWaiting {
 			continue
 		}
@@ -390,23 +393,23 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 		for _, p := range pools {
 			k := poolKey{name, p.Name}
 			if pc.owner[p.Name] != "" {
-				delete(m.idleSince, k)
+				delete(m.mem.idleSince, k)
 				continue
 			}
-			if _, ok := m.idleSince[k]; !ok {
-				m.idleSince[k] = now
+			if _, ok := m.mem.idleSince[k]; !ok {
+				m.mem.idleSince[k] = now
 			}
 			shape := queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}
 			wanted := !m.noReuse && want[shape] > 0
 			young := now.Sub(p.CreatedAt) < m.poolTiming.Grace
 			switch {
-			case p.State == PoolDeleting:
+			case p.State == lifecycle.PoolDeleting:
 				continue
-			case p.State == PoolReady && wanted:
+			case p.State == lifecycle.PoolReady && wanted:
 				want[shape]-- // one waiting job, one pool kept for it
 				m.keep(k)
 				continue
-			case p.State == PoolProvisioning && (wanted || young):
+			case p.State == lifecycle.PoolProvisioning && (wanted || young):
 				if wanted {
 					want[shape]--
 				}
@@ -424,13 +427,13 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 // keep forgets a deletion that never started (GKE was busy), so a pool kept
 // for a waiting job can be handed to it.
 func (m *Manager) keep(k poolKey) {
-	if st, ok := m.deletes[k]; ok && st.attempts == 0 {
-		delete(m.deletes, k)
+	if st, ok := m.mem.deletes[k]; ok && st.attempts == 0 {
+		delete(m.mem.deletes, k)
 	}
 }
 
 func (m *Manager) deleting(cluster, pool string) bool {
-	_, ok := m.deletes[poolKey{cluster, pool}]
+	_, ok := m.mem.deletes[poolKey{cluster, pool}]
 	return ok
 }
 
@@ -439,7 +442,7 @@ func (m *Manager) deleting(cluster, pool string) bool {
 // (its outcome unchanged) and retries continue at the longest interval.
 func (m *Manager) deletePool(ctx context.Context, c *cycle, pc *poolCluster, p Pool) {
 	k := poolKey{pc.cl.GetName(), p.Name}
-	st := m.deletes[k]
+	st := m.mem.deletes[k]
 	now := m.now()
 	if st != nil && now.Before(st.next) {
 		c.deadline(st.next)
@@ -447,16 +450,16 @@ func (m *Manager) deletePool(ctx context.Context, c *cycle, pc *poolCluster, p P
 	}
 	if st == nil {
 		st = &backoff{interval: m.poolTiming.DeleteBackoffInitial}
-		m.deletes[k] = st
+		m.mem.deletes[k] = st
 	}
 	err := pc.b.DeletePool(ctx, pc.cl, p.Name)
 	switch {
 	case err == nil:
 		m.metrics.PoolDeletes.WithLabelValues(k.cluster, "started").Inc()
-		m.log.Info("node pool deleting", "pool", p.Name, "cluster", k.cluster, "last_job", m.lastOwner[k])
-		p.State = PoolDeleting
+		m.log.Info("node pool deleting", "pool", p.Name, "cluster", k.cluster, "last_job", m.mem.lastOwner[k])
+		p.State = lifecycle.PoolDeleting
 		pc.pools[p.Name] = p
-		delete(m.poolLists, k.cluster)
+		delete(m.mem.poolLists, k.cluster)
 		// Look again soon: the deletion may fail, which counts as an attempt.
 		st.attempts++
 		st.next = now.Add(st.interval)
@@ -476,7 +479,7 @@ func (m *Manager) deletePool(ctx context.Context, c *cycle, pc *poolCluster, p P
 	c.deadline(st.next)
 	m.log.Warn("delete node pool", "pool", p.Name, "cluster", k.cluster, "attempt", st.attempts, "err", err)
 	if st.attempts >= m.poolTiming.DeleteAttempts && !st.noted {
-		owner := m.lastOwner[k]
+		owner := m.mem.lastOwner[k]
 		if owner == "" {
 			owner = p.CreatedFor
 		}
@@ -494,18 +497,18 @@ func (m *Manager) deletePool(ctx context.Context, c *cycle, pc *poolCluster, p P
 
 // forgetPools drops the per-pool memory of pools that are gone.
 func (m *Manager) forgetPools(c *cycle) {
-	for k := range m.deletes {
+	for k := range m.mem.deletes {
 		if pc := c.pools[k.cluster]; pc != nil && pc.err == nil {
 			if _, ok := pc.pools[k.pool]; !ok {
-				delete(m.deletes, k)
-				delete(m.idleSince, k)
-				delete(m.lastOwner, k)
+				delete(m.mem.deletes, k)
+				delete(m.mem.idleSince, k)
+				delete(m.mem.lastOwner, k)
 			}
 		}
 	}
-	for k := range m.idleSince {
+	for k := range m.mem.idleSince {
 		if pc := c.pools[k.cluster]; pc == nil || (pc.err == nil && pc.pools[k.pool].Name == "") {
-			delete(m.idleSince, k)
+			delete(m.mem.idleSince, k)
 		}
 	}
 }
@@ -514,7 +517,7 @@ func (m *Manager) forgetPools(c *cycle) {
 func (m *Manager) gauges(c *cycle) {
 	m.metrics.QueueWaiting.Reset()
 	m.metrics.QueueAcquiring.Reset()
-	for _, st := range m.sched.Snapshot() {
+	for _, st := range m.mem.sched.Snapshot() {
 		m.metrics.QueueWaiting.WithLabelValues(st.Key.Cluster, st.Key.Topology).Set(float64(st.Waiting))
 		acquiring := 0.0
 		if st.Acquiring.ID != "" {
@@ -540,11 +543,11 @@ func (m *Manager) gauges(c *cycle) {
 			switch {
 			case pc.owner[p.Name] != "":
 				counts["owned"]++
-			case p.State == PoolReady:
+			case p.State == lifecycle.PoolReady:
 				counts["idle"]++
-			case p.State == PoolProvisioning:
+			case p.State == lifecycle.PoolProvisioning:
 				counts["provisioning"]++
-			case p.State == PoolDeleting:
+			case p.State == lifecycle.PoolDeleting:
 				counts["deleting"]++
 			default:
 				counts["failed"]++
@@ -560,14 +563,14 @@ func (m *Manager) gauges(c *cycle) {
 func (m *Manager) report(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
 	now := m.now()
 	stats := map[string][]queue.Stats{}
-	for _, st := range m.sched.Snapshot() {
+	for _, st := range m.mem.sched.Snapshot() {
 		stats[st.Key.Cluster] = append(stats[st.Key.Cluster], st)
 	}
 	running := map[queue.Key]int32{}
 	types := map[queue.Key]map[string]bool{}
 	for _, j := range jobs {
 		var key queue.Key
-		switch k, _, ok := m.sched.Lookup(j.GetId()); {
+		switch k, _, ok := m.mem.sched.Lookup(j.GetId()); {
 		case j.GetStatus() == string(lifecycle.Running):
 			key = queue.Key{Cluster: j.GetClusterName(), Topology: queueKey(j)}
 			running[key]++
@@ -582,7 +585,7 @@ func (m *Manager) report(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
 		types[key][deviceType(j)] = true
 	}
 	for name, cl := range c.clusters {
-		if now.Sub(m.reportedAt[name]) < m.poolTiming.ReportEvery {
+		if now.Sub(m.mem.reportedAt[name]) < m.poolTiming.ReportEvery {
 			continue
 		}
 		st := &falconv1.ClusterStatus{ClusterName: name, ReportedAt: timestamppb.New(now)}
@@ -619,7 +622,7 @@ func (m *Manager) report(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
 				if !p.CreatedAt.IsZero() {
 					ps.CreatedAt = timestamppb.New(p.CreatedAt)
 				}
-				if t, ok := m.idleSince[poolKey{name, p.Name}]; ok && ps.OwnerJobId == "" {
+				if t, ok := m.mem.idleSince[poolKey{name, p.Name}]; ok && ps.OwnerJobId == "" {
 					ps.IdleSince = timestamppb.New(t)
 				}
 				st.NodePools = append(st.NodePools, ps)
@@ -648,6 +651,6 @@ func (m *Manager) report(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
 			m.log.Warn("report cluster status", "cluster", name, "err", err)
 			continue
 		}
-		m.reportedAt[name] = now
+		m.mem.reportedAt[name] = now
 	}
 }

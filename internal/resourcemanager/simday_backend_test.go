@@ -194,12 +194,12 @@ func (s *simBackend) ListPools(_ context.Context, cl *falconv1.Cluster) ([]resou
 		if p.gone(now) {
 			continue
 		}
-		st, status := resourcemanager.PoolProvisioning, "PROVISIONING"
+		st, status := lifecycle.PoolProvisioning, "PROVISIONING"
 		switch {
 		case p.deleting():
-			st, status = resourcemanager.PoolDeleting, "STOPPING"
+			st, status = lifecycle.PoolDeleting, "STOPPING"
 		case p.ready(now):
-			st, status = resourcemanager.PoolReady, "RUNNING"
+			st, status = lifecycle.PoolReady, "RUNNING"
 		}
 		out = append(out, resourcemanager.Pool{
 			Name: p.name, AcceleratorType: p.accel, Topology: p.topology, Nodes: p.nodes,

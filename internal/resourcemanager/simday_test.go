@@ -311,7 +311,7 @@ func runSimDay(tb testing.TB, trace []simTraceJob, reuse bool) *simResult {
 		exp, err := env.Exps.CreateExp(uctx, &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
 			Name: tj.name, Config: "sim",
 			RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {
-				Command: "python train.py", Replica: int32(tj.hosts), DeviceType: simAccel, DeviceTopo: tj.topology,
+				Image: "python:3.12", Command: "python train.py", Replica: int32(tj.hosts), DeviceType: simAccel, DeviceTopo: tj.topology,
 			}},
 		}})
 		if err != nil {

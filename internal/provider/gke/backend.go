@@ -203,16 +203,16 @@ func (b *Backend) ListPools(ctx context.Context, c *falconv1.Cluster) ([]resourc
 }
 
 // poolState maps GKE's node pool status.
-func poolState(s string) resourcemanager.PoolState {
+func poolState(s string) lifecycle.PoolState {
 	switch s {
 	case "RUNNING", "RUNNING_WITH_ERROR":
-		return resourcemanager.PoolReady
+		return lifecycle.PoolReady
 	case "STOPPING":
-		return resourcemanager.PoolDeleting
+		return lifecycle.PoolDeleting
 	case "ERROR":
-		return resourcemanager.PoolFailed
+		return lifecycle.PoolFailed
 	default: // PROVISIONING, RECONCILING (being changed), unknown
-		return resourcemanager.PoolProvisioning
+		return lifecycle.PoolProvisioning
 	}
 }
 

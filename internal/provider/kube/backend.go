@@ -96,7 +96,9 @@ func KubeconfigREST(c *falconv1.Cluster) (*rest.Config, error) {
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
 		&clientcmd.ConfigOverrides{CurrentContext: c.GetKubeContext()}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig for cluster %s (context %q): %w", c.GetName(), c.GetKubeContext(), err)
+		// A kubeconfig that is missing, unreadable or names no such context
+		// fails every call the same way until an operator fixes it.
+		return nil, &resourcemanager.UnusableError{Err: fmt.Errorf("kubeconfig for cluster %s (context %q): %w", c.GetName(), c.GetKubeContext(), err)}
 	}
 	return cfg, nil
 }
@@ -150,7 +152,7 @@ func (b *Backend) edgeFor(c *falconv1.Cluster) (*edge, error) {
 		cfg.Timeout = 0 // watches are long; calls carry their own deadlines
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
-			err = fmt.Errorf("client for cluster %s: %w", c.GetName(), err)
+			err = &resourcemanager.UnusableError{Err: fmt.Errorf("client for cluster %s: %w", c.GetName(), err)}
 			b.broken[c.GetName()] = err
 			return nil, err
 		}
@@ -291,9 +293,13 @@ func (b *Backend) Close() {
 // from the job ID, so a retry finds what an earlier attempt created.
 func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
 	e, err := b.edgeFor(c)
+	var unusable *resourcemanager.UnusableError
+	if errors.As(err, &unusable) {
+		return err // no connection can be built: final (see UnusableError)
+	}
 	if err != nil {
-		// Reaching the cluster failed (its endpoint lookup, its kubeconfig):
-		// an operator can fix that while the job waits.
+		// The cluster is backing off after failed calls, or its endpoint
+		// could not be looked up: that may pass while the job waits.
 		return resourcemanager.Retryable(err)
 	}
 	objs, err := render.Render(render.Input{

@@ -74,7 +74,7 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 			sets, args = append(sets, "finished_at = ?"), append(args, now)
 		}
 	}
-	if e.table == jobEntity.table && u.Status == lifecycle.Pending && acquiringReason(u.Reason) {
+	if e.table == jobEntity.table && u.Status == lifecycle.Pending && lifecycle.Acquiring(lifecycle.Reason(u.Reason)) {
 		sets, args = append(sets, "dispatched_at = COALESCE(dispatched_at, ?)"), append(args, now)
 	}
 	if u.ClusterName != "" {
@@ -145,14 +145,4 @@ func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) 
 		return nil, nil, err
 	}
 	return jobs, errs, nil
-}
-
-// acquiringReason reports whether a Pending job with this Reason has left
-// its queue and is acquiring resources.
-func acquiringReason(r string) bool {
-	switch lifecycle.Reason(r) {
-	case lifecycle.ReasonProvisioning, lifecycle.ReasonProvisioningFallback, lifecycle.ReasonDispatching:
-		return true
-	}
-	return false
 }

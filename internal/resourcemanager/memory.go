@@ -1,0 +1,80 @@
+package resourcemanager
+
+import (
+	"time"
+
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
+)
+
+// memory is everything the resource manager carries from one cycle to the
+// next. The job rows are the truth — status, reason, cluster, node pool and
+// the times each phase began — and none of this is needed to be correct:
+// it paces calls, keeps fairness and avoids rewriting what was written. It
+// lives in this one type so that what a restart loses is written down in
+// one place:
+//
+//   - sched: the queue index is rebuilt from the rows on the first cycle;
+//     which actor each queue served last is lost, so the next pick in a
+//     queue whose slot is free may serve the same actor twice in a row (a
+//     one-turn fairness blip, see package queue).
+//   - positions, tailWritten: every waiting job's position is written again
+//     once if it differs from its row.
+//   - poolLists: every pool cluster is listed again at once.
+//   - polls, deletes: a pool being provisioned is looked at, and an idle
+//     pool deleted, at once rather than at its next backoff step; the count
+//     of failed deletions starts again, so the note on the pool's last job
+//     comes DeleteAttempts failures later.
+//   - dispatchFailing, stopFailing: a job whose dispatch or stop keeps
+//     failing gets a new retry window. The failure is transient by
+//     definition, the job's own timeout still applies, and an abort can be
+//     forced (exp abort --force).
+//   - idleSince, lastOwner: the capacity view shows a pool idle since the
+//     restart, and a failed deletion's note goes to the job it was created
+//     for rather than the last one that used it.
+//   - reportedAt: each cluster's capacity view is reported at once.
+type memory struct {
+	sched       *queue.Scheduler
+	positions   map[string]int // waiting job -> position last written
+	tailWritten map[queue.Key]time.Time
+	lastPending map[string]bool
+
+	poolLists map[string]poolListing // by cluster
+	polls     map[string]*backoff    // provisioning jobs, by job ID
+	deletes   map[poolKey]*backoff
+	idleSince map[poolKey]time.Time
+	lastOwner map[poolKey]string
+
+	// dispatchFailing holds when each job's dispatch first failed with a
+	// RetryableError, until it succeeds or the job leaves Pending.
+	dispatchFailing map[string]dispatchFailure
+	// stopFailing paces the Stop of a job that is Aborting or being failed
+	// while its cluster refuses or does not answer.
+	stopFailing map[string]*backoff
+
+	reportedAt map[string]time.Time
+}
+
+func newMemory(now func() time.Time) *memory {
+	return &memory{
+		sched:           queue.New(queue.WithClock(now)),
+		positions:       map[string]int{},
+		tailWritten:     map[queue.Key]time.Time{},
+		lastPending:     map[string]bool{},
+		poolLists:       map[string]poolListing{},
+		polls:           map[string]*backoff{},
+		deletes:         map[poolKey]*backoff{},
+		idleSince:       map[poolKey]time.Time{},
+		lastOwner:       map[poolKey]string{},
+		dispatchFailing: map[string]dispatchFailure{},
+		stopFailing:     map[string]*backoff{},
+		reportedAt:      map[string]time.Time{},
+	}
+}
+
+// forgetJob drops what the memory holds for a job that left Pending.
+func (mem *memory) forgetJob(id string) {
+	_ = mem.sched.Remove(id) // ErrNotFound: released or removed already
+	delete(mem.dispatchFailing, id)
+	delete(mem.positions, id)
+	delete(mem.polls, id)
+}
