@@ -1361,3 +1361,60 @@ func TestRankThatCannotStartFailsTheJob(t *testing.T) {
 		t.Errorf("rank 2 was started after rank 1 failed to start (pid file: %v)", err)
 	}
 }
+
+// A rank an older Falcon started ran its command with no supervisor, so
+// nothing will ever record how it ends: it is stopped, and the job says why.
+func TestRankOfAnOlderFalconIsStoppedAndSaysSo(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l := layout{dir}
+	jobID := ids.New(ids.Job)
+	old := exec.Command("/bin/sh", "-c", "sleep 600 & wait")
+	old.Env = []string{envJobID + "=" + jobID, envRank + "=0"}
+	old.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := old.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { old.Process.Kill(); old.Wait() })
+	// Its environment is readable once it has exec'd.
+	waitFor(t, "the old rank to start", func() bool { return environHas(old.Process.Pid, envJobID+"="+jobID) })
+	info, err := readProc(old.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := bootID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(l.rankDir(jobID, 0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSONAtomic(l.jobFile(jobID), jobRecord{JobID: jobID, Replica: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSONAtomic(l.pidFile(jobID, 0), pidRecord{Pid: info.pid, StartTicks: info.start, BootID: boot}); err != nil {
+		t.Fatal(err)
+	}
+
+	h := newHarness(t, dir)
+	got, err := h.e.Recover(context.Background())
+	if err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	if diff := cmp.Diff([]string{jobID}, got); diff != "" {
+		t.Errorf("Recover (-want +got):\n%s", diff)
+	}
+	st, _ := h.e.Status(context.Background(), jobID)
+	want := Status{
+		Phase: PhaseFailed, Reason: ReasonUnrecorded, ExitCode: -1,
+		Message: fmt.Sprintf("rank 0's process (pid %d) ended without recording its exit status"+
+			" (an older falcon started it without a supervisor, so its exit status cannot be known; falcon stopped it)", info.pid),
+		Pods: []PodStatus{{Name: jobID + "-0"}},
+	}
+	if diff := cmp.Diff(want, st); diff != "" {
+		t.Errorf("Status (-want +got):\n%s", diff)
+	}
+	if alive(info.pid, info.start) {
+		t.Error("the old rank still runs")
+	}
+}

@@ -521,10 +521,13 @@ func (e *Executor) load(ctx context.Context, j *job) (present bool, err error) {
 	if st, err := readStop(e.layout.stopFile(j.id)); err == nil {
 		j.stopping = st.End
 	} else if !notExist(err) {
-		return false, err
+		// Written atomically, so only someone else can have broken it. The
+		// job is still known; ranks stopped from now on will say why.
+		e.log.Warn("unreadable stop file; ignoring it", "job", j.id, "err", err)
 	}
 	ranks := make([]*rank, rec.Replica)
 	var adopted, gone []*rank
+	unsupervised := map[*rank]bool{}
 	for i := range ranks {
 		r := &rank{index: i, pod: podName(j.id, i), done: make(chan struct{})}
 		ranks[i] = r
@@ -533,9 +536,12 @@ func (e *Executor) load(ctx context.Context, j *job) (present bool, err error) {
 			close(r.done)
 			continue
 		}
-		if e.adopt(j.id, r) {
+		switch e.adopt(j.id, r) {
+		case rankAdopted:
 			adopted = append(adopted, r)
 			continue
+		case rankUnsupervised:
+			unsupervised[r] = true
 		}
 		// The supervisor may have written its marker and exited since.
 		if x, err := e.readExit(j.id, i); err == nil {
@@ -556,6 +562,11 @@ func (e *Executor) load(ctx context.Context, j *job) (present bool, err error) {
 				return false, err
 			}
 			x := exitRecord{End: endUnrecorded, Pid: r.pid, Unwatched: true, Detail: detail}
+			if unsupervised[r] {
+				// It was running: it ended because it was just killed.
+				x.Unwatched = false
+				x.Detail = "an older falcon started it without a supervisor, so its exit status cannot be known; falcon stopped it"
+			}
 			if j.stopping != "" {
 				x.End = j.stopping
 			}
@@ -599,46 +610,62 @@ func (e *Executor) load(ctx context.Context, j *job) (present bool, err error) {
 	return true, nil
 }
 
-// adopt makes r watch the rank's supervisor if it still runs, and reports
-// whether it does. A pid names the supervisor only with the recorded start
-// time in the same boot, and only if it carries the rank's environment: a
-// recycled pid, or a rank of a Falcon that ran its commands without a
-// supervisor, is not adopted.
-func (e *Executor) adopt(jobID string, r *rank) bool {
-	vars := []string{supervisorEnv + "=1", envJobID + "=" + jobID, envRank + "=" + strconv.Itoa(r.index)}
+// adoption is what adopt found of a rank without an exit marker.
+type adoption int
+
+const (
+	rankGone         adoption = iota // no live supervisor: it ended, or never ran
+	rankAdopted                      // its supervisor runs and r now watches it
+	rankUnsupervised                 // its command runs without a supervisor (an older Falcon started it)
+)
+
+// adopt makes r watch the rank's supervisor if it still runs. A pid names
+// the supervisor only with the recorded start time in the same boot, and
+// only if it carries the rank's environment: a recycled pid is never
+// adopted, and neither is the bare command an older Falcon started.
+func (e *Executor) adopt(jobID string, r *rank) adoption {
+	rankVars := []string{envJobID + "=" + jobID, envRank + "=" + strconv.Itoa(r.index)}
+	supVars := append([]string{supervisorEnv + "=1"}, rankVars...)
 	var p pidRecord
 	err := readJSON(e.layout.pidFile(jobID, r.index), &p)
 	switch {
 	case err == nil:
 		r.pid = p.Pid
 		if p.BootID != e.boot || p.Pid <= 0 {
-			return false
+			return rankGone
 		}
 	case notExist(err):
 		// Started, or about to be, by an executor that died before it
 		// wrote the pid file.
 		procs, serr := scanProcs()
 		if serr != nil {
-			return false
+			return rankGone
 		}
-		i := slices.IndexFunc(procs, func(q procInfo) bool { return q.live() && q.sid == q.pid && environHas(q.pid, vars...) })
+		i := slices.IndexFunc(procs, func(q procInfo) bool { return q.live() && q.sid == q.pid && environHas(q.pid, supVars...) })
 		if i < 0 {
-			return false
+			return rankGone
 		}
 		p = pidRecord{Pid: procs[i].pid, StartTicks: procs[i].start, BootID: e.boot, Started: e.clock.Now()}
 	default:
 		e.log.Warn("unreadable pid file", "job", jobID, "rank", r.index, "err", err)
-		return false
+		return rankGone
 	}
 	pfd, err := openPidfd(p.Pid)
 	if err != nil {
-		return false
+		return rankGone
 	}
 	// Checked after opening, so the pidfd is known to name this process.
 	info, err := readProc(p.Pid)
-	if err != nil || !info.live() || info.start != p.StartTicks || !environHas(p.Pid, vars...) {
+	if err != nil || !info.live() || info.start != p.StartTicks {
 		pfd.close()
-		return false
+		return rankGone
+	}
+	if !environHas(p.Pid, supVars...) {
+		pfd.close()
+		if environHas(p.Pid, rankVars...) {
+			return rankUnsupervised
+		}
+		return rankGone
 	}
 	if notExist(readJSON(e.layout.pidFile(jobID, r.index), &pidRecord{})) {
 		if err := writeJSONAtomic(e.layout.pidFile(jobID, r.index), p); err != nil {
@@ -646,7 +673,7 @@ func (e *Executor) adopt(jobID string, r *rank) bool {
 		}
 	}
 	r.pid, r.pfd, r.sig = p.Pid, pfd, pfd.signal
-	return true
+	return rankAdopted
 }
 
 // killOrphans kills the process groups that ranks of the job left running
