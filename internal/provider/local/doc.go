@@ -9,8 +9,9 @@
 // The resource manager calls Start, Status and Kill with the job ID as the
 // only key, and expects every call to be idempotent and every answer to
 // survive a restart of the Falcon process. So the executor keeps the truth on
-// disk, written before it is acted on and always atomically (temp file and
-// rename), and its memory is only a cache of that:
+// disk, written before it is acted on and always atomically (a temp file,
+// then a rename, or a link where an existing file must win), and its memory
+// is only a cache of that:
 //
 //	<dataDir>/run/.lock                    locked by the live Executor
 //	<dataDir>/run/<jobID>/job.json         written before any rank starts

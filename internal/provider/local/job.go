@@ -575,7 +575,7 @@ func (e *Executor) load(ctx context.Context, j *job) (present bool, err error) {
 			close(r.done)
 		}
 		j.recovered = true
-		e.log.Warn("ranks ended while falcon was not running, without a recorded exit status", "job", j.id, "ranks", idx)
+		e.log.Warn("ranks had neither an exit marker nor a live supervisor; recorded as ended unrecorded", "job", j.id, "ranks", idx)
 	}
 
 	j.mu.Lock()
