@@ -95,7 +95,7 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 	if err := s.store.CreateExp(ctx, exp, jobs, art); err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(expChange(exp.ID))
 	noteAudit(ctx, exp.ID, "name="+exp.Name)
 	s.log.Info("experiment created", "exp", exp.ID, "name", exp.Name, "creator", p.Display(), "roles", len(jobs))
 	return s.getExp(ctx, exp.ID)
@@ -194,7 +194,8 @@ func (s *Server) ListExps(ctx context.Context, req *falconv1.ListExpsRequest) (*
 
 // AbortExp moves a live experiment and its live jobs to Aborting. Aborting
 // an experiment that already ended (or is already aborting) changes nothing
-// and says so.
+// and says so. With force, the experiment and its jobs end Aborted at once
+// (see forceAbort).
 func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*falconv1.AbortExpResponse, error) {
 	p, err := s.principal(ctx)
 	if err != nil {
@@ -203,8 +204,17 @@ func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*
 	if err := checkID("id", ids.Experiment, req.GetId()); err != nil {
 		return nil, err
 	}
-	if err := s.mayChange(ctx, p, req.GetId(), "abort"); err != nil {
+	verb := "abort"
+	if req.GetForce() {
+		// First, so that the record of a refused force says so too.
+		verb = "force-abort"
+		noteAudit(ctx, "", "force=true")
+	}
+	if err := s.mayChange(ctx, p, req.GetId(), verb); err != nil {
 		return nil, err
+	}
+	if req.GetForce() {
+		return s.forceAbort(ctx, p, req)
 	}
 	msg := "aborted by " + p.Display()
 	if r := strings.TrimSpace(req.GetReason()); r != "" {
@@ -217,9 +227,39 @@ func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*
 	noteAudit(ctx, "", fmt.Sprintf("changed=%t", changed))
 	resp := &falconv1.AbortExpResponse{Changed: changed}
 	if changed {
-		s.changed()
+		s.changed(expChange(exp.ID))
 		s.log.Info("experiment aborting", "exp", exp.ID, "by", p.Display())
 		resp.Message = fmt.Sprintf("experiment %s is aborting", exp.ID)
+	} else {
+		resp.Message = fmt.Sprintf("experiment %s is already %s; nothing to abort", exp.ID, exp.Status)
+	}
+	if resp.Experiment, err = s.getExp(ctx, exp.ID); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// forceAbort ends the experiment and its jobs Aborted in one write, for
+// when the clusters will never confirm a stop (unreachable, deleted, or an
+// abort that hangs). Nothing is stopped: the resource manager only acts on
+// live jobs, so what a cluster started stays there, and every job's
+// Message says so, for whoever cleans up.
+func (s *Server) forceAbort(ctx context.Context, p auth.Principal, req *falconv1.AbortExpRequest) (*falconv1.AbortExpResponse, error) {
+	msg := "force-aborted by " + p.Display()
+	if r := strings.TrimSpace(req.GetReason()); r != "" {
+		msg += ": " + r
+	}
+	jobMsg := msg + "; the cluster never confirmed the stop: pods, processes or node pools it started may still exist"
+	exp, changed, err := s.store.ForceAbortExp(ctx, req.GetId(), msg, jobMsg)
+	if err != nil {
+		return nil, err
+	}
+	noteAudit(ctx, "", fmt.Sprintf("changed=%t", changed))
+	resp := &falconv1.AbortExpResponse{Changed: changed}
+	if changed {
+		s.changed(expChange(exp.ID))
+		s.log.Warn("experiment force-aborted: its clusters were not asked to stop it", "exp", exp.ID, "by", p.Display())
+		resp.Message = fmt.Sprintf("experiment %s is aborted without waiting for its clusters; anything they started may still exist", exp.ID)
 	} else {
 		resp.Message = fmt.Sprintf("experiment %s is already %s; nothing to abort", exp.ID, exp.Status)
 	}
@@ -244,7 +284,7 @@ func (s *Server) DeleteExp(ctx context.Context, req *falconv1.DeleteExpRequest) 
 	if err := s.store.DeleteExp(ctx, req.GetId()); err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(expChange(req.GetId()))
 	return &falconv1.DeleteExpResponse{Id: req.GetId()}, nil
 }
 
@@ -281,7 +321,7 @@ func (s *Server) UpdateExpStatus(ctx context.Context, req *falconv1.UpdateExpSta
 	if err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(expChange(exp.ID))
 	return expToAPI(exp), nil
 }
 

@@ -52,6 +52,11 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// One live experiment per format, for a forced abort.
+	forceable := map[string]string{}
+	for _, format := range []string{"table", "json", "yaml"} {
+		forceable[format] = env.Create(t, "formats-force-"+format, map[string]*falconv1.TaskSpec{"w": {Command: "true", Replica: 1}}).GetId()
+	}
 	// One aborted experiment per format, for delete.
 	deletable := map[string]string{}
 	for _, format := range []string{"table", "json", "yaml"} {
@@ -81,7 +86,7 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 	clusters := filepath.Join(dir, "clusters.yaml")
 	writeFile(t, clusters, "clusters:\n  lab:\n    provider: kubernetes\n    kubeconfig: /nonexistent/kubeconfig\n    context: lab\n")
 
-	// {exp}, {job}, {del} and {fmt} are filled in per run.
+	// {exp}, {job}, {del}, {force} and {fmt} are filled in per run.
 	commands := [][]string{
 		{"exp", "validate", "-f", strings.Replace(manifest, "%s", "{fmt}", 1)}, // before create takes the name
 		{"exp", "create", "-f", strings.Replace(manifest, "%s", "{fmt}", 1)},
@@ -90,6 +95,7 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"exp", "logs", "{exp}"},
 		{"exp", "wait", "{exp}"},
 		{"exp", "abort", "{exp}", "--yes"},
+		{"exp", "abort", "{force}", "--force", "--yes"},
 		{"exp", "delete", "{del}", "--yes"},
 		{"job", "list"},
 		{"job", "get", "{job}"},
@@ -109,7 +115,7 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		for _, c := range commands {
 			args := make([]string, 0, len(c)+2)
 			for _, a := range c {
-				a = strings.NewReplacer("{exp}", done.GetId(), "{job}", job, "{del}", deletable[format], "{fmt}", format).Replace(a)
+				a = strings.NewReplacer("{exp}", done.GetId(), "{job}", job, "{del}", deletable[format], "{force}", forceable[format], "{fmt}", format).Replace(a)
 				args = append(args, a)
 			}
 			args = append(args, "-o", format)

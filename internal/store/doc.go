@@ -4,7 +4,8 @@
 // The interface is shaped by the invariants the rest of Falcon relies on:
 //   - CreateExp writes an experiment, its jobs and its artifact atomically.
 //   - AbortExp moves an experiment and its non-terminal jobs to Aborting
-//     atomically.
+//     atomically; ForceAbortExp, for clusters that will never confirm the
+//     stop, moves them all the way to Aborted, as atomically.
 //   - Every status update carries a precondition (the status the caller read),
 //     so a controller acting on a stale read can never overwrite a user's
 //     abort that landed in between; it gets ErrFailedPrecondition instead and

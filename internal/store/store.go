@@ -253,6 +253,15 @@ type Store interface {
 	// (and nothing is written) when the experiment is already terminal or
 	// Aborting.
 	AbortExp(ctx context.Context, id, message string) (exp *Experiment, changed bool, err error)
+	// ForceAbortExp moves the experiment and its non-terminal jobs
+	// (Aborting ones included) straight to Aborted, in one transaction,
+	// without the controllers stopping anything: for a cluster that will
+	// never confirm the stop. The rows pass through Aborting as the
+	// lifecycle tables require (aborting_at is kept or set, then
+	// aborted_at and finished_at). The experiment gets message, its jobs
+	// jobMessage. changed is false (and nothing is written) when the
+	// experiment is already terminal.
+	ForceAbortExp(ctx context.Context, id, message, jobMessage string) (exp *Experiment, changed bool, err error)
 	// DeleteExp removes the experiment, its jobs and its artifact in one
 	// transaction, only when the experiment is terminal
 	// (ErrFailedPrecondition otherwise).

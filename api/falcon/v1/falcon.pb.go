@@ -1341,9 +1341,15 @@ func (x *ListExpsResponse) GetNextPageToken() string {
 }
 
 type AbortExpRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Reason string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// End the experiment and its jobs now, Aborted, without waiting for the
+	// clusters to confirm that they stopped: for a cluster that can no longer
+	// be reached, or an abort that hangs. Whatever a cluster started (pods,
+	// processes, node pools) may still exist and is no longer Falcon's to
+	// stop. Also ends an experiment that is already Aborting.
+	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1392,10 +1398,18 @@ func (x *AbortExpRequest) GetReason() string {
 	return ""
 }
 
+func (x *AbortExpRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
 type AbortExpResponse struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Experiment *Experiment            `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
-	// False when the experiment was already terminal or aborting: nothing changed.
+	// False when the experiment was already terminal, or aborting and the
+	// abort not forced: nothing changed.
 	Changed       bool   `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"`
 	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2319,7 +2333,14 @@ func (x *AbortJobRequest) GetMessage() string {
 }
 
 type WatchChangesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Resume after this change: the server first replays every change it
+	// still holds with a greater seq, when epoch names this server process.
+	// Otherwise (another server, a restarted one, or a seq too old to hold)
+	// the first message is kind "resync": the watcher must read everything
+	// again, as it does on its first connection.
+	Since         int64  `protobuf:"varint,1,opt,name=since,proto3" json:"since,omitempty"`
+	Epoch         string `protobuf:"bytes,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2354,11 +2375,35 @@ func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
 	return file_falcon_proto_rawDescGZIP(), []int{28}
 }
 
+func (x *WatchChangesRequest) GetSince() int64 {
+	if x != nil {
+		return x.Since
+	}
+	return 0
+}
+
+func (x *WatchChangesRequest) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
 type Change struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "job", "experiment" or "artifact".
-	Kind          string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Id            string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// "job", "experiment", "artifact" or "cluster"; "resync" (see
+	// WatchChangesRequest); "" for the hello each stream starts with, which
+	// carries the epoch and the latest seq.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Id   string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// The experiment of a job or artifact (and of an experiment, its own id),
+	// so a watcher reads what changed with one ListJobs by exp_ids.
+	ExpId string `protobuf:"bytes,3,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
+	// Increases by one per change within an epoch.
+	Seq int64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	// Names the server process that numbered the change; seqs of different
+	// epochs are unrelated.
+	Epoch         string `protobuf:"bytes,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2403,6 +2448,27 @@ func (x *Change) GetKind() string {
 func (x *Change) GetId() string {
 	if x != nil {
 		return x.Id
+	}
+	return ""
+}
+
+func (x *Change) GetExpId() string {
+	if x != nil {
+		return x.ExpId
+	}
+	return ""
+}
+
+func (x *Change) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Change) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
 	}
 	return ""
 }
@@ -4058,10 +4124,11 @@ const file_falcon_proto_rawDesc = "" +
 	"\acreator\x18\x06 \x01(\tR\acreator\"g\n" +
 	"\x10ListExpsResponse\x12+\n" +
 	"\x05items\x18\x01 \x03(\v2\x15.falcon.v1.ExperimentR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"9\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"O\n" +
 	"\x0fAbortExpRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"}\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"}\n" +
 	"\x10AbortExpResponse\x125\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\v2\x15.falcon.v1.ExperimentR\n" +
@@ -4126,11 +4193,16 @@ const file_falcon_proto_rawDesc = "" +
 	"\x0fAbortJobRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x15\n" +
-	"\x13WatchChangesRequest\",\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"A\n" +
+	"\x13WatchChangesRequest\x12\x14\n" +
+	"\x05since\x18\x01 \x01(\x03R\x05since\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\tR\x05epoch\"k\n" +
 	"\x06Change\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"$\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x15\n" +
+	"\x06exp_id\x18\x03 \x01(\tR\x05expId\x12\x10\n" +
+	"\x03seq\x18\x04 \x01(\x03R\x03seq\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\tR\x05epoch\"$\n" +
 	"\x12GetArtifactRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x9e\x01\n" +
 	"\x14ListArtifactsRequest\x12\x1b\n" +

@@ -221,6 +221,79 @@ var abortableJobs = func() []string {
 	return out
 }()
 
+// forceAbortableJobs are the job statuses ForceAbortExp moves to Aborted:
+// every non-terminal one with a legal path there through Aborting.
+var forceAbortableJobs = func() []string {
+	var out []string
+	for _, st := range lifecycle.JobMachine.NonTerminal() {
+		if throughAborting(lifecycle.JobMachine, st) == nil {
+			out = append(out, string(st))
+		}
+	}
+	return out
+}()
+
+// throughAborting checks that from -> Aborting -> Aborted is legal in m
+// (from may be Aborting itself): a forced abort ends where an abort the
+// controllers finished would, by the same steps, written at once.
+func throughAborting(m lifecycle.Machine, from lifecycle.Status) error {
+	if from != lifecycle.Aborting {
+		if err := m.Check(from, lifecycle.Aborting); err != nil {
+			return err
+		}
+	}
+	return m.Check(lifecycle.Aborting, lifecycle.Aborted)
+}
+
+// ForceAbortExp implements store.Store. It locks the experiment row first,
+// as AbortExp does, so a concurrent status update either lands before (and
+// the finished job is skipped) or fails its precondition.
+func (s *Store) ForceAbortExp(ctx context.Context, id, message, jobMessage string) (*store.Experiment, bool, error) {
+	var (
+		out     *store.Experiment
+		changed bool
+	)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		changed = false
+		e, err := s.getExp(ctx, tx, id, s.d.forUpdate)
+		if err != nil {
+			return err
+		}
+		out = e
+		if lifecycle.ExperimentMachine.IsTerminal(e.Status) {
+			return nil
+		}
+		if err := throughAborting(lifecycle.ExperimentMachine, e.Status); err != nil {
+			return err
+		}
+		now := s.d.timeArg(s.now())
+		// aborting_at keeps the time of an abort already under way: how
+		// long the cluster was given before someone forced it.
+		const sets = "status = ?, reason = '', message = ?, version = version + 1, updated_at = ?, " +
+			"aborting_at = COALESCE(aborting_at, ?), aborted_at = ?, finished_at = ?"
+		if _, err := tx.ExecContext(ctx, "UPDATE experiments SET "+sets+" WHERE id = ?",
+			string(lifecycle.Aborted), message, now, now, now, now, id); err != nil {
+			return dbErr("force-abort experiment", err)
+		}
+		var c conds
+		c.eq("exp_id", id)
+		c.in("status", forceAbortableJobs)
+		args := append([]any{string(lifecycle.Aborted), jobMessage, now, now, now, now}, c.args...)
+		if _, err := tx.ExecContext(ctx, "UPDATE jobs SET "+sets+c.sql(), args...); err != nil {
+			return dbErr("force-abort jobs", err)
+		}
+		if out, err = s.getExp(ctx, tx, id, ""); err != nil {
+			return err
+		}
+		changed = true
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, changed, nil
+}
+
 // AbortExp implements store.Store. The experiment row is locked first, so an
 // abort and a concurrent job status update serialise on the job rows: the
 // update either lands before (and the abort skips the finished job) or

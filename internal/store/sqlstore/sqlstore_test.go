@@ -55,6 +55,7 @@ func runSuite(t *testing.T, open opener) {
 		{"UpdateJobStatus", testUpdateJobStatus},
 		{"StatusTimestamps", testStatusTimestamps},
 		{"AbortExp", testAbortExp},
+		{"ForceAbortExp", testForceAbortExp},
 		{"AbortRacesStatusUpdate", testAbortRacesStatusUpdate},
 		{"ListExpsPagination", testListExpsPagination},
 		{"ListExpsByJobCluster", testListExpsByJobCluster},
@@ -663,6 +664,98 @@ func testAbortExp(t *testing.T, e env) {
 
 	if _, _, err := e.s.AbortExp(ctx, "exp-missing", ""); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("AbortExp(missing) = %v, want ErrNotFound", err)
+	}
+}
+
+// testForceAbortExp: every live job, one already Aborting included, ends
+// Aborted at once with the job message, passing through Aborting (its time
+// kept where an abort was already under way); finished jobs, and finished
+// experiments, are left alone.
+func testForceAbortExp(t *testing.T, e env) {
+	exp, jobs, art := newExp("force", "pending", "running", "aborting", "done")
+	exp.Status = lifecycle.Running
+	jobs[0].Reason = "Provisioning"
+	jobs[1].Status = lifecycle.Running
+	jobs[2].Status = lifecycle.Running
+	jobs[3].Status = lifecycle.Succeeded
+	mustCreate(t, e.s, exp, jobs, art)
+	doneBefore, _ := e.s.GetJob(ctx, jobs[3].ID)
+
+	// An abort the cluster never answers: jobs[2] alone has moved on.
+	abortedAt := e.clk.Advance(time.Minute)
+	if _, err := e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: jobs[2].ID, Expected: lifecycle.Running, Status: lifecycle.Aborting, Message: "aborting"}); err != nil {
+		t.Fatal(err)
+	}
+	now := e.clk.Advance(time.Hour)
+	got, changed, err := e.s.ForceAbortExp(ctx, exp.ID, "forced", "forced, job")
+	if err != nil || !changed {
+		t.Fatalf("ForceAbortExp = changed %v, %v; want changed", changed, err)
+	}
+	wantExp := *exp
+	wantExp.Status, wantExp.Message, wantExp.Version = lifecycle.Aborted, "forced", 2
+	wantExp.UpdatedAt, wantExp.AbortingAt, wantExp.AbortedAt, wantExp.FinishedAt = now, &now, &now, &now
+	if diff := cmp.Diff(&wantExp, got); diff != "" {
+		t.Errorf("ForceAbortExp returned (-want +got):\n%s", diff)
+	}
+	if stored, _ := e.s.GetExp(ctx, exp.ID); !cmp.Equal(got, stored) {
+		t.Errorf("ForceAbortExp returned a different experiment than it stored (-returned +stored):\n%s", cmp.Diff(got, stored))
+	}
+	for i, j := range jobs[:3] {
+		want := *j
+		want.Status, want.Reason, want.Message, want.Version = lifecycle.Aborted, "", "forced, job", 2
+		want.UpdatedAt, want.AbortingAt, want.AbortedAt, want.FinishedAt = now, &now, &now, &now
+		if i == 2 {
+			want.Version, want.AbortingAt = 3, &abortedAt
+		}
+		got, _ := e.s.GetJob(ctx, j.ID)
+		if diff := cmp.Diff(&want, got); diff != "" {
+			t.Errorf("job %s after a forced abort (-want +got):\n%s", j.Role, diff)
+		}
+	}
+	if doneAfter, _ := e.s.GetJob(ctx, jobs[3].ID); !cmp.Equal(doneBefore, doneAfter) {
+		t.Errorf("a forced abort changed a Succeeded job (-before +after):\n%s", cmp.Diff(doneBefore, doneAfter))
+	}
+	// A controller still holding the job as Aborting loses.
+	if _, err := e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: jobs[2].ID, Expected: lifecycle.Aborting, Status: lifecycle.Aborted}); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+		t.Errorf("a late Aborting -> Aborted = %v, want ErrFailedPrecondition", err)
+	}
+
+	// Aborted is terminal: forcing again writes nothing.
+	stored, _ := e.s.GetExp(ctx, exp.ID)
+	e.clk.Advance(time.Minute)
+	again, changed, err := e.s.ForceAbortExp(ctx, exp.ID, "again", "again")
+	if err != nil || changed {
+		t.Fatalf("second ForceAbortExp = changed %v, %v; want unchanged", changed, err)
+	}
+	if diff := cmp.Diff(stored, again); diff != "" {
+		t.Errorf("second ForceAbortExp wrote (-before +after):\n%s", diff)
+	}
+
+	// An experiment Created, and one already Aborting, end too.
+	for _, st := range []lifecycle.Status{lifecycle.Created, lifecycle.Aborting} {
+		x, xJobs, xArt := newExp("force-"+strings.ToLower(string(st)), "w")
+		x.Status = st
+		mustCreate(t, e.s, x, xJobs, xArt)
+		got, changed, err := e.s.ForceAbortExp(ctx, x.ID, "m", "jm")
+		j, _ := e.s.GetJob(ctx, xJobs[0].ID)
+		if err != nil || !changed || got.Status != lifecycle.Aborted || j.Status != lifecycle.Aborted || j.Message != "jm" {
+			t.Errorf("ForceAbortExp(%s) = %s, job %s %q, changed %v, %v; want both Aborted", st, got.Status, j.Status, j.Message, changed, err)
+		}
+	}
+
+	// A terminal experiment is left alone, jobs included.
+	fin, finJobs, finArt := newExp("force-finished")
+	fin.Status = lifecycle.Failed
+	mustCreate(t, e.s, fin, finJobs, finArt)
+	got, changed, err = e.s.ForceAbortExp(ctx, fin.ID, "too late", "too late")
+	if err != nil || changed || got.Status != lifecycle.Failed || got.Version != 1 {
+		t.Errorf("ForceAbortExp(terminal) = %+v, changed %v, %v; want unchanged Failed", got, changed, err)
+	}
+	if j, _ := e.s.GetJob(ctx, finJobs[0].ID); j.Status != lifecycle.Pending || j.Version != 1 {
+		t.Errorf("ForceAbortExp(terminal) touched job: %+v", j)
+	}
+	if _, _, err := e.s.ForceAbortExp(ctx, "exp-missing", "", ""); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("ForceAbortExp(missing) = %v, want ErrNotFound", err)
 	}
 }
 

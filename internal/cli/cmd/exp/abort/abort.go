@@ -25,6 +25,7 @@ type Options struct {
 	IDs    []string
 	Reason string
 	Yes    bool
+	Force  bool
 }
 
 // NewCmdAbort builds the command. runF replaces abortRun in tests.
@@ -43,9 +44,18 @@ tried; the exit code is the worst (highest) of their results. Each ID
 prints its AbortExpResponse (experiment, changed, message); with several
 IDs, -o json prints one object per line and -o yaml one document each
 (separated by ---), so every answer parses on its own. Failures go to
-stderr.`,
-		Example: `  falcon exp abort exp-q7odgo8q9x --reason 'wrong image' --yes`,
-		Args:    cobra.MinimumNArgs(1),
+stderr.
+
+--force ends the experiments and their jobs at once, Aborted, without
+waiting for the clusters to confirm that they stopped: for a cluster that
+can no longer be reached, or an abort that stays Aborting. Falcon then no
+longer tracks what the clusters started, so pods, processes or node pools
+may keep running (and costing) until someone removes them; each job's
+message says so. It also ends an experiment that is already aborting. Who
+may force is who may abort: the experiment's creator or an admin.`,
+		Example: `  falcon exp abort exp-q7odgo8q9x --reason 'wrong image' --yes
+  falcon exp abort exp-q7odgo8q9x --force --reason 'cluster deleted' --yes`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.IDs = args
 			if runF != nil {
@@ -56,11 +66,15 @@ stderr.`,
 	}
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "Why, recorded on the experiment")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "Do not ask for confirmation")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "End the experiments and their jobs now, without waiting for the clusters to stop them (what they started may still exist)")
 	return cmd
 }
 
 func abortRun(ctx context.Context, opts *Options) error {
 	question := fmt.Sprintf("Abort %s?", strings.Join(opts.IDs, ", "))
+	if opts.Force {
+		question = fmt.Sprintf("Force-abort %s? Falcon will not wait for the clusters to stop them, and what they started may keep running.", strings.Join(opts.IDs, ", "))
+	}
 	ok, err := factory.ConfirmOrRequireYes(opts.IO, opts.Yes, question)
 	if err != nil {
 		return err
@@ -78,7 +92,7 @@ func abortRun(ctx context.Context, opts *Options) error {
 		worst  *factory.ExitError
 	)
 	for _, id := range opts.IDs {
-		resp, err := c.AbortExp(ctx, &falconv1.AbortExpRequest{Id: id, Reason: opts.Reason})
+		resp, err := c.AbortExp(ctx, &falconv1.AbortExpRequest{Id: id, Reason: opts.Reason, Force: opts.Force})
 		if err != nil {
 			if len(opts.IDs) == 1 {
 				return err
@@ -97,7 +111,7 @@ func abortRun(ctx context.Context, opts *Options) error {
 		if len(opts.IDs) > 1 {
 			print = p.PrintItem
 		}
-		if err := print(resp, abortView(id, resp)); err != nil {
+		if err := print(resp, abortView(id, resp, opts.Force)); err != nil {
 			return err
 		}
 	}
@@ -108,9 +122,13 @@ func abortRun(ctx context.Context, opts *Options) error {
 	return nil
 }
 
-func abortView(id string, resp *falconv1.AbortExpResponse) output.TableFunc {
+func abortView(id string, resp *falconv1.AbortExpResponse, force bool) output.TableFunc {
 	return func(v output.View) error {
 		exp := resp.GetExperiment()
+		if resp.GetChanged() && force {
+			_, err := fmt.Fprintf(v.Out, "%s: force-aborted (%s); its clusters never confirmed the stop, so what they started may still exist\n", id, exp.GetStatus())
+			return err
+		}
 		if resp.GetChanged() {
 			_, err := fmt.Fprintf(v.Out, "%s: aborting (%s)\n", id, exp.GetStatus())
 			return err

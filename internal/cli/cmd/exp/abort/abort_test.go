@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/testing/protocmp"
 	"sigs.k8s.io/yaml"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -19,7 +21,8 @@ import (
 )
 
 // newAPI knows exp-running (aborted now), exp-done (already Succeeded) and
-// exp-locked (the server refuses); anything else is not found.
+// exp-stuck (Aborting; only a forced abort ends it) and exp-locked (the
+// server refuses); anything else is not found.
 func newAPI() *clitest.API {
 	return &clitest.API{
 		AbortExpFunc: func(_ context.Context, r *falconv1.AbortExpRequest) (*falconv1.AbortExpResponse, error) {
@@ -28,6 +31,12 @@ func newAPI() *clitest.API {
 				return &falconv1.AbortExpResponse{Changed: true, Experiment: &falconv1.Experiment{Id: r.GetId(), Status: "Aborting", Message: r.GetReason()}}, nil
 			case "exp-done":
 				return &falconv1.AbortExpResponse{Changed: false, Message: "experiment is already Succeeded", Experiment: &falconv1.Experiment{Id: r.GetId(), Status: "Succeeded"}}, nil
+			case "exp-stuck": // Aborting, and its cluster never answers
+				if !r.GetForce() {
+					return &falconv1.AbortExpResponse{Changed: false, Message: "experiment exp-stuck is already Aborting; nothing to abort", Experiment: &falconv1.Experiment{Id: r.GetId(), Status: "Aborting"}}, nil
+				}
+				return &falconv1.AbortExpResponse{Changed: true, Message: "experiment exp-stuck is aborted without waiting for its clusters; anything they started may still exist",
+					Experiment: &falconv1.Experiment{Id: r.GetId(), Status: "Aborted", Message: "force-aborted by alice: " + r.GetReason()}}, nil
 			case "exp-locked":
 				return nil, status.Error(codes.PermissionDenied, "exp-locked belongs to bob")
 			}
@@ -188,6 +197,85 @@ func TestAbortManyPrintsOneDocumentEach(t *testing.T) {
 				if err := yaml.Unmarshal([]byte(doc), &v); err != nil || v.Experiment.ID == "" {
 					t.Errorf("document %d does not parse on its own (%v):\n%s", i, err, doc)
 				}
+			}
+		})
+	}
+}
+
+func TestForceAbort(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		format   output.Format
+		stdinTTY bool
+		answer   string
+		wantOut  string // the whole of stdout, or for JSON the message
+		wantErr  string
+		wantSent *falconv1.AbortExpRequest // nil: no call
+	}{
+		{name: "forced: the table says what may be left behind", args: []string{"exp-stuck", "--force", "--reason", "cluster deleted", "--yes"}, format: output.Table,
+			wantOut:  "exp-stuck: force-aborted (Aborted); its clusters never confirmed the stop, so what they started may still exist\n",
+			wantSent: &falconv1.AbortExpRequest{Id: "exp-stuck", Reason: "cluster deleted", Force: true}},
+		{name: "forced, as JSON", args: []string{"exp-stuck", "--force", "--yes"}, format: output.JSON,
+			wantOut:  "experiment exp-stuck is aborted without waiting for its clusters; anything they started may still exist",
+			wantSent: &falconv1.AbortExpRequest{Id: "exp-stuck", Force: true}},
+		{name: "without --force an Aborting experiment stays so", args: []string{"exp-stuck", "--yes"}, format: output.Table,
+			wantOut:  "exp-stuck: nothing changed: experiment exp-stuck is already Aborting; nothing to abort\n",
+			wantSent: &falconv1.AbortExpRequest{Id: "exp-stuck"}},
+		{name: "the question warns, and no is no", args: []string{"exp-stuck", "--force"}, format: output.Table, stdinTTY: true, answer: "n\n",
+			wantErr: "cancelled: nothing was aborted"},
+		{name: "the question warns, and yes forces", args: []string{"exp-stuck", "--force"}, format: output.Table, stdinTTY: true, answer: "y\n",
+			wantOut:  "exp-stuck: force-aborted (Aborted); its clusters never confirmed the stop, so what they started may still exist\n",
+			wantSent: &falconv1.AbortExpRequest{Id: "exp-stuck", Force: true}},
+		{name: "no terminal, no --yes: refused before any call", args: []string{"exp-stuck", "--force"}, format: output.Table,
+			wantErr: "--yes: required when stdin is not a terminal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			api := newAPI()
+			url := clitest.Start(t, api)
+			f, s := clitest.NewFactory(t, url, tt.format)
+			s.IO.SetStdinTTY(tt.stdinTTY)
+			s.In.WriteString(tt.answer)
+			err := clitest.Execute(NewCmdAbort(f, nil), tt.args...)
+			reqs := api.Requests("AbortExp")
+			switch {
+			case tt.wantSent == nil && len(reqs) != 0:
+				t.Errorf("AbortExp called %d times, want none", len(reqs))
+			case tt.wantSent != nil && len(reqs) != 1:
+				t.Fatalf("AbortExp called %d times, want once", len(reqs))
+			case tt.wantSent != nil:
+				if diff := cmp.Diff(tt.wantSent, reqs[0], protocmp.Transform()); diff != "" {
+					t.Errorf("request (-want +got):\n%s", diff)
+				}
+			}
+			if tt.stdinTTY && !strings.Contains(s.ErrOut.String()+s.Out.String(), "Force-abort exp-stuck? Falcon will not wait for the clusters to stop them") {
+				t.Errorf("the question does not warn:\nstdout %q\nstderr %q", s.Out, s.ErrOut)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.format != output.JSON {
+				if got := s.Out.String(); !strings.HasSuffix(got, tt.wantOut) {
+					t.Errorf("output = %q, want it to end with %q", got, tt.wantOut)
+				}
+				return
+			}
+			var got struct {
+				Changed    bool   `json:"changed"`
+				Message    string `json:"message"`
+				Experiment struct {
+					Status string `json:"status"`
+				} `json:"experiment"`
+			}
+			if err := json.Unmarshal(s.Out.Bytes(), &got); err != nil || !got.Changed || got.Message != tt.wantOut || got.Experiment.Status != "Aborted" {
+				t.Errorf("json = %s (%v)", s.Out, err)
 			}
 		})
 	}
