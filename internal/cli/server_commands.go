@@ -18,6 +18,7 @@ import (
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/leader"
 	"github.com/falconhq/falcon/internal/output"
 	"github.com/falconhq/falcon/internal/provider/gke"
 	"github.com/falconhq/falcon/internal/resourcemanager"
@@ -206,10 +207,22 @@ func newControllerCmd() *cobra.Command {
 	var cfg stack.ControllerConfig
 	var level, secretFile string
 	var pools poolFlags
+	var election stack.LeaderConfig
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the controllers (expController and resource manager) against an API server",
-		Args:  cobra.NoArgs,
+		Long: `Run the expController and the resource manager against an API server.
+
+Run two or more replicas for availability: one leads and reconciles, the
+others stand by (/readyz answers "ok: standby", falcon_leader is 0) and one
+takes over when the leader dies. --leader-elect picks how they agree: a
+Kubernetes Lease (lease, the default inside a pod), a MySQL GET_LOCK (mysql,
+the default when --leader-elect-dsn is set) or no election (off: run one
+replica only).
+
+On SIGTERM the leader starts no new cycle, lets the one in flight finish for
+up to --drain-timeout, then hands leadership over at once.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(level)
 			if err != nil {
@@ -222,6 +235,12 @@ func newControllerCmd() *cobra.Command {
 			if cfg.GKE, err = pools.config(); err != nil {
 				return err
 			}
+			elector, done, err := election.Elector(log)
+			if err != nil {
+				return err
+			}
+			defer done()
+			cfg.Elector = elector
 			ctx, cancel := signalContext()
 			defer cancel()
 			return stack.Controller(ctx, cfg)
@@ -234,9 +253,24 @@ func newControllerCmd() *cobra.Command {
 	f.StringVar(&cfg.LocalCluster, "local-cluster", "", "register a cluster of this name that runs jobs as processes on this machine")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", os.Getenv("FALCON_METRICS_ADDR"), "serve Prometheus /metrics, /healthz and /readyz here, e.g. :9091 (env FALCON_METRICS_ADDR); empty: off")
+	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", stack.DefaultDrainTimeout, "on SIGTERM, how long the cycles in flight may finish before they are cut and leadership is handed over")
+	electionFlags(f, &election)
 	pools.flags(f)
 	controllerSecretFlag(cmd, &secretFile)
 	return cmd
+}
+
+// electionFlags are the controller's leader election flags.
+func electionFlags(f *pflag.FlagSet, c *stack.LeaderConfig) {
+	f.StringVar(&c.Mode, "leader-elect", envOr("FALCON_LEADER_ELECT", stack.LeaderElectAuto), "how replicas elect the one that reconciles: auto (lease in a Kubernetes pod, else mysql if --leader-elect-dsn is set, else off), lease, mysql or off (env FALCON_LEADER_ELECT)")
+	f.StringVar(&c.Name, "leader-elect-name", stack.DefaultLeaderElectName, "name of the Lease, or of the MySQL lock (the DSN's database name is appended)")
+	f.StringVar(&c.Namespace, "leader-elect-namespace", "", "namespace of the Lease; default $POD_NAMESPACE, the pod's own namespace, or default")
+	f.StringVar(&c.Kubeconfig, "leader-elect-kubeconfig", os.Getenv("FALCON_LEADER_ELECT_KUBECONFIG"), "kubeconfig of the cluster holding the Lease; empty: the in-cluster config (env FALCON_LEADER_ELECT_KUBECONFIG)")
+	f.StringVar(&c.Identity, "leader-elect-identity", "", "this replica's name in the Lease; default $POD_NAME, else hostname_pid")
+	f.StringVar(&c.DSN, "leader-elect-dsn", os.Getenv("FALCON_LEADER_ELECT_DSN"), "MySQL/MariaDB holding the lock, e.g. user:pass@tcp(db:3306)/falcon (env FALCON_LEADER_ELECT_DSN); only GET_LOCK is used")
+	f.DurationVar(&c.Timing.LeaseDuration, "leader-elect-lease-duration", leader.DefaultTiming.LeaseDuration, "how long standbys wait after last hearing from the leader before taking over (whole seconds)")
+	f.DurationVar(&c.Timing.RenewDeadline, "leader-elect-renew-deadline", leader.DefaultTiming.RenewDeadline, "how long a leader keeps leading without a successful renewal; below the lease duration")
+	f.DurationVar(&c.Timing.RetryPeriod, "leader-elect-retry-period", leader.DefaultTiming.RetryPeriod, "how often candidates try to acquire and the leader renews")
 }
 
 // poolFlags configure GKE node pools, for the controller and dev.

@@ -92,18 +92,32 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
+// NewLeader creates falcon_leader, 1 while this controller replica leads
+// and reconciles, 0 while it stands by, and registers it on reg. Summed
+// over replicas it must be 1.
+func NewLeader(reg prometheus.Registerer) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "falcon_leader", Help: "1 while this controller replica is the elected leader and runs the reconcile loops, 0 while it stands by.",
+	})
+	reg.MustRegister(g)
+	return g
+}
+
 // Handler serves /metrics from g, /healthz (the process answers) and
-// /readyz (ready reports nil; its error, with 503, otherwise).
-func Handler(g prometheus.Gatherer, ready func() error) http.Handler {
+// /readyz: 200 "ok: <role>" when ready returns a nil error, where role
+// says what the process is doing (a controller answers "leader" or
+// "standby"), and 503 with the error otherwise.
+func Handler(g prometheus.Gatherer, ready func() (role string, err error)) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := ready(); err != nil {
+		role, err := ready()
+		if err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		_, _ = w.Write([]byte("ok\n"))
+		_, _ = w.Write([]byte("ok: " + role + "\n"))
 	})
 	return mux
 }

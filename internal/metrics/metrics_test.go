@@ -17,7 +17,10 @@ func TestHandler(t *testing.T) {
 	rm.Cycles.Inc()
 	rm.Finished.WithLabelValues("edge-a", "Failed", "NodePoolTimeout").Inc()
 	var ready error = errors.New("the resource manager is starting")
-	srv := httptest.NewServer(metrics.Handler(reg, func() error { return ready }))
+	leading := metrics.NewLeader(reg)
+	leading.Set(1)
+	role := "leader"
+	srv := httptest.NewServer(metrics.Handler(reg, func() (string, error) { return role, ready }))
 	defer srv.Close()
 
 	get := func(path string) (int, string) {
@@ -34,6 +37,7 @@ func TestHandler(t *testing.T) {
 	for _, want := range []string{
 		"falcon_rm_cycles_total 1",
 		`falcon_jobs_finished_total{cluster="edge-a",reason="NodePoolTimeout",status="Failed"} 1`,
+		"falcon_leader 1",
 		"go_goroutines", "process_cpu_seconds_total",
 	} {
 		if code != http.StatusOK || !strings.Contains(body, want) {
@@ -42,16 +46,18 @@ func TestHandler(t *testing.T) {
 	}
 	tests := []struct {
 		path  string
+		role  string
 		ready error
 		code  int
 		body  string
 	}{
-		{"/healthz", errors.New("whatever"), http.StatusOK, "ok"},
-		{"/readyz", errors.New("the resource manager is starting"), http.StatusServiceUnavailable, "not ready: the resource manager is starting"},
-		{"/readyz", nil, http.StatusOK, "ok"},
+		{"/healthz", "leader", errors.New("whatever"), http.StatusOK, "ok"},
+		{"/readyz", "leader", errors.New("the resource manager is starting"), http.StatusServiceUnavailable, "not ready: the resource manager is starting"},
+		{"/readyz", "leader", nil, http.StatusOK, "ok: leader"},
+		{"/readyz", "standby", nil, http.StatusOK, "ok: standby"},
 	}
 	for _, tc := range tests {
-		ready = tc.ready
+		role, ready = tc.role, tc.ready
 		if code, body := get(tc.path); code != tc.code || !strings.Contains(body, tc.body) {
 			t.Errorf("%s with ready=%v: %d %q, want %d %q", tc.path, tc.ready, code, body, tc.code, tc.body)
 		}

@@ -3,22 +3,12 @@ package stack
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"time"
 
-	"golang.org/x/sync/errgroup"
-
-	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
 	"github.com/falconhq/falcon/internal/auth"
-	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/errdefs"
-	"github.com/falconhq/falcon/internal/provider/local"
-	"github.com/falconhq/falcon/internal/resourcemanager"
 )
 
 // How `falcon server` identifies callers.
@@ -127,100 +117,6 @@ func Migrate(ctx context.Context, driver, dsn string) (version int64, err error)
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
 	return st.SchemaVersion(ctx)
-}
-
-// ControllerConfig configures `falcon controller`.
-type ControllerConfig struct {
-	Server   string // the API server's gRPC address
-	DataDir  string // for the local backend
-	Interval time.Duration
-	// LocalCluster, if set, registers a cluster of that name whose jobs run
-	// as processes on this controller's machine.
-	LocalCluster string
-	// ControllerSecret is the secret shared with the API server; required.
-	ControllerSecret string
-	Log              *slog.Logger
-	GKE              GKEConfig
-	// MetricsAddr serves /metrics, /healthz and /readyz; empty: not served.
-	MetricsAddr string
-}
-
-// Controller runs the expController and the resource manager against an API
-// server until ctx is done.
-func Controller(ctx context.Context, cfg ControllerConfig) error {
-	log := orDiscard(cfg.Log)
-	if cfg.Server == "" {
-		return errors.New("the API server's gRPC address is required")
-	}
-	if cfg.ControllerSecret == "" {
-		return errdefs.Invalid("--controller-token-file", "is required (or set FALCON_CONTROLLER_TOKEN): the secret the API server was given")
-	}
-	if _, err := auth.NewControllerSecret(cfg.ControllerSecret); err != nil {
-		return errdefs.Invalid("--controller-token-file", "%v", err)
-	}
-	conn, err := dial(cfg.Server, cfg.ControllerSecret)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if cfg.LocalCluster != "" {
-		if _, err := falconv1.NewClusterServiceClient(conn).RegisterCluster(ctx, &falconv1.RegisterClusterRequest{
-			Cluster: &falconv1.Cluster{Name: cfg.LocalCluster, Backend: local.BackendName, Location: "localhost"},
-		}); err != nil {
-			if ctx.Err() != nil {
-				return nil // stopped while registering
-			}
-			return fmt.Errorf("register local cluster %s: %w", cfg.LocalCluster, err)
-		}
-	}
-	var mgr *resourcemanager.Manager
-	exec, err := local.New(cfg.DataDir, local.WithLogger(log), local.WithOnExit(func(string) {
-		if mgr != nil {
-			mgr.Wake()
-		}
-	}))
-	if err != nil {
-		return fmt.Errorf("local backend: %w", err)
-	}
-	if _, err := exec.Recover(ctx); err != nil {
-		return err
-	}
-	interval := cfg.Interval
-	if interval == 0 {
-		interval = 5 * time.Second
-	}
-	obs := newObservability(interval)
-	mgr, closeBackends := newManager(conn, exec, log, interval, cfg.GKE, obs.rm)
-	defer closeBackends()
-	obs.mgr.Store(mgr)
-	ec := expctl.New(conn, expctl.WithLogger(log), expctl.WithInterval(interval))
-	g, gctx := errgroup.WithContext(ctx)
-	if cfg.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", cfg.MetricsAddr)
-		if err != nil {
-			return fmt.Errorf("listen for metrics on %s: %w", cfg.MetricsAddr, err)
-		}
-		hs := &http.Server{Handler: obs.handler(), ReadHeaderTimeout: 10 * time.Second}
-		g.Go(func() error {
-			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		})
-		g.Go(func() error {
-			<-gctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return hs.Shutdown(sctx)
-		})
-	}
-	g.Go(func() error { return mgr.Run(gctx) })
-	g.Go(func() error { return ec.Run(gctx) })
-	err = g.Wait()
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	_ = exec.Shutdown(sctx)
-	return err
 }
 
 func orDiscard(l *slog.Logger) *slog.Logger {

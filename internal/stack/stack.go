@@ -89,7 +89,9 @@ func pprofHandler(on bool) apiserver.Option {
 type observability struct {
 	reg      *prometheus.Registry
 	rm       *metrics.RM
-	mgr      atomic.Pointer[resourcemanager.Manager] // set once built
+	leader   prometheus.Gauge
+	leading  atomic.Bool
+	mgr      atomic.Pointer[resourcemanager.Manager] // set while leading
 	maxCycle time.Duration
 }
 
@@ -97,16 +99,33 @@ func newObservability(interval time.Duration) *observability {
 	reg := metrics.NewRegistry()
 	// A cycle runs at least every interval; two missed ones and a margin
 	// for a slow API server mean the controller is stuck or cut off.
-	return &observability{reg: reg, rm: metrics.NewRM(reg), maxCycle: 2*interval + 10*time.Second}
+	return &observability{reg: reg, rm: metrics.NewRM(reg), leader: metrics.NewLeader(reg), maxCycle: 2*interval + 10*time.Second}
 }
 
+// setLeading records whether this replica leads (runs the loops).
+func (o *observability) setLeading(on bool) {
+	o.leading.Store(on)
+	if on {
+		o.leader.Set(1)
+	} else {
+		o.leader.Set(0)
+	}
+}
+
+// handler serves /metrics, /healthz and /readyz. A standby is ready: it
+// does what it should (wait to take over), and a rolling update must not
+// stall on it; it answers "ok: standby". The leader answers "ok: leader"
+// while its resource manager completes cycles, 503 otherwise.
 func (o *observability) handler() http.Handler {
-	return metrics.Handler(o.reg, func() error {
+	return metrics.Handler(o.reg, func() (string, error) {
+		if !o.leading.Load() {
+			return "standby", nil
+		}
 		m := o.mgr.Load()
 		if m == nil {
-			return errors.New("the resource manager is starting")
+			return "", errors.New("the resource manager is starting")
 		}
-		return m.Ready(o.maxCycle)
+		return "leader", m.Ready(o.maxCycle)
 	})
 }
 
@@ -188,6 +207,7 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 		interval = 2 * time.Second
 	}
 	obs := newObservability(interval)
+	obs.setLeading(true) // one process, no election
 	feed := changefeed.New()
 	srv := apiserver.New(st, apiserver.WithControllerSecret(controllers),
 		apiserver.WithFeed(feed), apiserver.WithLogger(log),
