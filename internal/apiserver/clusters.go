@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/changefeed"
 	"github.com/falconhq/falcon/internal/clusterconfig"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
@@ -137,7 +138,7 @@ func (s *Server) RegisterCluster(ctx context.Context, req *falconv1.RegisterClus
 	if err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(changefeed.Change{Kind: "cluster"})
 	noteAudit(ctx, "", "backend="+out.Backend+" status="+out.Status)
 	return clusterToAPI(out), nil
 }
@@ -257,7 +258,7 @@ func (s *Server) ApplyClusters(ctx context.Context, req *falconv1.ApplyClustersR
 	wrote := false
 	defer func() {
 		if wrote {
-			s.changed()
+			s.changed(changefeed.Change{Kind: "cluster"})
 		}
 	}()
 	// Creates and updates first, so a failure part way never leaves a
@@ -397,7 +398,7 @@ func (s *Server) SetClusterStatus(ctx context.Context, req *falconv1.SetClusterS
 	if err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(changefeed.Change{Kind: "cluster"})
 	return clusterToAPI(out), nil
 }
 

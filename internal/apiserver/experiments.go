@@ -95,7 +95,7 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 	if err := s.store.CreateExp(ctx, exp, jobs, art); err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(expChange(exp.ID))
 	noteAudit(ctx, exp.ID, "name="+exp.Name)
 	s.log.Info("experiment created", "exp", exp.ID, "name", exp.Name, "creator", p.Display(), "roles", len(jobs))
 	return s.getExp(ctx, exp.ID)
@@ -227,7 +227,7 @@ func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*
 	noteAudit(ctx, "", fmt.Sprintf("changed=%t", changed))
 	resp := &falconv1.AbortExpResponse{Changed: changed}
 	if changed {
-		s.changed()
+		s.changed(expChange(exp.ID))
 		s.log.Info("experiment aborting", "exp", exp.ID, "by", p.Display())
 		resp.Message = fmt.Sprintf("experiment %s is aborting", exp.ID)
 	} else {
@@ -257,7 +257,7 @@ func (s *Server) forceAbort(ctx context.Context, p auth.Principal, req *falconv1
 	noteAudit(ctx, "", fmt.Sprintf("changed=%t", changed))
 	resp := &falconv1.AbortExpResponse{Changed: changed}
 	if changed {
-		s.changed()
+		s.changed(expChange(exp.ID))
 		s.log.Warn("experiment force-aborted: its clusters were not asked to stop it", "exp", exp.ID, "by", p.Display())
 		resp.Message = fmt.Sprintf("experiment %s is aborted without waiting for its clusters; anything they started may still exist", exp.ID)
 	} else {
@@ -284,7 +284,7 @@ func (s *Server) DeleteExp(ctx context.Context, req *falconv1.DeleteExpRequest) 
 	if err := s.store.DeleteExp(ctx, req.GetId()); err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(expChange(req.GetId()))
 	return &falconv1.DeleteExpResponse{Id: req.GetId()}, nil
 }
 
@@ -321,7 +321,7 @@ func (s *Server) UpdateExpStatus(ctx context.Context, req *falconv1.UpdateExpSta
 	if err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(expChange(exp.ID))
 	return expToAPI(exp), nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/changefeed"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/lifecycle"
@@ -87,7 +88,7 @@ func (s *Server) UpdateJobStatus(ctx context.Context, req *falconv1.UpdateJobSta
 	if err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(jobChange(j))
 	return jobToAPI(j), nil
 }
 
@@ -161,15 +162,17 @@ func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobS
 	if err != nil {
 		return nil, err
 	}
+	var changes []changefeed.Change
 	for k, i := range at {
 		if errs[k] != nil {
 			resp.Results[i] = refusal(errs[k])
 			continue
 		}
 		resp.Results[i] = &falconv1.JobStatusResult{Job: jobToAPI(jobs[k])}
+		changes = append(changes, jobChange(jobs[k]))
 	}
-	if len(us) > 0 {
-		s.changed()
+	if len(changes) > 0 {
+		s.changed(changes...)
 	}
 	return resp, nil
 }
@@ -189,7 +192,7 @@ func (s *Server) AppendJobMessage(ctx context.Context, req *falconv1.AppendJobMe
 	if err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(jobChange(j))
 	return jobToAPI(j), nil
 }
 
@@ -216,26 +219,51 @@ func (s *Server) AbortJob(ctx context.Context, req *falconv1.AbortJobRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(jobChange(j))
 	return jobToAPI(j), nil
 }
 
-// WatchChanges sends a Change whenever state changes (coalesced), and one at
-// once so a new subscriber reconciles immediately.
-func (s *Server) WatchChanges(_ *falconv1.WatchChangesRequest, stream falconv1.JobService_WatchChangesServer) error {
+// WatchChanges streams every change this server writes, numbered. It
+// starts with a hello (kind "") carrying the epoch and the latest seq; a
+// watcher that names this server's epoch and a seq it still holds gets the
+// changes it missed first, anyone else a "resync". Changes written through
+// another server replica are not seen here: watchers resynchronise
+// periodically for those (see internal/controller/watch).
+func (s *Server) WatchChanges(req *falconv1.WatchChangesRequest, stream falconv1.JobService_WatchChangesServer) error {
 	ch, cancel := s.feed.Subscribe()
 	defer cancel()
-	if err := stream.Send(&falconv1.Change{}); err != nil {
+	epoch := s.feed.Epoch()
+	cursor := s.feed.Latest()
+	if err := stream.Send(&falconv1.Change{Epoch: epoch, Seq: cursor}); err != nil {
 		return err
 	}
+	if req.GetEpoch() == epoch {
+		cursor = req.GetSince()
+	} else if req.GetEpoch() != "" || req.GetSince() != 0 {
+		if err := stream.Send(&falconv1.Change{Kind: "resync", Epoch: epoch, Seq: cursor}); err != nil {
+			return err
+		}
+	}
 	for {
+		changes, ok := s.feed.Since(cursor)
+		if !ok {
+			// Fell behind what the feed holds (or named a seq it never
+			// gave): the watcher must read everything again.
+			cursor = s.feed.Latest()
+			if err := stream.Send(&falconv1.Change{Kind: "resync", Epoch: epoch, Seq: cursor}); err != nil {
+				return err
+			}
+		}
+		for _, c := range changes {
+			if err := stream.Send(&falconv1.Change{Kind: c.Kind, Id: c.ID, ExpId: c.ExpID, Seq: c.Seq, Epoch: epoch}); err != nil {
+				return err
+			}
+			cursor = c.Seq
+		}
 		select {
 		case <-stream.Context().Done():
 			return nil
 		case <-ch:
-			if err := stream.Send(&falconv1.Change{}); err != nil {
-				return err
-			}
 		}
 	}
 }
@@ -288,7 +316,7 @@ func (s *Server) UpdateArtifactStatus(ctx context.Context, req *falconv1.UpdateA
 	if err != nil {
 		return nil, err
 	}
-	s.changed()
+	s.changed(changefeed.Change{Kind: "artifact", ID: a.ID, ExpID: a.ExpID})
 	return artifactToAPI(a), nil
 }
 

@@ -310,4 +310,14 @@ func (s *Server) principal(ctx context.Context) (auth.Principal, error) {
 	return p, nil
 }
 
-func (s *Server) changed() { s.feed.Publish() }
+// changed tells watchers what was written. Callers name what they wrote;
+// a call with nothing named (clusters) only wakes them.
+func (s *Server) changed(changes ...changefeed.Change) { s.feed.Publish(changes...) }
+
+func expChange(id string) changefeed.Change {
+	return changefeed.Change{Kind: "experiment", ID: id, ExpID: id}
+}
+
+func jobChange(j *store.Job) changefeed.Change {
+	return changefeed.Change{Kind: "job", ID: j.ID, ExpID: j.ExpID}
+}

@@ -1,15 +1,54 @@
 package changefeed
 
-import "sync"
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+)
 
-// Feed is an in-process broadcast of wake-ups. The zero value is not usable; call New.
-type Feed struct {
-	mu   sync.Mutex
-	subs map[chan struct{}]struct{}
+// Change is one entity written: its kind ("job", "experiment", "artifact",
+// "cluster"), its id, and the experiment it belongs to, numbered by Seq.
+type Change struct {
+	Kind, ID, ExpID string
+	Seq             int64
 }
 
-// New returns an empty Feed.
-func New() *Feed { return &Feed{subs: map[chan struct{}]struct{}{}} }
+// DefaultRetain is how many changes a Feed keeps for watchers that resume.
+// At the resource manager's busiest (a status write per job per phase) it
+// covers minutes of traffic, far longer than a controller's reconnect.
+const DefaultRetain = 1 << 16
+
+// Feed is an in-process broadcast of changes. The zero value is not usable; call New.
+type Feed struct {
+	epoch  string
+	retain int
+
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+	ring []Change // the last retain changes, oldest first once full
+	head int      // index of the oldest when len(ring) == retain
+	seq  int64
+}
+
+// Option configures a Feed.
+type Option func(*Feed)
+
+// WithRetain keeps n changes for resuming watchers (default DefaultRetain).
+func WithRetain(n int) Option { return func(f *Feed) { f.retain = max(n, 1) } }
+
+// New returns an empty Feed with a fresh random epoch.
+func New(opts ...Option) *Feed {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	f := &Feed{epoch: hex.EncodeToString(b), retain: DefaultRetain, subs: map[chan struct{}]struct{}{}}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
+}
+
+// Epoch names this feed: seqs of different feeds are unrelated.
+func (f *Feed) Epoch() string { return f.epoch }
 
 // Subscribe returns a channel that receives a value after each Publish (at
 // most one pending), and a cancel func that must be called to unsubscribe.
@@ -25,14 +64,54 @@ func (f *Feed) Subscribe() (<-chan struct{}, func()) {
 	}
 }
 
-// Publish wakes every subscriber without blocking.
-func (f *Feed) Publish() {
+// Publish records the changes and wakes every subscriber without blocking.
+// A call with no changes only wakes.
+func (f *Feed) Publish(changes ...Change) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, c := range changes {
+		f.seq++
+		c.Seq = f.seq
+		if len(f.ring) < f.retain {
+			f.ring = append(f.ring, c)
+		} else {
+			f.ring[f.head] = c
+			f.head = (f.head + 1) % f.retain
+		}
+	}
 	for ch := range f.subs {
 		select {
 		case ch <- struct{}{}:
 		default: // a wake-up is already pending; coalesce
 		}
 	}
+}
+
+// Latest is the seq of the newest change (0 before the first).
+func (f *Feed) Latest() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seq
+}
+
+// Since returns the changes numbered after seq, oldest first, and false
+// when some of them are no longer held: the caller must then read
+// everything again.
+func (f *Feed) Since(seq int64) ([]Change, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if seq >= f.seq {
+		return nil, seq == f.seq
+	}
+	oldest := f.seq - int64(len(f.ring)) + 1
+	if seq+1 < oldest {
+		return nil, false
+	}
+	n := int(f.seq - seq)
+	out := make([]Change, 0, n)
+	start := len(f.ring) - n
+	for i := start; i < len(f.ring); i++ {
+		out = append(out, f.ring[(f.head+i)%len(f.ring)])
+	}
+	return out, true
 }

@@ -13,6 +13,7 @@ type RM struct {
 	Cycles       prometheus.Counter
 	CycleErrors  prometheus.Counter
 	CycleSeconds prometheus.Histogram
+	CycleJobs    prometheus.Histogram
 	// Dispatched counts jobs that reached Running, per cluster.
 	Dispatched *prometheus.CounterVec
 	// DispatchLatency is created -> Running (queueing plus acquiring).
@@ -47,6 +48,10 @@ func NewRM(reg prometheus.Registerer) *RM {
 			Name: "falcon_rm_cycle_seconds", Help: "Duration of one reconcile cycle.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1ms .. 8s
 		}),
+		CycleJobs: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "falcon_rm_cycle_jobs", Help: "Jobs one reconcile cycle looked at: those that changed, were reported by a backend or were due, or every live job on a resync.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10), // 1 .. 262144
+		}),
 		Dispatched: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "falcon_jobs_running_total", Help: "Jobs whose replicas all started, by cluster.",
 		}, []string{"cluster"}),
@@ -79,7 +84,7 @@ func NewRM(reg prometheus.Registerer) *RM {
 			Name: "falcon_node_pool_deletes_total", Help: "Node pool deletions, by cluster and outcome (started, busy, failed).",
 		}, []string{"cluster", "outcome"}),
 	}
-	reg.MustRegister(m.Cycles, m.CycleErrors, m.CycleSeconds, m.Dispatched, m.DispatchLatency, m.Finished,
+	reg.MustRegister(m.Cycles, m.CycleErrors, m.CycleSeconds, m.CycleJobs, m.Dispatched, m.DispatchLatency, m.Finished,
 		m.QueueWaiting, m.QueueAcquiring, m.ClusterUnreachable, m.NodePools, m.PoolCreates, m.PoolReuses, m.PoolDeletes)
 	return m
 }

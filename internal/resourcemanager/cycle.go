@@ -27,33 +27,63 @@ type cycle struct {
 	// health is what each cluster's backend knows of its connection, read
 	// once at the start: a cluster in backoff gets no calls this cycle.
 	health map[string]Health
+	// all is every live job as the cycle began (statuses written since
+	// included, the pointers being the snapshot's).
+	all []*falconv1.Job
+	// cur is the job being looked at: deadlines met while at it are when
+	// it must be looked at again.
+	cur string
+	mem *memory
 }
 
 func (c *cycle) deadline(t time.Time) {
-	if !t.IsZero() && (c.next.IsZero() || t.Before(c.next)) {
+	if t.IsZero() {
+		return
+	}
+	if c.next.IsZero() || t.Before(c.next) {
 		c.next = t
+	}
+	if c.cur != "" {
+		if d, ok := c.mem.due[c.cur]; !ok || t.Before(d) {
+			c.mem.due[c.cur] = t
+		}
 	}
 }
 
-// Reconcile runs one cycle and returns the earliest upcoming timeout (zero
+// look makes j the job whose deadlines are being met.
+func (c *cycle) look(j *falconv1.Job) {
+	c.cur = j.GetId()
+	delete(c.mem.due, c.cur)
+}
+
+// Reconcile runs one cycle and returns the earliest upcoming deadline (zero
 // if none), so Run can wake exactly then:
-//  1. read the registered clusters and every Pending, Running and Aborting
-//     job, oldest first; forget queued jobs that are no longer Pending;
+//  1. read the registered clusters, and bring the snapshot of live jobs up
+//     to date: the experiments the change feed reported (or every live job,
+//     on a resync); the jobs to look at are those read, those a backend
+//     reported (Touch), and those whose deadline has come; every job when
+//     a cluster's reachability changed;
 //  2. Aborting: stop the job on its cluster (if it reached one), then mark
 //     it Aborted — in every phase: waiting, acquiring or running;
 //  3. Pending and acquiring (Reason Dispatching, cluster set): observe it;
 //     all replicas running -> Running (releasing its queue slot); failed ->
 //     Failed; gone (a dispatch cut short by a crash) -> dispatch again;
 //     waiting too long for its resources -> Failed/Timeout;
-//  4. Pending and waiting: a job queued on a cluster that has since left
-//     service (maintenance, offline, deleted) leaves that queue; place
-//     every job not in a queue in a (cluster, queue key) queue, or, when it
-//     is pinned to a cluster out of service, say it waits for it;
+//  4. Pending and waiting: on a resync, a job queued on a cluster that has
+//     since left service (maintenance, offline, deleted) leaves that queue;
+//     place every job not in a queue in a (cluster, queue key) queue, or,
+//     when it is pinned to a cluster out of service, say it waits for it;
 //  5. hand every free queue slot to the next job by the pick rule and
 //     dispatch it, except on clusters whose backend is backing off;
-//  6. write every waiting job's queue position and the jobs ahead of it;
+//  6. write the positions of the waiting jobs in every queue that changed
+//     (every queue, every tailRefresh);
 //  7. Running: fail it with Reason Timeout once timeout_seconds have passed
-//     since it started (stopping it first); otherwise observe it.
+//     since it started (stopping it first); otherwise observe it;
+//  8. node pools: keep each idle pool a waiting job can use, delete the
+//     rest; report each cluster's capacity view.
+//
+// Without a change feed (Run starts one; a bare Reconcile, as tests call
+// it, has none) every cycle is a resync.
 func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	start := time.Now()
 	m.metrics.Cycles.Inc()
@@ -63,33 +93,64 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		m.metrics.CycleErrors.Inc()
 		return time.Time{}, err
 	}
-	jobs, err := m.liveJobs(ctx)
+	look, full, err := m.refresh(ctx)
 	if err != nil {
 		m.metrics.CycleErrors.Inc()
 		return time.Time{}, err
 	}
 	m.lastOK.Store(time.Now().UnixNano())
-	c := &cycle{clusters: map[string]*falconv1.Cluster{}, health: map[string]Health{}}
+	c := &cycle{clusters: map[string]*falconv1.Cluster{}, health: map[string]Health{}, mem: m.mem}
 	for _, x := range cl.GetItems() {
 		c.clusters[x.GetName()] = x
 		if hr, ok := m.backends[x.GetBackend()].(HealthReporter); ok {
-			c.health[x.GetName()] = hr.Health(x)
+			h := hr.Health(x)
+			c.health[x.GetName()] = h
+			if (h.Err != nil) != m.mem.unreachable[x.GetName()] {
+				// Every job there has news: its position message or its
+				// unreachable note changes.
+				full = true
+				m.mem.unreachable[x.GetName()] = h.Err != nil
+			}
 		}
 	}
-	m.loadPools(ctx, c, jobs)
-	c.cands = m.candidates(cl.GetItems(), jobs)
+	c.all = make([]*falconv1.Job, 0, len(m.snap.jobs))
+	for _, j := range m.snap.jobs {
+		c.all = append(c.all, j)
+	}
+	now := m.now()
+	for id, t := range m.mem.due {
+		if !now.Before(t) {
+			look[id] = true
+		} else {
+			c.deadline(t)
+		}
+	}
+	var todo []*falconv1.Job
+	if full {
+		todo = ordered(m.snap.jobs)
+	} else {
+		sel := make(map[string]*falconv1.Job, len(look))
+		for id := range look {
+			if j := m.snap.jobs[id]; j != nil {
+				sel[id] = j
+			}
+		}
+		todo = ordered(sel)
+	}
+	m.metrics.CycleJobs.Observe(float64(len(todo)))
+
+	m.loadPools(ctx, c, c.all)
+	c.cands = m.candidates(cl.GetItems())
 	for i := range c.cands {
 		c.cands[i].IdlePools = c.idlePools(c.cands[i].Name)
 	}
-	m.forgetEnded(jobs)
 
 	var waiting []*falconv1.Job
-	byID := map[string]*falconv1.Job{}
-	for _, j := range jobs {
+	for _, j := range todo {
 		if ctx.Err() != nil {
 			return c.next, ctx.Err()
 		}
-		byID[j.GetId()] = j
+		c.look(j)
 		switch {
 		case j.GetStatus() == string(lifecycle.Aborting):
 			m.abort(ctx, c, j)
@@ -99,8 +160,12 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 			waiting = append(waiting, j)
 		}
 	}
-	m.requeue(c, waiting)
+	c.cur = ""
+	if full {
+		m.requeue(c, waiting)
+	}
 	for _, j := range waiting {
+		c.look(j)
 		if p := pinned(j); p != "" {
 			if why := m.outOfService(c, p); why != "" {
 				// Selection would refuse it too; this says why, and that the
@@ -110,33 +175,104 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 				continue
 			}
 		}
-		if _, err := m.mem.sched.Enqueue(schedJob(j), c.cands); err != nil {
+		if _, _, queued := m.mem.sched.Lookup(j.GetId()); queued {
+			continue
+		}
+		key, err := m.mem.sched.Enqueue(schedJob(j), c.cands)
+		if err != nil {
 			var unplaceable *queue.UnplaceableError
 			if errors.As(err, &unplaceable) {
 				m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonWaiting, unplaceable.Message, "")
 			} else {
 				m.log.Warn("enqueue job", "job", j.GetId(), "err", err)
 			}
+			continue
 		}
+		m.mem.touched[key] = true
 	}
+	c.cur = ""
 	// Jobs that ended above (aborts, failures) left their pools to the
 	// picks that follow.
-	m.loadOwners(c, jobs)
-	m.pickAll(ctx, c, byID)
-	m.writePositions(ctx, c, byID)
-	for _, j := range jobs {
+	m.loadOwners(c, c.all)
+	m.pickAll(ctx, c, m.snap.jobs)
+	m.writePositions(ctx, c, m.snap.jobs, full)
+	for _, j := range todo {
 		if j.GetStatus() == string(lifecycle.Running) {
+			c.look(j)
 			m.observeRunning(ctx, c, j)
 		}
 	}
+	c.cur = ""
 	// Jobs that ended above released their pools; decide on those now
 	// against the jobs still waiting.
-	m.loadOwners(c, jobs)
-	m.releasePools(ctx, c, waiting)
+	m.loadOwners(c, c.all)
+	if len(c.pools) > 0 {
+		var allWaiting []*falconv1.Job
+		for _, j := range c.all {
+			if j.GetStatus() == string(lifecycle.Pending) && !acquiring(j) {
+				allWaiting = append(allWaiting, j)
+			}
+		}
+		m.releasePools(ctx, c, allWaiting)
+	}
 	m.forgetPools(c)
 	m.gauges(c)
-	m.report(ctx, c, jobs)
+	m.report(ctx, c, c.all)
+	// What ended this cycle leaves the snapshot now rather than when the
+	// feed echoes the write back.
+	for _, j := range c.all {
+		if !live(j) {
+			m.gone(j.GetId())
+		}
+	}
 	return c.next, nil
+}
+
+// refresh brings the snapshot up to date and says which jobs to look at,
+// or that every job is to be looked at (full).
+func (m *Manager) refresh(ctx context.Context) (look map[string]bool, full bool, err error) {
+	m.touchMu.Lock()
+	touched, touchAll := m.touched, m.touchAll
+	m.touched, m.touchAll = map[string]bool{}, false
+	m.touchMu.Unlock()
+	var exps []string
+	resync := m.follower == nil || m.now().Sub(m.snap.resyncedAt) >= m.resyncEvery
+	if m.follower != nil {
+		var feedResync bool
+		exps, feedResync = m.follower.Take()
+		resync = resync || feedResync
+	}
+	if resync {
+		if err := m.resync(ctx); err != nil {
+			m.requeueTouches(touched, touchAll)
+			if m.follower != nil {
+				m.follower.Again()
+			}
+			return nil, false, err
+		}
+		return touched, true, nil
+	}
+	read, err := m.readChanged(ctx, exps)
+	if err != nil {
+		m.requeueTouches(touched, touchAll)
+		m.follower.Return(exps)
+		return nil, false, err
+	}
+	for id := range touched {
+		read[id] = true
+	}
+	return read, touchAll, nil
+}
+
+// requeueTouches keeps backend reports for the next cycle when this one
+// could not read the API server.
+func (m *Manager) requeueTouches(touched map[string]bool, all bool) {
+	m.touchMu.Lock()
+	defer m.touchMu.Unlock()
+	for id := range touched {
+		m.touched[id] = true
+	}
+	m.touchAll = m.touchAll || all
 }
 
 // acquiring reports whether a Pending job holds its queue's slot (see
@@ -183,7 +319,7 @@ func (m *Manager) requeue(c *cycle, waiting []*falconv1.Job) {
 			continue
 		}
 		if why := m.outOfService(c, key.Cluster); why != "" {
-			_ = m.mem.sched.Remove(j.GetId())
+			m.mem.leaveQueue(j.GetId())
 			m.log.Info("waiting job leaves a cluster out of service", "job", j.GetId(), "cluster", key.Cluster, "why", why)
 		}
 	}
@@ -192,7 +328,7 @@ func (m *Manager) requeue(c *cycle, waiting []*falconv1.Job) {
 // candidates describes the registered clusters to the scheduler. A cluster
 // whose backend this controller does not run receives nothing. A cluster
 // that lists no accelerator types (local) offers every type seen this cycle.
-func (m *Manager) candidates(clusters []*falconv1.Cluster, jobs []*falconv1.Job) []queue.Cluster {
+func (m *Manager) candidates(clusters []*falconv1.Cluster) []queue.Cluster {
 	var out []queue.Cluster
 	for _, x := range clusters {
 		_, known := m.backends[x.GetBackend()]
@@ -229,8 +365,8 @@ func (m *Manager) candidates(clusters []*falconv1.Cluster, jobs []*falconv1.Job)
 		if len(out[i].Accelerators) > 0 {
 			continue
 		}
-		for _, j := range jobs {
-			if t := deviceType(j); !offered[t] {
+		for t := range m.snap.types {
+			if !offered[t] {
 				out[i].Accelerators[t] = 0
 			}
 		}
@@ -313,25 +449,6 @@ func pinned(j *falconv1.Job) string {
 		return ""
 	}
 	return j.GetClusterName()
-}
-
-// forgetEnded drops from the scheduler every job that is no longer Pending.
-// Jobs enter the scheduler only from a cycle's Pending list, so the ones to
-// drop are exactly those Pending last cycle and not now: no need to walk the
-// queues (which would recompute every queue's positions each cycle).
-func (m *Manager) forgetEnded(jobs []*falconv1.Job) {
-	pending := make(map[string]bool, len(m.mem.lastPending))
-	for _, j := range jobs {
-		if j.GetStatus() == string(lifecycle.Pending) {
-			pending[j.GetId()] = true
-		}
-	}
-	for id := range m.mem.lastPending {
-		if !pending[id] {
-			m.mem.forgetJob(id)
-		}
-	}
-	m.mem.lastPending = pending
 }
 
 func (m *Manager) liveJobs(ctx context.Context) ([]*falconv1.Job, error) {
@@ -490,16 +607,23 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 			if !ok {
 				continue
 			}
+			m.mem.touched[key] = true
 			j := byID[sj.ID]
 			if j == nil {
 				_ = m.mem.sched.Remove(sj.ID)
 				continue
 			}
+			c.look(j)
 			if !m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonDispatching, "submitting to cluster "+key.Cluster, key.Cluster) {
-				_ = m.mem.sched.Remove(sj.ID) // aborted meanwhile; next cycle handles it
+				// Aborted meanwhile, or the write failed: look again next
+				// cycle, which places it afresh if it still waits.
+				_ = m.mem.sched.Remove(sj.ID)
+				c.deadline(m.now())
+				c.cur = ""
 				continue
 			}
 			m.acquire(ctx, c, j, true)
+			c.cur = ""
 			if _, phase, ok := m.mem.sched.Lookup(j.GetId()); !ok || phase != queue.PhaseAcquiring {
 				progress = true
 			}
@@ -592,7 +716,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonDispatching, obs.Message, "")
 	case PhaseRunning:
 		if m.update(ctx, j, lifecycle.Running, "", obs.Message, "") {
-			_ = m.mem.sched.Release(j.GetId())
+			m.mem.leaveQueue(j.GetId()) // releases the slot
 			m.metrics.Dispatched.WithLabelValues(cl.GetName()).Inc()
 			if t := j.GetCreatedAt(); t != nil {
 				m.metrics.DispatchLatency.WithLabelValues(cl.GetName()).Observe(m.now().Sub(t.AsTime()).Seconds())
@@ -602,7 +726,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 	case PhaseSucceeded:
 		// Finished before we saw it run: pass through Running.
 		if m.update(ctx, j, lifecycle.Running, "", "", "") && m.update(ctx, j, lifecycle.Succeeded, "", obs.Message, "") {
-			_ = m.mem.sched.Remove(j.GetId())
+			m.mem.forgetJob(j.GetId())
 			m.cleanUp(ctx, cl, b, j)
 		}
 	case PhaseFailed:
@@ -725,13 +849,14 @@ const (
 	tailRefresh    = 30 * time.Second
 )
 
-// writePositions tells every waiting job where it stands, in one batch:
+// writePositions tells the waiting jobs of every queue that changed (all:
+// of every queue) where they stand, in one batch:
 // every pick moves up to exactPositions jobs of its queue, and a write
 // each would make the positions, not the dispatching, the cycle's cost.
 //
 // A job waiting on a cluster its backend cannot reach says so: otherwise it
 // would only see its queue not move.
-func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]*falconv1.Job) {
+func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]*falconv1.Job, all bool) {
 	now := m.now()
 	var jobs []*falconv1.Job
 	var poss []int
@@ -742,6 +867,9 @@ func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]
 			unreachable = fmt.Sprintf("; cluster %s is unreachable: %v", key.Cluster, err)
 		}
 		refreshTail := now.Sub(m.mem.tailWritten[key]) >= tailRefresh
+		if !all && !refreshTail && !m.mem.touched[key] {
+			continue // nothing moved in this queue
+		}
 		for _, p := range m.mem.sched.Waiting(key) {
 			j := byID[p.ID]
 			if j == nil || j.GetStatus() != string(lifecycle.Pending) || acquiring(j) {
@@ -769,6 +897,7 @@ func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]
 			m.mem.tailWritten[key] = now
 		}
 	}
+	clear(m.mem.touched)
 	m.writeBatch(ctx, jobs, reqs)
 	for i, j := range jobs {
 		if j.GetMessage() == reqs[i].GetMessage() { // written (refreshed from the row)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,16 @@ type Manager struct {
 	interval time.Duration
 	wake     chan struct{}
 	mem      *memory
+	snap     *snapshot
+	// follower reports what changed; nil until Run starts it, so a bare
+	// Reconcile reads every live job.
+	follower    *watch.Follower
+	resyncEvery time.Duration
+
+	// What backends reported since the last cycle (Touch, Wake).
+	touchMu  sync.Mutex
+	touched  map[string]bool
+	touchAll bool
 
 	poolTiming PoolTiming
 	noReuse    bool
@@ -117,6 +128,10 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 		wake:     make(chan struct{}, 1),
 
 		poolTiming: DefaultPoolTiming,
+
+		snap:        newSnapshot(),
+		resyncEvery: 30 * time.Second,
+		touched:     map[string]bool{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -128,9 +143,33 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 	return m
 }
 
-// Wake asks for a cycle now; backends call it when a job's processes exit
-// or its pods change.
+// WithResync sets how often every live job is read again although the
+// change feed reported nothing (default 30s): the safety net for writes
+// made through another API server replica, which this one's feed does not
+// carry.
+func WithResync(d time.Duration) Option { return func(m *Manager) { m.resyncEvery = d } }
+
+// Touch asks for a cycle now that looks at these jobs: a backend saw their
+// processes or pods change.
+func (m *Manager) Touch(jobIDs ...string) {
+	m.touchMu.Lock()
+	for _, id := range jobIDs {
+		m.touched[id] = true
+	}
+	m.touchMu.Unlock()
+	m.poke()
+}
+
+// Wake asks for a cycle now that looks at every live job: a backend saw
+// something change and cannot say which job it concerns.
 func (m *Manager) Wake() {
+	m.touchMu.Lock()
+	m.touchAll = true
+	m.touchMu.Unlock()
+	m.poke()
+}
+
+func (m *Manager) poke() {
 	select {
 	case m.wake <- struct{}{}:
 	default:
@@ -153,7 +192,8 @@ func (m *Manager) Ready(maxAge time.Duration) error {
 // Run reconciles until ctx is done: on every change the API server reports,
 // whenever a backend calls Wake, at the next job timeout, and every interval.
 func (m *Manager) Run(ctx context.Context) error {
-	changes := watch.Changes(ctx, m.jobs, m.log)
+	m.follower = watch.Follow(ctx, m.jobs, m.log)
+	changes := m.follower.Wake()
 	for {
 		next, err := m.Reconcile(ctx)
 		if err != nil && ctx.Err() == nil {

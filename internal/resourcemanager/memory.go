@@ -32,6 +32,8 @@ import (
 //     restart, and a failed deletion's note goes to the job it was created
 //     for rather than the last one that used it.
 //   - reportedAt: each cluster's capacity view is reported at once.
+//   - due, touched, unreachable: the first cycle after a restart reads and
+//     looks at every job, so nothing is owed.
 type memory struct {
 	sched       *queue.Scheduler
 	positions   map[string]int // waiting job -> position last written
@@ -52,6 +54,16 @@ type memory struct {
 	stopFailing map[string]*backoff
 
 	reportedAt map[string]time.Time
+
+	// due is when each job must be looked at again although nothing
+	// changed: its timeout, its pool's next poll, its stop's backoff.
+	due map[string]time.Time
+	// touched are the queues whose order or holder changed this cycle:
+	// their waiting jobs' positions are written again.
+	touched map[queue.Key]bool
+	// unreachable is which clusters were unreachable last cycle: a change
+	// is news for every job there.
+	unreachable map[string]bool
 }
 
 func newMemory(now func() time.Time) *memory {
@@ -68,12 +80,26 @@ func newMemory(now func() time.Time) *memory {
 		dispatchFailing: map[string]dispatchFailure{},
 		stopFailing:     map[string]*backoff{},
 		reportedAt:      map[string]time.Time{},
+		due:             map[string]time.Time{},
+		touched:         map[queue.Key]bool{},
+		unreachable:     map[string]bool{},
 	}
 }
 
-// forgetJob drops what the memory holds for a job that left Pending.
+// forgetJob drops what the memory holds for a job that ended.
 func (mem *memory) forgetJob(id string) {
-	_ = mem.sched.Remove(id) // ErrNotFound: released or removed already
+	mem.leaveQueue(id)
+	delete(mem.stopFailing, id)
+	delete(mem.due, id)
+}
+
+// leaveQueue takes a job that is no longer waiting or acquiring out of its
+// queue (freeing the slot it may hold).
+func (mem *memory) leaveQueue(id string) {
+	if key, _, ok := mem.sched.Lookup(id); ok {
+		mem.touched[key] = true
+		_ = mem.sched.Remove(id)
+	}
 	delete(mem.dispatchFailing, id)
 	delete(mem.positions, id)
 	delete(mem.polls, id)

@@ -182,9 +182,9 @@ func (t *controllerTerm) lead(stop, held context.Context) error {
 		}
 	}
 	var mgr *resourcemanager.Manager
-	exec, err := t.openExecutor(stop, work, func(string) {
+	exec, err := t.openExecutor(stop, work, func(id string) {
 		if mgr != nil {
-			mgr.Wake()
+			mgr.Touch(id)
 		}
 	})
 	if err != nil || exec == nil {

@@ -139,12 +139,17 @@ func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, i
 			mgr.Wake()
 		}
 	}
-	kb := kube.New(kube.WithLogger(log), kube.WithOnChange(wake))
+	touch := func(id string) {
+		if mgr != nil {
+			mgr.Touch(id)
+		}
+	}
+	kb := kube.New(kube.WithLogger(log), kube.WithOnChange(wake), kube.WithOnJobChange(touch))
 	connect := gc.Connect
 	if connect == nil {
 		connect = gke.ApplicationDefault
 	}
-	gb := gke.NewBackend(connect, []kube.Option{kube.WithLogger(log), kube.WithOnChange(wake)}, gc.PoolOptions...)
+	gb := gke.NewBackend(connect, []kube.Option{kube.WithLogger(log), kube.WithOnChange(wake), kube.WithOnJobChange(touch)}, gc.PoolOptions...)
 	opts := []resourcemanager.Option{resourcemanager.WithLogger(log), resourcemanager.WithInterval(interval), resourcemanager.WithMetrics(rm),
 		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)),
 		resourcemanager.WithBackend(kube.BackendName, kb),
@@ -220,9 +225,9 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	}
 
 	var mgr *resourcemanager.Manager
-	exec, err := local.New(dataDir, local.WithLogger(log), local.WithOnExit(func(string) {
+	exec, err := local.New(dataDir, local.WithLogger(log), local.WithOnExit(func(id string) {
 		if mgr != nil {
-			mgr.Wake()
+			mgr.Touch(id)
 		}
 	}))
 	if err != nil {

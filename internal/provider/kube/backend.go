@@ -32,11 +32,12 @@ const BackendName = "kubernetes"
 
 // Backend drives jobs on Kubernetes clusters.
 type Backend struct {
-	log       *slog.Logger
-	onChange  func()
-	restFor   func(*falconv1.Cluster) (*rest.Config, error)
-	now       func() time.Time
-	callLimit time.Duration
+	log         *slog.Logger
+	onChange    func()
+	onJobChange func(jobID string)
+	restFor     func(*falconv1.Cluster) (*rest.Config, error)
+	now         func() time.Time
+	callLimit   time.Duration
 
 	mu    sync.Mutex
 	edges map[string]*edge // by cluster name
@@ -62,6 +63,25 @@ func WithLogger(l *slog.Logger) Option { return func(b *Backend) { b.log = l } }
 
 // WithOnChange is called whenever an informer sees a Falcon object change.
 func WithOnChange(f func()) Option { return func(b *Backend) { b.onChange = f } }
+
+// WithOnJobChange is called with the Falcon job ID of every Job or pod an
+// informer sees change, so the resource manager looks at that job alone;
+// objects without the label fall back to WithOnChange.
+func WithOnJobChange(f func(jobID string)) Option { return func(b *Backend) { b.onJobChange = f } }
+
+// changed reports an informer event: by job ID when the object carries one.
+func (b *Backend) changed(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if o, ok := obj.(metav1.Object); ok && b.onJobChange != nil {
+		if id := o.GetLabels()[render.LabelJobID]; id != "" {
+			b.onJobChange(id)
+			return
+		}
+	}
+	b.onChange()
+}
 
 // WithRESTConfig replaces how a cluster's connection is built (default: the
 // cluster's kubeconfig file and context).
@@ -163,9 +183,9 @@ func (b *Backend) edgeFor(c *falconv1.Cluster) (*edge, error) {
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = render.ManagedBySelector }))
 		ji, pi := f.Batch().V1().Jobs(), f.Core().V1().Pods()
 		h := cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { b.onChange() },
-			UpdateFunc: func(any, any) { b.onChange() },
-			DeleteFunc: func(any) { b.onChange() },
+			AddFunc:    b.changed,
+			UpdateFunc: func(_, obj any) { b.changed(obj) },
+			DeleteFunc: b.changed,
 		}
 		if _, err := ji.Informer().AddEventHandler(h); err != nil {
 			return nil, err

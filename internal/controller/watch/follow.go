@@ -1,0 +1,139 @@
+package watch
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+)
+
+// Follower keeps the set of experiments changed since the caller last
+// asked, from a WatchChanges stream resumed across reconnects. When it
+// cannot vouch that the set is complete — its first connection, a stream
+// that broke and could not be resumed (another server, a restarted one, a
+// gap the server no longer holds) — it says resync, and the caller reads
+// everything again.
+type Follower struct {
+	wake chan struct{}
+
+	mu      sync.Mutex
+	exps    map[string]bool
+	resync  bool
+	epoch   string
+	seq     int64
+	streams int // connections made, for tests and logs
+}
+
+// Follow starts following the API server's changes until ctx is done.
+func Follow(ctx context.Context, jobs falconv1.JobServiceClient, log *slog.Logger) *Follower {
+	f := &Follower{wake: make(chan struct{}, 1), exps: map[string]bool{}, resync: true}
+	go f.run(ctx, jobs, log)
+	return f
+}
+
+// Wake receives a value (coalesced) whenever something changed.
+func (f *Follower) Wake() <-chan struct{} { return f.wake }
+
+// Take returns the experiments changed since the last Take, and whether the
+// caller must instead read everything again (the set is then empty).
+func (f *Follower) Take() (exps []string, resync bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.resync {
+		f.resync = false
+		clear(f.exps)
+		return nil, true
+	}
+	for id := range f.exps {
+		exps = append(exps, id)
+	}
+	clear(f.exps)
+	return exps, false
+}
+
+// Again makes the next Take say resync: the caller could not read what the
+// last one asked for.
+func (f *Follower) Again() {
+	f.mu.Lock()
+	f.resync = true
+	f.mu.Unlock()
+}
+
+// Return puts back experiments a caller took but could not read.
+func (f *Follower) Return(exps []string) {
+	f.mu.Lock()
+	for _, id := range exps {
+		f.exps[id] = true
+	}
+	f.mu.Unlock()
+}
+
+func (f *Follower) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *Follower) run(ctx context.Context, jobs falconv1.JobServiceClient, log *slog.Logger) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		f.mu.Lock()
+		req := &falconv1.WatchChangesRequest{Epoch: f.epoch, Since: f.seq}
+		f.streams++
+		f.mu.Unlock()
+		stream, err := jobs.WatchChanges(ctx, req)
+		if err == nil {
+			for {
+				var c *falconv1.Change
+				if c, err = stream.Recv(); err != nil {
+					break
+				}
+				backoff = 100 * time.Millisecond
+				f.note(c)
+				f.poke()
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		log.Debug("change stream broken; resuming", "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (f *Follower) note(c *falconv1.Change) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch c.GetKind() {
+	case "":
+		// The hello: a new epoch means a server we have not followed, so
+		// whatever it wrote before now is unknown to us.
+		if c.GetEpoch() != f.epoch {
+			if f.epoch != "" {
+				f.resync = true
+			}
+			f.epoch, f.seq = c.GetEpoch(), c.GetSeq()
+		}
+		return
+	case "resync":
+		f.resync = true
+	case "cluster":
+		// A cluster changed: every waiting job may be placed differently.
+		f.resync = true
+	default:
+		if id := c.GetExpId(); id != "" {
+			f.exps[id] = true
+		}
+	}
+	if c.GetSeq() > f.seq {
+		f.seq = c.GetSeq()
+	}
+}
