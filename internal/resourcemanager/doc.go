@@ -1,16 +1,53 @@
 // Package resourcemanager moves jobs from Pending to a terminal status: it
-// picks a cluster for each waiting job, dispatches it through that cluster's
-// Backend, reconciles what the backend reports, enforces timeouts and carries
-// out aborts.
+// picks a cluster for each waiting job, queues it fairly per (cluster,
+// shape), gets it a node pool where the cluster's backend manages pools,
+// dispatches it through that cluster's Backend, reconciles what the backend
+// reports, enforces timeouts and carries out aborts.
 //
-// Like every Falcon controller it is level-triggered. It keeps no state of
-// its own between cycles: the job rows (status, reason, cluster) say how far
-// each job got, every backend call is idempotent and keyed by the job ID, and
-// every write is conditional on the status read. A crash between any two
-// lines therefore converges on restart: a job left "Dispatching" is
-// dispatched again (finding its existing processes or pods), and an abort
-// that landed while a write was in flight wins.
+// # One cycle
+//
+// Reconcile's doc comment numbers the steps. A cycle reads a snapshot of
+// the live jobs, decides per job from what it reads, and writes each
+// decision as a status update conditional on the status read. The snapshot
+// is kept current from the API server's change feed (WatchChanges, resumed
+// from the last change seen) rather than by listing every live job, so a
+// cycle costs what changed: the jobs whose experiments the feed named, the
+// jobs a backend reported (a Kubernetes informer event or a local process
+// exit names its job), and the jobs whose deadline came (a timeout, a
+// pool's next poll, a stop's backoff). Every job is looked at on a resync:
+// the first cycle, whenever the feed cannot vouch for what it missed, when
+// a cluster's reachability changes, and every 30s as the safety net for
+// writes made through another API server replica.
+//
+// The slot of a queue is handed over in the cycle that learns its holder's
+// pods run (or that it ended), which the backend's report starts at once:
+// there is no wait for a poll between one job's pods running and the next
+// job's submission.
+//
+// # What crosses cycles
+//
+// The job rows are the truth: status, reason (the Pending phase, see
+// lifecycle.PendingPhases), cluster, node pool, and when each phase began.
+// Everything the manager remembers between cycles is in one type, memory,
+// whose comment lists what a restart loses; none of it is needed to be
+// correct. So the manager is level-triggered: every backend call is
+// idempotent and keyed by the job ID, and a crash between any two lines
+// converges on restart: a job left Dispatching is dispatched again (finding
+// its existing processes or pods), a pool created for a job that was never
+// recorded is adopted, and an abort that landed while a write was in flight
+// wins because every write is conditional on the status read.
+//
+// # Nothing stuck
+//
+// A dispatch that fails for a reason that may pass is retried for
+// DispatchRetryWindow, the job's Message naming the error; a refusal that
+// cannot pass (invalid, forbidden, a cluster no connection can be built to)
+// fails the job at once with the cause. A stop that keeps failing is asked
+// again with backoff for StopRetryWindow, then the outcome is recorded
+// anyway, its Message saying the cluster never confirmed the stop; an
+// abort that must not wait is forced through the API (exp abort --force).
 //
 // Backends are small and declared here, where they are used; the local
-// process backend lives in internal/provider/local.
+// process backend lives in internal/provider/local, the Kubernetes and GKE
+// ones in internal/provider/kube and internal/provider/gke.
 package resourcemanager

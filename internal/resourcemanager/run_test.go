@@ -1,0 +1,110 @@
+package resourcemanager_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/metrics"
+	"github.com/falconhq/falcon/internal/resourcemanager"
+	"github.com/falconhq/falcon/internal/testenv/apitest"
+)
+
+// cycleJobs reads the falcon_rm_cycle_jobs histogram: cycles run and jobs
+// looked at in all.
+func cycleJobs(t *testing.T, reg *prometheus.Registry) (cycles uint64, jobs float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "falcon_rm_cycle_jobs" {
+			var h *dto.Histogram = mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	t.Fatal("falcon_rm_cycle_jobs not registered")
+	return 0, 0
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Run follows the change feed: once its snapshot is read, a cycle looks at
+// the jobs that changed or that a backend reported, not at every live job,
+// and a backend's report (Touch) is acted on at once — the safety-net poll
+// and the resync are an hour away, so nothing else could explain it.
+func TestRunLooksOnlyAtWhatChanged(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "test"})
+	be := newScripted()
+	reg := prometheus.NewRegistry()
+	mgr := resourcemanager.New(env.Conn, resourcemanager.WithBackend("test", be),
+		resourcemanager.WithMetrics(metrics.NewRM(reg)),
+		resourcemanager.WithInterval(time.Hour), resourcemanager.WithResync(time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	const n = 40
+	var jobs []string
+	for i := range n {
+		exp := env.Create(t, fmt.Sprintf("run-%d", i), map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+		jobs = append(jobs, exp.GetJobs()[0].GetId())
+	}
+	// Created through the API: the feed wakes the manager, which
+	// dispatches each (the scripted backend runs them at once).
+	waitFor(t, "every job Running", func() bool {
+		for _, id := range jobs {
+			if env.Job(t, id).GetStatus() != "Running" {
+				return false
+			}
+		}
+		return true
+	})
+	// Let the echoes of those writes settle: a cycle that reads nothing.
+	waitFor(t, "the manager to go quiet", func() bool {
+		c1, _ := cycleJobs(t, reg)
+		time.Sleep(50 * time.Millisecond)
+		c2, _ := cycleJobs(t, reg)
+		return c1 == c2
+	})
+
+	c0, j0 := cycleJobs(t, reg)
+	calls0 := be.callCount()
+	be.set(jobs[7], resourcemanager.PhaseSucceeded, "exit 0")
+	mgr.Touch(jobs[7])
+	waitFor(t, "the touched job Succeeded", func() bool { return env.Job(t, jobs[7]).GetStatus() == "Succeeded" })
+	waitFor(t, "the manager to go quiet", func() bool {
+		c1, _ := cycleJobs(t, reg)
+		time.Sleep(50 * time.Millisecond)
+		c2, _ := cycleJobs(t, reg)
+		return c1 == c2
+	})
+	c1, j1 := cycleJobs(t, reg)
+	if looked := j1 - j0; looked > 3 {
+		t.Errorf("%d cycles looked at %.0f jobs to act on one report among %d live jobs; want the touched job (and the echo of its write)", c1-c0, looked, n)
+	}
+	if calls := be.callCount() - calls0; calls > 3 {
+		t.Errorf("the backend was called %d times for one job's report; the other %d jobs were observed too", calls, n-1)
+	}
+	for i, id := range jobs {
+		if want := map[bool]string{true: "Succeeded", false: "Running"}[i == 7]; env.Job(t, id).GetStatus() != want {
+			t.Errorf("job %d is %s, want %s", i, env.Job(t, id).GetStatus(), want)
+		}
+	}
+}
