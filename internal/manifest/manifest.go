@@ -317,8 +317,9 @@ func outsideAlias(n *yaml.Node, defined map[*yaml.Node]bool) *yaml.Node {
 }
 
 // spellNulls writes the value of every null left empty (checkpoint:) as
-// null. The YAML encoder writes an empty null as '', the empty string, so
-// the job would read "" where its user wrote no value. (Found by FuzzParse.)
+// null. The YAML encoder writes an empty null as two single quotes (the
+// empty string), so the job would read "" where its user wrote no value.
+// (Found by FuzzParse.)
 func spellNulls(n *yaml.Node) {
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" && n.Value == "" {
 		n.Value = "null"
