@@ -70,9 +70,10 @@ func (undrained) Shutdown(context.Context) error  { return nil }
 // server until ctx is done, while cfg.Elector says this replica leads.
 //
 // A standby runs no loop; it serves /healthz, /readyz ("ok: standby") and
-// /metrics (falcon_leader 0). When ctx ends, the leader stops starting
-// cycles, lets those in flight finish for up to DrainTimeout, stops its
-// backends and only then lets the elector release leadership.
+// /metrics (falcon_leader 0). When ctx ends, the leader drains for up to
+// DrainTimeout, still holding leadership: each loop that can (see loop)
+// starts no new cycle and finishes the one in flight; then the loops are
+// cancelled, the backends stopped, and only then does the elector release.
 func Controller(ctx context.Context, cfg ControllerConfig) error {
 	log := orDiscard(cfg.Log)
 	if cfg.Server == "" {

@@ -7,4 +7,8 @@
 // Even inside `falcon dev` the controllers reach the API server through its
 // gRPC port on loopback, exactly as they do in production, so the dev
 // environment exercises the same paths users depend on.
+//
+// `falcon controller` may run as several replicas: they elect one leader
+// (internal/leader), and only the leader runs the loops, each term built
+// afresh; `falcon server` replicas share nothing but the database.
 package stack
