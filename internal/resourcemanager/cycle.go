@@ -34,6 +34,55 @@ type cycle struct {
 	// it must be looked at again.
 	cur string
 	mem *memory
+	// writes are the updates of Running jobs, sent together by flush: a
+	// cycle learning of many pods that finished or restarted writes them
+	// in one call, each under its own precondition.
+	writes []deferred
+}
+
+// deferred is a status update sent by flush; then runs if it landed.
+type deferred struct {
+	j    *falconv1.Job
+	req  *falconv1.UpdateJobStatusRequest
+	then func()
+}
+
+// later queues an update of a Running job (to Running with a new message,
+// or to Succeeded) for flush; nothing is queued when nothing changes.
+func (c *cycle) later(j *falconv1.Job, to lifecycle.Status, msg string, then func()) {
+	if j.GetStatus() == string(to) && j.GetReason() == "" && j.GetMessage() == msg {
+		return
+	}
+	c.writes = append(c.writes, deferred{j: j, then: then, req: &falconv1.UpdateJobStatusRequest{
+		Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(to), Message: msg,
+	}})
+}
+
+// flush sends the queued updates in batches and runs what follows each one
+// that landed; a refused one (the job changed meanwhile, usually an abort)
+// is left to the next cycle like any lost race.
+func (m *Manager) flush(ctx context.Context, c *cycle) {
+	if len(c.writes) == 0 {
+		return
+	}
+	jobs := make([]*falconv1.Job, len(c.writes))
+	reqs := make([]*falconv1.UpdateJobStatusRequest, len(c.writes))
+	for i, w := range c.writes {
+		jobs[i], reqs[i] = w.j, w.req
+	}
+	m.writeBatch(ctx, jobs, reqs)
+	for _, w := range c.writes {
+		if w.j.GetStatus() != w.req.GetStatus() || w.j.GetMessage() != w.req.GetMessage() {
+			continue // not written
+		}
+		if lifecycle.JobMachine.IsTerminal(lifecycle.Status(w.j.GetStatus())) {
+			m.metrics.Finished.WithLabelValues(w.j.GetClusterName(), w.j.GetStatus(), w.j.GetReason()).Inc()
+		}
+		if w.then != nil {
+			w.then()
+		}
+	}
+	c.writes = nil
 }
 
 func (c *cycle) deadline(t time.Time) {
@@ -203,6 +252,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		}
 	}
 	c.cur = ""
+	m.flush(ctx, c)
 	// Jobs that ended above released their pools; decide on those now
 	// against the jobs still waiting.
 	m.loadOwners(c, c.all)
@@ -969,9 +1019,7 @@ func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job)
 	}
 	switch obs.Phase {
 	case PhaseSucceeded:
-		if m.update(ctx, j, lifecycle.Succeeded, "", obs.Message, "") {
-			m.cleanUp(ctx, cl, b, j)
-		}
+		c.later(j, lifecycle.Succeeded, obs.Message, func() { m.cleanUp(ctx, cl, b, j) })
 	case PhaseFailed:
 		m.stopAndFail(ctx, c, j, lifecycle.ReasonJobFailed, obs.Message)
 	case PhaseUnknown:
@@ -983,6 +1031,6 @@ func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job)
 	default:
 		// A running job whose pod restarted or is being rescheduled reports
 		// Pending: it stays Running, with the backend's account.
-		m.update(ctx, j, lifecycle.Running, "", obs.Message, "")
+		c.later(j, lifecycle.Running, obs.Message, nil)
 	}
 }

@@ -89,6 +89,10 @@ type Manager struct {
 	touched  map[string]bool
 	touchAll bool
 
+	draining chan struct{} // closed by Shutdown
+	stopOnce sync.Once
+	stopped  chan struct{} // closed when Run returns
+
 	poolTiming PoolTiming
 	noReuse    bool
 
@@ -132,6 +136,8 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 		snap:        newSnapshot(),
 		resyncEvery: 30 * time.Second,
 		touched:     map[string]bool{},
+		draining:    make(chan struct{}),
+		stopped:     make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(m)
@@ -192,9 +198,15 @@ func (m *Manager) Ready(maxAge time.Duration) error {
 // Run reconciles until ctx is done: on every change the API server reports,
 // whenever a backend calls Wake, at the next job timeout, and every interval.
 func (m *Manager) Run(ctx context.Context) error {
+	defer close(m.stopped)
 	m.follower = watch.Follow(ctx, m.jobs, m.log)
 	changes := m.follower.Wake()
 	for {
+		select {
+		case <-m.draining:
+			return nil
+		default:
+		}
 		next, err := m.Reconcile(ctx)
 		if err != nil && ctx.Err() == nil {
 			m.log.Warn("resource manager cycle failed", "err", err)
@@ -208,11 +220,29 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
+		case <-m.draining:
+			t.Stop()
+			return nil
 		case <-changes:
 		case <-m.wake:
 		case <-t.C:
 		}
 		t.Stop()
+	}
+}
+
+// Shutdown drains Run (000 Phase 2: graceful shutdown): no cycle starts
+// after it is called, and it returns once the cycle in flight has finished
+// its writes and Run has returned, or with ctx's error when ctx ends first.
+// It cancels nothing itself: the cycle runs on Run's context, which the
+// caller cancels when the drain's time is up.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.stopOnce.Do(func() { close(m.draining) })
+	select {
+	case <-m.stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

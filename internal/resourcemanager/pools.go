@@ -126,6 +126,9 @@ func (m *Manager) loadPools(ctx context.Context, c *cycle, jobs []*falconv1.Job)
 // loadOwners works out who owns each pool from the jobs that are still
 // live (statuses written this cycle included).
 func (m *Manager) loadOwners(c *cycle, jobs []*falconv1.Job) {
+	if len(c.pools) == 0 {
+		return // no cluster here manages pools: nothing to own
+	}
 	live := map[string]*falconv1.Job{}
 	for _, pc := range c.pools {
 		pc.owner = map[string]string{}
@@ -562,6 +565,13 @@ func (m *Manager) gauges(c *cycle) {
 // report sends each cluster's capacity view, at most every ReportEvery.
 func (m *Manager) report(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
 	now := m.now()
+	due := false
+	for name := range c.clusters {
+		due = due || now.Sub(m.mem.reportedAt[name]) >= m.poolTiming.ReportEvery
+	}
+	if !due {
+		return // the counts below walk every live job; only when one is due
+	}
 	stats := map[string][]queue.Stats{}
 	for _, st := range m.mem.sched.Snapshot() {
 		stats[st.Key.Cluster] = append(stats[st.Key.Cluster], st)

@@ -108,3 +108,48 @@ func TestRunLooksOnlyAtWhatChanged(t *testing.T) {
 		}
 	}
 }
+
+// Shutdown lets the cycle in flight finish its writes — here a dispatch
+// blocked inside the backend — and then Run returns without starting
+// another; Run's context was never cancelled.
+func TestShutdownDrainsTheCycleInFlight(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "test"})
+	be := newScripted()
+	inDispatch, release := make(chan struct{}), make(chan struct{})
+	be.onDispatch = func(*falconv1.Job) {
+		be.onDispatch = nil
+		close(inDispatch)
+		be.mu.Unlock() // let the test read the backend while this call waits
+		<-release
+		be.mu.Lock()
+	}
+	mgr := resourcemanager.New(env.Conn, resourcemanager.WithBackend("test", be), resourcemanager.WithInterval(time.Hour))
+	exp := env.Create(t, "drain", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+	done := make(chan error)
+	go func() { done <- mgr.Run(context.Background()) }()
+	<-inDispatch
+	drained := make(chan error)
+	go func() { drained <- mgr.Shutdown(context.Background()) }()
+	select {
+	case err := <-drained:
+		t.Fatalf("Shutdown returned (%v) while a cycle was in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if j := env.Job(t, exp.GetJobs()[0].GetId()); j.GetStatus() != "Running" {
+		t.Fatalf("the drained cycle left the job %s/%s, want its write (Running) done", j.GetStatus(), j.GetReason())
+	}
+	// A Shutdown whose time runs out says so.
+	mgr2 := resourcemanager.New(env.Conn, resourcemanager.WithBackend("test", be))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := mgr2.Shutdown(ctx); err == nil {
+		t.Fatal("Shutdown of a manager that never ran, with its time up, returned nil")
+	}
+}

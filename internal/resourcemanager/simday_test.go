@@ -159,6 +159,24 @@ func (c *countingConn) Invoke(ctx context.Context, method string, args, reply an
 			c.ended[req.GetId()] = req.GetStatus()
 			c.mu.Unlock()
 		}
+	case falconv1.JobService_UpdateJobStatuses_FullMethodName:
+		// Batches carry queue positions (not progress: a cycle that only
+		// rewrites them is quiescent) and the updates of Running jobs.
+		if err != nil {
+			break
+		}
+		for _, r := range reply.(*falconv1.UpdateJobStatusesResponse).GetResults() {
+			j := r.GetJob()
+			if j == nil || j.GetStatus() == string(lifecycle.Pending) {
+				continue
+			}
+			c.writes.Add(1)
+			if lifecycle.JobMachine.IsTerminal(lifecycle.Status(j.GetStatus())) {
+				c.mu.Lock()
+				c.ended[j.GetId()] = j.GetStatus()
+				c.mu.Unlock()
+			}
+		}
 	case falconv1.JobService_AppendJobMessage_FullMethodName, falconv1.JobService_AbortJob_FullMethodName:
 		c.writes.Add(1)
 	}

@@ -57,14 +57,7 @@ type loop interface {
 
 var _ loop = (*expctl.Controller)(nil)
 
-// undrained adapts a loop that cannot drain yet (the resource manager):
-// it keeps cycling while the others drain and its cycle in flight is cut
-// when the drain ends. Every cycle is idempotent, so the cut costs a
-// repeat, not a wrong state.
-type undrained struct{ run func(context.Context) error }
-
-func (u undrained) Run(ctx context.Context) error { return u.run(ctx) }
-func (undrained) Shutdown(context.Context) error  { return nil }
+var _ loop = (*resourcemanager.Manager)(nil)
 
 // Controller runs the expController and the resource manager against an API
 // server until ctx is done, while cfg.Elector says this replica leads.
@@ -211,8 +204,7 @@ func (t *controllerTerm) lead(stop, held context.Context) error {
 	t.obs.mgr.Store(mgr)
 	defer t.obs.mgr.Store(nil)
 	ec := expctl.New(t.conn, expctl.WithLogger(log), expctl.WithInterval(cfg.Interval))
-	// TODO(resourcemanager): pass mgr itself once Manager has Shutdown.
-	loops := []loop{undrained{mgr.Run}, ec}
+	loops := []loop{mgr, ec}
 
 	failed := make(chan error, len(loops))
 	var running sync.WaitGroup
