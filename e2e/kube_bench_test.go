@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,13 +22,33 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/provider/kube/render"
 	"github.com/falconhq/falcon/internal/testenv/kubeenv"
 )
 
-// BenchmarkKubeDispatch measures Falcon against three real edge clusters:
-// experiments created -> Kubernetes Jobs existing (throughput, p50/p99), and
-// Job complete -> experiment Succeeded visible through the API (p50/p99),
-// next to plain client-go Job creates against the same apiservers.
+// benchShapes are the four single-host TPU shapes of the dispatch
+// benchmark: with three edge clusters offering all four, twelve queues.
+var benchShapes = []struct{ typ, label, topo string }{
+	{"v5e", "tpu-v5-lite-podslice", "2x2"},
+	{"v5p", "tpu-v5p-slice", "2x2x1"},
+	{"v6e", "tpu-v6e-slice", "2x2"},
+	{"v7x", "tpu7x", "2x2x1"},
+}
+
+// BenchmarkKubeDispatch measures Falcon against three real edge clusters
+// with four TPU shapes each (12 queues), next to the serialized ideal in the
+// same run: for every (cluster, shape) queue, a plain client-go loop that
+// obeys Falcon's rule with zero overhead — create the Job (the very objects
+// Falcon renders), wait until its pod runs, create the next. It reports:
+//   - jobs/s for both, and their ratio (goal >= 0.8);
+//   - the slot handover gap, from a holder's pod seen Running to the next
+//     Job of its queue created (p50/p99; goal p99 <= 50 ms);
+//   - experiment created -> Kubernetes Job exists (p50/p99);
+//   - Job complete -> experiment Succeeded visible through the API
+//     (p50/p99; goal p99 <= 500 ms);
+//   - the resource manager's cycles: count, mean duration, jobs looked at.
+//
 // FALCON_BENCH_EXPS sets the number of experiments (default 1000).
 func BenchmarkKubeDispatch(b *testing.B) {
 	n := 1000
@@ -35,85 +57,133 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	const idealNS = "ideal"
 	var edges []*kubeenv.Cluster
 	for i := 0; i < 3; i++ {
 		c := kubeenv.Start(b)
-		if _, err := c.CreateNamespace(ctx, kubeNamespace); err != nil {
-			b.Fatal(err)
+		for _, ns := range []string{kubeNamespace, idealNS} {
+			if _, err := c.CreateNamespace(ctx, ns); err != nil {
+				b.Fatal(err)
+			}
 		}
 		capacity := corev1.ResourceList{"google.com/tpu": resource.MustParse("4000"), corev1.ResourceCPU: resource.MustParse("100000"),
 			corev1.ResourceMemory: resource.MustParse("100000Gi"), corev1.ResourcePods: resource.MustParse("5000")}
-		if _, err := c.AddNodes(ctx, 1, map[string]string{
-			"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "2x2x1",
-		}, []corev1.Taint{{Key: "google.com/tpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}, capacity); err != nil {
-			b.Fatal(err)
+		for _, sh := range benchShapes {
+			if _, err := c.AddNodes(ctx, 1, map[string]string{
+				"cloud.google.com/gke-tpu-accelerator": sh.label, "cloud.google.com/gke-tpu-topology": sh.topo,
+			}, []corev1.Taint{{Key: "google.com/tpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}, capacity); err != nil {
+				b.Fatal(err)
+			}
 		}
 		edges = append(edges, c)
 	}
 
-	// Baseline: plain client-go creates, one writer per apiserver.
-	base := time.Now()
-	var wg sync.WaitGroup
-	for i, c := range edges {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cs := c.Clientset()
-			for k := i; k < n; k += len(edges) {
-				job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("baseline-%d", k)},
-					Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-						RestartPolicy: corev1.RestartPolicyNever,
-						NodeSelector:  map[string]string{"no-such-node": "true"}, // never scheduled: creates only
-						Containers:    []corev1.Container{{Name: "c", Image: "x"}}}}}}
-				if _, err := cs.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	baseline := float64(n) / time.Since(base).Seconds()
-
-	// Record when each Falcon job's Kubernetes Job appears and completes.
+	// When each Job (Falcon's and the ideal's) appears and completes, and
+	// when its pod is first seen Running, by job ID.
 	var mu sync.Mutex
-	exists, complete := map[string]time.Time{}, map[string]time.Time{}
-	for _, c := range edges {
-		f := informers.NewSharedInformerFactoryWithOptions(c.Clientset(), 0, informers.WithNamespace(kubeNamespace))
-		inf := f.Batch().V1().Jobs().Informer()
-		note := func(obj any) {
+	exists, complete, running := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	runningCh := map[string]chan struct{}{} // the ideal loop waits on these
+	edgeOf := map[string]int{}
+	first := func(m map[string]time.Time, id string, t time.Time) {
+		if _, seen := m[id]; !seen {
+			m[id] = t
+		}
+	}
+	for ei, c := range edges {
+		f := informers.NewSharedInformerFactory(c.Clientset(), 0)
+		noteJob := func(obj any) {
 			j, ok := obj.(*batchv1.Job)
 			if !ok {
 				return
 			}
-			id := j.Labels["falcon.dev/job-id"]
+			now := time.Now()
+			id := j.Labels[render.LabelJobID]
 			mu.Lock()
 			defer mu.Unlock()
-			if _, seen := exists[id]; !seen {
-				exists[id] = time.Now()
-			}
+			first(exists, id, now)
+			edgeOf[id] = ei
 			for _, cond := range j.Status.Conditions {
 				if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
-					if _, seen := complete[id]; !seen {
-						complete[id] = time.Now()
-					}
+					first(complete, id, now)
 				}
 			}
 		}
-		inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, o any) { note(o) }})
+		notePod := func(obj any) {
+			p, ok := obj.(*corev1.Pod)
+			if !ok || p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodSucceeded {
+				return
+			}
+			id := p.Labels[render.LabelJobID]
+			mu.Lock()
+			defer mu.Unlock()
+			if _, seen := running[id]; !seen {
+				running[id] = time.Now()
+				if ch := runningCh[id]; ch != nil {
+					close(ch)
+				}
+			}
+		}
+		f.Batch().V1().Jobs().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: noteJob, UpdateFunc: func(_, o any) { noteJob(o) }})
+		f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: notePod, UpdateFunc: func(_, o any) { notePod(o) }})
 		f.Start(ctx.Done())
+		f.WaitForCacheSync(ctx.Done())
 	}
 
+	// The serialized ideal: one loop per queue, the same rule, no overhead.
+	idealStart := time.Now()
+	var wg sync.WaitGroup
+	perQueue := n / (len(edges) * len(benchShapes))
+	for ei, c := range edges {
+		for si, sh := range benchShapes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cs := c.Clientset()
+				for k := range perQueue {
+					id := fmt.Sprintf("ideal-%d-%d-%d", ei, si, k)
+					objs, err := render.Render(render.Input{
+						Job: &falconv1.Job{Id: id, ExpId: "exp-" + id, Role: "main", TaskSpec: &falconv1.TaskSpec{
+							Image: "falcon.test/x", Command: "true", Replica: 1, DeviceType: sh.typ, DeviceTopo: sh.topo,
+							Envs: map[string]string{"FALCON_TEST_DURATION": "1s"}}},
+						ClusterID: c.Name(), ClusterName: c.Name(), Namespace: idealNS,
+					})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					ch := make(chan struct{})
+					mu.Lock()
+					runningCh[id] = ch
+					mu.Unlock()
+					if _, err := cs.BatchV1().Jobs(idealNS).Create(ctx, objs.Job, metav1.CreateOptions{}); err != nil {
+						b.Error(err)
+						return
+					}
+					select {
+					case <-ch:
+					case <-time.After(time.Minute):
+						b.Errorf("ideal job %s never ran", id)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	idealRate := float64(perQueue*len(edges)*len(benchShapes)) / time.Since(idealStart).Seconds()
+
 	d := startDev(b, "")
-	applyClusters(b, d, edges...)
+	applyBenchClusters(b, d, edges...)
 	base0 := "http://" + d.http
 	b.ResetTimer()
 	created := map[string]time.Time{} // job ID -> create returned
 	expOfJob := map[string]string{}
+	shapeOf := map[string]int{}
 	start := time.Now()
 	for i := 0; i < n; i++ {
+		sh := benchShapes[i%len(benchShapes)]
 		body := fmt.Sprintf(`{"experiment":{"name":"bench-%d","role_to_task_spec":{"main":{"replica":1,"image":"falcon.test/x",
-			"device_type":"v7x","device_topo":"2x2x1","command":"true","envs":{"FALCON_TEST_DURATION":"1s"}}}}}`, i)
+			"device_type":%q,"device_topo":%q,"command":"true","envs":{"FALCON_TEST_DURATION":"1s"}}}}}`, i, sh.typ, sh.topo)
 		resp, err := http.Post(base0+"/v1/experiments", "application/json", strings.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
@@ -131,6 +201,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		}
 		created[exp.Jobs[0].ID] = time.Now()
 		expOfJob[exp.Jobs[0].ID] = exp.ID
+		shapeOf[exp.Jobs[0].ID] = i % len(benchShapes)
 	}
 	// Wait for every experiment to succeed, noting when each became visible.
 	succeeded := map[string]time.Time{}
@@ -160,7 +231,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 				break
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 	b.StopTimer()
 	if len(succeeded) < n {
@@ -168,8 +239,9 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	var toExist, toVisible []float64
+	var toExist, toVisible, handover []float64
 	var last time.Time
+	queues := map[[2]int][]string{}
 	for job, c := range created {
 		e := exists[job]
 		if e.After(last) {
@@ -179,11 +251,31 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		if done, ok := complete[job]; ok {
 			toVisible = append(toVisible, float64(succeeded[expOfJob[job]].Sub(done).Milliseconds()))
 		}
+		q := [2]int{edgeOf[job], shapeOf[job]}
+		queues[q] = append(queues[q], job)
 	}
-	b.ReportMetric(float64(n)/last.Sub(start).Seconds(), "falcon-jobs/s")
-	b.ReportMetric(baseline, "client-go-jobs/s")
+	// Handover: in each queue, jobs in the order their Jobs appeared; the
+	// gap from one's pod running to the next's Job, where the next was
+	// already waiting.
+	for _, jobs := range queues {
+		sort.Slice(jobs, func(a, b int) bool { return exists[jobs[a]].Before(exists[jobs[b]]) })
+		for k := 1; k < len(jobs); k++ {
+			prev, next := jobs[k-1], jobs[k]
+			if r, ok := running[prev]; ok && created[next].Before(r) {
+				handover = append(handover, float64(exists[next].Sub(r).Microseconds())/1000)
+			}
+		}
+	}
+	falconRate := float64(n) / last.Sub(start).Seconds()
+	b.ReportMetric(falconRate, "falcon-jobs/s")
+	b.ReportMetric(idealRate, "ideal-jobs/s")
+	b.ReportMetric(falconRate/idealRate, "falcon/ideal")
 	b.ReportMetric(pct(toExist, 50), "create-to-job-p50-ms")
 	b.ReportMetric(pct(toExist, 99), "create-to-job-p99-ms")
+	if len(handover) > 0 {
+		b.ReportMetric(pct(handover, 50), "handover-p50-ms")
+		b.ReportMetric(pct(handover, 99), "handover-p99-ms")
+	}
 	if len(toVisible) > 0 {
 		b.ReportMetric(pct(toVisible, 50), "complete-to-succeeded-p50-ms")
 		b.ReportMetric(pct(toVisible, 99), "complete-to-succeeded-p99-ms")
@@ -192,6 +284,29 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	if m := scrape(b, base0+"/metrics"); m["falcon_rm_cycles_total"] > 0 {
 		b.ReportMetric(m["falcon_rm_cycles_total"], "rm-cycles")
 		b.ReportMetric(1000*m["falcon_rm_cycle_seconds_sum"]/m["falcon_rm_cycles_total"], "rm-cycle-mean-ms")
+		if m["falcon_rm_cycle_jobs_count"] > 0 {
+			b.ReportMetric(m["falcon_rm_cycle_jobs_sum"]/m["falcon_rm_cycle_jobs_count"], "rm-jobs-per-cycle")
+		}
+	}
+}
+
+// applyBenchClusters registers the edges as offering the four benchmark
+// shapes.
+func applyBenchClusters(b *testing.B, d *dev, edges ...*kubeenv.Cluster) {
+	b.Helper()
+	var sb strings.Builder
+	sb.WriteString("clusters:\n")
+	for _, e := range edges {
+		fmt.Fprintf(&sb, "  %s:\n    provider: kubernetes\n    kubeconfig: %s\n    context: %s\n    default_namespace: %s\n    accelerator_types:\n",
+			e.Name(), e.KubeconfigPath(), e.Context(), kubeNamespace)
+		for _, sh := range benchShapes {
+			fmt.Fprintf(&sb, "      - type: %s\n        device_class: tpu\n        priority: 1\n", sh.typ)
+		}
+	}
+	f := filepath.Join(b.TempDir(), "clusters.yaml")
+	os.WriteFile(f, []byte(sb.String()), 0o644)
+	if r := d.run("", "cluster", "apply", "-f", f); r.code != 0 {
+		b.Fatalf("cluster apply: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -34,6 +35,9 @@ type cycle struct {
 	// it must be looked at again.
 	cur string
 	mem *memory
+	// submitted holds what concurrent submissions returned (see
+	// submitAll), by job ID, for dispatch to take.
+	submitted map[string]error
 	// writes are the updates of Running jobs, sent together by flush: a
 	// cycle learning of many pods that finished or restarted writes them
 	// in one call, each under its own precondition.
@@ -649,6 +653,12 @@ func reachedCluster(j *falconv1.Job) bool {
 func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falconv1.Job) {
 	for progress := true; progress && ctx.Err() == nil; {
 		progress = false
+		// One round: every free slot picks its next job; the picks are
+		// recorded in one write, submitted concurrently (submission is
+		// the slow part: a Kubernetes create each), then driven one by
+		// one from what each submission returned.
+		var picked []*falconv1.Job
+		var reqs []*falconv1.UpdateJobStatusRequest
 		for _, key := range m.mem.sched.Ready() {
 			if c.health[key.Cluster].Backoff || m.outOfService(c, key.Cluster) != "" {
 				continue
@@ -663,15 +673,32 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 				_ = m.mem.sched.Remove(sj.ID)
 				continue
 			}
-			c.look(j)
-			if !m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonDispatching, "submitting to cluster "+key.Cluster, key.Cluster) {
+			picked = append(picked, j)
+			reqs = append(reqs, &falconv1.UpdateJobStatusRequest{
+				Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
+				Reason: string(lifecycle.ReasonDispatching), Message: "submitting to cluster " + key.Cluster, ClusterName: key.Cluster,
+			})
+		}
+		if len(picked) == 0 {
+			return
+		}
+		m.writeBatch(ctx, picked, reqs)
+		var ready []*falconv1.Job
+		for _, j := range picked {
+			if !acquiring(j) {
 				// Aborted meanwhile, or the write failed: look again next
 				// cycle, which places it afresh if it still waits.
-				_ = m.mem.sched.Remove(sj.ID)
+				_ = m.mem.sched.Remove(j.GetId())
+				c.look(j)
 				c.deadline(m.now())
 				c.cur = ""
 				continue
 			}
+			ready = append(ready, j)
+		}
+		m.submitAll(ctx, c, ready)
+		for _, j := range ready {
+			c.look(j)
 			m.acquire(ctx, c, j, true)
 			c.cur = ""
 			if _, phase, ok := m.mem.sched.Lookup(j.GetId()); !ok || phase != queue.PhaseAcquiring {
@@ -680,6 +707,67 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 		}
 	}
 }
+
+// submitAll submits the picked jobs that need no node pool concurrently,
+// at most submitPerCluster at a time on one cluster, and leaves each
+// outcome in c.submitted for dispatch to take instead of submitting again.
+// Everything else a pick decides stays in acquire, one job at a time.
+func (m *Manager) submitAll(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
+	type sub struct {
+		j  *falconv1.Job
+		cl *falconv1.Cluster
+		b  Backend
+	}
+	var subs []sub
+	for _, j := range jobs {
+		cl := c.clusters[j.GetClusterName()]
+		if cl == nil {
+			continue
+		}
+		b, err := m.backendFor(cl)
+		if err != nil {
+			continue
+		}
+		if pc := c.pools[cl.GetName()]; pc != nil && pc.b.NeedsPool(j) {
+			continue // its pool comes first
+		}
+		if _, failing := m.mem.dispatchFailing[j.GetId()]; failing {
+			continue
+		}
+		subs = append(subs, sub{j, cl, b})
+	}
+	if len(subs) < 2 {
+		return // nothing to overlap
+	}
+	if c.submitted == nil {
+		c.submitted = map[string]error{}
+	}
+	sems := map[string]chan struct{}{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, s := range subs {
+		sem := sems[s.cl.GetName()]
+		if sem == nil {
+			sem = make(chan struct{}, submitPerCluster)
+			sems[s.cl.GetName()] = sem
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			err := m.submit(ctx, s.cl, s.b, s.j)
+			mu.Lock()
+			c.submitted[s.j.GetId()] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+}
+
+// submitPerCluster bounds the concurrent submissions to one cluster, so a
+// burst of picks does not hammer its apiserver.
+const submitPerCluster = 4
 
 // acquire drives a job that holds its queue's slot: dispatch it if the
 // cluster has no trace of it, then act on what the cluster reports. fresh
@@ -795,18 +883,15 @@ func (m *Manager) acquiringSince(key queue.Key, id string) time.Time {
 
 // dispatch submits the job with its experiment's config (which GetJob carries).
 func (m *Manager) dispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, b Backend, j *falconv1.Job) error {
-	if j.GetConfig() == "" {
-		full, err := m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: j.GetId()})
-		if err != nil {
-			m.log.Warn("get job", "job", j.GetId(), "err", err)
-			return err
-		}
-		if full.GetStatus() != j.GetStatus() {
-			return fmt.Errorf("job %s changed to %s", j.GetId(), full.GetStatus()) // aborted meanwhile
-		}
-		j.Config = full.GetConfig()
+	err, done := c.submitted[j.GetId()]
+	delete(c.submitted, j.GetId())
+	if !done {
+		err = m.submit(ctx, cl, b, j)
 	}
-	err := b.Dispatch(ctx, cl, j)
+	var changed *changedError
+	if errors.As(err, &changed) {
+		return err // aborted meanwhile: the next cycle sees it
+	}
 	var retry *RetryableError
 	var unusable *UnusableError
 	switch {
@@ -838,6 +923,30 @@ func (m *Manager) dispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, 
 	m.stopAndFail(ctx, c, j, lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cl.GetName()+" failed: "+err.Error())
 	return err
 }
+
+// submit reads the job's config (a list does not carry it) and hands the
+// job to its backend. It only does I/O: dispatch decides what the outcome
+// means.
+func (m *Manager) submit(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job) error {
+	if j.GetConfig() == "" {
+		full, err := m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: j.GetId()})
+		if err != nil {
+			m.log.Warn("get job", "job", j.GetId(), "err", err)
+			return &changedError{err}
+		}
+		if full.GetStatus() != j.GetStatus() {
+			return &changedError{fmt.Errorf("job %s changed to %s", j.GetId(), full.GetStatus())} // aborted meanwhile
+		}
+		j.Config = full.GetConfig()
+	}
+	return b.Dispatch(ctx, cl, j)
+}
+
+// changedError is a submission that did not reach the backend: the job's
+// row could not be read, or it changed since the cycle read it.
+type changedError struct{ err error }
+
+func (e *changedError) Error() string { return e.err.Error() }
 
 // giveUpDispatch fails a job whose dispatch has failed for
 // DispatchRetryWindow. Every create failed, so normally nothing exists on
