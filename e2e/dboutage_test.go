@@ -348,16 +348,7 @@ func testDatabaseOutage(t *testing.T, outage time.Duration, stop, back func(*mar
 	t.Logf("outage %v: API answers %v", time.Since(began).Round(100*time.Millisecond), codesSeen)
 	if len(internal) > 0 {
 		sort.Strings(internal)
-		// Known: a query on a database that refuses connections is
-		// Internal, as errdefs.Code maps only errdefs.ErrUnavailable (which
-		// sqlstore wraps around the first connect alone) to Unavailable.
-		// FALCON_TEST_KNOWN_BUGS=1 fails on it.
-		msg := fmt.Sprintf("during the outage the API answered %d calls with codes other than Unavailable: %s", len(internal), strings.Join(uniq(internal), "; "))
-		if os.Getenv("FALCON_TEST_KNOWN_BUGS") == "1" {
-			t.Error(msg)
-		} else {
-			t.Log("KNOWN BUG (FALCON_TEST_KNOWN_BUGS=1 fails on it): " + msg)
-		}
+		t.Errorf("during the outage the API answered %d calls with codes other than Unavailable (a frozen database may also time out: DeadlineExceeded): %s", len(internal), strings.Join(uniq(internal), "; "))
 	}
 
 	// Every experiment ends Succeeded, each job having run exactly once.

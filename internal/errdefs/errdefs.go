@@ -1,9 +1,14 @@
 package errdefs
 
 import (
+	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -124,13 +129,34 @@ func Code(err error) codes.Code {
 		return codes.Unauthenticated
 	case errors.Is(err, ErrPermissionDenied):
 		return codes.PermissionDenied
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ErrUnavailable), unreachable(err):
 		return codes.Unavailable
+	case errors.Is(err, context.Canceled):
+		// The client hung up (or the server is shutting down): not a fault
+		// of Falcon's to log as Internal.
+		return codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
 	}
 	if s, ok := status.FromError(err); ok {
 		return s.Code()
 	}
 	return codes.Internal
+}
+
+// unreachable reports whether err is a failure to reach a service Falcon
+// depends on (its database, mostly): a connection refused, reset or cut, or
+// one the driver gave up as bad. Clients are to retry those (Unavailable),
+// not report them as a bug in Falcon (Internal).
+func unreachable(err error) bool {
+	var op *net.OpError
+	switch {
+	case errors.As(err, &op), errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	}
+	return false
 }
 
 // CLI exit codes. Scripts and agents branch on them, so they are stable.

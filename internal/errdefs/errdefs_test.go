@@ -1,8 +1,13 @@
 package errdefs
 
 import (
+	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -29,6 +34,11 @@ func TestCodeAndExitCode(t *testing.T) {
 		{"unavailable", ErrUnavailable, codes.Unavailable, ExitUnavailable},
 		{"grpc status passes through", status.Error(codes.DeadlineExceeded, "slow"), codes.DeadlineExceeded, ExitTimeout},
 		{"unknown is internal", errors.New("boom"), codes.Internal, ExitError},
+		{"database refusing connections", fmt.Errorf("sqlstore: begin: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), codes.Unavailable, ExitUnavailable},
+		{"connection the driver gave up", fmt.Errorf("query: %w", driver.ErrBadConn), codes.Unavailable, ExitUnavailable},
+		{"connection cut mid-answer", fmt.Errorf("scan: %w", io.ErrUnexpectedEOF), codes.Unavailable, ExitUnavailable},
+		{"client hung up", fmt.Errorf("list: %w", context.Canceled), codes.Canceled, ExitError},
+		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), codes.DeadlineExceeded, ExitTimeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
