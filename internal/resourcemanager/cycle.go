@@ -269,6 +269,9 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		}
 		m.releasePools(ctx, c, allWaiting)
 	}
+	if full {
+		m.sweep(ctx, c)
+	}
 	m.forgetPools(c)
 	m.gauges(c)
 	m.report(ctx, c, c.all)
@@ -280,6 +283,41 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		}
 	}
 	return c.next, nil
+}
+
+// sweep stops, on every cluster whose backend can list what it holds, the
+// objects of jobs that are no longer live: what a controller killed between
+// a job's outcome and its cleanup left behind. It runs on resyncs, when the
+// snapshot holds every live job, so a resident missing from it has ended
+// (its row says so, or is gone with its experiment).
+func (m *Manager) sweep(ctx context.Context, c *cycle) {
+	for name, cl := range c.clusters {
+		sw, ok := m.backends[cl.GetBackend()].(Sweeper)
+		if !ok || c.health[name].Err != nil {
+			continue
+		}
+		ids, err := sw.Residents(cl)
+		if err != nil {
+			continue
+		}
+		for _, id := range ids {
+			if m.snap.jobs[id] != nil {
+				continue
+			}
+			j, err := m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: id})
+			switch {
+			case status.Code(err) == codes.NotFound:
+				j = &falconv1.Job{Id: id, ClusterName: name}
+			case err != nil || live(j):
+				continue // live since the read: the next resync judges it
+			}
+			if err := m.backends[cl.GetBackend()].Stop(ctx, cl, j); err != nil {
+				m.log.Warn("remove leftovers of an ended job", "job", id, "cluster", name, "err", err)
+				continue
+			}
+			m.log.Info("removed leftovers of an ended job", "job", id, "cluster", name, "status", j.GetStatus())
+		}
+	}
 }
 
 // refresh brings the snapshot up to date and says which jobs to look at,

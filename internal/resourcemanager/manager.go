@@ -68,6 +68,15 @@ type HealthReporter interface {
 	Health(cluster *falconv1.Cluster) Health
 }
 
+// Sweeper is a Backend that can say, from its cache, which jobs have
+// objects on a cluster. The manager removes those of jobs that ended: a
+// controller killed between a job's outcome and its cleanup leaves them, and
+// only a level-triggered sweep can find them again, since the manager reads
+// live jobs only.
+type Sweeper interface {
+	Residents(cluster *falconv1.Cluster) ([]string, error)
+}
+
 // Manager is the resource manager's control loop.
 type Manager struct {
 	jobs     falconv1.JobServiceClient

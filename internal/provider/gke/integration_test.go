@@ -24,6 +24,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/provider/gke"
+	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/provider/kube/render"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
@@ -146,10 +147,24 @@ func newFixture(t *testing.T, s setup) *fixture {
 
 // manager returns a resource manager with fresh memory, as after a restart.
 func (f *fixture) manager() (*resourcemanager.Manager, *gke.Backend) {
-	var mgr *resourcemanager.Manager
-	b := gke.NewBackend(f.connect, nil, f.opts...)
-	mgr = resourcemanager.New(f.api.Conn, resourcemanager.WithBackend(gke.BackendName, b),
+	// The informers report to the manager as in production (stack's
+	// newManager): the manager looks at a job when its pods change.
+	var ptr atomic.Pointer[resourcemanager.Manager]
+	b := gke.NewBackend(f.connect, []kube.Option{
+		kube.WithOnChange(func() {
+			if m := ptr.Load(); m != nil {
+				m.Wake()
+			}
+		}),
+		kube.WithOnJobChange(func(id string) {
+			if m := ptr.Load(); m != nil {
+				m.Touch(id)
+			}
+		}),
+	}, f.opts...)
+	mgr := resourcemanager.New(f.api.Conn, resourcemanager.WithBackend(gke.BackendName, b),
 		resourcemanager.WithInterval(200*time.Millisecond), resourcemanager.WithPoolTiming(f.timing))
+	ptr.Store(mgr)
 	return mgr, b
 }
 
@@ -574,7 +589,7 @@ func TestCapacityView(t *testing.T) {
 		}
 		var q *falconv1.QueueStatus
 		for _, x := range st.GetQueues() {
-			if x.GetTopology() == "2x2x2" {
+			if x.GetTopology() == "v5p:2x2x2" { // a TPU queue is its generation and topology
 				q = x
 			}
 		}

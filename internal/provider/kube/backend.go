@@ -53,6 +53,7 @@ type Backend struct {
 var (
 	_ resourcemanager.Backend        = (*Backend)(nil)
 	_ resourcemanager.HealthReporter = (*Backend)(nil)
+	_ resourcemanager.Sweeper        = (*Backend)(nil)
 )
 
 // Option configures a Backend.
@@ -417,6 +418,30 @@ func (b *Backend) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job
 		return fmt.Errorf("delete Service %s/%s: %w", e.namespace, name, err)
 	}
 	return nil
+}
+
+// Residents lists the Falcon job IDs that have a Kubernetes Job on the
+// cluster, from the informer cache (no call to the apiserver); nothing
+// while the cache has not synced.
+func (b *Backend) Residents(c *falconv1.Cluster) ([]string, error) {
+	e, err := b.edgeFor(c)
+	if err != nil {
+		return nil, err
+	}
+	if !e.synced() {
+		return nil, nil
+	}
+	jobs, err := e.jobs.Jobs(e.namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		if id := j.Labels[render.LabelJobID]; id != "" {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
 // Observe reports the job from the informer caches.
