@@ -603,11 +603,9 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 		}
 		sort.Strings(names)
 		// A kill between a job's Succeeded write and the delete of its
-		// Kubernetes Job leaves the Job: the manager reads live jobs only,
-		// so no later life looks at it again (cleanUp in
-		// resourcemanager/cycle.go counts on the Job's 24h TTL). Reported
-		// as a bug; FALCON_TEST_KNOWN_BUGS=1 fails on it.
-		knownBug(t, "%d Kubernetes Jobs left for terminal jobs: %s", len(names), strings.Join(names, "; "))
+		// Kubernetes Job leaves the Job; the manager's sweep on every
+		// resync removes what ended jobs left, so none may remain.
+		t.Errorf("%d Kubernetes Jobs left for terminal jobs: %s", len(names), strings.Join(names, "; "))
 	}
 	report("wrong outcomes", wrongEnds)
 }
@@ -651,14 +649,3 @@ func (f *fixture) dumpKube(t *testing.T) {
 	}
 }
 
-// knownBug reports a failure the code under test is known to have and that
-// is not fixed yet: logged, so the suite stays green, or failed with
-// FALCON_TEST_KNOWN_BUGS=1 (run that to see whether a fix works).
-func knownBug(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("FALCON_TEST_KNOWN_BUGS") == "1" {
-		t.Errorf(format, args...)
-		return
-	}
-	t.Logf("KNOWN BUG (FALCON_TEST_KNOWN_BUGS=1 fails on it): "+format, args...)
-}
