@@ -648,4 +648,3 @@ func (f *fixture) dumpKube(t *testing.T) {
 		t.Logf("pod %s: %s on %q, deleting %v, finalizers %v", p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil, p.Finalizers)
 	}
 }
-
