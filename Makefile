@@ -39,6 +39,7 @@ bench: kube-bins
 	CI=true $(GO) test -run '^$$' -bench 'CreateExp|ListExps100k' -benchtime 3s -timeout 30m ./internal/store/sqlstore/
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./internal/resourcemanager/queue/
 	$(GO) test -run '^$$' -bench SimulatedDay -benchtime 1x -timeout 30m -v ./internal/resourcemanager/
+	$(GO) test -run '^$$' -bench Cycle10kLive -benchtime 20x -timeout 30m ./internal/resourcemanager/
 	$(GO) test -run '^$$' -bench LocalLatency -benchtime 30x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench ExpList100k -benchtime 20x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench KubeDispatch -benchtime 1x -timeout 60m ./e2e/
