@@ -285,15 +285,19 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	return c.next, nil
 }
 
-// sweep stops, on every cluster whose backend can list what it holds, the
-// objects of jobs that are no longer live: what a controller killed between
+// sweep stops, on every pooled cluster whose backend can list what it holds,
+// the objects of jobs that are no longer live: what a controller killed between
 // a job's outcome and its cleanup left behind. It runs on resyncs, when the
 // snapshot holds every live job, so a resident missing from it has ended
 // (its row says so, or is gone with its experiment).
 func (m *Manager) sweep(ctx context.Context, c *cycle) {
+	budget := sweepPerCycle
 	for name, cl := range c.clusters {
 		sw, ok := m.backends[cl.GetBackend()].(Sweeper)
-		if !ok || c.health[name].Err != nil {
+		if _, pooled := m.backends[cl.GetBackend()].(PoolBackend); !ok || !pooled || c.health[name].Err != nil {
+			// Only where a job's end deletes its objects (cleanUp: pools
+			// are shared). Elsewhere a finished Job is kept for its user
+			// until its TTL, and is no leftover.
 			continue
 		}
 		ids, err := sw.Residents(cl)
@@ -303,6 +307,9 @@ func (m *Manager) sweep(ctx context.Context, c *cycle) {
 		for _, id := range ids {
 			if m.snap.jobs[id] != nil {
 				continue
+			}
+			if budget--; budget < 0 {
+				return // the rest at the next resync: a sweep never holds a cycle up
 			}
 			j, err := m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: id})
 			switch {
@@ -319,6 +326,10 @@ func (m *Manager) sweep(ctx context.Context, c *cycle) {
 		}
 	}
 }
+
+// sweepPerCycle bounds the leftovers one resync removes: each costs calls to
+// the cluster, and the cycle has queues to hand over.
+const sweepPerCycle = 16
 
 // refresh brings the snapshot up to date and says which jobs to look at,
 // or that every job is to be looked at (full).
