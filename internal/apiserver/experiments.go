@@ -194,8 +194,7 @@ func (s *Server) ListExps(ctx context.Context, req *falconv1.ListExpsRequest) (*
 
 // AbortExp moves a live experiment and its live jobs to Aborting. Aborting
 // an experiment that already ended (or is already aborting) changes nothing
-// and says so. With force, the experiment and its jobs end Aborted at once
-// (see forceAbort).
+// and says so. With force, the experiment and its jobs end Aborted at once.
 func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*falconv1.AbortExpResponse, error) {
 	p, err := s.principal(ctx)
 	if err != nil {
@@ -213,44 +212,28 @@ func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*
 	if err := s.mayChange(ctx, p, req.GetId(), verb); err != nil {
 		return nil, err
 	}
-	if req.GetForce() {
-		return s.forceAbort(ctx, p, req)
-	}
 	msg := "aborted by " + p.Display()
+	if req.GetForce() {
+		msg = "force-" + msg
+	}
 	if r := strings.TrimSpace(req.GetReason()); r != "" {
 		msg += ": " + r
 	}
-	exp, changed, err := s.store.AbortExp(ctx, req.GetId(), msg)
-	if err != nil {
-		return nil, err
-	}
-	noteAudit(ctx, "", fmt.Sprintf("changed=%t", changed))
-	resp := &falconv1.AbortExpResponse{Changed: changed}
-	if changed {
-		s.changed(expChange(exp.ID))
-		s.log.Info("experiment aborting", "exp", exp.ID, "by", p.Display())
-		resp.Message = fmt.Sprintf("experiment %s is aborting", exp.ID)
+	var exp *store.Experiment
+	var changed bool
+	done := "is aborting"
+	if req.GetForce() {
+		// For when the clusters will never confirm a stop (unreachable,
+		// deleted, or an abort that hangs): the experiment and its jobs
+		// end Aborted in one write. Nothing is asked of the clusters, so
+		// every job's Message says what may be left there, for whoever
+		// cleans up.
+		exp, changed, err = s.store.ForceAbortExp(ctx, req.GetId(), msg,
+			msg+"; the cluster never confirmed the stop: pods, processes or node pools it started may still exist")
+		done = "is aborted without waiting for its clusters; anything they started may still exist"
 	} else {
-		resp.Message = fmt.Sprintf("experiment %s is already %s; nothing to abort", exp.ID, exp.Status)
+		exp, changed, err = s.store.AbortExp(ctx, req.GetId(), msg)
 	}
-	if resp.Experiment, err = s.getExp(ctx, exp.ID); err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
-// forceAbort ends the experiment and its jobs Aborted in one write, for
-// when the clusters will never confirm a stop (unreachable, deleted, or an
-// abort that hangs). Nothing is stopped: the resource manager only acts on
-// live jobs, so what a cluster started stays there, and every job's
-// Message says so, for whoever cleans up.
-func (s *Server) forceAbort(ctx context.Context, p auth.Principal, req *falconv1.AbortExpRequest) (*falconv1.AbortExpResponse, error) {
-	msg := "force-aborted by " + p.Display()
-	if r := strings.TrimSpace(req.GetReason()); r != "" {
-		msg += ": " + r
-	}
-	jobMsg := msg + "; the cluster never confirmed the stop: pods, processes or node pools it started may still exist"
-	exp, changed, err := s.store.ForceAbortExp(ctx, req.GetId(), msg, jobMsg)
 	if err != nil {
 		return nil, err
 	}
@@ -258,8 +241,8 @@ func (s *Server) forceAbort(ctx context.Context, p auth.Principal, req *falconv1
 	resp := &falconv1.AbortExpResponse{Changed: changed}
 	if changed {
 		s.changed(expChange(exp.ID))
-		s.log.Warn("experiment force-aborted: its clusters were not asked to stop it", "exp", exp.ID, "by", p.Display())
-		resp.Message = fmt.Sprintf("experiment %s is aborted without waiting for its clusters; anything they started may still exist", exp.ID)
+		s.log.Info("experiment aborting", "exp", exp.ID, "by", p.Display(), "force", req.GetForce())
+		resp.Message = fmt.Sprintf("experiment %s %s", exp.ID, done)
 	} else {
 		resp.Message = fmt.Sprintf("experiment %s is already %s; nothing to abort", exp.ID, exp.Status)
 	}

@@ -634,7 +634,6 @@ func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
 	// including a sibling stop's "stopped because role X failed".
 	if m.update(ctx, j, lifecycle.Aborted, "", msg, "") {
 		m.mem.forgetJob(j.GetId())
-		delete(m.mem.stopFailing, j.GetId())
 		m.log.Info("job aborted", "job", j.GetId(), "exp", j.GetExpId())
 	}
 }
@@ -1043,7 +1042,6 @@ func (m *Manager) stopAndFail(ctx context.Context, c *cycle, j *falconv1.Job, re
 func (m *Manager) fail(ctx context.Context, j *falconv1.Job, reason lifecycle.Reason, msg string) {
 	if m.update(ctx, j, lifecycle.Failed, reason, msg, "") {
 		m.mem.forgetJob(j.GetId())
-		delete(m.mem.stopFailing, j.GetId())
 	}
 }
 

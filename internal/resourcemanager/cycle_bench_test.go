@@ -9,28 +9,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/metrics"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
-
-func histogram(b *testing.B, reg *prometheus.Registry, name string) (uint64, float64) {
-	mfs, err := reg.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			var h *dto.Histogram = mf.GetMetric()[0].GetHistogram()
-			return h.GetSampleCount(), h.GetSampleSum()
-		}
-	}
-	b.Fatalf("%s not registered", name)
-	return 0, 0
-}
 
 // BenchmarkCycle10kLive: the resource manager's cycle with 10,000 live
 // (Running) jobs, of which 10 change per iteration (a backend reports them

@@ -15,22 +15,26 @@ import (
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
 
-// cycleJobs reads the falcon_rm_cycle_jobs histogram: cycles run and jobs
-// looked at in all.
-func cycleJobs(t *testing.T, reg *prometheus.Registry) (cycles uint64, jobs float64) {
-	t.Helper()
+// histogram reads one of the manager's unlabelled histograms: samples
+// and their sum (for falcon_rm_cycle_jobs: cycles run, jobs looked at).
+func histogram(tb testing.TB, reg *prometheus.Registry, name string) (uint64, float64) {
+	tb.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == "falcon_rm_cycle_jobs" {
+		if mf.GetName() == name {
 			var h *dto.Histogram = mf.GetMetric()[0].GetHistogram()
 			return h.GetSampleCount(), h.GetSampleSum()
 		}
 	}
-	t.Fatal("falcon_rm_cycle_jobs not registered")
+	tb.Fatalf("%s not registered", name)
 	return 0, 0
+}
+
+func cycleJobs(t *testing.T, reg *prometheus.Registry) (uint64, float64) {
+	return histogram(t, reg, "falcon_rm_cycle_jobs")
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -84,7 +84,7 @@ func ordered(jobs map[string]*falconv1.Job) []*falconv1.Job {
 	return out
 }
 
-// changes reads the jobs of the changed experiments and folds them into the
+// readChanged reads the jobs of the changed experiments and folds them into the
 // snapshot; it returns the IDs of the jobs read (live or not: one that
 // ended must still leave its queue and pool).
 func (m *Manager) readChanged(ctx context.Context, exps []string) (map[string]bool, error) {

@@ -1,6 +1,9 @@
-// Package watch turns the API server's WatchChanges stream into wake-ups for
-// a control loop. Loops stay level-triggered and keep their periodic poll;
-// the stream only shortens the time from a change to the next cycle from a
-// poll interval to a round trip. A broken stream is re-opened with backoff
+// Package watch turns the API server's WatchChanges stream into what a
+// control loop needs. Changes gives bare wake-ups (coalesced), for loops
+// that re-read everything they own each cycle. Follower also keeps the set
+// of experiments changed since the caller last asked, resuming the stream
+// from the last change seen, and says resync whenever it cannot vouch that
+// the set is complete, so a loop can read only what changed. Loops keep
+// their periodic poll either way; a broken stream is re-opened with backoff
 // and never stops the loop.
 package watch

@@ -1,0 +1,57 @@
+package watch_test
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/controller/watch"
+	"github.com/falconhq/falcon/internal/testenv/apitest"
+)
+
+// A Follower against a real API server: its first Take says resync (it has
+// read nothing yet), then it names exactly the experiments written since;
+// Again and Return put back what a caller could not read.
+func TestFollowerNamesWhatChanged(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := watch.Follow(ctx, falconv1.NewJobServiceClient(env.Conn), slog.New(slog.DiscardHandler))
+	<-f.Wake() // the hello: connected
+	if exps, resync := f.Take(); !resync || len(exps) != 0 {
+		t.Fatalf("first Take = %v, %v; want a resync", exps, resync)
+	}
+	role := map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}}
+	a := env.Create(t, "follow-a", role).GetId()
+	b := env.Create(t, "follow-b", role).GetId()
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); len(got) < 2; {
+		select {
+		case <-f.Wake():
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("woken for %v only, want %s and %s", got, a, b)
+		}
+		exps, resync := f.Take()
+		if resync {
+			t.Fatal("Take says resync on a stream that never broke")
+		}
+		got = append(got, exps...)
+	}
+	slices.Sort(got)
+	want := []string{a, b}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("changed experiments %v, want %v", got, want)
+	}
+	f.Return([]string{a})
+	if exps, resync := f.Take(); resync || !slices.Equal(exps, []string{a}) {
+		t.Fatalf("after Return: Take = %v, %v; want [%s], false", exps, resync, a)
+	}
+	f.Again()
+	if _, resync := f.Take(); !resync {
+		t.Fatal("after Again: Take does not say resync")
+	}
+}
