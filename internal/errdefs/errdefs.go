@@ -192,3 +192,15 @@ func ExitCode(c codes.Code) int {
 	}
 	return ExitError
 }
+
+// Unavailable reports that a service Falcon depends on (its database, a
+// bucket, a cluster) could not serve the call; clients may retry.
+func Unavailable(format string, args ...any) error {
+	return &kinded{kind: ErrUnavailable, msg: fmt.Sprintf(format, args...)}
+}
+
+// PermissionDenied reports that the caller, or Falcon on its behalf, may
+// not do this.
+func PermissionDenied(format string, args ...any) error {
+	return &kinded{kind: ErrPermissionDenied, msg: fmt.Sprintf(format, args...)}
+}

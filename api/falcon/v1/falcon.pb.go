@@ -244,8 +244,11 @@ type Experiment struct {
 	AbortingAt     *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=aborting_at,json=abortingAt,proto3" json:"aborting_at,omitempty"`
 	AbortedAt      *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=aborted_at,json=abortedAt,proto3" json:"aborted_at,omitempty"`
 	// Filled by GetExp (and by CreateExp): the experiment's jobs and artifact.
-	Jobs          []*Job    `protobuf:"bytes,22,rep,name=jobs,proto3" json:"jobs,omitempty"`
-	Artifact      *Artifact `protobuf:"bytes,23,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	Jobs     []*Job    `protobuf:"bytes,22,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	Artifact *Artifact `protobuf:"bytes,23,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	// What the job reports as metrics in its log, besides the metrics.jsonl
+	// file it may write (the manifest's top-level metrics:).
+	Metrics       []*MetricSpec `protobuf:"bytes,24,rep,name=metrics,proto3" json:"metrics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -441,6 +444,79 @@ func (x *Experiment) GetArtifact() *Artifact {
 	return nil
 }
 
+func (x *Experiment) GetMetrics() []*MetricSpec {
+	if x != nil {
+		return x.Metrics
+	}
+	return nil
+}
+
+// MetricSpec extracts one metric from rank 0's log: each line that matches
+// pattern gives a point whose value is the named group "value" (and whose
+// step is the named group "step" when the pattern has one).
+type MetricSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// An RE2 expression with a (?P<value>...) group.
+	Pattern string `protobuf:"bytes,2,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	// "lower" or "higher": which direction is an improvement; empty when
+	// the metric has none.
+	Better        string `protobuf:"bytes,3,opt,name=better,proto3" json:"better,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetricSpec) Reset() {
+	*x = MetricSpec{}
+	mi := &file_falcon_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetricSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetricSpec) ProtoMessage() {}
+
+func (x *MetricSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetricSpec.ProtoReflect.Descriptor instead.
+func (*MetricSpec) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *MetricSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *MetricSpec) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *MetricSpec) GetBetter() string {
+	if x != nil {
+		return x.Better
+	}
+	return ""
+}
+
 type Job struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -480,7 +556,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_falcon_proto_msgTypes[3]
+	mi := &file_falcon_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -492,7 +568,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[3]
+	mi := &file_falcon_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -505,7 +581,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{3}
+	return file_falcon_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Job) GetId() string {
@@ -684,24 +760,32 @@ func (x *Job) GetNodePool() string {
 }
 
 type Artifact struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	ExpId         string                 `protobuf:"bytes,2,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
-	Path          string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
-	ArtifactType  string                 `protobuf:"bytes,4,opt,name=artifact_type,json=artifactType,proto3" json:"artifact_type,omitempty"`
-	Status        string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
-	Reason        string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
-	Message       string                 `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
-	Version       int32                  `protobuf:"varint,8,opt,name=version,proto3" json:"version,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ExpId        string                 `protobuf:"bytes,2,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
+	Path         string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	ArtifactType string                 `protobuf:"bytes,4,opt,name=artifact_type,json=artifactType,proto3" json:"artifact_type,omitempty"`
+	Status       string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	Reason       string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message      string                 `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	Version      int32                  `protobuf:"varint,8,opt,name=version,proto3" json:"version,omitempty"`
+	CreatedAt    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// What the index of the artifact's files holds: how many files and
+	// bytes were kept, whatever the artifact's status says about the upload.
+	FileCount int64 `protobuf:"varint,11,opt,name=file_count,json=fileCount,proto3" json:"file_count,omitempty"`
+	ByteCount int64 `protobuf:"varint,12,opt,name=byte_count,json=byteCount,proto3" json:"byte_count,omitempty"`
+	// The index was refreshed after the experiment ended: it lists every
+	// file the job wrote.
+	IndexComplete bool                   `protobuf:"varint,13,opt,name=index_complete,json=indexComplete,proto3" json:"index_complete,omitempty"`
+	IndexedAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=indexed_at,json=indexedAt,proto3" json:"indexed_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_falcon_proto_msgTypes[4]
+	mi := &file_falcon_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -713,7 +797,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[4]
+	mi := &file_falcon_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -726,7 +810,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{4}
+	return file_falcon_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Artifact) GetId() string {
@@ -799,6 +883,104 @@ func (x *Artifact) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Artifact) GetFileCount() int64 {
+	if x != nil {
+		return x.FileCount
+	}
+	return 0
+}
+
+func (x *Artifact) GetByteCount() int64 {
+	if x != nil {
+		return x.ByteCount
+	}
+	return 0
+}
+
+func (x *Artifact) GetIndexComplete() bool {
+	if x != nil {
+		return x.IndexComplete
+	}
+	return false
+}
+
+func (x *Artifact) GetIndexedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.IndexedAt
+	}
+	return nil
+}
+
+// ArtifactFile is one file a job wrote, relative to its artifact.
+type ArtifactFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Size  int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// "md5:" and the hex MD5 of the content.
+	Checksum      string                 `protobuf:"bytes,3,opt,name=checksum,proto3" json:"checksum,omitempty"`
+	Updated       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=updated,proto3" json:"updated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArtifactFile) Reset() {
+	*x = ArtifactFile{}
+	mi := &file_falcon_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArtifactFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArtifactFile) ProtoMessage() {}
+
+func (x *ArtifactFile) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArtifactFile.ProtoReflect.Descriptor instead.
+func (*ArtifactFile) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ArtifactFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ArtifactFile) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ArtifactFile) GetChecksum() string {
+	if x != nil {
+		return x.Checksum
+	}
+	return ""
+}
+
+func (x *ArtifactFile) GetUpdated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Updated
+	}
+	return nil
+}
+
 type Cluster struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -839,7 +1021,7 @@ type Cluster struct {
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_falcon_proto_msgTypes[5]
+	mi := &file_falcon_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +1033,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[5]
+	mi := &file_falcon_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +1046,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{5}
+	return file_falcon_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Cluster) GetId() string {
@@ -1005,7 +1187,7 @@ type AcceleratorSlot struct {
 
 func (x *AcceleratorSlot) Reset() {
 	*x = AcceleratorSlot{}
-	mi := &file_falcon_proto_msgTypes[6]
+	mi := &file_falcon_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1017,7 +1199,7 @@ func (x *AcceleratorSlot) String() string {
 func (*AcceleratorSlot) ProtoMessage() {}
 
 func (x *AcceleratorSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[6]
+	mi := &file_falcon_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1030,7 +1212,7 @@ func (x *AcceleratorSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceleratorSlot.ProtoReflect.Descriptor instead.
 func (*AcceleratorSlot) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{6}
+	return file_falcon_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AcceleratorSlot) GetType() string {
@@ -1058,7 +1240,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_falcon_proto_msgTypes[7]
+	mi := &file_falcon_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1252,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[7]
+	mi := &file_falcon_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1265,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{7}
+	return file_falcon_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *User) GetUserId() string {
@@ -1118,7 +1300,7 @@ type CreateExpRequest struct {
 
 func (x *CreateExpRequest) Reset() {
 	*x = CreateExpRequest{}
-	mi := &file_falcon_proto_msgTypes[8]
+	mi := &file_falcon_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1312,7 @@ func (x *CreateExpRequest) String() string {
 func (*CreateExpRequest) ProtoMessage() {}
 
 func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[8]
+	mi := &file_falcon_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1325,7 @@ func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateExpRequest.ProtoReflect.Descriptor instead.
 func (*CreateExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{8}
+	return file_falcon_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateExpRequest) GetExperiment() *Experiment {
@@ -1169,7 +1351,7 @@ type GetExpRequest struct {
 
 func (x *GetExpRequest) Reset() {
 	*x = GetExpRequest{}
-	mi := &file_falcon_proto_msgTypes[9]
+	mi := &file_falcon_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1363,7 @@ func (x *GetExpRequest) String() string {
 func (*GetExpRequest) ProtoMessage() {}
 
 func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[9]
+	mi := &file_falcon_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1376,7 @@ func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpRequest.ProtoReflect.Descriptor instead.
 func (*GetExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{9}
+	return file_falcon_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetExpRequest) GetId() string {
@@ -1218,7 +1400,7 @@ type ListExpsRequest struct {
 
 func (x *ListExpsRequest) Reset() {
 	*x = ListExpsRequest{}
-	mi := &file_falcon_proto_msgTypes[10]
+	mi := &file_falcon_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1412,7 @@ func (x *ListExpsRequest) String() string {
 func (*ListExpsRequest) ProtoMessage() {}
 
 func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[10]
+	mi := &file_falcon_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1425,7 @@ func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsRequest.ProtoReflect.Descriptor instead.
 func (*ListExpsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{10}
+	return file_falcon_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListExpsRequest) GetPageSize() int32 {
@@ -1298,7 +1480,7 @@ type ListExpsResponse struct {
 
 func (x *ListExpsResponse) Reset() {
 	*x = ListExpsResponse{}
-	mi := &file_falcon_proto_msgTypes[11]
+	mi := &file_falcon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1492,7 @@ func (x *ListExpsResponse) String() string {
 func (*ListExpsResponse) ProtoMessage() {}
 
 func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[11]
+	mi := &file_falcon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1505,7 @@ func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsResponse.ProtoReflect.Descriptor instead.
 func (*ListExpsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{11}
+	return file_falcon_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListExpsResponse) GetItems() []*Experiment {
@@ -1356,7 +1538,7 @@ type AbortExpRequest struct {
 
 func (x *AbortExpRequest) Reset() {
 	*x = AbortExpRequest{}
-	mi := &file_falcon_proto_msgTypes[12]
+	mi := &file_falcon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1550,7 @@ func (x *AbortExpRequest) String() string {
 func (*AbortExpRequest) ProtoMessage() {}
 
 func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[12]
+	mi := &file_falcon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1563,7 @@ func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpRequest.ProtoReflect.Descriptor instead.
 func (*AbortExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{12}
+	return file_falcon_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AbortExpRequest) GetId() string {
@@ -1418,7 +1600,7 @@ type AbortExpResponse struct {
 
 func (x *AbortExpResponse) Reset() {
 	*x = AbortExpResponse{}
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1430,7 +1612,7 @@ func (x *AbortExpResponse) String() string {
 func (*AbortExpResponse) ProtoMessage() {}
 
 func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1443,7 +1625,7 @@ func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpResponse.ProtoReflect.Descriptor instead.
 func (*AbortExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{13}
+	return file_falcon_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AbortExpResponse) GetExperiment() *Experiment {
@@ -1476,7 +1658,7 @@ type DeleteExpRequest struct {
 
 func (x *DeleteExpRequest) Reset() {
 	*x = DeleteExpRequest{}
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1670,7 @@ func (x *DeleteExpRequest) String() string {
 func (*DeleteExpRequest) ProtoMessage() {}
 
 func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1683,7 @@ func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpRequest.ProtoReflect.Descriptor instead.
 func (*DeleteExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{14}
+	return file_falcon_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteExpRequest) GetId() string {
@@ -1520,7 +1702,7 @@ type DeleteExpResponse struct {
 
 func (x *DeleteExpResponse) Reset() {
 	*x = DeleteExpResponse{}
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1714,7 @@ func (x *DeleteExpResponse) String() string {
 func (*DeleteExpResponse) ProtoMessage() {}
 
 func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1727,7 @@ func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpResponse.ProtoReflect.Descriptor instead.
 func (*DeleteExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{15}
+	return file_falcon_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteExpResponse) GetId() string {
@@ -1562,15 +1744,22 @@ type GetExpLogsRequest struct {
 	// Only this rank when set; all ranks otherwise.
 	Rank *int32 `protobuf:"varint,3,opt,name=rank,proto3,oneof" json:"rank,omitempty"`
 	// Last N lines of each log; 0 means all.
-	Tail          int32 `protobuf:"varint,5,opt,name=tail,proto3" json:"tail,omitempty"`
-	Follow        bool  `protobuf:"varint,6,opt,name=follow,proto3" json:"follow,omitempty"`
+	Tail   int32 `protobuf:"varint,5,opt,name=tail,proto3" json:"tail,omitempty"`
+	Follow bool  `protobuf:"varint,6,opt,name=follow,proto3" json:"follow,omitempty"`
+	// Only lines logged at or after this time.
+	Since *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=since,proto3" json:"since,omitempty"`
+	// Only lines matching this RE2 expression.
+	Grep string `protobuf:"bytes,8,opt,name=grep,proto3" json:"grep,omitempty"`
+	// Where a reconnecting follower resumes: the resume token of the last
+	// line it received. Lines up to it are not sent again.
+	Resume        string `protobuf:"bytes,9,opt,name=resume,proto3" json:"resume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetExpLogsRequest) Reset() {
 	*x = GetExpLogsRequest{}
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1771,7 @@ func (x *GetExpLogsRequest) String() string {
 func (*GetExpLogsRequest) ProtoMessage() {}
 
 func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1784,7 @@ func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetExpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{16}
+	return file_falcon_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetExpLogsRequest) GetId() string {
@@ -1633,20 +1822,45 @@ func (x *GetExpLogsRequest) GetFollow() bool {
 	return false
 }
 
+func (x *GetExpLogsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *GetExpLogsRequest) GetGrep() string {
+	if x != nil {
+		return x.Grep
+	}
+	return ""
+}
+
+func (x *GetExpLogsRequest) GetResume() string {
+	if x != nil {
+		return x.Resume
+	}
+	return ""
+}
+
 type LogLine struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Role          string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
-	Rank          int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
-	Pod           string                 `protobuf:"bytes,4,opt,name=pod,proto3" json:"pod,omitempty"`
-	Line          string                 `protobuf:"bytes,5,opt,name=line,proto3" json:"line,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Role  string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	Rank  int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
+	Pod   string                 `protobuf:"bytes,4,opt,name=pod,proto3" json:"pod,omitempty"`
+	Line  string                 `protobuf:"bytes,5,opt,name=line,proto3" json:"line,omitempty"`
+	// When the line was logged, where the source records it.
+	Time *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=time,proto3" json:"time,omitempty"`
+	// Pass as GetExpLogsRequest.resume to continue after this line.
+	Resume        string `protobuf:"bytes,7,opt,name=resume,proto3" json:"resume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1658,7 +1872,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1671,7 +1885,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{17}
+	return file_falcon_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LogLine) GetJobId() string {
@@ -1709,6 +1923,606 @@ func (x *LogLine) GetLine() string {
 	return ""
 }
 
+func (x *LogLine) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *LogLine) GetResume() string {
+	if x != nil {
+		return x.Resume
+	}
+	return ""
+}
+
+type ExportExpLogsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// gs://bucket/prefix (or file:// on falcon dev): one object per rank
+	// and collection_meta.json are written under it.
+	To            string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
+	Grep          string                 `protobuf:"bytes,5,opt,name=grep,proto3" json:"grep,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportExpLogsRequest) Reset() {
+	*x = ExportExpLogsRequest{}
+	mi := &file_falcon_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportExpLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportExpLogsRequest) ProtoMessage() {}
+
+func (x *ExportExpLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportExpLogsRequest.ProtoReflect.Descriptor instead.
+func (*ExportExpLogsRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ExportExpLogsRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ExportExpLogsRequest) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *ExportExpLogsRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *ExportExpLogsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ExportExpLogsRequest) GetGrep() string {
+	if x != nil {
+		return x.Grep
+	}
+	return ""
+}
+
+// LogExportResult is 001's: where the logs went and what each rank held.
+type LogExportResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Destination   string                 `protobuf:"bytes,1,opt,name=destination,proto3" json:"destination,omitempty"`
+	Ranks         []*RankExport          `protobuf:"bytes,2,rep,name=ranks,proto3" json:"ranks,omitempty"`
+	MetaObject    string                 `protobuf:"bytes,3,opt,name=meta_object,json=metaObject,proto3" json:"meta_object,omitempty"`
+	TotalLines    int64                  `protobuf:"varint,4,opt,name=total_lines,json=totalLines,proto3" json:"total_lines,omitempty"`
+	TotalBytes    int64                  `protobuf:"varint,5,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogExportResult) Reset() {
+	*x = LogExportResult{}
+	mi := &file_falcon_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogExportResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogExportResult) ProtoMessage() {}
+
+func (x *LogExportResult) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogExportResult.ProtoReflect.Descriptor instead.
+func (*LogExportResult) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *LogExportResult) GetDestination() string {
+	if x != nil {
+		return x.Destination
+	}
+	return ""
+}
+
+func (x *LogExportResult) GetRanks() []*RankExport {
+	if x != nil {
+		return x.Ranks
+	}
+	return nil
+}
+
+func (x *LogExportResult) GetMetaObject() string {
+	if x != nil {
+		return x.MetaObject
+	}
+	return ""
+}
+
+func (x *LogExportResult) GetTotalLines() int64 {
+	if x != nil {
+		return x.TotalLines
+	}
+	return 0
+}
+
+func (x *LogExportResult) GetTotalBytes() int64 {
+	if x != nil {
+		return x.TotalBytes
+	}
+	return 0
+}
+
+type RankExport struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Role   string                 `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	Rank   int32                  `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
+	Object string                 `protobuf:"bytes,3,opt,name=object,proto3" json:"object,omitempty"`
+	Lines  int64                  `protobuf:"varint,4,opt,name=lines,proto3" json:"lines,omitempty"`
+	Bytes  int64                  `protobuf:"varint,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// Why this rank's log is missing, when it is.
+	Missing       string `protobuf:"bytes,6,opt,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankExport) Reset() {
+	*x = RankExport{}
+	mi := &file_falcon_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankExport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankExport) ProtoMessage() {}
+
+func (x *RankExport) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankExport.ProtoReflect.Descriptor instead.
+func (*RankExport) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RankExport) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *RankExport) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *RankExport) GetObject() string {
+	if x != nil {
+		return x.Object
+	}
+	return ""
+}
+
+func (x *RankExport) GetLines() int64 {
+	if x != nil {
+		return x.Lines
+	}
+	return 0
+}
+
+func (x *RankExport) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *RankExport) GetMissing() string {
+	if x != nil {
+		return x.Missing
+	}
+	return ""
+}
+
+type GetExpMetricsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Return the points of these metrics too.
+	Series        []string `protobuf:"bytes,2,rep,name=series,proto3" json:"series,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetExpMetricsRequest) Reset() {
+	*x = GetExpMetricsRequest{}
+	mi := &file_falcon_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetExpMetricsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetExpMetricsRequest) ProtoMessage() {}
+
+func (x *GetExpMetricsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetExpMetricsRequest.ProtoReflect.Descriptor instead.
+func (*GetExpMetricsRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetExpMetricsRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetExpMetricsRequest) GetSeries() []string {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
+type ExpMetrics struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Metrics []*MetricSummary       `protobuf:"bytes,1,rep,name=metrics,proto3" json:"metrics,omitempty"`
+	// Lines of metrics.jsonl or of the log that looked like metrics but
+	// could not be read, skipped without failing the job.
+	SkippedLines int64 `protobuf:"varint,2,opt,name=skipped_lines,json=skippedLines,proto3" json:"skipped_lines,omitempty"`
+	// Names reported both in metrics.jsonl and by a log pattern; the file's
+	// points were kept.
+	Conflicts     []string        `protobuf:"bytes,3,rep,name=conflicts,proto3" json:"conflicts,omitempty"`
+	Series        []*MetricSeries `protobuf:"bytes,4,rep,name=series,proto3" json:"series,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpMetrics) Reset() {
+	*x = ExpMetrics{}
+	mi := &file_falcon_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpMetrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpMetrics) ProtoMessage() {}
+
+func (x *ExpMetrics) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpMetrics.ProtoReflect.Descriptor instead.
+func (*ExpMetrics) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ExpMetrics) GetMetrics() []*MetricSummary {
+	if x != nil {
+		return x.Metrics
+	}
+	return nil
+}
+
+func (x *ExpMetrics) GetSkippedLines() int64 {
+	if x != nil {
+		return x.SkippedLines
+	}
+	return 0
+}
+
+func (x *ExpMetrics) GetConflicts() []string {
+	if x != nil {
+		return x.Conflicts
+	}
+	return nil
+}
+
+func (x *ExpMetrics) GetSeries() []*MetricSeries {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
+type MetricSummary struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Count  int64                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	First  float64                `protobuf:"fixed64,3,opt,name=first,proto3" json:"first,omitempty"`
+	Last   float64                `protobuf:"fixed64,4,opt,name=last,proto3" json:"last,omitempty"`
+	Min    float64                `protobuf:"fixed64,5,opt,name=min,proto3" json:"min,omitempty"`
+	Max    float64                `protobuf:"fixed64,6,opt,name=max,proto3" json:"max,omitempty"`
+	Mean   float64                `protobuf:"fixed64,7,opt,name=mean,proto3" json:"mean,omitempty"`
+	Median float64                `protobuf:"fixed64,8,opt,name=median,proto3" json:"median,omitempty"`
+	Better string                 `protobuf:"bytes,9,opt,name=better,proto3" json:"better,omitempty"`
+	// "file" (metrics.jsonl) or "log".
+	Source        string `protobuf:"bytes,10,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetricSummary) Reset() {
+	*x = MetricSummary{}
+	mi := &file_falcon_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetricSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetricSummary) ProtoMessage() {}
+
+func (x *MetricSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetricSummary.ProtoReflect.Descriptor instead.
+func (*MetricSummary) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *MetricSummary) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *MetricSummary) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *MetricSummary) GetFirst() float64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *MetricSummary) GetLast() float64 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
+func (x *MetricSummary) GetMin() float64 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *MetricSummary) GetMax() float64 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *MetricSummary) GetMean() float64 {
+	if x != nil {
+		return x.Mean
+	}
+	return 0
+}
+
+func (x *MetricSummary) GetMedian() float64 {
+	if x != nil {
+		return x.Median
+	}
+	return 0
+}
+
+func (x *MetricSummary) GetBetter() string {
+	if x != nil {
+		return x.Better
+	}
+	return ""
+}
+
+func (x *MetricSummary) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+type MetricSeries struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Points        []*MetricPoint         `protobuf:"bytes,2,rep,name=points,proto3" json:"points,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetricSeries) Reset() {
+	*x = MetricSeries{}
+	mi := &file_falcon_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetricSeries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetricSeries) ProtoMessage() {}
+
+func (x *MetricSeries) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetricSeries.ProtoReflect.Descriptor instead.
+func (*MetricSeries) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *MetricSeries) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *MetricSeries) GetPoints() []*MetricPoint {
+	if x != nil {
+		return x.Points
+	}
+	return nil
+}
+
+type MetricPoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Step          int64                  `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
+	Value         float64                `protobuf:"fixed64,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetricPoint) Reset() {
+	*x = MetricPoint{}
+	mi := &file_falcon_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetricPoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetricPoint) ProtoMessage() {}
+
+func (x *MetricPoint) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetricPoint.ProtoReflect.Descriptor instead.
+func (*MetricPoint) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *MetricPoint) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *MetricPoint) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
 type UpdateExpStatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1723,7 +2537,7 @@ type UpdateExpStatusRequest struct {
 
 func (x *UpdateExpStatusRequest) Reset() {
 	*x = UpdateExpStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +2549,7 @@ func (x *UpdateExpStatusRequest) String() string {
 func (*UpdateExpStatusRequest) ProtoMessage() {}
 
 func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +2562,7 @@ func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateExpStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateExpStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{18}
+	return file_falcon_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UpdateExpStatusRequest) GetId() string {
@@ -1795,7 +2609,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +2621,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +2634,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{19}
+	return file_falcon_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -1847,7 +2661,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +2673,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +2686,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{20}
+	return file_falcon_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListJobsRequest) GetPageSize() int32 {
@@ -1927,7 +2741,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2753,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2766,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{21}
+	return file_falcon_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListJobsResponse) GetItems() []*Job {
@@ -1989,7 +2803,7 @@ type UpdateJobStatusRequest struct {
 
 func (x *UpdateJobStatusRequest) Reset() {
 	*x = UpdateJobStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2815,7 @@ func (x *UpdateJobStatusRequest) String() string {
 func (*UpdateJobStatusRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2828,7 @@ func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{22}
+	return file_falcon_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdateJobStatusRequest) GetId() string {
@@ -2075,7 +2889,7 @@ type UpdateJobStatusesRequest struct {
 
 func (x *UpdateJobStatusesRequest) Reset() {
 	*x = UpdateJobStatusesRequest{}
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2087,7 +2901,7 @@ func (x *UpdateJobStatusesRequest) String() string {
 func (*UpdateJobStatusesRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2100,7 +2914,7 @@ func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{23}
+	return file_falcon_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateJobStatusesRequest) GetUpdates() []*UpdateJobStatusRequest {
@@ -2120,7 +2934,7 @@ type UpdateJobStatusesResponse struct {
 
 func (x *UpdateJobStatusesResponse) Reset() {
 	*x = UpdateJobStatusesResponse{}
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2946,7 @@ func (x *UpdateJobStatusesResponse) String() string {
 func (*UpdateJobStatusesResponse) ProtoMessage() {}
 
 func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2959,7 @@ func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{24}
+	return file_falcon_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpdateJobStatusesResponse) GetResults() []*JobStatusResult {
@@ -2169,7 +2983,7 @@ type JobStatusResult struct {
 
 func (x *JobStatusResult) Reset() {
 	*x = JobStatusResult{}
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2181,7 +2995,7 @@ func (x *JobStatusResult) String() string {
 func (*JobStatusResult) ProtoMessage() {}
 
 func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2194,7 +3008,7 @@ func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatusResult.ProtoReflect.Descriptor instead.
 func (*JobStatusResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{25}
+	return file_falcon_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *JobStatusResult) GetJob() *Job {
@@ -2228,7 +3042,7 @@ type AppendJobMessageRequest struct {
 
 func (x *AppendJobMessageRequest) Reset() {
 	*x = AppendJobMessageRequest{}
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2240,7 +3054,7 @@ func (x *AppendJobMessageRequest) String() string {
 func (*AppendJobMessageRequest) ProtoMessage() {}
 
 func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2253,7 +3067,7 @@ func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendJobMessageRequest.ProtoReflect.Descriptor instead.
 func (*AppendJobMessageRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{26}
+	return file_falcon_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AppendJobMessageRequest) GetId() string {
@@ -2283,7 +3097,7 @@ type AbortJobRequest struct {
 
 func (x *AbortJobRequest) Reset() {
 	*x = AbortJobRequest{}
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2295,7 +3109,7 @@ func (x *AbortJobRequest) String() string {
 func (*AbortJobRequest) ProtoMessage() {}
 
 func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2308,7 +3122,7 @@ func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortJobRequest.ProtoReflect.Descriptor instead.
 func (*AbortJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{27}
+	return file_falcon_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AbortJobRequest) GetId() string {
@@ -2347,7 +3161,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2359,7 +3173,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2372,7 +3186,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{28}
+	return file_falcon_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *WatchChangesRequest) GetSince() int64 {
@@ -2410,7 +3224,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2422,7 +3236,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2435,7 +3249,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{29}
+	return file_falcon_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Change) GetKind() string {
@@ -2482,7 +3296,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2494,7 +3308,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2507,7 +3321,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{30}
+	return file_falcon_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetArtifactRequest) GetId() string {
@@ -2531,7 +3345,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2543,7 +3357,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2556,7 +3370,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{31}
+	return file_falcon_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListArtifactsRequest) GetPageSize() int32 {
@@ -2604,7 +3418,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2616,7 +3430,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2629,7 +3443,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{32}
+	return file_falcon_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListArtifactsResponse) GetItems() []*Artifact {
@@ -2646,6 +3460,268 @@ func (x *ListArtifactsResponse) GetNextPageToken() string {
 	return ""
 }
 
+type ListArtifactFilesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	ExpId string                 `protobuf:"bytes,1,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
+	// Only files whose path starts with this.
+	Prefix string `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// Also the files Falcon adds itself, under .falcon/.
+	All           bool   `protobuf:"varint,3,opt,name=all,proto3" json:"all,omitempty"`
+	PageSize      int32  `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListArtifactFilesRequest) Reset() {
+	*x = ListArtifactFilesRequest{}
+	mi := &file_falcon_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListArtifactFilesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListArtifactFilesRequest) ProtoMessage() {}
+
+func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListArtifactFilesRequest.ProtoReflect.Descriptor instead.
+func (*ListArtifactFilesRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ListArtifactFilesRequest) GetExpId() string {
+	if x != nil {
+		return x.ExpId
+	}
+	return ""
+}
+
+func (x *ListArtifactFilesRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *ListArtifactFilesRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *ListArtifactFilesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListArtifactFilesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListArtifactFilesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*ArtifactFile        `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The experiment has ended and the listing holds every file its job wrote.
+	Complete      bool `protobuf:"varint,3,opt,name=complete,proto3" json:"complete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListArtifactFilesResponse) Reset() {
+	*x = ListArtifactFilesResponse{}
+	mi := &file_falcon_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListArtifactFilesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListArtifactFilesResponse) ProtoMessage() {}
+
+func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListArtifactFilesResponse.ProtoReflect.Descriptor instead.
+func (*ListArtifactFilesResponse) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ListArtifactFilesResponse) GetItems() []*ArtifactFile {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListArtifactFilesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ListArtifactFilesResponse) GetComplete() bool {
+	if x != nil {
+		return x.Complete
+	}
+	return false
+}
+
+type ReadArtifactFileRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	ExpId string                 `protobuf:"bytes,1,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
+	Path  string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// Start this many bytes in (to resume a download).
+	Offset int64 `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	// At most this many bytes; 0 reads to the end.
+	Length        int64 `protobuf:"varint,4,opt,name=length,proto3" json:"length,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadArtifactFileRequest) Reset() {
+	*x = ReadArtifactFileRequest{}
+	mi := &file_falcon_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadArtifactFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadArtifactFileRequest) ProtoMessage() {}
+
+func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadArtifactFileRequest.ProtoReflect.Descriptor instead.
+func (*ReadArtifactFileRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ReadArtifactFileRequest) GetExpId() string {
+	if x != nil {
+		return x.ExpId
+	}
+	return ""
+}
+
+func (x *ReadArtifactFileRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ReadArtifactFileRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ReadArtifactFileRequest) GetLength() int64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+type ArtifactChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Data  []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// Set on the first message only.
+	File          *ArtifactFile `protobuf:"bytes,2,opt,name=file,proto3" json:"file,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArtifactChunk) Reset() {
+	*x = ArtifactChunk{}
+	mi := &file_falcon_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArtifactChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArtifactChunk) ProtoMessage() {}
+
+func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
+func (*ArtifactChunk) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ArtifactChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ArtifactChunk) GetFile() *ArtifactFile {
+	if x != nil {
+		return x.File
+	}
+	return nil
+}
+
 type UpdateArtifactStatusRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2659,7 +3735,7 @@ type UpdateArtifactStatusRequest struct {
 
 func (x *UpdateArtifactStatusRequest) Reset() {
 	*x = UpdateArtifactStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2671,7 +3747,7 @@ func (x *UpdateArtifactStatusRequest) String() string {
 func (*UpdateArtifactStatusRequest) ProtoMessage() {}
 
 func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2684,7 +3760,7 @@ func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateArtifactStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateArtifactStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{33}
+	return file_falcon_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *UpdateArtifactStatusRequest) GetId() string {
@@ -2731,7 +3807,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +3819,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +3832,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{34}
+	return file_falcon_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -2775,7 +3851,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2787,7 +3863,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2800,7 +3876,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{35}
+	return file_falcon_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -2827,7 +3903,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2839,7 +3915,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2852,7 +3928,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{36}
+	return file_falcon_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -2908,7 +3984,7 @@ type ClusterStatuses struct {
 
 func (x *ClusterStatuses) Reset() {
 	*x = ClusterStatuses{}
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2920,7 +3996,7 @@ func (x *ClusterStatuses) String() string {
 func (*ClusterStatuses) ProtoMessage() {}
 
 func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2933,7 +4009,7 @@ func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
 func (*ClusterStatuses) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{37}
+	return file_falcon_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ClusterStatuses) GetItems() []*ClusterStatus {
@@ -2957,7 +4033,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +4045,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +4058,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{38}
+	return file_falcon_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -3041,7 +4117,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3053,7 +4129,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3066,7 +4142,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{39}
+	return file_falcon_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -3151,7 +4227,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +4239,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +4252,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{40}
+	return file_falcon_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -3224,7 +4300,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3236,7 +4312,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3249,7 +4325,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{41}
+	return file_falcon_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -3267,7 +4343,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3279,7 +4355,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3292,7 +4368,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{42}
+	return file_falcon_proto_rawDescGZIP(), []int{56}
 }
 
 type ListClustersResponse struct {
@@ -3304,7 +4380,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3316,7 +4392,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3329,7 +4405,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{43}
+	return file_falcon_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -3348,7 +4424,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3360,7 +4436,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3373,7 +4449,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{44}
+	return file_falcon_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -3395,7 +4471,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3407,7 +4483,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3420,7 +4496,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{45}
+	return file_falcon_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -3457,7 +4533,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3469,7 +4545,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3482,7 +4558,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{46}
+	return file_falcon_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -3516,7 +4592,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3528,7 +4604,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3541,7 +4617,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{47}
+	return file_falcon_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -3569,7 +4645,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3581,7 +4657,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3594,7 +4670,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{48}
+	return file_falcon_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -3619,7 +4695,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3631,7 +4707,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3644,7 +4720,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{49}
+	return file_falcon_proto_rawDescGZIP(), []int{63}
 }
 
 type ListUsersRequest struct {
@@ -3655,7 +4731,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3667,7 +4743,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3680,7 +4756,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{50}
+	return file_falcon_proto_rawDescGZIP(), []int{64}
 }
 
 type ListUsersResponse struct {
@@ -3692,7 +4768,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3704,7 +4780,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3717,7 +4793,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{51}
+	return file_falcon_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -3746,7 +4822,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3758,7 +4834,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3771,7 +4847,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{52}
+	return file_falcon_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -3840,7 +4916,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3852,7 +4928,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3865,7 +4941,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{53}
+	return file_falcon_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -3913,7 +4989,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3925,7 +5001,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3938,7 +5014,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{54}
+	return file_falcon_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -3986,7 +5062,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
 	"\vLimitsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe1\a\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x92\b\n" +
 	"\n" +
 	"Experiment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -4019,10 +5095,16 @@ const file_falcon_proto_rawDesc = "" +
 	"\n" +
 	"aborted_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\tabortedAt\x12\"\n" +
 	"\x04jobs\x18\x16 \x03(\v2\x0e.falcon.v1.JobR\x04jobs\x12/\n" +
-	"\bartifact\x18\x17 \x01(\v2\x13.falcon.v1.ArtifactR\bartifact\x1aV\n" +
+	"\bartifact\x18\x17 \x01(\v2\x13.falcon.v1.ArtifactR\bartifact\x12/\n" +
+	"\ametrics\x18\x18 \x03(\v2\x15.falcon.v1.MetricSpecR\ametrics\x1aV\n" +
 	"\x13RoleToTaskSpecEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12)\n" +
-	"\x05value\x18\x02 \x01(\v2\x13.falcon.v1.TaskSpecR\x05value:\x028\x01\"\xa1\a\n" +
+	"\x05value\x18\x02 \x01(\v2\x13.falcon.v1.TaskSpecR\x05value:\x028\x01\"R\n" +
+	"\n" +
+	"MetricSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\apattern\x18\x02 \x01(\tR\apattern\x12\x16\n" +
+	"\x06better\x18\x03 \x01(\tR\x06better\"\xa1\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06exp_id\x18\x02 \x01(\tR\x05expId\x12\x19\n" +
@@ -4056,7 +5138,7 @@ const file_falcon_proto_rawDesc = "" +
 	"aborted_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tabortedAt\x12\x16\n" +
 	"\x06config\x18\x17 \x01(\tR\x06config\x12?\n" +
 	"\rdispatched_at\x18\x18 \x01(\v2\x1a.google.protobuf.TimestampR\fdispatchedAt\x12\x1b\n" +
-	"\tnode_pool\x18\x19 \x01(\tR\bnodePool\"\xc4\x02\n" +
+	"\tnode_pool\x18\x19 \x01(\tR\bnodePool\"\xe4\x03\n" +
 	"\bArtifact\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06exp_id\x18\x02 \x01(\tR\x05expId\x12\x12\n" +
@@ -4070,7 +5152,19 @@ const file_falcon_proto_rawDesc = "" +
 	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xd3\x05\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1d\n" +
+	"\n" +
+	"file_count\x18\v \x01(\x03R\tfileCount\x12\x1d\n" +
+	"\n" +
+	"byte_count\x18\f \x01(\x03R\tbyteCount\x12%\n" +
+	"\x0eindex_complete\x18\r \x01(\bR\rindexComplete\x129\n" +
+	"\n" +
+	"indexed_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tindexedAt\"\x88\x01\n" +
+	"\fArtifactFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1a\n" +
+	"\bchecksum\x18\x03 \x01(\tR\bchecksum\x124\n" +
+	"\aupdated\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\"\xd3\x05\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -4138,20 +5232,75 @@ const file_falcon_proto_rawDesc = "" +
 	"\x10DeleteExpRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"#\n" +
 	"\x11DeleteExpResponse\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x85\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xe3\x01\n" +
 	"\x11GetExpLogsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04role\x18\x02 \x01(\tR\x04role\x12\x17\n" +
 	"\x04rank\x18\x03 \x01(\x05H\x00R\x04rank\x88\x01\x01\x12\x12\n" +
 	"\x04tail\x18\x05 \x01(\x05R\x04tail\x12\x16\n" +
-	"\x06follow\x18\x06 \x01(\bR\x06followB\a\n" +
-	"\x05_rank\"n\n" +
+	"\x06follow\x18\x06 \x01(\bR\x06follow\x120\n" +
+	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x12\n" +
+	"\x04grep\x18\b \x01(\tR\x04grep\x12\x16\n" +
+	"\x06resume\x18\t \x01(\tR\x06resumeB\a\n" +
+	"\x05_rank\"\xb6\x01\n" +
 	"\aLogLine\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04role\x18\x02 \x01(\tR\x04role\x12\x12\n" +
 	"\x04rank\x18\x03 \x01(\x05R\x04rank\x12\x10\n" +
 	"\x03pod\x18\x04 \x01(\tR\x03pod\x12\x12\n" +
-	"\x04line\x18\x05 \x01(\tR\x04line\"\x9b\x01\n" +
+	"\x04line\x18\x05 \x01(\tR\x04line\x12.\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
+	"\x06resume\x18\a \x01(\tR\x06resume\"\x90\x01\n" +
+	"\x14ExportExpLogsRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x12\n" +
+	"\x04grep\x18\x05 \x01(\tR\x04grep\"\xc3\x01\n" +
+	"\x0fLogExportResult\x12 \n" +
+	"\vdestination\x18\x01 \x01(\tR\vdestination\x12+\n" +
+	"\x05ranks\x18\x02 \x03(\v2\x15.falcon.v1.RankExportR\x05ranks\x12\x1f\n" +
+	"\vmeta_object\x18\x03 \x01(\tR\n" +
+	"metaObject\x12\x1f\n" +
+	"\vtotal_lines\x18\x04 \x01(\x03R\n" +
+	"totalLines\x12\x1f\n" +
+	"\vtotal_bytes\x18\x05 \x01(\x03R\n" +
+	"totalBytes\"\x92\x01\n" +
+	"\n" +
+	"RankExport\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\tR\x04role\x12\x12\n" +
+	"\x04rank\x18\x02 \x01(\x05R\x04rank\x12\x16\n" +
+	"\x06object\x18\x03 \x01(\tR\x06object\x12\x14\n" +
+	"\x05lines\x18\x04 \x01(\x03R\x05lines\x12\x14\n" +
+	"\x05bytes\x18\x05 \x01(\x03R\x05bytes\x12\x18\n" +
+	"\amissing\x18\x06 \x01(\tR\amissing\">\n" +
+	"\x14GetExpMetricsRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06series\x18\x02 \x03(\tR\x06series\"\xb4\x01\n" +
+	"\n" +
+	"ExpMetrics\x122\n" +
+	"\ametrics\x18\x01 \x03(\v2\x18.falcon.v1.MetricSummaryR\ametrics\x12#\n" +
+	"\rskipped_lines\x18\x02 \x01(\x03R\fskippedLines\x12\x1c\n" +
+	"\tconflicts\x18\x03 \x03(\tR\tconflicts\x12/\n" +
+	"\x06series\x18\x04 \x03(\v2\x17.falcon.v1.MetricSeriesR\x06series\"\xe3\x01\n" +
+	"\rMetricSummary\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\x12\x14\n" +
+	"\x05first\x18\x03 \x01(\x01R\x05first\x12\x12\n" +
+	"\x04last\x18\x04 \x01(\x01R\x04last\x12\x10\n" +
+	"\x03min\x18\x05 \x01(\x01R\x03min\x12\x10\n" +
+	"\x03max\x18\x06 \x01(\x01R\x03max\x12\x12\n" +
+	"\x04mean\x18\a \x01(\x01R\x04mean\x12\x16\n" +
+	"\x06median\x18\b \x01(\x01R\x06median\x12\x16\n" +
+	"\x06better\x18\t \x01(\tR\x06better\x12\x16\n" +
+	"\x06source\x18\n" +
+	" \x01(\tR\x06source\"R\n" +
+	"\fMetricSeries\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\x06points\x18\x02 \x03(\v2\x16.falcon.v1.MetricPointR\x06points\"7\n" +
+	"\vMetricPoint\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\"\x9b\x01\n" +
 	"\x16UpdateExpStatusRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
@@ -4214,7 +5363,26 @@ const file_falcon_proto_rawDesc = "" +
 	"\aexp_ids\x18\x05 \x03(\tR\x06expIds\"j\n" +
 	"\x15ListArtifactsResponse\x12)\n" +
 	"\x05items\x18\x01 \x03(\v2\x13.falcon.v1.ArtifactR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa0\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x97\x01\n" +
+	"\x18ListArtifactFilesRequest\x12\x15\n" +
+	"\x06exp_id\x18\x01 \x01(\tR\x05expId\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\x12\x10\n" +
+	"\x03all\x18\x03 \x01(\bR\x03all\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\"\x8e\x01\n" +
+	"\x19ListArtifactFilesResponse\x12-\n" +
+	"\x05items\x18\x01 \x03(\v2\x17.falcon.v1.ArtifactFileR\x05items\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1a\n" +
+	"\bcomplete\x18\x03 \x01(\bR\bcomplete\"t\n" +
+	"\x17ReadArtifactFileRequest\x12\x15\n" +
+	"\x06exp_id\x18\x01 \x01(\tR\x05expId\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x16\n" +
+	"\x06length\x18\x04 \x01(\x03R\x06length\"P\n" +
+	"\rArtifactChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12+\n" +
+	"\x04file\x18\x02 \x01(\v2\x17.falcon.v1.ArtifactFileR\x04file\"\xa0\x01\n" +
 	"\x1bUpdateArtifactStatusRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
@@ -4306,7 +5474,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06method\x18\x05 \x01(\tR\x06method\"n\n" +
 	"\x17ListAuditEventsResponse\x12+\n" +
 	"\x05items\x18\x01 \x03(\v2\x15.falcon.v1.AuditEventR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xf0\x03\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x87\x05\n" +
 	"\x11ExperimentService\x12?\n" +
 	"\tCreateExp\x12\x1b.falcon.v1.CreateExpRequest\x1a\x15.falcon.v1.Experiment\x129\n" +
 	"\x06GetExp\x12\x18.falcon.v1.GetExpRequest\x1a\x15.falcon.v1.Experiment\x12C\n" +
@@ -4314,7 +5482,9 @@ const file_falcon_proto_rawDesc = "" +
 	"\bAbortExp\x12\x1a.falcon.v1.AbortExpRequest\x1a\x1b.falcon.v1.AbortExpResponse\x12F\n" +
 	"\tDeleteExp\x12\x1b.falcon.v1.DeleteExpRequest\x1a\x1c.falcon.v1.DeleteExpResponse\x12@\n" +
 	"\n" +
-	"GetExpLogs\x12\x1c.falcon.v1.GetExpLogsRequest\x1a\x12.falcon.v1.LogLine0\x01\x12K\n" +
+	"GetExpLogs\x12\x1c.falcon.v1.GetExpLogsRequest\x1a\x12.falcon.v1.LogLine0\x01\x12L\n" +
+	"\rExportExpLogs\x12\x1f.falcon.v1.ExportExpLogsRequest\x1a\x1a.falcon.v1.LogExportResult\x12G\n" +
+	"\rGetExpMetrics\x12\x1f.falcon.v1.GetExpMetricsRequest\x1a\x15.falcon.v1.ExpMetrics\x12K\n" +
 	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment2\xf0\x03\n" +
 	"\n" +
 	"JobService\x122\n" +
@@ -4324,10 +5494,12 @@ const file_falcon_proto_rawDesc = "" +
 	"\x11UpdateJobStatuses\x12#.falcon.v1.UpdateJobStatusesRequest\x1a$.falcon.v1.UpdateJobStatusesResponse\x126\n" +
 	"\bAbortJob\x12\x1a.falcon.v1.AbortJobRequest\x1a\x0e.falcon.v1.Job\x12F\n" +
 	"\x10AppendJobMessage\x12\".falcon.v1.AppendJobMessageRequest\x1a\x0e.falcon.v1.Job\x12C\n" +
-	"\fWatchChanges\x12\x1e.falcon.v1.WatchChangesRequest\x1a\x11.falcon.v1.Change0\x012\xfd\x01\n" +
+	"\fWatchChanges\x12\x1e.falcon.v1.WatchChangesRequest\x1a\x11.falcon.v1.Change0\x012\xb1\x03\n" +
 	"\x0fArtifactService\x12A\n" +
 	"\vGetArtifact\x12\x1d.falcon.v1.GetArtifactRequest\x1a\x13.falcon.v1.Artifact\x12R\n" +
-	"\rListArtifacts\x12\x1f.falcon.v1.ListArtifactsRequest\x1a .falcon.v1.ListArtifactsResponse\x12S\n" +
+	"\rListArtifacts\x12\x1f.falcon.v1.ListArtifactsRequest\x1a .falcon.v1.ListArtifactsResponse\x12^\n" +
+	"\x11ListArtifactFiles\x12#.falcon.v1.ListArtifactFilesRequest\x1a$.falcon.v1.ListArtifactFilesResponse\x12R\n" +
+	"\x10ReadArtifactFile\x12\".falcon.v1.ReadArtifactFileRequest\x1a\x18.falcon.v1.ArtifactChunk0\x01\x12S\n" +
 	"\x14UpdateArtifactStatus\x12&.falcon.v1.UpdateArtifactStatusRequest\x1a\x13.falcon.v1.Artifact2\xb5\x04\n" +
 	"\x0eClusterService\x12>\n" +
 	"\n" +
@@ -4356,182 +5528,216 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Resources)(nil),                   // 1: falcon.v1.Resources
 	(*Experiment)(nil),                  // 2: falcon.v1.Experiment
-	(*Job)(nil),                         // 3: falcon.v1.Job
-	(*Artifact)(nil),                    // 4: falcon.v1.Artifact
-	(*Cluster)(nil),                     // 5: falcon.v1.Cluster
-	(*AcceleratorSlot)(nil),             // 6: falcon.v1.AcceleratorSlot
-	(*User)(nil),                        // 7: falcon.v1.User
-	(*CreateExpRequest)(nil),            // 8: falcon.v1.CreateExpRequest
-	(*GetExpRequest)(nil),               // 9: falcon.v1.GetExpRequest
-	(*ListExpsRequest)(nil),             // 10: falcon.v1.ListExpsRequest
-	(*ListExpsResponse)(nil),            // 11: falcon.v1.ListExpsResponse
-	(*AbortExpRequest)(nil),             // 12: falcon.v1.AbortExpRequest
-	(*AbortExpResponse)(nil),            // 13: falcon.v1.AbortExpResponse
-	(*DeleteExpRequest)(nil),            // 14: falcon.v1.DeleteExpRequest
-	(*DeleteExpResponse)(nil),           // 15: falcon.v1.DeleteExpResponse
-	(*GetExpLogsRequest)(nil),           // 16: falcon.v1.GetExpLogsRequest
-	(*LogLine)(nil),                     // 17: falcon.v1.LogLine
-	(*UpdateExpStatusRequest)(nil),      // 18: falcon.v1.UpdateExpStatusRequest
-	(*GetJobRequest)(nil),               // 19: falcon.v1.GetJobRequest
-	(*ListJobsRequest)(nil),             // 20: falcon.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 21: falcon.v1.ListJobsResponse
-	(*UpdateJobStatusRequest)(nil),      // 22: falcon.v1.UpdateJobStatusRequest
-	(*UpdateJobStatusesRequest)(nil),    // 23: falcon.v1.UpdateJobStatusesRequest
-	(*UpdateJobStatusesResponse)(nil),   // 24: falcon.v1.UpdateJobStatusesResponse
-	(*JobStatusResult)(nil),             // 25: falcon.v1.JobStatusResult
-	(*AppendJobMessageRequest)(nil),     // 26: falcon.v1.AppendJobMessageRequest
-	(*AbortJobRequest)(nil),             // 27: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 28: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 29: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 30: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 31: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 32: falcon.v1.ListArtifactsResponse
-	(*UpdateArtifactStatusRequest)(nil), // 33: falcon.v1.UpdateArtifactStatusRequest
-	(*GetClusterStatusRequest)(nil),     // 34: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 35: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 36: falcon.v1.ClusterStatus
-	(*ClusterStatuses)(nil),             // 37: falcon.v1.ClusterStatuses
-	(*ReservationCapacity)(nil),         // 38: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 39: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 40: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 41: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 42: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 43: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 44: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 45: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 46: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 47: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 48: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 49: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 50: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 51: falcon.v1.ListUsersResponse
-	(*AuditEvent)(nil),                  // 52: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 53: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 54: falcon.v1.ListAuditEventsResponse
-	nil,                                 // 55: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 56: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 57: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 58: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 59: falcon.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 60: google.protobuf.Timestamp
+	(*MetricSpec)(nil),                  // 3: falcon.v1.MetricSpec
+	(*Job)(nil),                         // 4: falcon.v1.Job
+	(*Artifact)(nil),                    // 5: falcon.v1.Artifact
+	(*ArtifactFile)(nil),                // 6: falcon.v1.ArtifactFile
+	(*Cluster)(nil),                     // 7: falcon.v1.Cluster
+	(*AcceleratorSlot)(nil),             // 8: falcon.v1.AcceleratorSlot
+	(*User)(nil),                        // 9: falcon.v1.User
+	(*CreateExpRequest)(nil),            // 10: falcon.v1.CreateExpRequest
+	(*GetExpRequest)(nil),               // 11: falcon.v1.GetExpRequest
+	(*ListExpsRequest)(nil),             // 12: falcon.v1.ListExpsRequest
+	(*ListExpsResponse)(nil),            // 13: falcon.v1.ListExpsResponse
+	(*AbortExpRequest)(nil),             // 14: falcon.v1.AbortExpRequest
+	(*AbortExpResponse)(nil),            // 15: falcon.v1.AbortExpResponse
+	(*DeleteExpRequest)(nil),            // 16: falcon.v1.DeleteExpRequest
+	(*DeleteExpResponse)(nil),           // 17: falcon.v1.DeleteExpResponse
+	(*GetExpLogsRequest)(nil),           // 18: falcon.v1.GetExpLogsRequest
+	(*LogLine)(nil),                     // 19: falcon.v1.LogLine
+	(*ExportExpLogsRequest)(nil),        // 20: falcon.v1.ExportExpLogsRequest
+	(*LogExportResult)(nil),             // 21: falcon.v1.LogExportResult
+	(*RankExport)(nil),                  // 22: falcon.v1.RankExport
+	(*GetExpMetricsRequest)(nil),        // 23: falcon.v1.GetExpMetricsRequest
+	(*ExpMetrics)(nil),                  // 24: falcon.v1.ExpMetrics
+	(*MetricSummary)(nil),               // 25: falcon.v1.MetricSummary
+	(*MetricSeries)(nil),                // 26: falcon.v1.MetricSeries
+	(*MetricPoint)(nil),                 // 27: falcon.v1.MetricPoint
+	(*UpdateExpStatusRequest)(nil),      // 28: falcon.v1.UpdateExpStatusRequest
+	(*GetJobRequest)(nil),               // 29: falcon.v1.GetJobRequest
+	(*ListJobsRequest)(nil),             // 30: falcon.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 31: falcon.v1.ListJobsResponse
+	(*UpdateJobStatusRequest)(nil),      // 32: falcon.v1.UpdateJobStatusRequest
+	(*UpdateJobStatusesRequest)(nil),    // 33: falcon.v1.UpdateJobStatusesRequest
+	(*UpdateJobStatusesResponse)(nil),   // 34: falcon.v1.UpdateJobStatusesResponse
+	(*JobStatusResult)(nil),             // 35: falcon.v1.JobStatusResult
+	(*AppendJobMessageRequest)(nil),     // 36: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),             // 37: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),         // 38: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                      // 39: falcon.v1.Change
+	(*GetArtifactRequest)(nil),          // 40: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),        // 41: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),       // 42: falcon.v1.ListArtifactsResponse
+	(*ListArtifactFilesRequest)(nil),    // 43: falcon.v1.ListArtifactFilesRequest
+	(*ListArtifactFilesResponse)(nil),   // 44: falcon.v1.ListArtifactFilesResponse
+	(*ReadArtifactFileRequest)(nil),     // 45: falcon.v1.ReadArtifactFileRequest
+	(*ArtifactChunk)(nil),               // 46: falcon.v1.ArtifactChunk
+	(*UpdateArtifactStatusRequest)(nil), // 47: falcon.v1.UpdateArtifactStatusRequest
+	(*GetClusterStatusRequest)(nil),     // 48: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 49: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 50: falcon.v1.ClusterStatus
+	(*ClusterStatuses)(nil),             // 51: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),         // 52: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 53: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 54: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 55: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 56: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 57: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 58: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 59: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 60: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 61: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 62: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 63: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 64: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 65: falcon.v1.ListUsersResponse
+	(*AuditEvent)(nil),                  // 66: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 67: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 68: falcon.v1.ListAuditEventsResponse
+	nil,                                 // 69: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 70: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 71: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 72: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 73: falcon.v1.Cluster.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 74: google.protobuf.Timestamp
 }
 var file_falcon_proto_depIdxs = []int32{
-	55, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	69, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
 	1,  // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	56, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	57, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	58, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	60, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	60, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	60, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	60, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	60, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	60, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
-	3,  // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
-	4,  // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
-	0,  // 13: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	60, // 14: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	60, // 15: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	60, // 16: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	60, // 17: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	60, // 18: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	60, // 19: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	60, // 20: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	60, // 21: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	60, // 22: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	60, // 23: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
-	6,  // 24: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	59, // 25: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	60, // 26: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	2,  // 27: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
-	2,  // 28: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
-	2,  // 29: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	3,  // 30: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	22, // 31: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
-	25, // 32: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
-	3,  // 33: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
-	4,  // 34: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	36, // 35: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	60, // 36: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	38, // 37: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	39, // 38: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	40, // 39: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	36, // 40: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	60, // 41: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	60, // 42: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	5,  // 43: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	5,  // 44: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	5,  // 45: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	46, // 46: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	5,  // 47: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	7,  // 48: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	60, // 49: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	52, // 50: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	0,  // 51: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	8,  // 52: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	9,  // 53: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	10, // 54: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	12, // 55: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	14, // 56: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	16, // 57: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	18, // 58: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	19, // 59: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	20, // 60: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	22, // 61: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	23, // 62: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	27, // 63: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	26, // 64: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	28, // 65: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	30, // 66: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	31, // 67: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	33, // 68: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	41, // 69: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	42, // 70: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	44, // 71: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	45, // 72: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	48, // 73: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	34, // 74: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	35, // 75: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	49, // 76: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	50, // 77: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	53, // 78: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	2,  // 79: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,  // 80: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	11, // 81: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	13, // 82: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	15, // 83: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	17, // 84: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
-	2,  // 85: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	3,  // 86: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	21, // 87: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	3,  // 88: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	24, // 89: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	3,  // 90: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	3,  // 91: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	29, // 92: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	4,  // 93: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	32, // 94: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	4,  // 95: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	5,  // 96: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	43, // 97: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	5,  // 98: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	47, // 99: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	5,  // 100: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	36, // 101: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	36, // 102: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	7,  // 103: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	51, // 104: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	54, // 105: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	79, // [79:106] is the sub-list for method output_type
-	52, // [52:79] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	70, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	71, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	72, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	74, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	74, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	74, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	74, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	74, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	74, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	4,  // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
+	5,  // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
+	3,  // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
+	0,  // 14: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
+	74, // 15: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	74, // 16: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	74, // 17: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	74, // 18: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	74, // 19: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	74, // 20: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	74, // 21: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	74, // 22: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	74, // 23: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	74, // 24: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	74, // 25: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	74, // 26: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 27: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
+	73, // 28: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	74, // 29: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 30: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
+	2,  // 31: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
+	2,  // 32: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
+	74, // 33: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	74, // 34: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	74, // 35: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	22, // 36: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
+	25, // 37: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
+	26, // 38: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
+	27, // 39: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
+	4,  // 40: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
+	32, // 41: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	35, // 42: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	4,  // 43: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	5,  // 44: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	6,  // 45: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
+	6,  // 46: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
+	50, // 47: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	74, // 48: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	52, // 49: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	53, // 50: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	54, // 51: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	50, // 52: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	74, // 53: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	74, // 54: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	7,  // 55: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	7,  // 56: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	7,  // 57: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	60, // 58: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	7,  // 59: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	9,  // 60: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	74, // 61: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	66, // 62: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	0,  // 63: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	10, // 64: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	11, // 65: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	12, // 66: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	14, // 67: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	16, // 68: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	18, // 69: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	20, // 70: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	23, // 71: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	28, // 72: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	29, // 73: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	30, // 74: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	32, // 75: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	33, // 76: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	37, // 77: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	36, // 78: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	38, // 79: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	40, // 80: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	41, // 81: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	43, // 82: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	45, // 83: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	47, // 84: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	55, // 85: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	56, // 86: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	58, // 87: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	59, // 88: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	62, // 89: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	48, // 90: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	49, // 91: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	63, // 92: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	64, // 93: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	67, // 94: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	2,  // 95: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,  // 96: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	13, // 97: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	15, // 98: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	17, // 99: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	19, // 100: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
+	21, // 101: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	24, // 102: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,  // 103: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	4,  // 104: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	31, // 105: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	4,  // 106: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	34, // 107: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,  // 108: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,  // 109: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	39, // 110: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	5,  // 111: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	42, // 112: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	44, // 113: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	46, // 114: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	5,  // 115: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	7,  // 116: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	57, // 117: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	7,  // 118: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	61, // 119: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	7,  // 120: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	50, // 121: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	50, // 122: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	9,  // 123: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	65, // 124: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	68, // 125: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	95, // [95:126] is the sub-list for method output_type
+	64, // [64:95] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -4539,14 +5745,14 @@ func file_falcon_proto_init() {
 	if File_falcon_proto != nil {
 		return
 	}
-	file_falcon_proto_msgTypes[16].OneofWrappers = []any{}
+	file_falcon_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   60,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

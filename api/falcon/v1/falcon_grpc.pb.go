@@ -35,6 +35,8 @@ const (
 	ExperimentService_AbortExp_FullMethodName        = "/falcon.v1.ExperimentService/AbortExp"
 	ExperimentService_DeleteExp_FullMethodName       = "/falcon.v1.ExperimentService/DeleteExp"
 	ExperimentService_GetExpLogs_FullMethodName      = "/falcon.v1.ExperimentService/GetExpLogs"
+	ExperimentService_ExportExpLogs_FullMethodName   = "/falcon.v1.ExperimentService/ExportExpLogs"
+	ExperimentService_GetExpMetrics_FullMethodName   = "/falcon.v1.ExperimentService/GetExpMetrics"
 	ExperimentService_UpdateExpStatus_FullMethodName = "/falcon.v1.ExperimentService/UpdateExpStatus"
 )
 
@@ -49,6 +51,9 @@ type ExperimentServiceClient interface {
 	DeleteExp(ctx context.Context, in *DeleteExpRequest, opts ...grpc.CallOption) (*DeleteExpResponse, error)
 	// Streams the logs of an experiment's jobs, one line per message.
 	GetExpLogs(ctx context.Context, in *GetExpLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogLine], error)
+	// Writes every rank's log to a bucket, streaming.
+	ExportExpLogs(ctx context.Context, in *ExportExpLogsRequest, opts ...grpc.CallOption) (*LogExportResult, error)
+	GetExpMetrics(ctx context.Context, in *GetExpMetricsRequest, opts ...grpc.CallOption) (*ExpMetrics, error)
 	// Internal: expController.
 	UpdateExpStatus(ctx context.Context, in *UpdateExpStatusRequest, opts ...grpc.CallOption) (*Experiment, error)
 }
@@ -130,6 +135,26 @@ func (c *experimentServiceClient) GetExpLogs(ctx context.Context, in *GetExpLogs
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ExperimentService_GetExpLogsClient = grpc.ServerStreamingClient[LogLine]
 
+func (c *experimentServiceClient) ExportExpLogs(ctx context.Context, in *ExportExpLogsRequest, opts ...grpc.CallOption) (*LogExportResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LogExportResult)
+	err := c.cc.Invoke(ctx, ExperimentService_ExportExpLogs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *experimentServiceClient) GetExpMetrics(ctx context.Context, in *GetExpMetricsRequest, opts ...grpc.CallOption) (*ExpMetrics, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExpMetrics)
+	err := c.cc.Invoke(ctx, ExperimentService_GetExpMetrics_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *experimentServiceClient) UpdateExpStatus(ctx context.Context, in *UpdateExpStatusRequest, opts ...grpc.CallOption) (*Experiment, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Experiment)
@@ -151,6 +176,9 @@ type ExperimentServiceServer interface {
 	DeleteExp(context.Context, *DeleteExpRequest) (*DeleteExpResponse, error)
 	// Streams the logs of an experiment's jobs, one line per message.
 	GetExpLogs(*GetExpLogsRequest, grpc.ServerStreamingServer[LogLine]) error
+	// Writes every rank's log to a bucket, streaming.
+	ExportExpLogs(context.Context, *ExportExpLogsRequest) (*LogExportResult, error)
+	GetExpMetrics(context.Context, *GetExpMetricsRequest) (*ExpMetrics, error)
 	// Internal: expController.
 	UpdateExpStatus(context.Context, *UpdateExpStatusRequest) (*Experiment, error)
 	mustEmbedUnimplementedExperimentServiceServer()
@@ -180,6 +208,12 @@ func (UnimplementedExperimentServiceServer) DeleteExp(context.Context, *DeleteEx
 }
 func (UnimplementedExperimentServiceServer) GetExpLogs(*GetExpLogsRequest, grpc.ServerStreamingServer[LogLine]) error {
 	return status.Error(codes.Unimplemented, "method GetExpLogs not implemented")
+}
+func (UnimplementedExperimentServiceServer) ExportExpLogs(context.Context, *ExportExpLogsRequest) (*LogExportResult, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExportExpLogs not implemented")
+}
+func (UnimplementedExperimentServiceServer) GetExpMetrics(context.Context, *GetExpMetricsRequest) (*ExpMetrics, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetExpMetrics not implemented")
 }
 func (UnimplementedExperimentServiceServer) UpdateExpStatus(context.Context, *UpdateExpStatusRequest) (*Experiment, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateExpStatus not implemented")
@@ -306,6 +340,42 @@ func _ExperimentService_GetExpLogs_Handler(srv interface{}, stream grpc.ServerSt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ExperimentService_GetExpLogsServer = grpc.ServerStreamingServer[LogLine]
 
+func _ExperimentService_ExportExpLogs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExportExpLogsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExperimentServiceServer).ExportExpLogs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExperimentService_ExportExpLogs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExperimentServiceServer).ExportExpLogs(ctx, req.(*ExportExpLogsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ExperimentService_GetExpMetrics_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetExpMetricsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExperimentServiceServer).GetExpMetrics(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExperimentService_GetExpMetrics_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExperimentServiceServer).GetExpMetrics(ctx, req.(*GetExpMetricsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ExperimentService_UpdateExpStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(UpdateExpStatusRequest)
 	if err := dec(in); err != nil {
@@ -350,6 +420,14 @@ var ExperimentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteExp",
 			Handler:    _ExperimentService_DeleteExp_Handler,
+		},
+		{
+			MethodName: "ExportExpLogs",
+			Handler:    _ExperimentService_ExportExpLogs_Handler,
+		},
+		{
+			MethodName: "GetExpMetrics",
+			Handler:    _ExperimentService_GetExpMetrics_Handler,
 		},
 		{
 			MethodName: "UpdateExpStatus",
@@ -719,6 +797,8 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 const (
 	ArtifactService_GetArtifact_FullMethodName          = "/falcon.v1.ArtifactService/GetArtifact"
 	ArtifactService_ListArtifacts_FullMethodName        = "/falcon.v1.ArtifactService/ListArtifacts"
+	ArtifactService_ListArtifactFiles_FullMethodName    = "/falcon.v1.ArtifactService/ListArtifactFiles"
+	ArtifactService_ReadArtifactFile_FullMethodName     = "/falcon.v1.ArtifactService/ReadArtifactFile"
 	ArtifactService_UpdateArtifactStatus_FullMethodName = "/falcon.v1.ArtifactService/UpdateArtifactStatus"
 )
 
@@ -728,6 +808,10 @@ const (
 type ArtifactServiceClient interface {
 	GetArtifact(ctx context.Context, in *GetArtifactRequest, opts ...grpc.CallOption) (*Artifact, error)
 	ListArtifacts(ctx context.Context, in *ListArtifactsRequest, opts ...grpc.CallOption) (*ListArtifactsResponse, error)
+	// The files of an experiment's artifact, by path.
+	ListArtifactFiles(ctx context.Context, in *ListArtifactFilesRequest, opts ...grpc.CallOption) (*ListArtifactFilesResponse, error)
+	// One file's bytes, streamed; the first message also describes the file.
+	ReadArtifactFile(ctx context.Context, in *ReadArtifactFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ArtifactChunk], error)
 	// Internal: expController.
 	UpdateArtifactStatus(ctx context.Context, in *UpdateArtifactStatusRequest, opts ...grpc.CallOption) (*Artifact, error)
 }
@@ -760,6 +844,35 @@ func (c *artifactServiceClient) ListArtifacts(ctx context.Context, in *ListArtif
 	return out, nil
 }
 
+func (c *artifactServiceClient) ListArtifactFiles(ctx context.Context, in *ListArtifactFilesRequest, opts ...grpc.CallOption) (*ListArtifactFilesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListArtifactFilesResponse)
+	err := c.cc.Invoke(ctx, ArtifactService_ListArtifactFiles_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *artifactServiceClient) ReadArtifactFile(ctx context.Context, in *ReadArtifactFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ArtifactChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ArtifactService_ServiceDesc.Streams[0], ArtifactService_ReadArtifactFile_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReadArtifactFileRequest, ArtifactChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ArtifactService_ReadArtifactFileClient = grpc.ServerStreamingClient[ArtifactChunk]
+
 func (c *artifactServiceClient) UpdateArtifactStatus(ctx context.Context, in *UpdateArtifactStatusRequest, opts ...grpc.CallOption) (*Artifact, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Artifact)
@@ -776,6 +889,10 @@ func (c *artifactServiceClient) UpdateArtifactStatus(ctx context.Context, in *Up
 type ArtifactServiceServer interface {
 	GetArtifact(context.Context, *GetArtifactRequest) (*Artifact, error)
 	ListArtifacts(context.Context, *ListArtifactsRequest) (*ListArtifactsResponse, error)
+	// The files of an experiment's artifact, by path.
+	ListArtifactFiles(context.Context, *ListArtifactFilesRequest) (*ListArtifactFilesResponse, error)
+	// One file's bytes, streamed; the first message also describes the file.
+	ReadArtifactFile(*ReadArtifactFileRequest, grpc.ServerStreamingServer[ArtifactChunk]) error
 	// Internal: expController.
 	UpdateArtifactStatus(context.Context, *UpdateArtifactStatusRequest) (*Artifact, error)
 	mustEmbedUnimplementedArtifactServiceServer()
@@ -793,6 +910,12 @@ func (UnimplementedArtifactServiceServer) GetArtifact(context.Context, *GetArtif
 }
 func (UnimplementedArtifactServiceServer) ListArtifacts(context.Context, *ListArtifactsRequest) (*ListArtifactsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListArtifacts not implemented")
+}
+func (UnimplementedArtifactServiceServer) ListArtifactFiles(context.Context, *ListArtifactFilesRequest) (*ListArtifactFilesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListArtifactFiles not implemented")
+}
+func (UnimplementedArtifactServiceServer) ReadArtifactFile(*ReadArtifactFileRequest, grpc.ServerStreamingServer[ArtifactChunk]) error {
+	return status.Error(codes.Unimplemented, "method ReadArtifactFile not implemented")
 }
 func (UnimplementedArtifactServiceServer) UpdateArtifactStatus(context.Context, *UpdateArtifactStatusRequest) (*Artifact, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateArtifactStatus not implemented")
@@ -854,6 +977,35 @@ func _ArtifactService_ListArtifacts_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ArtifactService_ListArtifactFiles_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListArtifactFilesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ArtifactServiceServer).ListArtifactFiles(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ArtifactService_ListArtifactFiles_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ArtifactServiceServer).ListArtifactFiles(ctx, req.(*ListArtifactFilesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ArtifactService_ReadArtifactFile_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ReadArtifactFileRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ArtifactServiceServer).ReadArtifactFile(m, &grpc.GenericServerStream[ReadArtifactFileRequest, ArtifactChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ArtifactService_ReadArtifactFileServer = grpc.ServerStreamingServer[ArtifactChunk]
+
 func _ArtifactService_UpdateArtifactStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(UpdateArtifactStatusRequest)
 	if err := dec(in); err != nil {
@@ -888,11 +1040,21 @@ var ArtifactService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ArtifactService_ListArtifacts_Handler,
 		},
 		{
+			MethodName: "ListArtifactFiles",
+			Handler:    _ArtifactService_ListArtifactFiles_Handler,
+		},
+		{
 			MethodName: "UpdateArtifactStatus",
 			Handler:    _ArtifactService_UpdateArtifactStatus_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ReadArtifactFile",
+			Handler:       _ArtifactService_ReadArtifactFile_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "falcon.proto",
 }
 

@@ -1,0 +1,220 @@
+package blobstore
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/fileblob"
+	"gocloud.dev/blob/gcsblob"
+	"gocloud.dev/gcerrors"
+	"google.golang.org/api/option"
+
+	"github.com/falconhq/falcon/internal/errdefs"
+)
+
+// Opener opens the buckets behind locations and keeps them open: a GCS
+// client holds connections and credentials, so each bucket gets one.
+type Opener struct {
+	gcsOptions []option.ClientOption
+
+	mu      sync.Mutex
+	gcs     *storage.Client
+	buckets map[string]*blob.Bucket // "gs://name" or "file"
+}
+
+// Option configures an Opener.
+type Option func(*Opener)
+
+// WithGCSOptions passes options to the Cloud Storage client: none in
+// production (Application Default Credentials, which are Workload
+// Identity's on GKE); an endpoint and no authentication for a test server.
+func WithGCSOptions(opts ...option.ClientOption) Option {
+	return func(o *Opener) { o.gcsOptions = append(o.gcsOptions, opts...) }
+}
+
+// NewOpener returns an Opener; Close it to release its clients.
+func NewOpener(opts ...Option) *Opener {
+	o := &Opener{buckets: map[string]*blob.Bucket{}}
+	for _, opt := range opts {
+		opt(o)
+	}
+	return o
+}
+
+// Bucket returns the bucket holding l. Callers address keys as
+// l.Prefix + rel.
+func (o *Opener) Bucket(ctx context.Context, l Location) (*blob.Bucket, error) {
+	key := "file"
+	if l.Scheme == "gs" {
+		key = "gs://" + l.Bucket
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if b, ok := o.buckets[key]; ok {
+		return b, nil
+	}
+	var b *blob.Bucket
+	var err error
+	switch l.Scheme {
+	case "gs":
+		if o.gcs == nil {
+			if o.gcs, err = storage.NewClient(ctx, o.gcsOptions...); err != nil {
+				return nil, errdefs.Unavailable("cloud storage client: %v", err)
+			}
+		}
+		b, err = gcsblob.OpenBucket(ctx, nil, l.Bucket, &gcsblob.Options{Client: o.gcs})
+	case "file":
+		// Rooted at "/" so any absolute directory is a key prefix. Falcon
+		// writes no attribute sidecars: jobs write these directories
+		// directly, so checksums are computed, never read from sidecars.
+		b, err = fileblob.OpenBucket("/", &fileblob.Options{Metadata: fileblob.MetadataDontWrite, NoTempDir: true})
+	default:
+		return nil, errdefs.Invalid("location", "scheme %q is not gs or file", l.Scheme)
+	}
+	if err != nil {
+		return nil, errdefs.Unavailable("open %s: %v", l, err)
+	}
+	o.buckets[key] = b
+	return b, nil
+}
+
+// Close closes every bucket and the GCS client.
+func (o *Opener) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var errs []error
+	for k, b := range o.buckets {
+		errs = append(errs, b.Close())
+		delete(o.buckets, k)
+	}
+	if o.gcs != nil {
+		errs = append(errs, o.gcs.Close())
+		o.gcs = nil
+	}
+	return errors.Join(errs...)
+}
+
+// File is one object under a location, by its path relative to it.
+type File struct {
+	Path     string
+	Size     int64
+	Checksum string // "md5:<hex>"; empty when the store keeps none
+	Updated  time.Time
+}
+
+// Walk calls fn for every object under l, in key order (the order GCS and
+// the index list them in).
+func (o *Opener) Walk(ctx context.Context, l Location, fn func(File) error) error {
+	b, err := o.Bucket(ctx, l)
+	if err != nil {
+		return err
+	}
+	it := b.List(&blob.ListOptions{Prefix: l.Prefix})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return Err(l.String(), err)
+		}
+		if obj.IsDir {
+			continue
+		}
+		rel := strings.TrimPrefix(obj.Key, l.Prefix)
+		f := File{Path: rel, Size: obj.Size, Updated: obj.ModTime.UTC()}
+		if len(obj.MD5) > 0 {
+			f.Checksum = ChecksumPrefix + hex.EncodeToString(obj.MD5)
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+	}
+}
+
+// ChecksumPrefix starts every checksum Falcon reports.
+const ChecksumPrefix = "md5:"
+
+// Checksum reads the object and returns its checksum, for stores (file://,
+// composite GCS objects) that keep none.
+func (o *Opener) Checksum(ctx context.Context, l Location, rel string) (string, error) {
+	b, err := o.Bucket(ctx, l)
+	if err != nil {
+		return "", err
+	}
+	r, err := b.NewReader(ctx, l.Prefix+rel, nil)
+	if err != nil {
+		return "", Err(rel, err)
+	}
+	defer r.Close()
+	h := md5.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", Err(rel, err)
+	}
+	return ChecksumPrefix + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Open returns a reader of rel under l from offset, at most length bytes
+// (length < 0: to the end), and the file's attributes.
+func (o *Opener) Open(ctx context.Context, l Location, rel string, offset, length int64) (*blob.Reader, File, error) {
+	b, err := o.Bucket(ctx, l)
+	if err != nil {
+		return nil, File{}, err
+	}
+	attrs, err := b.Attributes(ctx, l.Prefix+rel)
+	if err != nil {
+		return nil, File{}, Err(rel, err)
+	}
+	f := File{Path: rel, Size: attrs.Size, Updated: attrs.ModTime.UTC()}
+	if len(attrs.MD5) > 0 {
+		f.Checksum = ChecksumPrefix + hex.EncodeToString(attrs.MD5)
+	}
+	if offset > attrs.Size {
+		return nil, File{}, errdefs.Invalid("offset", "%d is past the end of %s (%d bytes)", offset, rel, attrs.Size)
+	}
+	r, err := b.NewRangeReader(ctx, l.Prefix+rel, offset, length, nil)
+	if err != nil {
+		return nil, File{}, Err(rel, err)
+	}
+	return r, f, nil
+}
+
+// Writer opens an object under l for writing; Close commits it.
+func (o *Opener) Writer(ctx context.Context, l Location, rel, contentType string) (*blob.Writer, error) {
+	b, err := o.Bucket(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	w, err := b.NewWriter(ctx, l.Prefix+rel, &blob.WriterOptions{ContentType: contentType})
+	if err != nil {
+		return nil, Err(rel, err)
+	}
+	return w, nil
+}
+
+// Err maps a blob error to Falcon's error kinds, naming what was asked for.
+func Err(what string, err error) error {
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
+		return errdefs.NotFoundf("%s: no such file", what)
+	case gcerrors.PermissionDenied:
+		return errdefs.PermissionDenied("%s: the storage refused access: %v", what, err)
+	case gcerrors.Canceled:
+		return fmt.Errorf("%s: %w", what, context.Canceled)
+	case gcerrors.DeadlineExceeded:
+		return fmt.Errorf("%s: %w", what, context.DeadlineExceeded)
+	case gcerrors.InvalidArgument:
+		return errdefs.Invalid("path", "%s: %v", what, err)
+	default:
+		return errdefs.Unavailable("%s: storage: %v", what, err)
+	}
+}
