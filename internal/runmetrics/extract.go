@@ -142,7 +142,7 @@ func (e *Extractor) FeedLog(dst []Point, line []byte) []Point {
 	bad := false
 	for i := range e.p.patterns {
 		pt := &e.p.patterns[i]
-		if len(pt.lit) > 0 && !bytes.Contains(line, pt.lit) {
+		if !pt.mayMatch(line) {
 			continue
 		}
 		m := pt.re.FindSubmatchIndex(line)

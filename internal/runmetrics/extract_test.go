@@ -231,7 +231,7 @@ func TestReadPartialLastLine(t *testing.T) {
 			cursor: Cursor{FileOffset: int64(strings.LastIndexByte(fileInput, '\n') + 1), FileLines: 3, FileSkipped: 2,
 				FileNames: []string{"loss", "acc"}}},
 		{name: "file, final: last line read", read: readFile, input: fileInput, final: true,
-			want: []Point{filePt("loss", 1, 3.5), filePt("acc", 1, 0.1), filePt("loss", 1, 3.25), filePt("loss", 5, 3), filePt("acc", 3, 0.5)},
+			want:   []Point{filePt("loss", 1, 3.5), filePt("acc", 1, 0.1), filePt("loss", 1, 3.25), filePt("loss", 5, 3), filePt("acc", 3, 0.5)},
 			cursor: Cursor{FileOffset: int64(len(fileInput)), FileLines: 4, FileSkipped: 2, FileNames: []string{"loss", "acc"}}},
 		{name: "log, running: last line left", read: readLog, input: logInput,
 			want: []Point{logPt("step_time", 0, 0.5), logPt("loss", 10, 2), logPt("tflops", 0, 100), logPt("loss", 1, 1.5)},

@@ -1,10 +1,12 @@
 package runmetrics
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/falconhq/falcon/internal/errdefs"
 )
@@ -58,9 +60,63 @@ type pattern struct {
 	value  int // submatch index of the value group
 	step   int // submatch index of the step group, -1 without one
 	// lit is a literal every match contains. Most log lines match no
-	// pattern, and bytes.Contains on a literal rejects them far faster than
-	// running the regexp does.
-	lit []byte
+	// pattern, and looking for a literal rejects them far faster than
+	// running the regexp does. fold says lit is to be found ignoring case
+	// (the pattern has (?i)); lit is then lower-case ASCII.
+	lit  []byte
+	fold bool
+}
+
+// mayMatch reports whether line can match p: false only if it lacks p's
+// literal.
+func (p *pattern) mayMatch(line []byte) bool {
+	switch {
+	case len(p.lit) == 0:
+		return true
+	case !p.fold:
+		return bytes.Contains(line, p.lit)
+	}
+	return containsFold(line, p.lit)
+}
+
+// containsFold reports whether line contains lit (lower-case ASCII),
+// ignoring ASCII case. Unicode folds two ASCII letters to other letters
+// (k to U+212A KELVIN SIGN, s to U+017F LONG S), which only a line with
+// non-ASCII bytes can hold; such a line is let through to the regexp.
+func containsFold(line, lit []byte) bool {
+	c0, c1 := lit[0], lit[0]
+	if 'a' <= c0 && c0 <= 'z' {
+		c1 = c0 - 'a' + 'A'
+	}
+	for i := 0; i+len(lit) <= len(line); i++ {
+		if b := line[i]; b >= utf8.RuneSelf {
+			return true
+		} else if b != c0 && b != c1 {
+			continue
+		}
+		if asciiEqualFold(line[i:i+len(lit)], lit) {
+			return true
+		}
+	}
+	// The tail shorter than lit may still hold non-ASCII bytes.
+	for _, b := range line[max(0, len(line)-len(lit)+1):] {
+		if b >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
+
+func asciiEqualFold(s, lower []byte) bool {
+	for i, b := range s {
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if b != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Patterns is a validated, compiled set of specs. It is immutable and safe
@@ -153,37 +209,43 @@ func compilePattern(expr string) (pattern, string) {
 		return pattern{}, fmt.Sprintf("%q matches an empty line; it must require some text, e.g. 'loss: (?P<value>[0-9.eE+-]+)'", expr)
 	}
 	if tree, err := syntax.Parse(expr, syntax.Perl); err == nil {
-		pt.lit = []byte(requiredLiteral(tree.Simplify()))
+		lit, fold := requiredLiteral(tree.Simplify())
+		pt.lit, pt.fold = []byte(lit), fold
 	}
 	return pt, ""
 }
 
-// requiredLiteral returns the longest case-sensitive literal that every
-// match of re must contain, or "" if it cannot tell. It only looks through
-// concatenations and groups, which is where the literal of a log pattern
-// ("step_time: ", "loss=") sits.
-func requiredLiteral(re *syntax.Regexp) string {
+// requiredLiteral returns the longest literal that every match of re must
+// contain, or "" if it cannot tell. It only looks through concatenations
+// and groups, which is where the literal of a log pattern ("step_time: ",
+// "loss=") sits. A case-insensitive literal is returned in lower case with
+// fold set, and only if it is ASCII.
+func requiredLiteral(re *syntax.Regexp) (lit string, fold bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
-			return ""
+		s := string(re.Rune)
+		if re.Flags&syntax.FoldCase == 0 {
+			return s, false
 		}
-		return string(re.Rune)
-	case syntax.OpCapture:
-		return requiredLiteral(re.Sub[0])
-	case syntax.OpPlus:
-		// x+ contains x at least once.
-		return requiredLiteral(re.Sub[0])
-	case syntax.OpConcat:
-		var best string
-		for _, sub := range re.Sub {
-			if l := requiredLiteral(sub); len(l) > len(best) {
-				best = l
+		for _, r := range re.Rune {
+			if r >= utf8.RuneSelf {
+				return "", false
 			}
 		}
-		return best
+		return strings.ToLower(s), true
+	case syntax.OpCapture, syntax.OpPlus: // x+ contains x at least once
+		return requiredLiteral(re.Sub[0])
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			// Prefer an exact literal to a longer case-folded one: the
+			// exact search is the faster.
+			if l, f := requiredLiteral(sub); len(l) > 0 && (lit == "" || fold && !f || fold == f && len(l) > len(lit)) {
+				lit, fold = l, f
+			}
+		}
+		return lit, fold
 	}
-	return ""
+	return "", false
 }
 
 // String lists the metric names, for logs and test failures.

@@ -115,22 +115,69 @@ func keys(m map[string]string) map[string]bool {
 }
 
 func TestRequiredLiteral(t *testing.T) {
-	tests := []struct{ pattern, want string }{
-		{`step_time: (?P<value>[0-9.]+)`, "step_time: "},
-		{`^\s*loss=(?P<value>\S+)`, "loss="},
-		{`step (?P<step>\d+) .* tflops=(?P<value>\S+)`, " tflops="},
-		{`(?:throughput)+ (?P<value>\d+)`, "throughput"},
-		{`(?i)loss: (?P<value>\S+)`, ""},
-		{`(?:loss|acc): (?P<value>\S+)`, ": "},
-		{`(?:loss|acc)(?P<value>\d+)`, ""},
+	tests := []struct {
+		pattern, want string
+		fold          bool
+	}{
+		{`step_time: (?P<value>[0-9.]+)`, "step_time: ", false},
+		{`^\s*loss=(?P<value>\S+)`, "loss=", false},
+		{`step (?P<step>\d+) .* tflops=(?P<value>\S+)`, " tflops=", false},
+		{`(?:throughput)+ (?P<value>\d+)`, "throughput", false},
+		{`(?i)Loss: (?P<value>\S+)`, "loss: ", true},
+		{`(?i:TFLOPS) (?P<value>\S+) per chip`, " per chip", false},
+		{`(?i)Größe (?P<value>\S+)`, "", false},
+		{`(?:loss|acc): (?P<value>\S+)`, ": ", false},
+		{`(?:loss|acc)(?P<value>\d+)`, "", false},
 	}
 	for _, tt := range tests {
 		p, err := Compile([]Spec{{Name: "m", Pattern: tt.pattern}})
 		if err != nil {
 			t.Fatalf("Compile(%q): %v", tt.pattern, err)
 		}
-		if got := string(p.patterns[0].lit); got != tt.want {
-			t.Errorf("literal of %q = %q, want %q", tt.pattern, got, tt.want)
+		if got, fold := string(p.patterns[0].lit), p.patterns[0].fold; got != tt.want || fold != tt.fold {
+			t.Errorf("literal of %q = %q fold %v, want %q fold %v", tt.pattern, got, fold, tt.want, tt.fold)
+		}
+	}
+}
+
+// FuzzPrefilter holds the literal prefilter to its promise: it never
+// rejects a line the regexp matches.
+func FuzzPrefilter(f *testing.F) {
+	for _, s := range []string{
+		"step_time: 0.4", "STEP_TIME: 1", "Step_Time: 1", "ſtep_time: 1", "step_time:", "x step_time: 1 y",
+		"tflops 3", "TFLOPS 3", "tflopſ 3", "\u212a 3", "loss=1", "step 3 loss=1", "", "é", "step_tim",
+	} {
+		f.Add(s)
+	}
+	p := mustCompile(f, append(testSpecs,
+		Spec{Name: "kelvin", Pattern: `(?i)k (?P<value>\d+)`},
+		Spec{Name: "s", Pattern: `(?i)step_time: (?P<value>\d+)`}))
+	f.Fuzz(func(t *testing.T, line string) {
+		for _, pt := range p.patterns {
+			if !pt.mayMatch([]byte(line)) && pt.re.MatchString(line) {
+				t.Fatalf("%s: prefilter %q (fold %v) rejects %q, which matches", pt.name, pt.lit, pt.fold, line)
+			}
+		}
+	})
+}
+
+func TestContainsFold(t *testing.T) {
+	tests := []struct {
+		line, lit string
+		want      bool
+	}{
+		{"x TFLOPS y", "tflops", true},
+		{"tflops", "tflops", true},
+		{"TfLoPs", "tflops", true},
+		{"tflop", "tflops", false},
+		{"tflo ps", "tflops", false},
+		{"", "a", false},
+		{"abc é", "zzz", true}, // non-ASCII: left to the regexp
+		{"zzé", "zzz", true},
+	}
+	for _, tt := range tests {
+		if got := containsFold([]byte(tt.line), []byte(tt.lit)); got != tt.want {
+			t.Errorf("containsFold(%q, %q) = %v, want %v", tt.line, tt.lit, got, tt.want)
 		}
 	}
 }
