@@ -37,9 +37,9 @@ func (w Workload) Pod(rank int) string {
 // it, so that only the pod name tells the rank.
 func (w Workload) Entry(pod string, rank int, ts time.Time, text string) *loggingpb.LogEntry {
 	labels := map[string]string{
-		JobNameLabel:                  w.Job,
+		JobNameLabel: w.Job,
 		"k8s-pod/batch_kubernetes_io/controller-uid": "3f1c2a9e-0000-4000-8000-000000000000",
-		"compute.googleapis.com/resource_name":      "gke-node-1",
+		"compute.googleapis.com/resource_name":       "gke-node-1",
 	}
 	if rank >= 0 {
 		labels[CompletionIndexLabel] = strconv.Itoa(rank)

@@ -225,9 +225,9 @@ type parser struct {
 	i    int
 }
 
-func (p *parser) done() bool   { return p.i >= len(p.toks) }
-func (p *parser) peek() token  { return p.toks[p.i] }
-func (p *parser) next() token  { t := p.toks[p.i]; p.i++; return t }
+func (p *parser) done() bool  { return p.i >= len(p.toks) }
+func (p *parser) peek() token { return p.toks[p.i] }
+func (p *parser) next() token { t := p.toks[p.i]; p.i++; return t }
 func (p *parser) isWord(w string) bool {
 	return !p.done() && p.peek().kind == tIdent && p.peek().text == w
 }
