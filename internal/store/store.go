@@ -55,6 +55,8 @@ type Experiment struct {
 	FinishedAt     *time.Time // move to a terminal status
 	AbortingAt     *time.Time
 	AbortedAt      *time.Time
+	// Metrics are the manifest's log patterns for rank 0's log.
+	Metrics []MetricSpec
 }
 
 // Job is one role of an experiment: what the resource manager schedules.
@@ -102,6 +104,65 @@ type Artifact struct {
 	Version      int64
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// Index is what the index of its files holds; the store alone writes
+	// it (SyncArtifactFiles).
+	Index ArtifactIndex
+}
+
+// ArtifactIndex sums up an artifact's file index.
+type ArtifactIndex struct {
+	Files, Bytes int64
+	// Complete: refreshed after the experiment ended, so it lists every
+	// file the job wrote.
+	Complete bool
+	At       *time.Time
+}
+
+// ArtifactFile is one file of an artifact, by its path relative to it.
+type ArtifactFile struct {
+	Path     string
+	Size     int64
+	Checksum string
+	Updated  time.Time
+}
+
+// ArtifactFileFilter selects files of one artifact, in path (byte) order.
+type ArtifactFileFilter struct {
+	ArtifactID string
+	Prefix     string
+	// Hidden also lists the files under .falcon/.
+	Hidden bool
+	// After continues past this path (the last one of the previous page).
+	After string
+	Limit int // at most 1000; 0 means 1000
+}
+
+// MetricSpec is a metric the experiment's rank-0 log reports, by pattern.
+type MetricSpec struct {
+	Name    string `json:"name"`
+	Pattern string `json:"pattern"`
+	Better  string `json:"better,omitempty"`
+}
+
+// MetricPoint is one extracted value. Ord numbers the points of one
+// (experiment, name, source) in the order they were read, which makes
+// re-reading a source idempotent.
+type MetricPoint struct {
+	Name   string
+	Source string // "file" or "log"
+	Ord    int64
+	Step   int64
+	Value  float64
+}
+
+// MetricCursor is how far one source of an experiment's metrics was read:
+// an opaque document of the extractor's, the lines it skipped, and whether
+// the source is finished (read after the experiment ended).
+type MetricCursor struct {
+	Source  string
+	Doc     string
+	Skipped int64
+	Done    bool
 }
 
 // Cluster states.
@@ -284,6 +345,22 @@ type Store interface {
 	GetArtifact(ctx context.Context, id string) (*Artifact, error)
 	ListArtifacts(ctx context.Context, f ArtifactFilter) (items []*Artifact, next string, err error)
 	UpdateArtifactStatus(ctx context.Context, u StatusUpdate) (*Artifact, error)
+	// SyncArtifactFiles brings the artifact's file index up to date in one
+	// transaction: upsert writes or replaces rows, remove deletes paths,
+	// and the artifact's Index becomes idx (its At included).
+	SyncArtifactFiles(ctx context.Context, artifactID string, upsert []ArtifactFile, remove []string, idx ArtifactIndex) error
+	// ListArtifactFiles pages through the index; next is "" on the last page.
+	ListArtifactFiles(ctx context.Context, f ArtifactFileFilter) (items []ArtifactFile, next string, err error)
+
+	// AppendMetrics adds points read from one source and moves its cursor,
+	// in one transaction; a point already stored (same name, source and
+	// ord) is kept as it is.
+	AppendMetrics(ctx context.Context, expID string, cur MetricCursor, points []MetricPoint) error
+	// MetricCursors returns every source's cursor of the experiment.
+	MetricCursors(ctx context.Context, expID string) ([]MetricCursor, error)
+	// ListMetricPoints returns the experiment's points, of the named
+	// metrics only when names is not empty, by name, source and ord.
+	ListMetricPoints(ctx context.Context, expID string, names []string) ([]MetricPoint, error)
 
 	// UpsertCluster creates the cluster or, when one with the same name
 	// exists, updates it in place (keeping its ID and created_at).

@@ -15,7 +15,7 @@ import (
 const (
 	expInsertCols = "id, name, exp_type, cluster_name, priority, tags, config, role_to_task_spec, " +
 		"status, reason, message, creator, creator_id, artifact_path, version, " +
-		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at"
+		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at, metric_specs"
 	expCols = "seq, " + expInsertCols
 )
 
@@ -25,7 +25,16 @@ func (s *Store) expArgs(e *store.Experiment) []any {
 		string(e.Status), e.Reason, e.Message, e.Creator, e.CreatorID, e.ArtifactPath, e.Version,
 		s.d.timeArg(e.CreatedAt), s.d.timeArg(e.UpdatedAt), s.d.timePtrArg(e.StartedAt),
 		s.d.timePtrArg(e.FinishedAt), s.d.timePtrArg(e.AbortingAt), s.d.timePtrArg(e.AbortedAt),
+		jsonArg(nonNil(e.Metrics)),
 	}
+}
+
+// nonNil stores an empty list as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func scanExp(sc scanner) (*store.Experiment, int64, error) {
@@ -35,7 +44,11 @@ func scanExp(sc scanner) (*store.Experiment, int64, error) {
 		jsonCol{&e.Tags}, &e.Config, jsonCol{&e.RoleToTaskSpec},
 		&e.Status, &e.Reason, &e.Message, &e.Creator, &e.CreatorID, &e.ArtifactPath, &e.Version,
 		timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt}, nullTimeCol{&e.StartedAt},
-		nullTimeCol{&e.FinishedAt}, nullTimeCol{&e.AbortingAt}, nullTimeCol{&e.AbortedAt})
+		nullTimeCol{&e.FinishedAt}, nullTimeCol{&e.AbortingAt}, nullTimeCol{&e.AbortedAt},
+		jsonCol{&e.Metrics})
+	if len(e.Metrics) == 0 {
+		e.Metrics = nil
+	}
 	return &e, seq, err
 }
 
@@ -361,6 +374,9 @@ func (s *Store) DeleteExp(ctx context.Context, id string) error {
 		}
 		// Children first: they reference the experiment.
 		for _, q := range []string{
+			"DELETE FROM metric_points WHERE exp_id = ?",
+			"DELETE FROM metric_cursors WHERE exp_id = ?",
+			"DELETE FROM artifact_files WHERE artifact_id IN (SELECT id FROM artifacts WHERE exp_id = ?)",
 			"DELETE FROM artifacts WHERE exp_id = ?",
 			"DELETE FROM jobs WHERE exp_id = ?",
 			"DELETE FROM experiments WHERE id = ?",

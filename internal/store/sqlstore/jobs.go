@@ -102,7 +102,7 @@ func (s *Store) AppendJobMessage(ctx context.Context, id, note string) (*store.J
 
 const (
 	artInsertCols = "id, exp_id, path, artifact_type, status, reason, message, version, created_at, updated_at"
-	artCols       = "seq, " + artInsertCols
+	artCols       = "seq, " + artInsertCols + ", file_count, byte_count, index_complete, indexed_at"
 )
 
 func (s *Store) artArgs(a *store.Artifact) []any {
@@ -116,7 +116,7 @@ func scanArt(sc scanner) (*store.Artifact, int64, error) {
 	var a store.Artifact
 	var seq int64
 	err := sc.Scan(&seq, &a.ID, &a.ExpID, &a.Path, &a.ArtifactType, &a.Status, &a.Reason, &a.Message, &a.Version,
-		timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt})
+		timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt}, &a.Index.Files, &a.Index.Bytes, &a.Index.Complete, nullTimeCol{&a.Index.At})
 	return &a, seq, err
 }
 

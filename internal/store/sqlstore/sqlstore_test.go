@@ -72,6 +72,8 @@ func runSuite(t *testing.T, open opener) {
 		{"UpdateJobStatuses", testUpdateJobStatuses},
 		{"ClusterReports", testClusterReports},
 		{"MigrateTwice", testMigrateTwice},
+		{"ArtifactFiles", testArtifactFiles},
+		{"Metrics", testMetrics},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
