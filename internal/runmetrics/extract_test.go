@@ -330,7 +330,15 @@ func TestResumeFromAnyBatch(t *testing.T) {
 }
 
 func TestReadLongLines(t *testing.T) {
-	long := strings.Repeat("x", MaxLineBytes+10)
+	for _, n := range []int{MaxLineBytes + 10, 3 * MaxLineBytes} {
+		t.Run(fmt.Sprintf("%d bytes", n), func(t *testing.T) { testReadLongLines(t, strings.Repeat("x", n)) })
+	}
+}
+
+// testReadLongLines reads lines longer than MaxLineBytes: one that fits the
+// read buffer whole, and one that does not, whose tail is dropped as it is
+// read.
+func testReadLongLines(t *testing.T, long string) {
 	t.Run("file: skipped, offsets kept", func(t *testing.T) {
 		in := `{"a": 1}` + "\n" + `{"b": "` + long + `"}` + "\n" + `{"a": 2}` + "\n"
 		for _, final := range []bool{false, true} {
@@ -391,6 +399,23 @@ func TestReadErrors(t *testing.T) {
 		err := e.ReadFile(strings.NewReader("{\"a\": 1}\n"), false, func([]Point) error { return boom })
 		if !errors.Is(err, boom) {
 			t.Fatalf("err = %v, want boom", err)
+		}
+	})
+	t.Run("only skipped lines: flushed without points", func(t *testing.T) {
+		e := NewExtractor(nil, Cursor{})
+		var curs []Cursor
+		err := e.ReadFile(strings.NewReader("bad\nbad\n"), false, func(b []Point) error {
+			if len(b) != 0 {
+				t.Errorf("points %v", b)
+			}
+			curs = append(curs, e.Cursor())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]Cursor{{FileOffset: 8, FileSkipped: 2}}, curs); diff != "" {
+			t.Errorf("flushed cursors (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("nothing new: no flush", func(t *testing.T) {
