@@ -36,8 +36,9 @@ const (
 	// writes a fresh key per line cannot grow the cursor or the store
 	// without bound.
 	MaxFileNames = 256
-	// BatchPoints is how many points ReadFile and ReadLog hand to flush at
-	// most at once.
+	// BatchPoints is about how many points ReadFile and ReadLog hand to
+	// flush at once: a batch ends at the end of the line that reaches it,
+	// so it may hold that line's other points too.
 	BatchPoints = 1024
 )
 
@@ -222,7 +223,7 @@ func (e *Extractor) fileName(key []byte) string {
 }
 
 // ReadFile reads metrics.jsonl from r, which must start at
-// Cursor().FileOffset, and hands the points to flush in batches of at most
+// Cursor().FileOffset, and hands the points to flush in batches of about
 // BatchPoints. It consumes only complete lines: a trailing line without its
 // newline is left for the next call, unless final is true (the job has
 // ended and nothing more will be written), when it is read as a line too.

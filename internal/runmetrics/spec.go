@@ -250,6 +250,9 @@ func requiredLiteral(re *syntax.Regexp) (lit string, fold bool) {
 
 // String lists the metric names, for logs and test failures.
 func (p *Patterns) String() string {
+	if p == nil {
+		return "metrics[]"
+	}
 	names := make([]string, len(p.patterns))
 	for i, pt := range p.patterns {
 		names[i] = pt.name
