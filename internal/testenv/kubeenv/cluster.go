@@ -62,6 +62,7 @@ type options struct {
 	startTimeout time.Duration
 	extraArgs    map[string][]string
 	logf         func(format string, args ...any)
+	podLogs      bool
 }
 
 // WithName names the cluster: the kubeconfig's cluster and context are called
@@ -109,6 +110,9 @@ type Cluster struct {
 
 	nodeSeq  atomic.Int64
 	stopOnce sync.Once
+
+	podLogs  bool // WithPodLogs: kwok serves pods/log from files
+	kwokPort int  // kwok's kubelet-like server, when podLogs
 }
 
 // Start starts a cluster in a directory under tb.TempDir and stops it when tb
@@ -170,11 +174,22 @@ func StartCluster(ctx context.Context, dir string, opts ...Option) (*Cluster, er
 	if c.pki, err = newPKI(dir); err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
-	ports, err := freePorts(5)
+	nports := 5
+	if o.podLogs {
+		nports++
+	}
+	ports, err := freePorts(nports)
 	if err != nil {
 		return nil, err
 	}
 	etcdPort, peerPort, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	var podLogArgs podLogArgs
+	if o.podLogs {
+		c.podLogs, c.kwokPort = true, ports[5]
+		if podLogArgs, err = c.podLogArgs(); err != nil {
+			return nil, fmt.Errorf("pod logs: %w", err)
+		}
+	}
 	c.host = "https://127.0.0.1:" + strconv.Itoa(apiPort)
 	if err := c.writeConfigs(); err != nil {
 		return nil, err
@@ -222,7 +237,7 @@ func StartCluster(ctx context.Context, dir string, opts ...Option) (*Cluster, er
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 		"--v=1",
-	}, o.extraArgs[binAPIServer]...), nil)
+	}, append(podLogArgs.apiserver, o.extraArgs[binAPIServer]...)...), nil)
 
 	c.controllerManager = newProcess(dir, binController, binDir, append([]string{
 		"--kubeconfig=" + path("kube-controller-manager.kubeconfig"),
@@ -259,7 +274,7 @@ func StartCluster(ctx context.Context, dir string, opts ...Option) (*Cluster, er
 	c.kwok = newProcess(dir, binKwok, binDir, append([]string{
 		"--kubeconfig=" + path("kwok.kubeconfig"),
 		"--config=" + path("kwok.yaml"),
-	}, o.extraArgs[binKwok]...), []string{"HOME=" + path("kwok")})
+	}, append(podLogArgs.kwok, o.extraArgs[binKwok]...)...), []string{"HOME=" + path("kwok")})
 
 	fail := func(err error) (*Cluster, error) {
 		var b strings.Builder
@@ -274,14 +289,30 @@ func StartCluster(ctx context.Context, dir string, opts ...Option) (*Cluster, er
 		return fail(err)
 	}
 	// The others retry until the apiserver answers, so they start now and
-	// load their binaries and configs while it initialises.
-	for _, proc := range []*process{c.apiserver, c.controllerManager, c.scheduler, c.kwok} {
+	// load their binaries and configs while it initialises. With pod logs,
+	// kwok waits for the apiserver and the CRDs it watches (see podlogs.go).
+	early := []*process{c.apiserver, c.controllerManager, c.scheduler, c.kwok}
+	if c.podLogs {
+		early = early[:3]
+	}
+	for _, proc := range early {
 		if err := proc.start(); err != nil {
 			return fail(err)
 		}
 	}
 	if err := c.waitHTTP(ctx, c.apiserver, c.host+"/readyz"); err != nil {
 		return fail(err)
+	}
+	if c.podLogs {
+		if err := c.installLogCRDs(ctx); err != nil {
+			return fail(err)
+		}
+		if err := c.kwok.start(); err != nil {
+			return fail(err)
+		}
+		if err := c.waitKwokServer(ctx); err != nil {
+			return fail(err)
+		}
 	}
 	if err := c.waitHTTP(ctx, c.controllerManager, "https://"+loopback(kcmPort)+"/healthz"); err != nil {
 		return fail(err)

@@ -52,6 +52,10 @@
 // and with AnnotationRunForever it keeps running. A deleted pod is terminated
 // (exit 143) and removed once its finalizers are.
 //
+// Pod logs are served only by a cluster started WithPodLogs: kwok then plays
+// the kubelet's log endpoint too, behind the real apiserver's pods/log, and
+// ServePodLogs ties a pod's container to a log file the test writes.
+//
 // Measured on the 2-core development machine while other sessions compiled:
 // a cluster is ready (apiserver ready, controller manager and scheduler
 // healthy, default service account created) in 4.5-5 s, two started side by

@@ -97,6 +97,7 @@ func (c *Cluster) AddNodes(ctx context.Context, n int, labels map[string]string,
 				},
 			},
 		}
+		c.addKubeletEndpoint(&node.Status)
 		created, err := c.clientset.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if err != nil {
 			return nodes, fmt.Errorf("create node %s: %w", name, err)
