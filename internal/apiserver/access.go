@@ -68,8 +68,14 @@ var rules = map[string]rule{
 	falconv1.JobService_UpdateJobStatuses_FullMethodName: {callers: forControllers},
 	falconv1.JobService_WatchChanges_FullMethodName:      {callers: forControllers},
 
-	falconv1.ArtifactService_GetArtifact_FullMethodName:          {callers: forAll},
-	falconv1.ArtifactService_ListArtifacts_FullMethodName:        {callers: forAll},
+	falconv1.ArtifactService_GetArtifact_FullMethodName:       {callers: forAll},
+	falconv1.ArtifactService_ListArtifacts_FullMethodName:     {callers: forAll},
+	falconv1.ArtifactService_ListArtifactFiles_FullMethodName: {callers: forAll},
+	falconv1.ArtifactService_ReadArtifactFile_FullMethodName:  {callers: forAll},
+	falconv1.ExperimentService_GetExpMetrics_FullMethodName:   {callers: forAll},
+	falconv1.ExperimentService_ExportExpLogs_FullMethodName: {forUsers, func(r any) (string, bool) {
+		return r.(*falconv1.ExportExpLogsRequest).GetId(), true
+	}},
 	falconv1.ArtifactService_UpdateArtifactStatus_FullMethodName: {callers: forControllers},
 
 	falconv1.ClusterService_GetCluster_FullMethodName:          {callers: forAll},

@@ -26,6 +26,7 @@ import (
 	"github.com/falconhq/falcon/internal/apiserver"
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/auth/authtest"
+	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/store/sqlstore"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
@@ -624,7 +625,7 @@ func TestAuditFailureDoesNotFailTheCall(t *testing.T) {
 	st := dbtest.NewSQLite(t)
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	running, err := apiserver.New(failingAudit{st}, apiserver.WithArtifactRoot(t.TempDir()),
+	running, err := apiserver.New(failingAudit{st}, apiserver.WithArtifactRoot(blobstore.Location{Scheme: "file", Prefix: strings.TrimPrefix(t.TempDir(), "/") + "/"}),
 		apiserver.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))).Serve(ctx, "127.0.0.1:0", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -95,6 +95,8 @@ func artifactToAPI(a *store.Artifact) *falconv1.Artifact {
 		Id: a.ID, ExpId: a.ExpID, Path: a.Path, ArtifactType: a.ArtifactType,
 		Status: string(a.Status), Reason: a.Reason, Message: a.Message, Version: int32(a.Version),
 		CreatedAt: ts(a.CreatedAt), UpdatedAt: ts(a.UpdatedAt),
+		FileCount: a.Index.Files, ByteCount: a.Index.Bytes, IndexComplete: a.Index.Complete,
+		IndexedAt: tsp(a.Index.At),
 	}
 }
 

@@ -2,12 +2,14 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/lifecycle"
@@ -60,7 +62,11 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 		ID: ids.New(ids.Artifact), ExpID: exp.ID, ArtifactType: ArtifactTypeOutput,
 		Status: lifecycle.Created, Version: 1, CreatedAt: now, UpdatedAt: now,
 	}
-	art.Path = fmt.Sprintf("%s/experiments/%s/artifacts/%s/", s.artifactRoot, exp.ID, art.ID)
+	root, err := s.artifactRootFor(ctx, exp.ClusterName)
+	if err != nil {
+		return nil, err
+	}
+	art.Path = root.Join(fmt.Sprintf("experiments/%s/artifacts/%s", exp.ID, art.ID)).String()
 	exp.ArtifactPath = art.Path
 
 	roles := make([]string, 0, len(in.GetRoleToTaskSpec()))
@@ -165,6 +171,22 @@ func (s *Server) GetExp(ctx context.Context, req *falconv1.GetExpRequest) (*falc
 		return nil, err
 	}
 	return s.getExp(ctx, req.GetId())
+}
+
+// artifactRootFor is where a new experiment's artifact goes: the bucket of
+// the cluster it is pinned to, whose jobs write there (see
+// artifactindex.Location), else the server's artifact root.
+func (s *Server) artifactRootFor(ctx context.Context, cluster string) (blobstore.Location, error) {
+	if cluster != "" {
+		c, err := s.store.GetCluster(ctx, cluster)
+		if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			return blobstore.Location{}, err
+		}
+		if c != nil && c.GCSBucket != "" {
+			return blobstore.Location{Scheme: "gs", Bucket: c.GCSBucket}, nil
+		}
+	}
+	return s.artifactRoot, nil
 }
 
 // ListExps lists experiments, newest first, one page at a time.

@@ -95,7 +95,10 @@ func Gateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error) {
 		_, _ = w.Write(falconv1.OpenAPI)
 	})
 	h.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	return h, nil
+	// Raw file reads are routed before the mux, which would clean ".." and
+	// "//" out of the path and redirect: the file handler must see the path
+	// as sent to refuse it by name.
+	return fileHandler(conn, h), nil
 }
 
 // gatewayRecvBytes bounds one response the gateway relays: a full page of
@@ -173,7 +176,15 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 	for pattern, h := range s.extra {
 		root.Handle(pattern, h)
 	}
-	hs := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
+	// File reads bypass root's path cleaning for the reason Gateway gives.
+	top := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := filePath(r); ok {
+			gw.ServeHTTP(w, r)
+			return
+		}
+		root.ServeHTTP(w, r)
+	})
+	hs := &http.Server{Handler: top, ReadHeaderTimeout: 10 * time.Second}
 
 	r := &Running{GRPCAddr: gl.Addr().String(), HTTPAddr: hl.Addr().String(), errc: make(chan error, 1)}
 	errc := make(chan error, 2)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +18,9 @@ import (
 	"google.golang.org/grpc/peer"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/artifactindex"
 	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/changefeed"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/store"
@@ -38,7 +42,9 @@ type Server struct {
 	feed         *changefeed.Feed
 	log          *slog.Logger
 	now          func() time.Time
-	artifactRoot string
+	artifactRoot blobstore.Location
+	blobs        *blobstore.Opener
+	index        *artifactindex.Indexer
 	logDir       string
 	logPoll      time.Duration
 	extra        map[string]http.Handler // more HTTP routes (metrics, readiness)
@@ -80,12 +86,17 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 // WithClock injects the clock.
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
 
-// WithArtifactRoot sets where artifacts live: a local directory for
-// `falcon dev`, gs://bucket in production. An artifact's path is
-// <root>/experiments/<exp_id>/artifacts/<art_id>/.
-func WithArtifactRoot(root string) Option {
-	return func(s *Server) { s.artifactRoot = strings.TrimSuffix(root, "/") }
+// WithArtifactRoot sets where artifacts live: a file:// directory for
+// `falcon dev`, gs://bucket/prefix in production. An artifact's path is
+// <root>/experiments/<exp_id>/artifacts/<art_id>/, unless the experiment is
+// pinned to a cluster with a bucket, whose jobs write there.
+func WithArtifactRoot(root blobstore.Location) Option {
+	return func(s *Server) { s.artifactRoot = root }
 }
+
+// WithBlobs sets how buckets are opened (GCS client options, say); by
+// default Application Default Credentials are used for gs://.
+func WithBlobs(o *blobstore.Opener) Option { return func(s *Server) { s.blobs = o } }
 
 // WithHTTPHandler serves h at pattern on the HTTP address too, beside the
 // gateway (falcon dev puts its controllers' /metrics and /readyz there).
@@ -107,18 +118,23 @@ func WithLogPoll(d time.Duration) Option { return func(s *Server) { s.logPoll = 
 // New returns a Server over st.
 func New(st store.Store, opts ...Option) *Server {
 	s := &Server{
-		store:        st,
-		auth:         auth.Local{P: auth.LocalUser()},
-		admins:       auth.NewAdmins(),
-		feed:         changefeed.New(),
-		log:          slog.Default(),
-		now:          func() time.Time { return time.Now().UTC() },
-		artifactRoot: "experiments-root",
+		store:  st,
+		auth:   auth.Local{P: auth.LocalUser()},
+		admins: auth.NewAdmins(),
+		feed:   changefeed.New(),
+		log:    slog.Default(),
+		now:    func() time.Time { return time.Now().UTC() },
+		// Tests that never read artifacts need not name a root.
+		artifactRoot: blobstore.Location{Scheme: "file", Prefix: strings.TrimPrefix(filepath.ToSlash(filepath.Join(os.TempDir(), "falcon-artifacts")), "/") + "/"},
 		logPoll:      250 * time.Millisecond,
 	}
 	for _, o := range opts {
 		o(s)
 	}
+	if s.blobs == nil {
+		s.blobs = blobstore.NewOpener()
+	}
+	s.index = artifactindex.New(st, s.blobs, s.now)
 	return s
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/falconhq/falcon/internal/cli/cmd/artifact"
 	"github.com/falconhq/falcon/internal/cli/cmd/audit"
 	authcmd "github.com/falconhq/falcon/internal/cli/cmd/auth"
 	"github.com/falconhq/falcon/internal/cli/cmd/cluster"
@@ -89,6 +90,7 @@ Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 	root.AddCommand(
 		exp.NewCmdExp(f),
 		job.NewCmdJob(f),
+		artifact.NewCmdArtifact(f),
 		cluster.NewCmdCluster(f),
 		authcmd.NewCmdAuth(f),
 		audit.NewCmdAudit(f),

@@ -154,30 +154,39 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.userAgent != "" {
-		req.Header.Set("User-Agent", c.userAgent)
-	}
-	if c.token != nil {
-		tok, err := c.token(ctx)
-		if err != nil {
-			if _, ok := status.FromError(err); ok {
-				return nil, err // already says what to do (e.g. log in again)
-			}
-			return nil, status.Errorf(codes.Unauthenticated, "getting credentials: %v", err)
-		}
-		if tok != "" {
-			// Authorization for the Falcon server; Cf-Access-Token for
-			// Cloudflare Access in front of it, which does not read
-			// Authorization.
-			req.Header.Set("Authorization", "Bearer "+tok)
-			req.Header.Set("Cf-Access-Token", tok)
-		}
+	if err := c.authorize(ctx, req); err != nil {
+		return nil, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, c.transportError(ctx, err)
 	}
 	return resp, nil
+}
+
+// authorize sets the User-Agent and the caller's credentials on req.
+func (c *Client) authorize(ctx context.Context, req *http.Request) error {
+	if c.userAgent != "" {
+		req.Header.Set("User-Agent", c.userAgent)
+	}
+	if c.token == nil {
+		return nil
+	}
+	tok, err := c.token(ctx)
+	if err != nil {
+		if _, ok := status.FromError(err); ok {
+			return err // already says what to do (e.g. log in again)
+		}
+		return status.Errorf(codes.Unauthenticated, "getting credentials: %v", err)
+	}
+	if tok != "" {
+		// Authorization for the Falcon server; Cf-Access-Token for
+		// Cloudflare Access in front of it, which does not read
+		// Authorization.
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Cf-Access-Token", tok)
+	}
+	return nil
 }
 
 // transportError turns a failure to talk to the server into a status error

@@ -87,7 +87,7 @@ func TestPrintItem(t *testing.T) {
 		}
 		return p.PrintItem(line, nil)
 	})
-	want := `{"job_id":"job-1","role":"worker","rank":1,"pod":"","line":"hi"}` + "\n"
+	want := `{"job_id":"job-1","role":"worker","rank":1,"pod":"","line":"hi","time":null,"resume":""}` + "\n"
 	if diff := cmp.Diff(want+want, out); diff != "" {
 		t.Errorf("NDJSON (-want +got):\n%s", diff)
 	}

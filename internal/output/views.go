@@ -151,6 +151,13 @@ func artifactLine(a *falconv1.Artifact) string {
 	if a.GetPath() != "" {
 		parts = append(parts, a.GetPath())
 	}
+	if a.GetIndexedAt() != nil {
+		kept := fmt.Sprintf("(%d files, %s kept", a.GetFileCount(), Bytes(a.GetByteCount()))
+		if !a.GetIndexComplete() {
+			kept += " so far"
+		}
+		parts = append(parts, kept+")")
+	}
 	return strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), " ")
 }
 

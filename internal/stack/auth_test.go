@@ -23,7 +23,7 @@ import (
 
 func TestServerRefusesUnsafeConfig(t *testing.T) {
 	secret := auth.GenerateControllerSecret()
-	ok := ServerConfig{Auth: AuthNone, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", ControllerSecret: secret}
+	ok := ServerConfig{Auth: AuthNone, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", ControllerSecret: secret, ArtifactRoot: t.TempDir()}
 	tests := []struct {
 		name string
 		edit func(*ServerConfig)
@@ -33,6 +33,8 @@ func TestServerRefusesUnsafeConfig(t *testing.T) {
 		{"unknown auth", func(c *ServerConfig) { c.Auth = "ldap" }, `--auth: "ldap" is not supported`},
 		{"cloudflare without team", func(c *ServerConfig) { c.Auth, c.CFAudience = AuthCloudflare, "aud" }, "--cf-team-domain"},
 		{"cloudflare without audience", func(c *ServerConfig) { c.Auth, c.CFTeamDomain = AuthCloudflare, "myteam" }, "--cf-audience: is required"},
+		{"no artifact root", func(c *ServerConfig) { c.ArtifactRoot = "" }, "--artifact-root: is required"},
+		{"artifact root of another store", func(c *ServerConfig) { c.ArtifactRoot = "s3://bucket" }, "--artifact-root: \"s3://bucket\": the scheme must be gs:// or file://"},
 		{"no controller secret", func(c *ServerConfig) { c.ControllerSecret = "" }, "--controller-token-file: is required"},
 		{"weak controller secret", func(c *ServerConfig) { c.ControllerSecret = "secret" }, "at least"},
 	}

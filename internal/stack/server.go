@@ -8,6 +8,7 @@ import (
 
 	"github.com/falconhq/falcon/internal/apiserver"
 	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/errdefs"
 )
 
@@ -28,7 +29,7 @@ type ServerConfig struct {
 	Migrate      bool // apply migrations before serving
 	HTTPAddr     string
 	GRPCAddr     string
-	ArtifactRoot string // gs://bucket, or a directory
+	ArtifactRoot string // gs://bucket[/prefix], file:///dir or an absolute directory; required
 	LogDir       string
 	Log          *slog.Logger
 
@@ -79,6 +80,12 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 	if err != nil {
 		return err
 	}
+	// Checked before anything is opened: without a root, artifacts would
+	// get paths nothing can read.
+	root, err := blobstore.Parse("--artifact-root", cfg.ArtifactRoot)
+	if err != nil {
+		return err
+	}
 	if cfg.ControllerSecret == "" {
 		return errdefs.Invalid("--controller-token-file", "is required (or set FALCON_CONTROLLER_TOKEN): the secret Falcon's controllers present")
 	}
@@ -94,7 +101,7 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 	srv := apiserver.New(st, apiserver.WithLogger(log),
 		apiserver.WithAuthenticator(authn), apiserver.WithControllerSecret(controllers),
 		apiserver.WithAdmins(auth.NewAdmins(cfg.Admins...)),
-		apiserver.WithArtifactRoot(cfg.ArtifactRoot), apiserver.WithLogDir(cfg.LogDir))
+		apiserver.WithArtifactRoot(root), apiserver.WithLogDir(cfg.LogDir))
 	if cfg.Auth == AuthNone {
 		log.Warn("authentication is off: every call is attributed to the user running the server", "user", auth.LocalUser().Email)
 	}

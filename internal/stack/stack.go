@@ -22,6 +22,7 @@ import (
 
 	"github.com/falconhq/falcon/internal/apiserver"
 	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/changefeed"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/errdefs"
@@ -214,9 +215,13 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	obs := newObservability(interval)
 	obs.setLeading(true) // one process, no election
 	feed := changefeed.New()
+	root, err := blobstore.Parse("--data-dir", dataDir)
+	if err != nil {
+		return err
+	}
 	srv := apiserver.New(st, apiserver.WithControllerSecret(controllers),
 		apiserver.WithFeed(feed), apiserver.WithLogger(log),
-		apiserver.WithArtifactRoot(dataDir), apiserver.WithLogDir(filepath.Join(dataDir, "logs")),
+		apiserver.WithArtifactRoot(root), apiserver.WithLogDir(filepath.Join(dataDir, "logs")),
 		apiserver.WithHTTPHandler("/metrics", obs.handler()), apiserver.WithHTTPHandler("/readyz", obs.handler()),
 		pprofHandler(cfg.Pprof))
 	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)

@@ -17,6 +17,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
 	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/store/sqlstore"
@@ -84,8 +85,12 @@ func StartWith(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	root, err := blobstore.Parse("dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append([]apiserver.Option{
-		apiserver.WithArtifactRoot(dir), apiserver.WithLogDir(filepath.Join(dir, "logs")),
+		apiserver.WithArtifactRoot(root), apiserver.WithLogDir(filepath.Join(dir, "logs")),
 		apiserver.WithControllerSecret(cs),
 	}, o.Server...)
 	running, err := apiserver.New(st, opts...).Serve(ctx, "127.0.0.1:0", "127.0.0.1:0")

@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The job writes the awkward cases: an empty file, one byte, nested
+// directories, a name with spaces and unicode, and 100 MB of binary (from
+// a fixed seed, so the test knows the bytes).
+const filesManifest = `
+name: %s
+role_to_task_spec:
+  main:
+    command: |
+      set -e
+      cd "$FALCON_ARTIFACT_DIR"
+      : > empty
+      printf x > one
+      mkdir -p nested/deeper
+      echo deep > nested/deeper/file.txt
+      echo hi > "name with spaces ü.txt"
+      head -c 104857600 /dev/zero | tr '\0' '\377' > big.bin
+      %s
+    replica: 1
+`
+
+func writtenFiles() map[string][]byte {
+	return map[string][]byte{
+		"empty":                  {},
+		"one":                    []byte("x"),
+		"nested/deeper/file.txt": []byte("deep\n"),
+		"name with spaces ü.txt": []byte("hi\n"),
+		"big.bin":                bytes.Repeat([]byte{0xff}, 100<<20),
+	}
+}
+
+func md5hex(b []byte) string { s := md5.Sum(b); return "md5:" + hex.EncodeToString(s[:]) }
+
+type fileList struct {
+	Items []struct {
+		Path     string `json:"path"`
+		Size     string `json:"size"` // int64 is a JSON string in proto3 JSON
+		Checksum string `json:"checksum"`
+		Updated  string `json:"updated"`
+	} `json:"items"`
+	NextPageToken string `json:"next_page_token"`
+	Complete      bool   `json:"complete"`
+}
+
+func (d *dev) ls(args ...string) fileList {
+	d.t.Helper()
+	r := d.run("", append([]string{"artifact", "ls"}, append(args, "-o", "json")...)...)
+	if r.code != 0 {
+		d.t.Fatalf("artifact ls %v: exit %d: %s", args, r.code, r.stderr)
+	}
+	var l fileList
+	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+		d.t.Fatalf("artifact ls: %v\n%s", err, r.stdout)
+	}
+	return l
+}
+
+func TestArtifactsComeBackByteForByte(t *testing.T) {
+	d := startDev(t, "")
+	exp := d.create(fmt.Sprintf(filesManifest, "files-out", "true"))
+	id := exp["id"].(string)
+	if r := d.run("", "exp", "wait", id, "--timeout", "120s"); r.code != 0 {
+		t.Fatalf("wait: %d %s", r.code, r.stderr)
+	}
+	want := writtenFiles()
+
+	l := d.ls(id)
+	if !l.Complete || len(l.Items) != len(want) {
+		t.Fatalf("ls after the end: complete=%v, %d files; want complete and %d: %+v", l.Complete, len(l.Items), len(want), l.Items)
+	}
+	for _, it := range l.Items {
+		b, ok := want[it.Path]
+		if !ok || it.Checksum != md5hex(b) || it.Size != fmt.Sprintf("%d", len(b)) || it.Updated == "" {
+			t.Errorf("ls item %+v; want size %d checksum %s", it, len(b), md5hex(b))
+		}
+	}
+	art := d.mustJSON("exp", "get", id)["artifact"].(map[string]any)
+	if !strings.HasPrefix(art["path"].(string), "file:///") || art["file_count"] != "5" || art["index_complete"] != true {
+		t.Errorf("exp get's artifact: %v; want a file:// URI and 5 files kept", art)
+	}
+
+	// cat: the bytes, whole.
+	for _, p := range []string{"one", "name with spaces ü.txt", "empty", "big.bin"} {
+		r := d.run("", "artifact", "cat", id, p)
+		if r.code != 0 || r.stdout != string(want[p]) {
+			t.Errorf("cat %q: exit %d, %d bytes (%s); want %d bytes", p, r.code, len(r.stdout), r.stderr, len(want[p]))
+		}
+	}
+
+	// get: everything lands at DIR/<path>; a second run skips them all.
+	dir := filepath.Join(t.TempDir(), "out", "new")
+	if r := d.run("", "artifact", "get", id, "--to", dir); r.code != 0 {
+		t.Fatalf("get: %d %s", r.code, r.stderr)
+	}
+	for p, b := range want {
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil || !bytes.Equal(got, b) {
+			t.Errorf("get %q: %d bytes, %v; want %d", p, len(got), err, len(b))
+		}
+	}
+	again := d.mustJSON("artifact", "get", id, "--to", dir)
+	if again["skipped"] != float64(5) {
+		t.Errorf("second get: %v; want all 5 skipped", again)
+	}
+
+	// An interrupted download resumes: a part file holding the first bytes
+	// is continued, and a corrupt one is replaced.
+	big := filepath.Join(dir, "big.bin")
+	os.Remove(big)
+	if err := os.WriteFile(big+".falcon-part", want["big.bin"][:12345], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "nested/deeper/file.txt")
+	os.Remove(bad)
+	if err := os.WriteFile(bad+".falcon-part", []byte("XX"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.run("", "artifact", "get", id, "big.bin", "nested", "--to", dir); r.code != 0 {
+		t.Fatalf("resumed get: %d %s", r.code, r.stderr)
+	}
+	for _, p := range []string{"big.bin", "nested/deeper/file.txt"} {
+		got, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+		if !bytes.Equal(got, want[p]) {
+			t.Errorf("resumed %q: %d bytes; want the file", p, len(got))
+		}
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p)) + ".falcon-part"); !os.IsNotExist(err) {
+			t.Errorf("part file of %q left behind", p)
+		}
+	}
+
+	// Prefixes and bad input.
+	if l := d.ls(id, "nested/"); len(l.Items) != 1 || l.Items[0].Path != "nested/deeper/file.txt" {
+		t.Errorf("ls nested/: %+v", l.Items)
+	}
+	if l := d.ls(id, "nothing-here/"); len(l.Items) != 0 {
+		t.Errorf("ls of an empty prefix: %+v", l.Items)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"artifact", "cat", id, "missing.txt"}, 3, "missing.txt"},
+		{[]string{"artifact", "cat", id, "../../../etc/passwd"}, 2, "leaves the artifact"},
+		{[]string{"artifact", "cat", id, "%2e%2e/secret"}, 2, "leaves the artifact"},
+		{[]string{"artifact", "cat", id, "/etc/passwd"}, 2, "absolute"},
+		{[]string{"artifact", "ls", "exp-0000000000"}, 3, "exp-0000000000"},
+		{[]string{"artifact", "get", id, "missing/", "--to", t.TempDir()}, 3, "missing/"},
+		{[]string{"artifact", "get", id, "--to", filepath.Join(dir, "one")}, 2, "--to"},
+		{[]string{"artifact", "get", id}, 2, "--to"},
+	} {
+		r := d.run("", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.says) {
+			t.Errorf("falcon %v: exit %d, stderr %q; want exit %d naming %q", tc.args, r.code, r.stderr, tc.code, tc.says)
+		}
+	}
+	ro := filepath.Join(t.TempDir(), "ro")
+	os.Mkdir(ro, 0o555)
+	if os.Geteuid() != 0 { // root writes anywhere
+		if r := d.run("", "artifact", "get", id, "--to", ro); r.code != 2 || !strings.Contains(r.stderr, "not writable") {
+			t.Errorf("get into a read-only dir: exit %d %q", r.code, r.stderr)
+		}
+	}
+}
+
+// An aborted experiment keeps every file its job wrote, and says so.
+func TestAbortedExperimentKeepsItsFiles(t *testing.T) {
+	d := startDev(t, "")
+	exp := d.create(fmt.Sprintf(filesManifest, "files-abort", "touch done-writing; sleep 600"))
+	id := exp["id"].(string)
+	d.waitFor(id, "done writing", func(e map[string]any) bool {
+		l := d.ls(id)
+		for _, it := range l.Items {
+			if it.Path == "done-writing" {
+				return true
+			}
+		}
+		return false
+	})
+	if r := d.run("", "exp", "abort", id, "--yes"); r.code != 0 {
+		t.Fatalf("abort: %d %s", r.code, r.stderr)
+	}
+	d.waitFor(id, "Aborted", func(e map[string]any) bool { return e["status"] == "Aborted" })
+	l := d.ls(id)
+	if !l.Complete || len(l.Items) != 6 {
+		t.Fatalf("after abort: complete=%v %d files; want all 6", l.Complete, len(l.Items))
+	}
+	r := d.run("", "artifact", "cat", id, "nested/deeper/file.txt")
+	if r.code != 0 || r.stdout != "deep\n" {
+		t.Errorf("cat after abort: %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	get := d.run("", "exp", "get", id, "-o", "table")
+	if !strings.Contains(get.stdout, "6 files") {
+		t.Errorf("exp get after abort does not say what was kept:\n%s", get.stdout)
+	}
+}

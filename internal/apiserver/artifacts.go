@@ -1,0 +1,206 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"time"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/artifactindex"
+	"github.com/falconhq/falcon/internal/blobstore"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+// indexFreshness is how old a running experiment's index may be before a
+// listing refreshes it first: `ls` while a job writes shows what is there
+// now, without walking the bucket on every page of one listing.
+const indexFreshness = 2 * time.Second
+
+// chunkBytes is one ArtifactChunk: large enough that framing costs
+// nothing, small enough that a stream holds little memory per reader.
+const chunkBytes = 256 << 10
+
+// experimentFiles is an experiment with its artifact and where its files
+// are.
+type experimentFiles struct {
+	exp *store.Experiment
+	art *store.Artifact
+	loc blobstore.Location
+}
+
+func (s *Server) experimentFiles(ctx context.Context, expID string) (*experimentFiles, error) {
+	if err := checkID("exp_id", ids.Experiment, expID); err != nil {
+		return nil, err
+	}
+	exp, err := s.store.GetExp(ctx, expID)
+	if err != nil {
+		return nil, err
+	}
+	arts, _, err := s.store.ListArtifacts(ctx, store.ArtifactFilter{ExpID: expID, Page: store.Page{Size: 1}})
+	if err != nil {
+		return nil, err
+	}
+	if len(arts) == 0 {
+		return nil, errdefs.NotFoundf("experiment %s has no artifact", expID)
+	}
+	bucket, err := s.jobBucket(ctx, exp)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := artifactindex.Location(arts[0], bucket)
+	if err != nil {
+		return nil, err
+	}
+	return &experimentFiles{exp: exp, art: arts[0], loc: loc}, nil
+}
+
+// jobBucket is the bucket of the cluster the experiment's jobs were placed
+// on, where they write unless their artifact path names a gs:// location.
+func (s *Server) jobBucket(ctx context.Context, exp *store.Experiment) (string, error) {
+	name := exp.ClusterName
+	if name == "" {
+		return "", nil
+	}
+	c, err := s.store.GetCluster(ctx, name)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return "", nil // deleted since: the artifact path is all there is
+	}
+	if err != nil {
+		return "", err
+	}
+	return c.GCSBucket, nil
+}
+
+// refreshIndex brings the index up to date where it may be stale: always
+// once after the experiment ended (then never again), and while it runs
+// when the last refresh is older than indexFreshness.
+func (s *Server) refreshIndex(ctx context.Context, f *experimentFiles) error {
+	if f.art.Index.Complete {
+		return nil
+	}
+	ended := lifecycle.ExperimentMachine.IsTerminal(f.exp.Status)
+	if !ended && f.art.Index.At != nil && s.now().Sub(*f.art.Index.At) < indexFreshness {
+		return nil
+	}
+	idx, err := s.index.Refresh(ctx, f.art, f.loc, ended)
+	if err != nil {
+		return err
+	}
+	f.art.Index = idx
+	if ended {
+		s.index.Forget(f.art.ID)
+	}
+	return nil
+}
+
+// ListArtifactFiles lists the files of an experiment's artifact from the
+// index, refreshed first where it may be stale.
+func (s *Server) ListArtifactFiles(ctx context.Context, req *falconv1.ListArtifactFilesRequest) (*falconv1.ListArtifactFilesResponse, error) {
+	prefix, err := blobstore.Rel("prefix", req.GetPrefix(), true)
+	if err != nil {
+		return nil, err
+	}
+	if req.GetPrefix() != "" && prefix == "" {
+		prefix = req.GetPrefix() // "./" and the like: everything
+	}
+	size, err := pageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	after := ""
+	if t := req.GetPageToken(); t != "" {
+		b, err := base64.RawURLEncoding.DecodeString(t)
+		if err != nil || len(b) == 0 {
+			return nil, errdefs.Invalid("page_token", "is not a token this server issued")
+		}
+		after = string(b)
+	}
+	f, err := s.experimentFiles(ctx, req.GetExpId())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.refreshIndex(ctx, f); err != nil {
+		return nil, err
+	}
+	items, next, err := s.store.ListArtifactFiles(ctx, store.ArtifactFileFilter{
+		ArtifactID: f.art.ID, Prefix: prefix, Hidden: req.GetAll(), After: after, Limit: int(size),
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := &falconv1.ListArtifactFilesResponse{
+		Items:    make([]*falconv1.ArtifactFile, 0, len(items)),
+		Complete: f.art.Index.Complete,
+	}
+	if next != "" {
+		resp.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(next))
+	}
+	for _, it := range items {
+		resp.Items = append(resp.Items, &falconv1.ArtifactFile{Path: it.Path, Size: it.Size, Checksum: it.Checksum, Updated: ts(it.Updated)})
+	}
+	return resp, nil
+}
+
+// ReadArtifactFile streams one file's bytes from the store, chunkBytes at a
+// time, so a reader of any size costs the server one chunk of memory.
+func (s *Server) ReadArtifactFile(req *falconv1.ReadArtifactFileRequest, stream falconv1.ArtifactService_ReadArtifactFileServer) error {
+	ctx := stream.Context()
+	rel, err := blobstore.Rel("path", req.GetPath(), false)
+	if err != nil {
+		return err
+	}
+	if req.GetOffset() < 0 {
+		return errdefs.Invalid("offset", "must not be negative, got %d", req.GetOffset())
+	}
+	if req.GetLength() < 0 {
+		return errdefs.Invalid("length", "must not be negative, got %d (0 reads to the end)", req.GetLength())
+	}
+	f, err := s.experimentFiles(ctx, req.GetExpId())
+	if err != nil {
+		return err
+	}
+	length := req.GetLength()
+	if length == 0 {
+		length = -1
+	}
+	r, file, err := s.blobs.Open(ctx, f.loc, rel, req.GetOffset(), length)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if file.Checksum == "" {
+		// file:// keeps no checksum: the index's, when it describes this
+		// very content, is what `ls` showed.
+		page, _, err := s.store.ListArtifactFiles(ctx, store.ArtifactFileFilter{ArtifactID: f.art.ID, Prefix: rel, Hidden: true, Limit: 1})
+		if err == nil && len(page) == 1 && page[0].Path == rel && page[0].Size == file.Size && page[0].Updated.Equal(file.Updated.Truncate(time.Microsecond)) {
+			file.Checksum = page[0].Checksum
+		}
+	}
+	first := &falconv1.ArtifactChunk{File: &falconv1.ArtifactFile{Path: rel, Size: file.Size, Checksum: file.Checksum, Updated: ts(file.Updated)}}
+	buf := make([]byte, chunkBytes)
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 || first != nil {
+			msg := first
+			if msg == nil {
+				msg = &falconv1.ArtifactChunk{}
+			}
+			first = nil
+			msg.Data = buf[:n]
+			if err := stream.Send(msg); err != nil {
+				return err
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return nil
+		case err != nil:
+			return blobstore.Err(rel, err)
+		}
+	}
+}

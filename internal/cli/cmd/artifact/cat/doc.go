@@ -1,0 +1,3 @@
+// Package cat implements `falcon artifact cat`: one file's bytes to stdout,
+// streamed, whatever its size.
+package cat
