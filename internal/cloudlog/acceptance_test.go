@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	gax "github.com/googleapis/gax-go/v2"
 	"github.com/google/go-cmp/cmp"
+	gax "github.com/googleapis/gax-go/v2"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 	"google.golang.org/grpc/codes"

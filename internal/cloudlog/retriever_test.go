@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	gax "github.com/googleapis/gax-go/v2"
 	"github.com/google/go-cmp/cmp"
+	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
