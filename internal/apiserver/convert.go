@@ -63,8 +63,13 @@ func expToAPI(e *store.Experiment) *falconv1.Experiment {
 	for r, t := range e.RoleToTaskSpec {
 		roles[r] = taskToAPI(t)
 	}
+	var metrics []*falconv1.MetricSpec
+	for _, m := range e.Metrics {
+		metrics = append(metrics, &falconv1.MetricSpec{Name: m.Name, Pattern: m.Pattern, Better: m.Better})
+	}
 	return &falconv1.Experiment{
-		Id: e.ID, Name: e.Name, ExpType: e.ExpType, ClusterName: e.ClusterName,
+		Metrics: metrics,
+		Id:      e.ID, Name: e.Name, ExpType: e.ExpType, ClusterName: e.ClusterName,
 		Priority: e.Priority, Tags: e.Tags, Config: e.Config, RoleToTaskSpec: roles,
 		Status: string(e.Status), Reason: e.Reason, Message: e.Message,
 		Creator: e.Creator, CreatorId: e.CreatorID, ArtifactPath: e.ArtifactPath,

@@ -53,7 +53,7 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 	exp := &store.Experiment{
 		ID: ids.New(ids.Experiment), Name: in.GetName(), ExpType: in.GetExpType(),
 		ClusterName: in.GetClusterName(), Priority: in.GetPriority(), Tags: in.GetTags(),
-		Config: in.GetConfig(), RoleToTaskSpec: map[string]store.TaskSpec{},
+		Config: in.GetConfig(), RoleToTaskSpec: map[string]store.TaskSpec{}, Metrics: metricsFromAPI(in.GetMetrics()),
 		Status: lifecycle.Created, Reason: string(lifecycle.ReasonWaiting),
 		Message: "waiting for the resource manager", Creator: p.Display(), CreatorID: p.UserID,
 		Version: 1, CreatedAt: now, UpdatedAt: now,
@@ -171,6 +171,14 @@ func (s *Server) GetExp(ctx context.Context, req *falconv1.GetExpRequest) (*falc
 		return nil, err
 	}
 	return s.getExp(ctx, req.GetId())
+}
+
+func metricsFromAPI(ms []*falconv1.MetricSpec) []store.MetricSpec {
+	var out []store.MetricSpec
+	for _, m := range ms {
+		out = append(out, store.MetricSpec{Name: m.GetName(), Pattern: m.GetPattern(), Better: m.GetBetter()})
+	}
+	return out
 }
 
 // artifactRootFor is where a new experiment's artifact goes: the bucket of

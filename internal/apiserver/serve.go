@@ -189,6 +189,7 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 	r := &Running{GRPCAddr: gl.Addr().String(), HTTPAddr: hl.Addr().String(), errc: make(chan error, 1)}
 	errc := make(chan error, 2)
 	go func() { errc <- g.Serve(gl) }()
+	go s.keepResults(ctx)
 	go func() {
 		if err := hs.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err

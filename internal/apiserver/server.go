@@ -23,6 +23,7 @@ import (
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/changefeed"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/metricsync"
 	"github.com/falconhq/falcon/internal/store"
 )
 
@@ -45,6 +46,7 @@ type Server struct {
 	artifactRoot blobstore.Location
 	blobs        *blobstore.Opener
 	index        *artifactindex.Indexer
+	metrics      *metricsync.Syncer
 	logDir       string
 	logPoll      time.Duration
 	extra        map[string]http.Handler // more HTTP routes (metrics, readiness)
@@ -135,6 +137,7 @@ func New(st store.Store, opts ...Option) *Server {
 		s.blobs = blobstore.NewOpener()
 	}
 	s.index = artifactindex.New(st, s.blobs, s.now)
+	s.metrics = metricsync.New(st, resultSources{s})
 	return s
 }
 

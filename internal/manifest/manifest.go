@@ -17,7 +17,8 @@ import (
 
 // The keys a manifest may hold, in the order error messages list them.
 var (
-	experimentFields = []string{"name", "exp_type", "cluster_name", "priority", "tags", "config", "role_to_task_spec", "timeout_seconds"}
+	experimentFields = []string{"name", "exp_type", "cluster_name", "priority", "tags", "config", "role_to_task_spec", "timeout_seconds", "metrics"}
+	metricFields     = []string{"name", "pattern", "better"}
 	taskSpecFields   = []string{"command", "replica", "image", "device_count", "device_type", "device_topo", "envs", "timeout_seconds", "supply_mode", "resources"}
 	resourcesFields  = []string{"requests", "limits"}
 )
@@ -117,6 +118,8 @@ func (d *decoder) experiment(n *yaml.Node) *falconv1.Experiment {
 			exp.Config = d.config(path, v)
 		case "role_to_task_spec":
 			roleNodes, roleKeyPath = v, path
+		case "metrics":
+			exp.Metrics = d.metrics(path, v)
 		case "timeout_seconds":
 			// Checked here, where the user wrote it: copied into every
 			// role, a bad value would be reported once per role under a
@@ -196,6 +199,39 @@ func (d *decoder) fields(path string, n *yaml.Node, allowed []string, fn func(ke
 
 func (d *decoder) int32(path string, n *yaml.Node) int32 {
 	return int32(d.Integer(path, n, math.MinInt32, math.MaxInt32))
+}
+
+// metrics reads the list of log patterns; what a pattern may be is
+// validation's to say (runmetrics.Compile), here only its shape.
+func (d *decoder) metrics(path string, n *yaml.Node) []*falconv1.MetricSpec {
+	if yamlnode.IsNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.Fail(path, n, "must be a list of {name, pattern, better}, got %s", yamlnode.Describe(n))
+		return nil
+	}
+	out := make([]*falconv1.MetricSpec, 0, len(n.Content))
+	for i, item := range n.Content {
+		item = yamlnode.Resolve(item)
+		ipath := fmt.Sprintf("%s[%d]", path, i)
+		m := &falconv1.MetricSpec{}
+		if !d.ExpectMapping(ipath, item) {
+			continue
+		}
+		d.fields(ipath, item, metricFields, func(key, fpath string, v *yaml.Node) {
+			switch key {
+			case "name":
+				m.Name = d.Str(fpath, v)
+			case "pattern":
+				m.Pattern = d.Str(fpath, v)
+			case "better":
+				m.Better = d.Str(fpath, v)
+			}
+		})
+		out = append(out, m)
+	}
+	return out
 }
 
 func (d *decoder) strList(path string, n *yaml.Node) []string {

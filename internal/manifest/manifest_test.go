@@ -213,7 +213,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown top-level field",
 			in:   "name: a\nresources: {cpu: 1}\n",
-			want: []string{"resources: unknown field; allowed: name, exp_type, cluster_name, priority, tags, config, role_to_task_spec, timeout_seconds (line 2)"},
+			want: []string{"resources: unknown field; allowed: name, exp_type, cluster_name, priority, tags, config, role_to_task_spec, timeout_seconds, metrics (line 2)"},
 		},
 		{
 			name: "read-only fields are unknown in a manifest",

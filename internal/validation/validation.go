@@ -15,6 +15,7 @@ import (
 	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/placement"
+	"github.com/falconhq/falcon/internal/runmetrics"
 )
 
 // Limits. They are generous for real use and small enough that one request
@@ -94,6 +95,22 @@ func Experiment(e *falconv1.Experiment, knownCluster func(string) bool, clusters
 	sort.Strings(names)
 	for _, r := range names {
 		task(&errs, "role_to_task_spec."+r, r, roles[r])
+	}
+	if ms := e.GetMetrics(); len(ms) > 0 {
+		specs := make([]runmetrics.Spec, len(ms))
+		for i, m := range ms {
+			specs[i] = runmetrics.Spec{Name: m.GetName(), Pattern: m.GetPattern(), Better: m.GetBetter()}
+		}
+		// A pattern that does not compile would only fail once the job
+		// runs, with nobody watching: refused here, by field.
+		if _, err := runmetrics.Compile(specs); err != nil {
+			var fe errdefs.FieldErrors
+			if errors.As(err, &fe) {
+				errs = append(errs, fe...)
+			} else {
+				errs.Add("metrics", "%v", err)
+			}
+		}
 	}
 	return errs.Err()
 }

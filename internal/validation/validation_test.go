@@ -43,6 +43,15 @@ func TestExperiment(t *testing.T) {
 		{"config over 1 MiB", func(e *falconv1.Experiment) { e.Config = strings.Repeat("x", MaxConfigBytes+1) }, []string{"config"}},
 		{"config exactly 1 MiB", func(e *falconv1.Experiment) { e.Config = strings.Repeat("x", MaxConfigBytes) }, nil},
 		{"no roles", func(e *falconv1.Experiment) { e.RoleToTaskSpec = nil }, []string{"role_to_task_spec"}},
+		{"metric patterns", func(e *falconv1.Experiment) {
+			e.Metrics = []*falconv1.MetricSpec{{Name: "step_time", Pattern: `step_time: (?P<value>[0-9.]+)`, Better: "lower"}}
+		}, nil},
+		{"metric pattern that does not compile", func(e *falconv1.Experiment) {
+			e.Metrics = []*falconv1.MetricSpec{{Name: "loss", Pattern: `loss=(?P<value>[0-9.]+`}}
+		}, []string{"metrics[0].pattern"}},
+		{"metric pattern without a value group", func(e *falconv1.Experiment) {
+			e.Metrics = []*falconv1.MetricSpec{{Name: "ok", Pattern: `x=(?P<value>\d+)`}, {Name: "loss", Pattern: `loss=([0-9.]+)`, Better: "smaller"}}
+		}, []string{"metrics[1].better", "metrics[1].pattern"}},
 		{"bad role name", func(e *falconv1.Experiment) {
 			e.RoleToTaskSpec["Main_Role"] = &falconv1.TaskSpec{Command: "x", Replica: 1}
 		}, []string{"role_to_task_spec.Main_Role"}},

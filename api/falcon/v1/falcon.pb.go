@@ -2234,8 +2234,9 @@ type ExpMetrics struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Metrics []*MetricSummary       `protobuf:"bytes,1,rep,name=metrics,proto3" json:"metrics,omitempty"`
 	// Lines of metrics.jsonl or of the log that looked like metrics but
-	// could not be read, skipped without failing the job.
-	SkippedLines int64 `protobuf:"varint,2,opt,name=skipped_lines,json=skippedLines,proto3" json:"skipped_lines,omitempty"`
+	// could not be read, skipped without failing the job. (int32, like
+	// count, so JSON shows a number; both stop at 2^31-1.)
+	SkippedLines int32 `protobuf:"varint,2,opt,name=skipped_lines,json=skippedLines,proto3" json:"skipped_lines,omitempty"`
 	// Names reported both in metrics.jsonl and by a log pattern; the file's
 	// points were kept.
 	Conflicts     []string        `protobuf:"bytes,3,rep,name=conflicts,proto3" json:"conflicts,omitempty"`
@@ -2281,7 +2282,7 @@ func (x *ExpMetrics) GetMetrics() []*MetricSummary {
 	return nil
 }
 
-func (x *ExpMetrics) GetSkippedLines() int64 {
+func (x *ExpMetrics) GetSkippedLines() int32 {
 	if x != nil {
 		return x.SkippedLines
 	}
@@ -2305,7 +2306,7 @@ func (x *ExpMetrics) GetSeries() []*MetricSeries {
 type MetricSummary struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Count  int64                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	Count  int32                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
 	First  float64                `protobuf:"fixed64,3,opt,name=first,proto3" json:"first,omitempty"`
 	Last   float64                `protobuf:"fixed64,4,opt,name=last,proto3" json:"last,omitempty"`
 	Min    float64                `protobuf:"fixed64,5,opt,name=min,proto3" json:"min,omitempty"`
@@ -2356,7 +2357,7 @@ func (x *MetricSummary) GetName() string {
 	return ""
 }
 
-func (x *MetricSummary) GetCount() int64 {
+func (x *MetricSummary) GetCount() int32 {
 	if x != nil {
 		return x.Count
 	}
@@ -5280,12 +5281,12 @@ const file_falcon_proto_rawDesc = "" +
 	"\n" +
 	"ExpMetrics\x122\n" +
 	"\ametrics\x18\x01 \x03(\v2\x18.falcon.v1.MetricSummaryR\ametrics\x12#\n" +
-	"\rskipped_lines\x18\x02 \x01(\x03R\fskippedLines\x12\x1c\n" +
+	"\rskipped_lines\x18\x02 \x01(\x05R\fskippedLines\x12\x1c\n" +
 	"\tconflicts\x18\x03 \x03(\tR\tconflicts\x12/\n" +
 	"\x06series\x18\x04 \x03(\v2\x17.falcon.v1.MetricSeriesR\x06series\"\xe3\x01\n" +
 	"\rMetricSummary\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x03R\x05count\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x14\n" +
 	"\x05first\x18\x03 \x01(\x01R\x05first\x12\x12\n" +
 	"\x04last\x18\x04 \x01(\x01R\x04last\x12\x10\n" +
 	"\x03min\x18\x05 \x01(\x01R\x03min\x12\x10\n" +

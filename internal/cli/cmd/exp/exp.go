@@ -9,6 +9,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/get"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/list"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/logs"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/metrics"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/validate"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/wait"
 	"github.com/falconhq/falcon/internal/cli/factory"
@@ -27,6 +28,7 @@ func NewCmdExp(f *factory.Factory) *cobra.Command {
 		get.NewCmdGet(f, nil),
 		list.NewCmdList(f, nil),
 		logs.NewCmdLogs(f, nil),
+		metrics.NewCmdMetrics(f, nil),
 		wait.NewCmdWait(f, nil),
 		abort.NewCmdAbort(f, nil),
 		delete.NewCmdDelete(f, nil),

@@ -1,0 +1,195 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/blobstore"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+// metricsFile is where a job writes metrics, in its artifact dir.
+const metricsFile = "metrics.jsonl"
+
+// GetExpMetrics summarises the experiment's metrics, reading what is new
+// in its sources first.
+func (s *Server) GetExpMetrics(ctx context.Context, req *falconv1.GetExpMetricsRequest) (*falconv1.ExpMetrics, error) {
+	if err := checkID("id", ids.Experiment, req.GetId()); err != nil {
+		return nil, err
+	}
+	exp, err := s.store.GetExp(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.metrics.Refresh(ctx, exp, lifecycle.ExperimentMachine.IsTerminal(exp.Status)); err != nil {
+		return nil, err
+	}
+	res, err := s.metrics.Summary(ctx, exp, req.GetSeries())
+	if err != nil {
+		return nil, err
+	}
+	out := &falconv1.ExpMetrics{SkippedLines: clamp32(res.Skipped), Conflicts: res.Report.Conflicts, Metrics: []*falconv1.MetricSummary{}}
+	for _, m := range res.Report.Metrics {
+		out.Metrics = append(out.Metrics, &falconv1.MetricSummary{
+			Name: m.Name, Count: clamp32(m.Count), First: m.First, Last: m.Last, Min: m.Min, Max: m.Max,
+			Mean: m.Mean, Median: m.Median, Better: m.Better, Source: string(m.Source),
+		})
+	}
+	for _, name := range req.GetSeries() {
+		ser := &falconv1.MetricSeries{Name: name}
+		for _, p := range res.Series[name] {
+			ser.Points = append(ser.Points, &falconv1.MetricPoint{Step: p.Step, Value: p.Value})
+		}
+		out.Series = append(out.Series, ser)
+	}
+	return out, nil
+}
+
+func clamp32(n int64) int32 { return int32(min(n, math.MaxInt32)) }
+
+// resultSources gives metricsync the server's view of a job's outputs.
+type resultSources struct{ s *Server }
+
+func (r resultSources) MetricsFile(ctx context.Context, exp *store.Experiment, offset int64) (io.ReadCloser, error) {
+	f, err := r.s.experimentFiles(ctx, exp.ID)
+	if err != nil {
+		return nil, err
+	}
+	rd, _, err := r.s.blobs.Open(ctx, f.loc, metricsFile, offset, -1)
+	if err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
+// RankLog opens rank 0's log of the role's job: the file falcon dev
+// writes, else the object the cluster's pods leave in its bucket
+// (logs/<job_id>/<pod>.log, 000 section 7).
+func (r resultSources) RankLog(ctx context.Context, exp *store.Experiment, role string, offset int64) (io.ReadCloser, error) {
+	jobs, err := r.s.allJobs(ctx, store.JobFilter{ExpID: exp.ID})
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(jobs, func(j *store.Job) bool { return j.Role == role })
+	if i < 0 {
+		return nil, errdefs.NotFoundf("experiment %s has no job of role %s", exp.ID, role)
+	}
+	job := jobs[i]
+	if r.s.logDir != "" {
+		f, err := os.Open(filepath.Join(r.s.logDir, job.ID, job.ID+"-0.log"))
+		if err == nil {
+			if _, err := f.Seek(offset, io.SeekStart); err != nil {
+				f.Close()
+				return nil, err
+			}
+			return f, nil
+		}
+	}
+	bucket, err := r.s.jobBucket(ctx, exp)
+	if err != nil || bucket == "" {
+		return nil, errdefs.NotFoundf("no log of rank 0 of job %s", job.ID)
+	}
+	loc := blobstore.Location{Scheme: "gs", Bucket: bucket, Prefix: "logs/" + job.ID + "/"}
+	var pod string
+	err = r.s.blobs.Walk(ctx, loc, func(f blobstore.File) error {
+		if name, ok := strings.CutSuffix(f.Path, ".log"); ok && pod == "" && RankOfPod(job.ID, name) == 0 {
+			pod = f.Path
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if pod == "" {
+		return nil, errdefs.NotFoundf("no log of rank 0 of job %s in gs://%s/logs/%s/", job.ID, bucket, job.ID)
+	}
+	rd, _, err := r.s.blobs.Open(ctx, loc, pod, offset, -1)
+	return rd, err
+}
+
+// RankOfPod reads the rank from a pod's name: <job>-<rank> (falcon dev) or
+// <job>-<rank>-<suffix> (a Kubernetes Job's indexed pods); -1 if neither.
+func RankOfPod(job, pod string) int32 {
+	rest, ok := strings.CutPrefix(pod, job+"-")
+	if !ok {
+		return -1
+	}
+	rest, _, _ = strings.Cut(rest, "-")
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return int32(n)
+}
+
+// resultsEvery is how often the server refreshes the artifact index and
+// metrics of running experiments, so `exp get` and queries see them
+// without anyone asking first.
+const resultsEvery = 5 * time.Second
+
+// keepResults refreshes, every resultsEvery, the results of experiments
+// that run, and once more those that ended since the last round (their
+// final, complete read). A restart loses the second set; the next `ls` or
+// `metrics` call does that final read instead.
+func (s *Server) keepResults(ctx context.Context) {
+	t := time.NewTicker(resultsEvery)
+	defer t.Stop()
+	running := map[string]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := map[string]bool{}
+		for _, st := range []lifecycle.Status{lifecycle.Running, lifecycle.Aborting} {
+			for page := (store.ExpFilter{Status: st, Page: store.Page{Size: 1000}}); ; {
+				exps, next, err := s.store.ListExps(ctx, page)
+				if err != nil {
+					break
+				}
+				for _, e := range exps {
+					now[e.ID] = true
+					s.refreshResults(ctx, e)
+				}
+				if next == "" {
+					break
+				}
+				page.Token = next
+			}
+		}
+		for id := range running {
+			if now[id] {
+				continue
+			}
+			if e, err := s.store.GetExp(ctx, id); err == nil {
+				s.refreshResults(ctx, e)
+			}
+		}
+		running = now
+	}
+}
+
+func (s *Server) refreshResults(ctx context.Context, exp *store.Experiment) {
+	ended := lifecycle.ExperimentMachine.IsTerminal(exp.Status)
+	if f, err := s.experimentFiles(ctx, exp.ID); err == nil {
+		if err := s.refreshIndex(ctx, f); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Warn("artifact index refresh failed", "exp", exp.ID, "err", err)
+		}
+	}
+	if err := s.metrics.Refresh(ctx, exp, ended); err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Warn("metric extraction failed", "exp", exp.ID, "err", err)
+	}
+}
