@@ -187,7 +187,8 @@ func TestServerAuthFlags(t *testing.T) {
 	}{
 		{"cloudflare needs a team", append([]string{"server", "--controller-token-file", secretFile}, db...), "--cf-team-domain"},
 		{"cloudflare needs an audience", append([]string{"server", "--cf-team-domain", "myteam", "--controller-token-file", secretFile}, db...), "--cf-audience: is required"},
-		{"server needs a controller token", append([]string{"server", "--auth", "none", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, db...), "--controller-token-file: is required"},
+		{"server needs an artifact root", append([]string{"server", "--auth", "none", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, db...), "--artifact-root: is required"},
+		{"server needs a controller token", append([]string{"server", "--auth", "none", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0", "--artifact-root", t.TempDir()}, db...), "--controller-token-file: is required"},
 		{"unreadable token file", append([]string{"server", "--auth", "none", "--controller-token-file", secretFile + ".missing"}, db...), "--controller-token-file: read controller token"},
 		{"auth none on a public address", append([]string{"server", "--auth", "none", "--controller-token-file", secretFile}, db...), `--http-addr: ":8080" is not loopback`},
 		{"dev on a public address", []string{"dev", "--data-dir", t.TempDir(), "--http-addr", "0.0.0.0:7070"}, `--http-addr: "0.0.0.0:7070" is not loopback: falcon dev has no authentication`},

@@ -24,13 +24,14 @@ import (
 // client command must appear in TestEveryCommandSpeaksEveryFormat, so a new
 // command cannot ship without -o json and -o yaml.
 var notADocument = map[string]string{
-	"falcon auth login":  "interactive: opens a browser; covered by the login flow tests",
-	"falcon auth logout": "prints only a note on stderr",
-	"falcon auth token":  "prints the bare token whatever -o says, so $(falcon auth token) works in scripts",
-	"falcon dev":         "runs Falcon in the foreground",
-	"falcon server":      "runs Falcon in the foreground",
-	"falcon controller":  "runs Falcon in the foreground",
-	"falcon migrate":     "needs a database flag; its -o json is checked by the MariaDB end-to-end test",
+	"falcon auth login":   "interactive: opens a browser; covered by the login flow tests",
+	"falcon auth logout":  "prints only a note on stderr",
+	"falcon auth token":   "prints the bare token whatever -o says, so $(falcon auth token) works in scripts",
+	"falcon dev":          "runs Falcon in the foreground",
+	"falcon server":       "runs Falcon in the foreground",
+	"falcon controller":   "runs Falcon in the foreground",
+	"falcon migrate":      "needs a database flag; its -o json is checked by the MariaDB end-to-end test",
+	"falcon artifact cat": "writes the file's bytes as they are, whatever -o says, so it can be piped",
 }
 
 // TestEveryCommandSpeaksEveryFormat runs each client command against a real
@@ -77,6 +78,8 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 	}
 	logFile := filepath.Join(env.Dir, "logs", job, job+"-0.log")
 	writeFile(t, mkdirFor(t, logFile), "hello from rank 0\n")
+	artDir := strings.TrimPrefix(done.GetArtifactPath(), "file://")
+	writeFile(t, mkdirFor(t, filepath.Join(artDir, "metrics.jsonl")), `{"step": 1, "loss": 0.5}`+"\n")
 
 	manifest := filepath.Join(dir, "exp-%s.yaml")
 	for _, format := range []string{"table", "json", "yaml"} {
@@ -97,6 +100,9 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"exp", "abort", "{exp}", "--yes"},
 		{"exp", "abort", "{force}", "--force", "--yes"},
 		{"exp", "delete", "{del}", "--yes"},
+		{"exp", "metrics", "{exp}", "--series", "loss"},
+		{"artifact", "ls", "{exp}"},
+		{"artifact", "get", "{exp}", "--to", filepath.Join(dir, "get-{fmt}")},
 		{"job", "list"},
 		{"job", "get", "{job}"},
 		{"cluster", "create", "--name", "lab-{fmt}", "--backend", "local"},
