@@ -58,7 +58,8 @@ func (r *ExportResult) URIs(bucketURL string) map[int]string {
 // Export writes f's lines of t to bucket, one object per rank,
 // <prefix>/rank-<N>.log with a line per entry, and then
 // <prefix>/collection_meta.json with the result. f.Ranks nil exports every
-// rank Ranks finds.
+// rank Ranks finds; a rank asked for by f.Ranks that has no lines gets an
+// empty object.
 //
 // Lines go from Cloud Logging to the bucket's writer a page at a time, one
 // rank after another: no local disk, and memory bounded by a page and the

@@ -199,3 +199,11 @@ func TestFollowFailsWithARetrievalError(t *testing.T) {
 		t.Errorf("got %d lines before the failure, want the 3 listed", n)
 	}
 }
+
+func TestFollowRefusesUntil(t *testing.T) {
+	e := newEnv(t)
+	err := e.r.Stream(context.Background(), target, cloudlog.Filter{Until: t0}, true, func(cloudlog.Line) error { return nil })
+	if diff := cmp.Diff([]string{"until"}, fields(err)); diff != "" {
+		t.Errorf("fields named (-want +got):\n%s", diff)
+	}
+}

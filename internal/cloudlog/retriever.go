@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/falconhq/falcon/internal/errdefs"
 )
 
 // Line is one line of a workload's log.
@@ -93,11 +95,16 @@ func (r *Retriever) Close() error { return r.client.Close() }
 // time order: Stream holds at most f.Tail lines per rank. Without it, Stream
 // holds one page.
 //
-// A failure of Cloud Logging is a *RetrievalError.
+// Bad input is an errdefs field error; a failure of Cloud Logging is a
+// *RetrievalError.
 func (r *Retriever) Stream(ctx context.Context, t Target, f Filter, follow bool, fn func(Line) error) error {
 	filter, err := BuildFilter(t, f)
 	if err != nil {
 		return err
+	}
+	if follow && !f.Until.IsZero() {
+		// New lines are never before Until: following would wait forever.
+		return errdefs.Invalid("until", "cannot be combined with follow")
 	}
 	var seen *seenSet
 	emit := fn
