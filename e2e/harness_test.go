@@ -55,7 +55,11 @@ func freeAddr(t testing.TB) string {
 }
 
 // startDev starts `falcon dev` on a fresh data dir (or dataDir, to restart).
-func startDev(t testing.TB, dataDir string) *dev {
+func startDev(t testing.TB, dataDir string) *dev { return startDevEnv(t, dataDir, nil) }
+
+// startDevEnv is startDev with more environment for the server, such as
+// STORAGE_EMULATOR_HOST.
+func startDevEnv(t testing.TB, dataDir string, env []string) *dev {
 	t.Helper()
 	if dataDir == "" {
 		dataDir = t.TempDir()
@@ -63,6 +67,9 @@ func startDev(t testing.TB, dataDir string) *dev {
 	d := &dev{t: t, dataDir: dataDir, http: freeAddr(t), grpc: freeAddr(t), stderr: &bytes.Buffer{}}
 	d.cmd = exec.Command(falconBin, "dev", "--data-dir", dataDir, "--http-addr", d.http, "--grpc-addr", d.grpc, "--log-level", "debug")
 	d.cmd.Stderr = d.stderr
+	if env != nil {
+		d.cmd.Env = append(os.Environ(), env...)
+	}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

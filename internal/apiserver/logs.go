@@ -2,14 +2,17 @@ package apiserver
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -19,11 +22,14 @@ import (
 	"github.com/falconhq/falcon/internal/store"
 )
 
-// GetExpLogs streams the logs of an experiment's pods, each pod's file from
-// <logDir>/<job_id>/<pod>.log. Lines are never truncated: a line of any
+// GetExpLogs streams the logs of an experiment's pods from where they are:
+// falcon dev's files (<logDir>/<job_id>/<pod>.log), the pod log API of a
+// Kubernetes or GKE cluster while the pods exist, or the log objects they
+// left in the cluster's bucket. Lines are never truncated: a line of any
 // length is sent whole (a 64 KiB cut-off is a classic way to lose results).
-// With follow, it keeps sending new lines until the experiment ends and every
-// file is drained, or the client goes away.
+// With follow, it keeps sending new lines until the experiment ends and
+// every log is drained, or the client goes away; each line from a cluster
+// carries a resume token that continues after it.
 func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.ExperimentService_GetExpLogsServer) error {
 	ctx := stream.Context()
 	if err := checkID("id", ids.Experiment, req.GetId()); err != nil {
@@ -64,6 +70,74 @@ func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.Exp
 		}
 	}
 
+	var grep *regexp.Regexp
+	if g := req.GetGrep(); g != "" {
+		if grep, err = regexp.Compile(g); err != nil {
+			return errdefs.Invalid("grep", "%q is not an RE2 expression: %v", g, err)
+		}
+	}
+	var mu sync.Mutex
+	send := func(l *falconv1.LogLine) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return stream.Send(l)
+	}
+	local, remote, err := s.splitByBackend(ctx, jobs)
+	if err != nil {
+		return err
+	}
+	if len(local) > 0 && req.GetSince() != nil {
+		return errdefs.Invalid("since", "falcon dev's logs carry no timestamps to filter on; use --tail")
+	}
+	if len(local) > 0 && req.GetResume() != "" && len(remote) == 0 {
+		return errdefs.Invalid("resume", "falcon dev's logs cannot be resumed; follow again with --tail")
+	}
+	if len(remote) == 0 {
+		return s.localLogs(ctx, req, local, grep, send)
+	}
+	if len(local) == 0 {
+		return s.clusterLogs(ctx, req, remote, send)
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- s.localLogs(ctx, req, local, grep, send) }()
+	go func() { errc <- s.clusterLogs(ctx, req, remote, send) }()
+	return errors.Join(<-errc, <-errc)
+}
+
+// splitByBackend parts jobs whose logs falcon dev writes to its log dir
+// (the local backend, and jobs not placed yet, whose files appear once
+// they are) from jobs on Kubernetes and GKE clusters.
+func (s *Server) splitByBackend(ctx context.Context, jobs []*store.Job) (local, remote []*store.Job, err error) {
+	backends := map[string]string{}
+	for _, j := range jobs {
+		if j.ClusterName == "" {
+			local = append(local, j)
+			continue
+		}
+		b, ok := backends[j.ClusterName]
+		if !ok {
+			c, err := s.store.GetCluster(ctx, j.ClusterName)
+			switch {
+			case errors.Is(err, errdefs.ErrNotFound):
+				b = "local" // deleted since: only files can be left
+			case err != nil:
+				return nil, nil, err
+			default:
+				b = c.Backend
+			}
+			backends[j.ClusterName] = b
+		}
+		if b == "local" {
+			local = append(local, j)
+		} else {
+			remote = append(remote, j)
+		}
+	}
+	return local, remote, nil
+}
+
+// localLogs streams the files falcon dev writes, <logDir>/<job_id>/<pod>.log.
+func (s *Server) localLogs(ctx context.Context, req *falconv1.GetExpLogsRequest, jobs []*store.Job, grep *regexp.Regexp, send func(*falconv1.LogLine) error) error {
 	readers := map[string]*podReader{}
 	defer func() {
 		for _, pr := range readers {
@@ -99,7 +173,10 @@ func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.Exp
 						break
 					}
 					{
-						if err := stream.Send(&falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: rank, Pod: pod, Line: line}); err != nil {
+						if grep != nil && !grep.MatchString(strings.TrimSuffix(line, "\n")) {
+							continue
+						}
+						if err := send(&falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: rank, Pod: pod, Line: line}); err != nil {
 							return err
 						}
 					}

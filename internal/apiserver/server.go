@@ -47,6 +47,7 @@ type Server struct {
 	blobs        *blobstore.Opener
 	index        *artifactindex.Indexer
 	metrics      *metricsync.Syncer
+	kube         KubeClients
 	logDir       string
 	logPoll      time.Duration
 	extra        map[string]http.Handler // more HTTP routes (metrics, readiness)

@@ -67,7 +67,11 @@ func (o *Opener) Bucket(ctx context.Context, l Location) (*blob.Bucket, error) {
 	switch l.Scheme {
 	case "gs":
 		if o.gcs == nil {
-			if o.gcs, err = storage.NewClient(ctx, o.gcsOptions...); err != nil {
+			// JSON API reads: the same endpoint as every other call, so an
+			// emulator (STORAGE_EMULATOR_HOST) or a private endpoint serves
+			// downloads too, and ranges behave the same.
+			opts := append([]option.ClientOption{storage.WithJSONReads()}, o.gcsOptions...)
+			if o.gcs, err = storage.NewClient(ctx, opts...); err != nil {
 				return nil, errdefs.Unavailable("cloud storage client: %v", err)
 			}
 		}

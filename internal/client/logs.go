@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -38,6 +39,11 @@ func (c *Client) GetExpLogs(ctx context.Context, req *falconv1.GetExpLogsRequest
 	setInt(q, "tail", req.GetTail())
 	if req.GetFollow() {
 		q.Set("follow", "true")
+	}
+	setString(q, "grep", req.GetGrep())
+	setString(q, "resume", req.GetResume())
+	if t := req.GetSince(); t != nil {
+		q.Set("since", t.AsTime().UTC().Format(time.RFC3339Nano))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	resp, err := c.send(ctx, http.MethodGet, idPath("/v1/experiments", req.GetId())+"/logs", q, nil)

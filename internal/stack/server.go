@@ -10,6 +10,7 @@ import (
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/provider/gke"
 )
 
 // How `falcon server` identifies callers.
@@ -101,7 +102,7 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 	srv := apiserver.New(st, apiserver.WithLogger(log),
 		apiserver.WithAuthenticator(authn), apiserver.WithControllerSecret(controllers),
 		apiserver.WithAdmins(auth.NewAdmins(cfg.Admins...)),
-		apiserver.WithArtifactRoot(root), apiserver.WithLogDir(cfg.LogDir))
+		apiserver.WithArtifactRoot(root), apiserver.WithKubeClients(kubeClients(gke.ApplicationDefault)), apiserver.WithLogDir(cfg.LogDir))
 	if cfg.Auth == AuthNone {
 		log.Warn("authentication is off: every call is attributed to the user running the server", "user", auth.LocalUser().Email)
 	}

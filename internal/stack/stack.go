@@ -71,6 +71,15 @@ type GKEConfig struct {
 	PoolTiming *resourcemanager.PoolTiming
 }
 
+// devConnect is how falcon dev reaches the GKE API: the configured
+// connector, else Application Default Credentials.
+func devConnect(gc GKEConfig) gke.Connector {
+	if gc.Connect != nil {
+		return gc.Connect
+	}
+	return gke.ApplicationDefault
+}
+
 // pprofHandler mounts Go's profiler when on: dev is loopback-only, so the
 // profiler is no wider exposure than the API itself.
 func pprofHandler(on bool) apiserver.Option {
@@ -222,6 +231,7 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	srv := apiserver.New(st, apiserver.WithControllerSecret(controllers),
 		apiserver.WithFeed(feed), apiserver.WithLogger(log),
 		apiserver.WithArtifactRoot(root), apiserver.WithLogDir(filepath.Join(dataDir, "logs")),
+		apiserver.WithKubeClients(kubeClients(devConnect(cfg.GKE))),
 		apiserver.WithHTTPHandler("/metrics", obs.handler()), apiserver.WithHTTPHandler("/readyz", obs.handler()),
 		pprofHandler(cfg.Pprof))
 	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)

@@ -104,6 +104,11 @@ func ClusterOf(c *falconv1.Cluster) Cluster {
 	return Cluster{Project: c.GetProject(), Location: c.GetLocation(), Name: name, DefaultReservation: c.GetDefaultReservation()}
 }
 
+// RESTConfig is how the API server reaches a GKE cluster's apiserver to
+// read its pods' logs: the same endpoint, CA and tokens as the jobs' own
+// client.
+func (b *Backend) RESTConfig(c *falconv1.Cluster) (*rest.Config, error) { return b.restConfig(c) }
+
 // restConfig reaches the cluster's apiserver at the endpoint and CA that
 // clusters.get reports, with a bearer token from the refreshing source.
 func (b *Backend) restConfig(c *falconv1.Cluster) (*rest.Config, error) {

@@ -5,7 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spf13/cobra"
 
@@ -23,19 +28,25 @@ type Options struct {
 	Client  func() (*client.Client, error)
 	Printer func() *output.Printer
 
-	ID     string
-	Role   string
-	Rank   *int32 // nil: every rank
-	Tail   int32
-	Follow bool
+	ID         string
+	Role       string
+	Rank       *int32 // nil: every rank
+	Tail       int32
+	Follow     bool
+	Since      time.Time // zero: from the start
+	Grep       string
+	Timestamps bool
+	// Now is the clock --since durations count back from.
+	Now func() time.Time
 }
 
 // NewCmdLogs builds the command. runF replaces logsRun in tests.
 func NewCmdLogs(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams, Client: f.Client, Printer: f.Printer}
+	opts := &Options{IO: f.IOStreams, Client: f.Client, Printer: f.Printer, Now: f.Clock()}
 	var (
 		rank      int32
 		container string
+		since     string
 	)
 	cmd := &cobra.Command{
 		Use:   "logs ID",
@@ -60,6 +71,18 @@ object (job_id, role, rank, pod, line) per output line, ready for jq.`,
 			if opts.Tail < 0 {
 				return errdefs.Invalid("--tail", "must not be negative, got %d", opts.Tail)
 			}
+			if since != "" {
+				t, err := parseSince(since, opts.Now())
+				if err != nil {
+					return err
+				}
+				opts.Since = t
+			}
+			if opts.Grep != "" {
+				if _, err := regexp.Compile(opts.Grep); err != nil {
+					return errdefs.Invalid("--grep", "%q is not an RE2 expression: %v", opts.Grep, err)
+				}
+			}
 			// Scripts written for the previous CLI pass --container task;
 			// a job has only that container.
 			if container != "" && container != "task" {
@@ -76,6 +99,9 @@ object (job_id, role, rank, pod, line) per output line, ready for jq.`,
 	fl.Int32Var(&rank, "rank", 0, "Only this rank (default: every rank)")
 	fl.Int32Var(&opts.Tail, "tail", 0, "Only the last N lines of each pod (0: all)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "Keep streaming new lines until interrupted or the experiment ends")
+	fl.StringVar(&since, "since", "", "Only lines logged since then: a duration (10m, 2h) or a time (RFC 3339)")
+	fl.StringVar(&opts.Grep, "grep", "", "Only lines matching this RE2 expression (matched by the server)")
+	fl.BoolVar(&opts.Timestamps, "timestamps", false, "Prefix each line with the time it was logged, where the source records it")
 	fl.StringVarP(&container, "container", "c", "", "Container name; only \"task\" exists")
 	_ = fl.MarkHidden("container")
 	return cmd
@@ -94,39 +120,109 @@ func logsRun(ctx context.Context, opts *Options) error {
 	}
 	prefix := podCount(exp, opts.Role, opts.Rank) > 1
 
-	stream, err := c.GetExpLogs(ctx, &falconv1.GetExpLogsRequest{
+	req := &falconv1.GetExpLogsRequest{
 		Id:     opts.ID,
 		Role:   opts.Role,
 		Rank:   opts.Rank,
 		Tail:   opts.Tail,
 		Follow: opts.Follow,
-	})
-	if err != nil {
-		return err
+		Grep:   opts.Grep,
 	}
-	defer stream.Close()
+	if !opts.Since.IsZero() {
+		req.Since = timestamppb.New(opts.Since)
+	}
 	p := opts.Printer()
+	// A followed stream that breaks (the server restarted, a proxy cut an
+	// idle connection) is opened again after the last line received, by its
+	// resume token, so no line is lost or printed twice.
+	for attempt := 0; ; {
+		stream, err := c.GetExpLogs(ctx, req)
+		if err != nil {
+			if retry := opts.Follow && req.Resume != "" && errdefs.Code(err) == codes.Unavailable && attempt < maxReconnects; retry {
+				attempt++
+				if !sleep(ctx, reconnectDelay(attempt)) {
+					return nil
+				}
+				continue
+			}
+			return err
+		}
+		err = printStream(ctx, stream, p, prefix, opts.Timestamps, req)
+		stream.Close()
+		if err == nil || ctx.Err() != nil {
+			// Done, or interrupted (Ctrl-C while following): the usual way to stop.
+			return nil
+		}
+		if !opts.Follow || req.Resume == "" || errdefs.Code(err) != codes.Unavailable || attempt >= maxReconnects {
+			return err
+		}
+		attempt++
+		fmt.Fprintf(opts.IO.ErrOut, "falcon: log stream broke (%v); resuming\n", err)
+		if !sleep(ctx, reconnectDelay(attempt)) {
+			return nil
+		}
+	}
+}
+
+// maxReconnects bounds how often one `logs -f` resumes a broken stream.
+const maxReconnects = 30
+
+func reconnectDelay(attempt int) time.Duration {
+	return min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// printStream prints lines until the stream ends (nil) or breaks, keeping
+// the last line's resume token in req.
+func printStream(ctx context.Context, stream *client.LogStream, p *output.Printer, prefix, stamps bool, req *falconv1.GetExpLogsRequest) error {
 	for {
 		line, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				// Interrupted (Ctrl-C while following): the usual way to stop.
-				return nil
-			}
 			return err
 		}
-		if err := p.PrintItem(line, textLine(line, prefix)); err != nil {
+		if line.GetResume() != "" {
+			req.Resume = line.GetResume()
+			req.Tail = 0 // a resumed read continues; it does not tail again
+		}
+		if err := p.PrintItem(line, textLine(line, prefix, stamps)); err != nil {
 			return err
 		}
 	}
 }
 
-func textLine(l *falconv1.LogLine, prefix bool) output.TableFunc {
+// parseSince reads --since: a duration back from now, or a time.
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		if d <= 0 {
+			return time.Time{}, errdefs.Invalid("--since", "a duration must be positive, got %s", v)
+		}
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, errdefs.Invalid("--since", "%q is neither a duration (10m, 2h) nor an RFC 3339 time (2026-12-01T10:00:00Z)", v)
+}
+
+func textLine(l *falconv1.LogLine, prefix, stamps bool) output.TableFunc {
 	return func(v output.View) error {
 		text := strings.TrimSuffix(l.GetLine(), "\n")
+		if stamps && l.GetTime() != nil {
+			text = l.GetTime().AsTime().UTC().Format(time.RFC3339Nano) + " " + text
+		}
 		if prefix {
 			_, err := fmt.Fprintf(v.Out, "[%s/%d] %s\n", l.GetRole(), l.GetRank(), text)
 			return err

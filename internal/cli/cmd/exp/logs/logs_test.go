@@ -92,7 +92,7 @@ func TestLogs(t *testing.T) {
 			name:    "json is one LogLine per line",
 			args:    []string{"exp-two", "--role", "main"},
 			format:  output.JSON,
-			want:    `{"job_id":"job-main","role":"main","rank":0,"pod":"main-0","line":"main rank 0 of 1"}` + "\n",
+			want:    `{"job_id":"job-main","role":"main","rank":0,"pod":"main-0","line":"main rank 0 of 1","time":null,"resume":""}` + "\n",
 			wantReq: &falconv1.GetExpLogsRequest{Id: "exp-two", Role: "main"},
 		},
 	}

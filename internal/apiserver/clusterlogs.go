@@ -1,0 +1,144 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	batchv1 "k8s.io/api/batch/v1"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/blobstore"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/podlogs"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+// KubeClients returns a client for a Kubernetes or GKE cluster and the
+// namespace its jobs run in; the server reads pod logs with it. The server
+// holds the cluster credentials, so a CLI never needs them.
+type KubeClients func(ctx context.Context, c *store.Cluster) (kubernetes.Interface, string, error)
+
+// WithKubeClients lets the server read pod logs through the clusters'
+// apiservers. Without it, logs of jobs on Kubernetes and GKE clusters come
+// from the clusters' buckets only.
+func WithKubeClients(f KubeClients) Option { return func(s *Server) { s.kube = f } }
+
+// logCursor is a resume token's content: per job, the podlogs cursor.
+type logCursor map[string]podlogs.Cursor
+
+func (c logCursor) token() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func parseResume(tok string) (logCursor, error) {
+	c := logCursor{}
+	if tok == "" {
+		return c, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		return nil, errdefs.Invalid("resume", "is not a resume token this server issued (take it from a log line's resume field)")
+	}
+	return c, nil
+}
+
+// clusterLogs streams the logs of jobs on Kubernetes and GKE clusters: from
+// the pod log API while the job's pods exist, else from the log objects
+// its pods left in the cluster's bucket. With follow, jobs are read at
+// once and their lines interleave; each pod's lines stay in order.
+func (s *Server) clusterLogs(ctx context.Context, req *falconv1.GetExpLogsRequest, jobs []*store.Job, send func(*falconv1.LogLine) error) error {
+	resume, err := parseResume(req.GetResume())
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex // send and the cursor are shared by the jobs' readers
+	emitFor := func(j *store.Job) func(podlogs.Line) error {
+		return func(l podlogs.Line) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if resume[j.ID] == nil {
+				resume[j.ID] = podlogs.Cursor{}
+			}
+			resume[j.ID].Advance(l)
+			out := &falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: int32(l.Rank), Pod: l.Pod, Line: l.Text, Resume: resume.token()}
+			if !l.Time.IsZero() {
+				out.Time = timestamppb.New(l.Time)
+			}
+			return send(out)
+		}
+	}
+	read := func(j *store.Job) error {
+		opts := podlogs.Options{Tail: int(req.GetTail()), Grep: req.GetGrep(), Follow: req.GetFollow(), Resume: resume[j.ID]}
+		if req.Rank != nil {
+			opts.Ranks = []int{int(req.GetRank())}
+		}
+		if req.GetSince() != nil {
+			opts.Since = req.GetSince().AsTime()
+		}
+		return s.jobLogs(ctx, j, opts, emitFor(j))
+	}
+	if !req.GetFollow() {
+		for _, j := range jobs {
+			if err := read(j); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(jobs))
+	for _, j := range jobs {
+		go func() { errc <- read(j) }()
+	}
+	var first error
+	for range jobs {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	if errors.Is(first, context.Canceled) && ctx.Err() != nil {
+		return nil // the client stopped following
+	}
+	return first
+}
+
+// jobLogs reads one job's logs from where they are.
+func (s *Server) jobLogs(ctx context.Context, j *store.Job, opts podlogs.Options, emit func(podlogs.Line) error) error {
+	c, err := s.store.GetCluster(ctx, j.ClusterName)
+	if err != nil {
+		return err
+	}
+	if s.kube != nil {
+		client, ns, err := s.kube(ctx, c)
+		if err == nil {
+			pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + j.ID, Limit: 1})
+			if err == nil && (len(pods.Items) > 0 || c.GCSBucket == "") {
+				return podlogs.Stream(ctx, client, ns, j.ID, opts, emit)
+			}
+			if err != nil && c.GCSBucket == "" {
+				return errdefs.Unavailable("logs of job %s: cluster %s: %v", j.ID, c.Name, err)
+			}
+		} else if c.GCSBucket == "" {
+			return err
+		}
+	}
+	if c.GCSBucket == "" {
+		return errdefs.Precondition("logs of job %s: this server cannot reach cluster %s's pods, and the cluster has no gcs_bucket to keep logs in", j.ID, c.Name)
+	}
+	b, err := s.blobs.Bucket(ctx, blobstore.Location{Scheme: "gs", Bucket: c.GCSBucket})
+	if err != nil {
+		return err
+	}
+	opts.Follow = false // the objects of a job whose pods are gone are complete
+	return podlogs.FromBucket(ctx, b, j.ID, opts, emit)
+}

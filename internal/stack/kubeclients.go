@@ -1,0 +1,66 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/apiserver"
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/provider/gke"
+	"github.com/falconhq/falcon/internal/provider/kube"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+// kubeClients gives the API server one client per cluster for reading pod
+// logs: through the cluster's kubeconfig context (kubernetes backend) or
+// the endpoint the GKE API reports (gke, when connect is set). Clients are
+// kept: building one reads files or calls the GKE API.
+func kubeClients(connect gke.Connector) apiserver.KubeClients {
+	var gb *gke.Backend
+	if connect != nil {
+		gb = gke.NewBackend(connect, nil)
+	}
+	var mu sync.Mutex
+	cache := map[string]kubernetes.Interface{}
+	return func(_ context.Context, c *store.Cluster) (kubernetes.Interface, string, error) {
+		pc := &falconv1.Cluster{
+			Name: c.Name, Backend: c.Backend, Project: c.Project, Location: c.Location,
+			Kubeconfig: c.Spec.Kubeconfig, KubeContext: c.Spec.KubeContext, GkeCluster: c.Spec.GKECluster, Namespace: c.Spec.Namespace,
+		}
+		ns := c.Spec.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		key := strings.Join([]string{c.Backend, c.Name, c.Spec.Kubeconfig, c.Spec.KubeContext, c.Project, c.Location, c.Spec.GKECluster}, "\x00")
+		mu.Lock()
+		defer mu.Unlock()
+		if cl, ok := cache[key]; ok {
+			return cl, ns, nil
+		}
+		var cfg *rest.Config
+		var err error
+		switch {
+		case c.Backend == kube.BackendName:
+			cfg, err = kube.KubeconfigREST(pc)
+		case c.Backend == gke.BackendName && gb != nil:
+			cfg, err = gb.RESTConfig(pc)
+		default:
+			return nil, "", errdefs.Precondition("the server has no credentials for %s cluster %s", c.Backend, c.Name)
+		}
+		if err != nil {
+			return nil, "", errdefs.Unavailable("cluster %s: %v", c.Name, err)
+		}
+		cl, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, "", fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+		cache[key] = cl
+		return cl, ns, nil
+	}
+}
