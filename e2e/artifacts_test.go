@@ -207,3 +207,45 @@ func TestAbortedExperimentKeepsItsFiles(t *testing.T) {
 		t.Errorf("exp get after abort does not say what was kept:\n%s", get.stdout)
 	}
 }
+
+// logs export on falcon dev writes one object per rank and the meta
+// document; a rank that never logged is listed as missing, not written.
+func TestLogsExport(t *testing.T) {
+	d := startDev(t, "")
+	exp := d.create("name: export-me\nrole_to_task_spec:\n  main:\n    command: 'if [ $FALCON_RANK = 0 ]; then seq 1 1000; else echo ERROR one; echo fine; fi'\n    replica: 2\n")
+	id := exp["id"].(string)
+	if r := d.run("", "exp", "wait", id, "--timeout", "60s"); r.code != 0 {
+		t.Fatalf("wait: %d %s", r.code, r.stderr)
+	}
+	dir := t.TempDir()
+	res := d.mustJSON("exp", "logs", "export", id, "--to", "file://"+dir+"/out")
+	if res["total_lines"] != "1002" || len(res["ranks"].([]any)) != 2 {
+		t.Errorf("export result: %v", res)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "out", "main-rank-1.log"))
+	if string(got) != "ERROR one\nfine\n" {
+		t.Errorf("rank 1's object: %q", got)
+	}
+	meta, err := os.ReadFile(filepath.Join(dir, "out", "collection_meta.json"))
+	var m map[string]any
+	if err != nil || json.Unmarshal(meta, &m) != nil || m["total_lines"] != "1002" || m["destination"] != "file://"+dir+"/out/" {
+		t.Errorf("collection_meta.json: %v %s", err, meta)
+	}
+	grep := d.mustJSON("exp", "logs", "export", id, "--to", "file://"+dir+"/errors", "--grep", "^ERROR")
+	if grep["total_lines"] != "1" {
+		t.Errorf("export --grep: %v", grep)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"exp", "logs", "export", id}, "--to"},
+		{[]string{"exp", "logs", "export", id, "--to", "s3://x/y"}, "gs:// or file://"},
+		{[]string{"exp", "logs", "export", id, "--to", "file://" + dir, "--grep", "(("}, "--grep"},
+		{[]string{"exp", "logs", "export", id, "--to", "file://" + dir, "--role", "nope"}, "role"},
+	} {
+		if r := d.run("", tc.args...); r.code != 2 || !strings.Contains(r.stderr, tc.says) {
+			t.Errorf("falcon %v: exit %d %q; want 2 naming %s", tc.args, r.code, r.stderr, tc.says)
+		}
+	}
+}

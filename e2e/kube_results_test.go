@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,6 +159,22 @@ role_to_task_spec:
 	r = d.run("", "exp", "logs", id, "-o", "table")
 	if !strings.Contains(r.stdout, "[main/0] rank 0 kept in the bucket") || !strings.Contains(r.stdout, "[main/1] rank 1 kept in the bucket") {
 		t.Errorf("logs after the pods are gone:\n%s\n%s", r.stdout, r.stderr)
+	}
+	ex := d.mustJSON("exp", "logs", "export", id, "--to", "gs://edge-results/exports/run-1")
+	if ex["total_lines"] != "4" || len(ex["ranks"].([]any)) != 2 || ex["meta_object"] != "gs://edge-results/exports/run-1/collection_meta.json" {
+		t.Errorf("export: %v", ex)
+	}
+	exported := blobstore.Location{Scheme: "gs", Bucket: "edge-results", Prefix: "exports/run-1/"}
+	for rank := range 2 {
+		rd, _, err := o.Open(ctx, exported, fmt.Sprintf("main-rank-%d.log", rank), 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(rd)
+		rd.Close()
+		if want := fmt.Sprintf("rank %d kept in the bucket\nstep_time=0.9\n", rank); string(got) != want {
+			t.Errorf("exported rank %d: %q; want %q", rank, got, want)
+		}
 	}
 	if l := d.ls(id); !l.Complete || len(l.Items) != 4 {
 		t.Errorf("ls after abort: complete=%v %d files", l.Complete, len(l.Items))

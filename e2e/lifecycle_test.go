@@ -59,7 +59,7 @@ func TestTwoRoleExperimentSucceeds(t *testing.T) {
 	if art["status"] != "Succeeded" {
 		t.Errorf("artifact %v", art)
 	}
-	if _, err := os.Stat(filepath.Join(art["path"].(string), "metrics.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(strings.TrimPrefix(art["path"].(string), "file://"), "metrics.json")); err != nil {
 		t.Errorf("artifact file missing: %v", err)
 	}
 

@@ -15,6 +15,7 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/blobstore"
+	"github.com/falconhq/falcon/internal/cloudlog"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/podlogs"
 	"github.com/falconhq/falcon/internal/store"
@@ -29,6 +30,11 @@ type KubeClients func(ctx context.Context, c *store.Cluster) (kubernetes.Interfa
 // apiservers. Without it, logs of jobs on Kubernetes and GKE clusters come
 // from the clusters' buckets only.
 func WithKubeClients(f KubeClients) Option { return func(s *Server) { s.kube = f } }
+
+// WithCloudLogging reads the logs of GKE jobs whose pods are gone, and
+// whose cluster bucket holds none, from Cloud Logging (001's
+// CloudLogRetriever).
+func WithCloudLogging(r *cloudlog.Retriever) Option { return func(s *Server) { s.cloudlog = r } }
 
 // logCursor is a resume token's content: per job, the podlogs cursor.
 type logCursor map[string]podlogs.Cursor
@@ -132,13 +138,49 @@ func (s *Server) jobLogs(ctx context.Context, j *store.Job, opts podlogs.Options
 			return err
 		}
 	}
+	opts.Follow = false // what is left of a job whose pods are gone is complete
+	if c.GCSBucket != "" {
+		b, err := s.blobs.Bucket(ctx, blobstore.Location{Scheme: "gs", Bucket: c.GCSBucket})
+		if err != nil {
+			return err
+		}
+		n := 0
+		count := func(l podlogs.Line) error { n++; return emit(l) }
+		if err := podlogs.FromBucket(ctx, b, j.ID, opts, count); err != nil || n > 0 || s.cloudlog == nil || c.Backend != "gke" {
+			return err
+		}
+	}
+	if s.cloudlog != nil && c.Backend == "gke" {
+		return s.cloudLogs(ctx, c, j, opts, emit)
+	}
 	if c.GCSBucket == "" {
 		return errdefs.Precondition("logs of job %s: this server cannot reach cluster %s's pods, and the cluster has no gcs_bucket to keep logs in", j.ID, c.Name)
 	}
-	b, err := s.blobs.Bucket(ctx, blobstore.Location{Scheme: "gs", Bucket: c.GCSBucket})
-	if err != nil {
-		return err
+	return nil
+}
+
+// cloudLogs reads a GKE job's logs from Cloud Logging. A failure there
+// marks the log missing with its reason; it never touches the job.
+func (s *Server) cloudLogs(ctx context.Context, c *store.Cluster, j *store.Job, opts podlogs.Options, emit func(podlogs.Line) error) error {
+	name := c.Spec.GKECluster
+	if name == "" {
+		name = c.Name
 	}
-	opts.Follow = false // the objects of a job whose pods are gone are complete
-	return podlogs.FromBucket(ctx, b, j.ID, opts, emit)
+	ns := c.Spec.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	t := cloudlog.Target{Project: c.Project, Location: c.Location, Cluster: name, Namespace: ns, Workload: j.ID}
+	f := cloudlog.Filter{Ranks: opts.Ranks, Since: opts.Since, Grep: opts.Grep, Tail: opts.Tail}
+	err := s.cloudlog.Stream(ctx, t, f, false, func(l cloudlog.Line) error {
+		return emit(podlogs.Line{Pod: l.Pod, Rank: l.Rank, Time: l.Time, Text: l.Text})
+	})
+	var re *cloudlog.RetrievalError
+	if errors.As(err, &re) {
+		if re.Retryable() {
+			return errdefs.Unavailable("logs of job %s are missing for now: %s", j.ID, re.Reason())
+		}
+		return errdefs.Precondition("logs of job %s are missing: %s", j.ID, re.Reason())
+	}
+	return err
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/changefeed"
+	"github.com/falconhq/falcon/internal/cloudlog"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/metricsync"
 	"github.com/falconhq/falcon/internal/store"
@@ -48,6 +49,7 @@ type Server struct {
 	index        *artifactindex.Indexer
 	metrics      *metricsync.Syncer
 	kube         KubeClients
+	cloudlog     *cloudlog.Retriever
 	logDir       string
 	logPoll      time.Duration
 	extra        map[string]http.Handler // more HTTP routes (metrics, readiness)

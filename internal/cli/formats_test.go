@@ -101,6 +101,7 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"exp", "abort", "{force}", "--force", "--yes"},
 		{"exp", "delete", "{del}", "--yes"},
 		{"exp", "metrics", "{exp}", "--series", "loss"},
+		{"exp", "logs", "export", "{exp}", "--to", "file://" + filepath.Join(dir, "export-{fmt}")},
 		{"artifact", "ls", "{exp}"},
 		{"artifact", "get", "{exp}", "--to", filepath.Join(dir, "get-{fmt}")},
 		{"job", "list"},

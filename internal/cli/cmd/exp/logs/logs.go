@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/logs/export"
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
@@ -94,6 +95,7 @@ object (job_id, role, rank, pod, line) per output line, ready for jq.`,
 			return logsRun(cmd.Context(), opts)
 		},
 	}
+	cmd.AddCommand(export.NewCmdExport(f, nil))
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Role, "role", "", "Only this role's pods")
 	fl.Int32Var(&rank, "rank", 0, "Only this rank (default: every rank)")
