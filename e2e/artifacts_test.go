@@ -92,6 +92,15 @@ func TestArtifactsComeBackByteForByte(t *testing.T) {
 		t.Errorf("exp get's artifact: %v; want a file:// URI and 5 files kept", art)
 	}
 
+	// Falcon's own copy of the spec is there, listed only with --all.
+	if all := d.ls(id, "--all"); len(all.Items) != len(want)+1 || all.Items[0].Path != ".falcon/experiment.json" {
+		t.Errorf("ls --all: %+v", all.Items)
+	}
+	var spec map[string]any
+	if r := d.run("", "artifact", "cat", id, ".falcon/experiment.json"); json.Unmarshal([]byte(r.stdout), &spec) != nil || spec["name"] != "files-out" {
+		t.Errorf("the spec copy: %s %s", r.stdout, r.stderr)
+	}
+
 	// cat: the bytes, whole.
 	for _, p := range []string{"one", "name with spaces ü.txt", "empty", "big.bin"} {
 		r := d.run("", "artifact", "cat", id, p)

@@ -87,6 +87,13 @@ func (s *Server) refreshIndex(ctx context.Context, f *experimentFiles) error {
 	if !ended && f.art.Index.At != nil && s.now().Sub(*f.art.Index.At) < indexFreshness {
 		return nil
 	}
+	if ended {
+		// The complete index is never walked again: Falcon's own copy of
+		// the spec must be there first.
+		if err := s.ensureSpecCopy(ctx, f); err != nil {
+			s.log.Warn("copy of the experiment's spec not written", "exp", f.exp.ID, "err", err)
+		}
+	}
 	idx, err := s.index.Refresh(ctx, f.art, f.loc, ended)
 	if err != nil {
 		return err

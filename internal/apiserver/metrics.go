@@ -13,6 +13,8 @@ import (
 	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
@@ -134,6 +136,47 @@ func RankOfPod(job, pod string) int32 {
 	return int32(n)
 }
 
+// specCopy is the copy of the experiment as submitted that Falcon keeps
+// beside its files, so a downloaded artifact says what produced it.
+const specCopy = blobstore.HiddenDir + "/experiment.json"
+
+// ensureSpecCopy writes specCopy once per artifact; it is Falcon's own
+// file, listed only with --all and not counted as kept.
+func (s *Server) ensureSpecCopy(ctx context.Context, f *experimentFiles) error {
+	if _, done := s.copied.Load(f.art.ID); done {
+		return nil
+	}
+	b, err := s.blobs.Bucket(ctx, f.loc)
+	if err != nil {
+		return err
+	}
+	if ok, err := b.Exists(ctx, f.loc.Prefix+specCopy); err != nil || ok {
+		if ok {
+			s.copied.Store(f.art.ID, struct{}{})
+		}
+		return err
+	}
+	spec := expToAPI(f.exp)
+	spec.Jobs, spec.Artifact = nil, nil
+	doc, err := protojson.MarshalOptions{UseProtoNames: true, Indent: "  "}.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	w, err := s.blobs.Writer(ctx, f.loc, specCopy, "application/json")
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(doc); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	s.copied.Store(f.art.ID, struct{}{})
+	return nil
+}
+
 // resultsEvery is how often the server refreshes the artifact index and
 // metrics of running experiments, so `exp get` and queries see them
 // without anyone asking first.
@@ -185,6 +228,9 @@ func (s *Server) keepResults(ctx context.Context) {
 func (s *Server) refreshResults(ctx context.Context, exp *store.Experiment) {
 	ended := lifecycle.ExperimentMachine.IsTerminal(exp.Status)
 	if f, err := s.experimentFiles(ctx, exp.ID); err == nil {
+		if err := s.ensureSpecCopy(ctx, f); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Warn("copy of the experiment's spec not written", "exp", exp.ID, "err", err)
+		}
 		if err := s.refreshIndex(ctx, f); err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Warn("artifact index refresh failed", "exp", exp.ID, "err", err)
 		}

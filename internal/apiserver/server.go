@@ -54,6 +54,7 @@ type Server struct {
 	logPoll      time.Duration
 	extra        map[string]http.Handler // more HTTP routes (metrics, readiness)
 
+	copied     sync.Map // artifact ID -> struct{}: its .falcon/experiment.json exists
 	knownUsers sync.Map // user_id -> struct{}: skip the upsert after the first request
 }
 

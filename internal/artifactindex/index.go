@@ -80,8 +80,13 @@ func (ix *Indexer) Refresh(ctx context.Context, art *store.Artifact, loc blobsto
 	seen := make(map[string]bool, len(indexed))
 	err := ix.open.Walk(ctx, loc, func(f blobstore.File) error {
 		seen[f.Path] = true
-		idx.Files++
-		idx.Bytes += f.Size
+		// The counts are of what the job wrote: Falcon's own files under
+		// .falcon/ are indexed but not counted.
+		counted := !blobstore.IsHidden(f.Path)
+		if counted {
+			idx.Files++
+			idx.Bytes += f.Size
+		}
 		old, ok := indexed[f.Path]
 		same := ok && old.Size == f.Size && old.Updated.Equal(f.Updated.Truncate(time.Microsecond)) &&
 			(f.Checksum == "" || f.Checksum == old.Checksum)
@@ -94,8 +99,10 @@ func (ix *Indexer) Refresh(ctx context.Context, art *store.Artifact, loc blobsto
 				// Deleted between the walk and the read: the next
 				// refresh drops it.
 				if errors.Is(err, errdefs.ErrNotFound) {
-					idx.Files--
-					idx.Bytes -= f.Size
+					if counted {
+						idx.Files--
+						idx.Bytes -= f.Size
+					}
 					delete(seen, f.Path)
 					return nil
 				}

@@ -9,6 +9,7 @@ import (
 	"github.com/falconhq/falcon/internal/apiserver"
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/blobstore"
+	"github.com/falconhq/falcon/internal/cloudlog"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/provider/gke"
 )
@@ -32,6 +33,9 @@ type ServerConfig struct {
 	GRPCAddr     string
 	ArtifactRoot string // gs://bucket[/prefix], file:///dir or an absolute directory; required
 	LogDir       string
+	// CloudLogging reads GKE jobs' logs from Cloud Logging once their pods
+	// and bucket objects are gone.
+	CloudLogging bool
 	Log          *slog.Logger
 
 	Auth string // AuthCloudflare or AuthNone
@@ -99,10 +103,19 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 		return err
 	}
 	defer st.Close()
-	srv := apiserver.New(st, apiserver.WithLogger(log),
+	extra := []apiserver.Option{}
+	if cfg.CloudLogging {
+		r, err := cloudlog.New(ctx, nil)
+		if err != nil {
+			return errdefs.Invalid("--cloud-logging", "cannot create the Cloud Logging client: %v", err)
+		}
+		defer r.Close()
+		extra = append(extra, apiserver.WithCloudLogging(r))
+	}
+	srv := apiserver.New(st, append([]apiserver.Option{apiserver.WithLogger(log),
 		apiserver.WithAuthenticator(authn), apiserver.WithControllerSecret(controllers),
 		apiserver.WithAdmins(auth.NewAdmins(cfg.Admins...)),
-		apiserver.WithArtifactRoot(root), apiserver.WithKubeClients(kubeClients(gke.ApplicationDefault)), apiserver.WithLogDir(cfg.LogDir))
+		apiserver.WithArtifactRoot(root), apiserver.WithKubeClients(kubeClients(gke.ApplicationDefault)), apiserver.WithLogDir(cfg.LogDir)}, extra...)...)
 	if cfg.Auth == AuthNone {
 		log.Warn("authentication is off: every call is attributed to the user running the server", "user", auth.LocalUser().Email)
 	}
