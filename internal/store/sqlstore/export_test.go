@@ -1,6 +1,12 @@
 package sqlstore
 
-import "context"
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/falconhq/falcon/internal/store"
+)
 
 // PageToken is the token that continues a list after the row with seq.
 func PageToken(seq int64) string { return encodeToken(seq) }
@@ -21,4 +27,26 @@ func (s *Store) MigrateTo(ctx context.Context, v int64) error {
 func (s *Store) Exec(ctx context.Context, q string, args ...any) error {
 	_, err := s.wdb.ExecContext(ctx, q, args...)
 	return err
+}
+
+// CreateExpAtSchema6 writes an experiment as the store did at schema 6,
+// before experiments had metric_specs, for tests of older migrations.
+func (s *Store) CreateExpAtSchema6(ctx context.Context, exp *store.Experiment, jobs []*store.Job, art *store.Artifact) error {
+	if err := s.prepareCreate(exp, jobs, art); err != nil {
+		return err
+	}
+	cols := strings.TrimSuffix(expInsertCols, ", metric_specs")
+	args := s.expArgs(exp)
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, insertSQL("experiments", cols), args[:len(args)-1]...); err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if _, err := tx.ExecContext(ctx, insertSQL("jobs", jobInsertCols), s.jobArgs(j)...); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, insertSQL("artifacts", artInsertCols), s.artArgs(art)...)
+		return err
+	})
 }

@@ -1568,13 +1568,13 @@ func TestMigrationRecordsPlacedClusters(t *testing.T) {
 				t.Fatal(err)
 			}
 			pinned, pjobs, part := newExp("pinned", "w")
-			mustCreate(t, s, pinned, pjobs, part)
+			mustCreateV6(t, s, pinned, pjobs, part)
 			placed, jobs, art := newExp("placed", "w", "ps")
 			placed.ClusterName, jobs[0].ClusterName, jobs[1].ClusterName = "", "", ""
-			mustCreate(t, s, placed, jobs, art)
+			mustCreateV6(t, s, placed, jobs, art)
 			waiting, wjobs, wart := newExp("waiting", "w")
 			waiting.ClusterName, wjobs[0].ClusterName = "", ""
-			mustCreate(t, s, waiting, wjobs, wart)
+			mustCreateV6(t, s, waiting, wjobs, wart)
 			// As schema 5 left them: jobs placed, experiments unaware.
 			for id, cluster := range map[string]string{jobs[0].ID: "b", jobs[1].ID: "a"} {
 				if err := s.Exec(ctx, "UPDATE jobs SET cluster_name = ? WHERE id = ?", cluster, id); err != nil {
@@ -1595,5 +1595,12 @@ func TestMigrationRecordsPlacedClusters(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func mustCreateV6(t *testing.T, s *sqlstore.Store, exp *store.Experiment, jobs []*store.Job, art *store.Artifact) {
+	t.Helper()
+	if err := s.CreateExpAtSchema6(ctx, exp, jobs, art); err != nil {
+		t.Fatalf("CreateExp(%s) at schema 6: %v", exp.Name, err)
 	}
 }
