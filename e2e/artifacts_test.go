@@ -2,10 +2,9 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +41,10 @@ func writtenFiles() map[string][]byte {
 	}
 }
 
-func md5hex(b []byte) string { s := md5.Sum(b); return "md5:" + hex.EncodeToString(s[:]) }
+// crcOf is the checksum Falcon reports, computed here independently.
+func crcOf(b []byte) string {
+	return fmt.Sprintf("crc32c:%08x", crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+}
 
 type fileList struct {
 	Items []struct {
@@ -83,8 +85,8 @@ func TestArtifactsComeBackByteForByte(t *testing.T) {
 	}
 	for _, it := range l.Items {
 		b, ok := want[it.Path]
-		if !ok || it.Checksum != md5hex(b) || it.Size != fmt.Sprintf("%d", len(b)) || it.Updated == "" {
-			t.Errorf("ls item %+v; want size %d checksum %s", it, len(b), md5hex(b))
+		if !ok || it.Checksum != crcOf(b) || it.Size != fmt.Sprintf("%d", len(b)) || it.Updated == "" {
+			t.Errorf("ls item %+v; want size %d checksum %s", it, len(b), crcOf(b))
 		}
 	}
 	art := d.mustJSON("exp", "get", id)["artifact"].(map[string]any)

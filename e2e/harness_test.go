@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -132,6 +133,25 @@ func (d *dev) run(stdin string, args ...string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		d.t.Fatalf("falcon %v: %v", args, err)
+	}
+	return r
+}
+
+// runTo runs the CLI with its stdout going to out (io.Discard for output
+// too large to keep); stderr is kept.
+func (d *dev) runTo(out io.Writer, args ...string) result {
+	d.t.Helper()
+	cmd := exec.Command(falconBin, args...)
+	cmd.Env = append(os.Environ(), "FALCON_SERVER=http://"+d.http)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &errb
+	err := cmd.Run()
+	r := result{stderr: errb.String()}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		r.code = ee.ExitCode()

@@ -72,6 +72,7 @@ var rules = map[string]rule{
 	falconv1.ArtifactService_ListArtifacts_FullMethodName:     {callers: forAll},
 	falconv1.ArtifactService_ListArtifactFiles_FullMethodName: {callers: forAll},
 	falconv1.ArtifactService_ReadArtifactFile_FullMethodName:  {callers: forAll},
+	falconv1.ArtifactService_StatArtifactFile_FullMethodName:  {callers: forAll},
 	falconv1.ExperimentService_GetExpMetrics_FullMethodName:   {callers: forAll},
 	falconv1.ExperimentService_ExportExpLogs_FullMethodName: {forUsers, func(r any) (string, bool) {
 		return r.(*falconv1.ExportExpLogsRequest).GetId(), true

@@ -450,7 +450,11 @@ func TestLogsStream(t *testing.T) {
 				out = append(out, map[string]any{"error": msg["error"]})
 				continue
 			}
-			out = append(out, msg["result"].(map[string]any))
+			// Lines come in batches (LogLines); a test of lines reads them
+			// one by one.
+			for _, l := range msg["result"].(map[string]any)["lines"].([]any) {
+				out = append(out, l.(map[string]any))
+			}
 		}
 		return out
 	}

@@ -153,42 +153,74 @@ func (s *Server) ListArtifactFiles(ctx context.Context, req *falconv1.ListArtifa
 	return resp, nil
 }
 
-// ReadArtifactFile streams one file's bytes from the store, chunkBytes at a
-// time, so a reader of any size costs the server one chunk of memory.
-func (s *Server) ReadArtifactFile(req *falconv1.ReadArtifactFileRequest, stream falconv1.ArtifactService_ReadArtifactFileServer) error {
-	ctx := stream.Context()
-	rel, err := blobstore.Rel("path", req.GetPath(), false)
+// openFile checks a read of one artifact file and opens it: the file's
+// attributes (with the index's checksum where the store keeps none) and a
+// reader of length bytes from offset (length 0: to the end).
+func (s *Server) openFile(ctx context.Context, expID, path string, offset, length int64) (io.ReadCloser, *falconv1.ArtifactFile, error) {
+	rel, err := blobstore.Rel("path", path, false)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if req.GetOffset() < 0 {
-		return errdefs.Invalid("offset", "must not be negative, got %d", req.GetOffset())
+	if offset < 0 {
+		return nil, nil, errdefs.Invalid("offset", "must not be negative, got %d", offset)
 	}
-	if req.GetLength() < 0 {
-		return errdefs.Invalid("length", "must not be negative, got %d (0 reads to the end)", req.GetLength())
+	if length < 0 {
+		return nil, nil, errdefs.Invalid("length", "must not be negative, got %d (0 reads to the end)", length)
 	}
-	f, err := s.experimentFiles(ctx, req.GetExpId())
+	f, err := s.experimentFiles(ctx, expID)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	length := req.GetLength()
 	if length == 0 {
 		length = -1
 	}
-	r, file, err := s.blobs.Open(ctx, f.loc, rel, req.GetOffset(), length)
+	r, file, err := s.blobs.Open(ctx, f.loc, rel, offset, length)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer r.Close()
+	return r, s.describe(ctx, f, file), nil
+}
+
+// describe is file as the API shows it, with the index's checksum where
+// the store keeps none: the one `ls` showed, when it describes this very
+// content.
+func (s *Server) describe(ctx context.Context, f *experimentFiles, file blobstore.File) *falconv1.ArtifactFile {
+	rel := file.Path
 	if file.Checksum == "" {
-		// file:// keeps no checksum: the index's, when it describes this
-		// very content, is what `ls` showed.
 		page, _, err := s.store.ListArtifactFiles(ctx, store.ArtifactFileFilter{ArtifactID: f.art.ID, Prefix: rel, Hidden: true, Limit: 1})
 		if err == nil && len(page) == 1 && page[0].Path == rel && page[0].Size == file.Size && page[0].Updated.Equal(file.Updated.Truncate(time.Microsecond)) {
 			file.Checksum = page[0].Checksum
 		}
 	}
-	first := &falconv1.ArtifactChunk{File: &falconv1.ArtifactFile{Path: rel, Size: file.Size, Checksum: file.Checksum, Updated: ts(file.Updated)}}
+	return &falconv1.ArtifactFile{Path: rel, Size: file.Size, Checksum: file.Checksum, Updated: ts(file.Updated)}
+}
+
+// StatArtifactFile describes one artifact file.
+func (s *Server) StatArtifactFile(ctx context.Context, req *falconv1.StatArtifactFileRequest) (*falconv1.ArtifactFile, error) {
+	rel, err := blobstore.Rel("path", req.GetPath(), false)
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.experimentFiles(ctx, req.GetExpId())
+	if err != nil {
+		return nil, err
+	}
+	file, err := s.blobs.Stat(ctx, f.loc, rel)
+	if err != nil {
+		return nil, err
+	}
+	return s.describe(ctx, f, file), nil
+}
+
+// ReadArtifactFile streams one file's bytes from the store, chunkBytes at a
+// time, so a reader of any size costs the server one chunk of memory.
+func (s *Server) ReadArtifactFile(req *falconv1.ReadArtifactFileRequest, stream falconv1.ArtifactService_ReadArtifactFileServer) error {
+	r, file, err := s.openFile(stream.Context(), req.GetExpId(), req.GetPath(), req.GetOffset(), req.GetLength())
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	first := &falconv1.ArtifactChunk{File: file}
 	buf := make([]byte, chunkBytes)
 	for {
 		n, err := io.ReadFull(r, buf)
@@ -207,7 +239,7 @@ func (s *Server) ReadArtifactFile(req *falconv1.ReadArtifactFileRequest, stream 
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 			return nil
 		case err != nil:
-			return blobstore.Err(rel, err)
+			return blobstore.Err(file.GetPath(), err)
 		}
 	}
 }

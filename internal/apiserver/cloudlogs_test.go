@@ -67,7 +67,7 @@ func TestLogsFromCloudLogging(t *testing.T) {
 			if err != nil {
 				return out, err
 			}
-			out = append(out, l)
+			out = append(out, l.GetLines()...)
 		}
 	}
 	lines, err := read(&falconv1.GetExpLogsRequest{Id: exp.GetId()})

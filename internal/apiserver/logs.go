@@ -30,7 +30,7 @@ import (
 // With follow, it keeps sending new lines until the experiment ends and
 // every log is drained, or the client goes away; each line from a cluster
 // carries a resume token that continues after it.
-func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.ExperimentService_GetExpLogsServer) error {
+func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.ExperimentService_GetExpLogsServer) (err error) {
 	ctx := stream.Context()
 	if err := checkID("id", ids.Experiment, req.GetId()); err != nil {
 		return err
@@ -76,12 +76,31 @@ func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.Exp
 			return errdefs.Invalid("grep", "%q is not an RE2 expression: %v", g, err)
 		}
 	}
-	var mu sync.Mutex
-	send := func(l *falconv1.LogLine) error {
-		mu.Lock()
-		defer mu.Unlock()
-		return stream.Send(l)
+	b := &lineBatcher{send: stream.Send}
+	defer func() {
+		if ferr := b.flush(); err == nil {
+			err = ferr
+		}
+	}()
+	if req.GetFollow() {
+		// Lines that trickle in while following reach the client within
+		// a tick; a burst goes out in full batches.
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			t := time.NewTicker(logFlushEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					_ = b.flush()
+				}
+			}
+		}()
 	}
+	send := b.add
 	local, remote, err := s.splitByBackend(ctx, jobs)
 	if err != nil {
 		return err
@@ -102,6 +121,54 @@ func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.Exp
 	go func() { errc <- s.localLogs(ctx, req, local, grep, send) }()
 	go func() { errc <- s.clusterLogs(ctx, req, remote, send) }()
 	return errors.Join(<-errc, <-errc)
+}
+
+// A log batch is sent when it holds logBatchLines lines or logBatchBytes
+// bytes, when a source has nothing more for now, and while following at
+// least every logFlushEvery.
+const (
+	logBatchLines = 1024
+	logBatchBytes = 256 << 10
+	logFlushEvery = 100 * time.Millisecond
+)
+
+// lineBatcher gathers lines into LogLines messages: one gRPC message (and
+// one gateway chunk) per line cost more than the line itself.
+type lineBatcher struct {
+	mu      sync.Mutex
+	send    func(*falconv1.LogLines) error
+	pending []*falconv1.LogLine
+	bytes   int
+	err     error
+}
+
+func (b *lineBatcher) add(l *falconv1.LogLine) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return b.err
+	}
+	b.pending = append(b.pending, l)
+	b.bytes += len(l.GetLine()) + len(l.GetResume()) + 64
+	if len(b.pending) >= logBatchLines || b.bytes >= logBatchBytes {
+		return b.flushLocked()
+	}
+	return nil
+}
+
+func (b *lineBatcher) flush() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.flushLocked()
+}
+
+func (b *lineBatcher) flushLocked() error {
+	if b.err != nil || len(b.pending) == 0 {
+		return b.err
+	}
+	b.err = b.send(&falconv1.LogLines{Lines: b.pending})
+	b.pending, b.bytes = nil, 0
+	return b.err
 }
 
 // splitByBackend parts jobs whose logs falcon dev writes to its log dir

@@ -2,10 +2,10 @@ package blobstore
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"strings"
 	"sync"
@@ -111,7 +111,7 @@ func (o *Opener) Close() error {
 type File struct {
 	Path     string
 	Size     int64
-	Checksum string // "md5:<hex>"; empty when the store keeps none
+	Checksum string // "crc32c:<8 hex digits>"; empty when the store keeps none
 	Updated  time.Time
 }
 
@@ -135,21 +135,40 @@ func (o *Opener) Walk(ctx context.Context, l Location, fn func(File) error) erro
 			continue
 		}
 		rel := strings.TrimPrefix(obj.Key, l.Prefix)
-		f := File{Path: rel, Size: obj.Size, Updated: obj.ModTime.UTC()}
-		if len(obj.MD5) > 0 {
-			f.Checksum = ChecksumPrefix + hex.EncodeToString(obj.MD5)
-		}
+		f := File{Path: rel, Size: obj.Size, Updated: obj.ModTime.UTC(), Checksum: storedChecksum(obj.As)}
 		if err := fn(f); err != nil {
 			return err
 		}
 	}
 }
 
-// ChecksumPrefix starts every checksum Falcon reports.
-const ChecksumPrefix = "md5:"
+// ChecksumPrefix starts every checksum Falcon reports. CRC32C (Castagnoli)
+// is what Cloud Storage keeps for every object, composite ones included
+// (MD5 it keeps only for objects uploaded whole), and what gcloud storage
+// verifies; CPUs compute it in hardware, so a download that checks it
+// costs no more than one that does not.
+const ChecksumPrefix = "crc32c:"
 
-// Checksum reads the object and returns its checksum, for stores (file://,
-// composite GCS objects) that keep none.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// NewHash returns the hash behind Falcon's checksums.
+func NewHash() hash.Hash32 { return crc32.New(castagnoli) }
+
+// FormatChecksum is a hash's sum as Falcon reports it.
+func FormatChecksum(sum uint32) string { return fmt.Sprintf("%s%08x", ChecksumPrefix, sum) }
+
+// storedChecksum is the checksum the store keeps, "" when it keeps none
+// (file://).
+func storedChecksum(as func(any) bool) string {
+	var attrs storage.ObjectAttrs
+	if as != nil && as(&attrs) && attrs.CRC32C != 0 {
+		return FormatChecksum(attrs.CRC32C)
+	}
+	return ""
+}
+
+// Checksum reads the object and returns its checksum, for stores (file://)
+// that keep none.
 func (o *Opener) Checksum(ctx context.Context, l Location, rel string) (string, error) {
 	b, err := o.Bucket(ctx, l)
 	if err != nil {
@@ -160,30 +179,39 @@ func (o *Opener) Checksum(ctx context.Context, l Location, rel string) (string, 
 		return "", Err(rel, err)
 	}
 	defer r.Close()
-	h := md5.New()
+	h := NewHash()
 	if _, err := io.Copy(h, r); err != nil {
 		return "", Err(rel, err)
 	}
-	return ChecksumPrefix + hex.EncodeToString(h.Sum(nil)), nil
+	return FormatChecksum(h.Sum32()), nil
+}
+
+// Stat returns the attributes of rel under l.
+func (o *Opener) Stat(ctx context.Context, l Location, rel string) (File, error) {
+	b, err := o.Bucket(ctx, l)
+	if err != nil {
+		return File{}, err
+	}
+	attrs, err := b.Attributes(ctx, l.Prefix+rel)
+	if err != nil {
+		return File{}, Err(rel, err)
+	}
+	return File{Path: rel, Size: attrs.Size, Updated: attrs.ModTime.UTC(), Checksum: storedChecksum(attrs.As)}, nil
 }
 
 // Open returns a reader of rel under l from offset, at most length bytes
 // (length < 0: to the end), and the file's attributes.
 func (o *Opener) Open(ctx context.Context, l Location, rel string, offset, length int64) (*blob.Reader, File, error) {
-	b, err := o.Bucket(ctx, l)
+	f, err := o.Stat(ctx, l, rel)
 	if err != nil {
 		return nil, File{}, err
 	}
-	attrs, err := b.Attributes(ctx, l.Prefix+rel)
+	if offset > f.Size {
+		return nil, File{}, errdefs.Invalid("offset", "%d is past the end of %s (%d bytes)", offset, rel, f.Size)
+	}
+	b, err := o.Bucket(ctx, l)
 	if err != nil {
-		return nil, File{}, Err(rel, err)
-	}
-	f := File{Path: rel, Size: attrs.Size, Updated: attrs.ModTime.UTC()}
-	if len(attrs.MD5) > 0 {
-		f.Checksum = ChecksumPrefix + hex.EncodeToString(attrs.MD5)
-	}
-	if offset > attrs.Size {
-		return nil, File{}, errdefs.Invalid("offset", "%d is past the end of %s (%d bytes)", offset, rel, attrs.Size)
+		return nil, File{}, err
 	}
 	r, err := b.NewRangeReader(ctx, l.Prefix+rel, offset, length, nil)
 	if err != nil {

@@ -33,7 +33,7 @@ type FileReader struct {
 	io.ReadCloser
 	// Size is the whole file's size; the reader holds Size - offset bytes.
 	Size     int64
-	Checksum string // "md5:<hex>", or "" when the store keeps none
+	Checksum string // "crc32c:<hex>", or "" when the store keeps none
 	Updated  time.Time
 	cancel   context.CancelFunc
 }

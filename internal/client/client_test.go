@@ -287,18 +287,18 @@ func TestGetExpLogs(t *testing.T) {
 		{JobId: "job-1", Role: "worker", Rank: 1, Pod: "p1", Line: "world"},
 	}
 	api := &clitest.API{
-		GetExpLogsFunc: func(r *falconv1.GetExpLogsRequest, s grpc.ServerStreamingServer[falconv1.LogLine]) error {
+		GetExpLogsFunc: func(r *falconv1.GetExpLogsRequest, s grpc.ServerStreamingServer[falconv1.LogLines]) error {
 			switch r.GetId() {
 			case "missing":
 				return status.Error(codes.NotFound, "experiment \"missing\" not found")
 			case "broken":
-				if err := s.Send(lines[0]); err != nil {
+				if err := s.Send(&falconv1.LogLines{Lines: lines[:1]}); err != nil {
 					return err
 				}
 				return status.Error(codes.Internal, "log backend went away")
 			}
 			for _, l := range lines {
-				if err := s.Send(l); err != nil {
+				if err := s.Send(&falconv1.LogLines{Lines: []*falconv1.LogLine{l}}); err != nil {
 					return err
 				}
 			}

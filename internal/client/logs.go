@@ -24,6 +24,8 @@ type LogStream struct {
 	dec    *json.Decoder
 	cancel context.CancelFunc
 	err    error
+	// pending are the lines of the last batch not yet returned.
+	pending []*falconv1.LogLine
 }
 
 // GetExpLogs opens the log stream of an experiment. The stream has no
@@ -71,6 +73,11 @@ type chunk struct {
 
 // Recv returns the next line, or io.EOF when the stream ended normally.
 func (s *LogStream) Recv() (*falconv1.LogLine, error) {
+	if len(s.pending) > 0 {
+		l := s.pending[0]
+		s.pending = s.pending[1:]
+		return l, nil
+	}
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -99,12 +106,13 @@ func (s *LogStream) Recv() (*falconv1.LogLine, error) {
 		s.err = st.Err()
 		return nil, s.err
 	}
-	line := new(falconv1.LogLine)
-	if err := unmarshal.Unmarshal(ch.Result, line); err != nil {
-		s.err = status.Errorf(codes.Internal, "decoding log line from %s: %v", s.c.base, err)
+	batch := new(falconv1.LogLines)
+	if err := unmarshal.Unmarshal(ch.Result, batch); err != nil {
+		s.err = status.Errorf(codes.Internal, "decoding log lines from %s: %v", s.c.base, err)
 		return nil, s.err
 	}
-	return line, nil
+	s.pending = batch.GetLines()
+	return s.Recv()
 }
 
 // Close stops the stream and releases the connection.

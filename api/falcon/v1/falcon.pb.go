@@ -916,7 +916,8 @@ type ArtifactFile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
 	Size  int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	// "md5:" and the hex MD5 of the content.
+	// "crc32c:" and the content's CRC32C (Castagnoli) in 8 hex digits, the
+	// checksum Cloud Storage keeps for every object.
 	Checksum      string                 `protobuf:"bytes,3,opt,name=checksum,proto3" json:"checksum,omitempty"`
 	Updated       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=updated,proto3" json:"updated,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1937,6 +1938,50 @@ func (x *LogLine) GetResume() string {
 	return ""
 }
 
+type LogLines struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lines         []*LogLine             `protobuf:"bytes,1,rep,name=lines,proto3" json:"lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogLines) Reset() {
+	*x = LogLines{}
+	mi := &file_falcon_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogLines) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogLines) ProtoMessage() {}
+
+func (x *LogLines) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogLines.ProtoReflect.Descriptor instead.
+func (*LogLines) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *LogLines) GetLines() []*LogLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
 type ExportExpLogsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1952,7 +1997,7 @@ type ExportExpLogsRequest struct {
 
 func (x *ExportExpLogsRequest) Reset() {
 	*x = ExportExpLogsRequest{}
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2009,7 @@ func (x *ExportExpLogsRequest) String() string {
 func (*ExportExpLogsRequest) ProtoMessage() {}
 
 func (x *ExportExpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2022,7 @@ func (x *ExportExpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportExpLogsRequest.ProtoReflect.Descriptor instead.
 func (*ExportExpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{20}
+	return file_falcon_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExportExpLogsRequest) GetId() string {
@@ -2029,7 +2074,7 @@ type LogExportResult struct {
 
 func (x *LogExportResult) Reset() {
 	*x = LogExportResult{}
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2041,7 +2086,7 @@ func (x *LogExportResult) String() string {
 func (*LogExportResult) ProtoMessage() {}
 
 func (x *LogExportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2054,7 +2099,7 @@ func (x *LogExportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogExportResult.ProtoReflect.Descriptor instead.
 func (*LogExportResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{21}
+	return file_falcon_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LogExportResult) GetDestination() string {
@@ -2107,7 +2152,7 @@ type RankExport struct {
 
 func (x *RankExport) Reset() {
 	*x = RankExport{}
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2164,7 @@ func (x *RankExport) String() string {
 func (*RankExport) ProtoMessage() {}
 
 func (x *RankExport) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2177,7 @@ func (x *RankExport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankExport.ProtoReflect.Descriptor instead.
 func (*RankExport) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{22}
+	return file_falcon_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RankExport) GetRole() string {
@@ -2188,7 +2233,7 @@ type GetExpMetricsRequest struct {
 
 func (x *GetExpMetricsRequest) Reset() {
 	*x = GetExpMetricsRequest{}
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2245,7 @@ func (x *GetExpMetricsRequest) String() string {
 func (*GetExpMetricsRequest) ProtoMessage() {}
 
 func (x *GetExpMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2258,7 @@ func (x *GetExpMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetExpMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{23}
+	return file_falcon_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetExpMetricsRequest) GetId() string {
@@ -2247,7 +2292,7 @@ type ExpMetrics struct {
 
 func (x *ExpMetrics) Reset() {
 	*x = ExpMetrics{}
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2259,7 +2304,7 @@ func (x *ExpMetrics) String() string {
 func (*ExpMetrics) ProtoMessage() {}
 
 func (x *ExpMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2272,7 +2317,7 @@ func (x *ExpMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpMetrics.ProtoReflect.Descriptor instead.
 func (*ExpMetrics) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{24}
+	return file_falcon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ExpMetrics) GetMetrics() []*MetricSummary {
@@ -2322,7 +2367,7 @@ type MetricSummary struct {
 
 func (x *MetricSummary) Reset() {
 	*x = MetricSummary{}
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2379,7 @@ func (x *MetricSummary) String() string {
 func (*MetricSummary) ProtoMessage() {}
 
 func (x *MetricSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2392,7 @@ func (x *MetricSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricSummary.ProtoReflect.Descriptor instead.
 func (*MetricSummary) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{25}
+	return file_falcon_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *MetricSummary) GetName() string {
@@ -2430,7 +2475,7 @@ type MetricSeries struct {
 
 func (x *MetricSeries) Reset() {
 	*x = MetricSeries{}
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2442,7 +2487,7 @@ func (x *MetricSeries) String() string {
 func (*MetricSeries) ProtoMessage() {}
 
 func (x *MetricSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2455,7 +2500,7 @@ func (x *MetricSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricSeries.ProtoReflect.Descriptor instead.
 func (*MetricSeries) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{26}
+	return file_falcon_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MetricSeries) GetName() string {
@@ -2482,7 +2527,7 @@ type MetricPoint struct {
 
 func (x *MetricPoint) Reset() {
 	*x = MetricPoint{}
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2494,7 +2539,7 @@ func (x *MetricPoint) String() string {
 func (*MetricPoint) ProtoMessage() {}
 
 func (x *MetricPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2507,7 +2552,7 @@ func (x *MetricPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricPoint.ProtoReflect.Descriptor instead.
 func (*MetricPoint) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{27}
+	return file_falcon_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MetricPoint) GetStep() int64 {
@@ -2538,7 +2583,7 @@ type UpdateExpStatusRequest struct {
 
 func (x *UpdateExpStatusRequest) Reset() {
 	*x = UpdateExpStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2550,7 +2595,7 @@ func (x *UpdateExpStatusRequest) String() string {
 func (*UpdateExpStatusRequest) ProtoMessage() {}
 
 func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2563,7 +2608,7 @@ func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateExpStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateExpStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{28}
+	return file_falcon_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdateExpStatusRequest) GetId() string {
@@ -2610,7 +2655,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2622,7 +2667,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2635,7 +2680,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{29}
+	return file_falcon_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -2662,7 +2707,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +2719,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +2732,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{30}
+	return file_falcon_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListJobsRequest) GetPageSize() int32 {
@@ -2742,7 +2787,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +2799,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +2812,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{31}
+	return file_falcon_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListJobsResponse) GetItems() []*Job {
@@ -2804,7 +2849,7 @@ type UpdateJobStatusRequest struct {
 
 func (x *UpdateJobStatusRequest) Reset() {
 	*x = UpdateJobStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2816,7 +2861,7 @@ func (x *UpdateJobStatusRequest) String() string {
 func (*UpdateJobStatusRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2829,7 +2874,7 @@ func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{32}
+	return file_falcon_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateJobStatusRequest) GetId() string {
@@ -2890,7 +2935,7 @@ type UpdateJobStatusesRequest struct {
 
 func (x *UpdateJobStatusesRequest) Reset() {
 	*x = UpdateJobStatusesRequest{}
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2902,7 +2947,7 @@ func (x *UpdateJobStatusesRequest) String() string {
 func (*UpdateJobStatusesRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2915,7 +2960,7 @@ func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{33}
+	return file_falcon_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpdateJobStatusesRequest) GetUpdates() []*UpdateJobStatusRequest {
@@ -2935,7 +2980,7 @@ type UpdateJobStatusesResponse struct {
 
 func (x *UpdateJobStatusesResponse) Reset() {
 	*x = UpdateJobStatusesResponse{}
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2947,7 +2992,7 @@ func (x *UpdateJobStatusesResponse) String() string {
 func (*UpdateJobStatusesResponse) ProtoMessage() {}
 
 func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2960,7 +3005,7 @@ func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{34}
+	return file_falcon_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UpdateJobStatusesResponse) GetResults() []*JobStatusResult {
@@ -2984,7 +3029,7 @@ type JobStatusResult struct {
 
 func (x *JobStatusResult) Reset() {
 	*x = JobStatusResult{}
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2996,7 +3041,7 @@ func (x *JobStatusResult) String() string {
 func (*JobStatusResult) ProtoMessage() {}
 
 func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3009,7 +3054,7 @@ func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatusResult.ProtoReflect.Descriptor instead.
 func (*JobStatusResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{35}
+	return file_falcon_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *JobStatusResult) GetJob() *Job {
@@ -3043,7 +3088,7 @@ type AppendJobMessageRequest struct {
 
 func (x *AppendJobMessageRequest) Reset() {
 	*x = AppendJobMessageRequest{}
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3100,7 @@ func (x *AppendJobMessageRequest) String() string {
 func (*AppendJobMessageRequest) ProtoMessage() {}
 
 func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3113,7 @@ func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendJobMessageRequest.ProtoReflect.Descriptor instead.
 func (*AppendJobMessageRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{36}
+	return file_falcon_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AppendJobMessageRequest) GetId() string {
@@ -3098,7 +3143,7 @@ type AbortJobRequest struct {
 
 func (x *AbortJobRequest) Reset() {
 	*x = AbortJobRequest{}
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3110,7 +3155,7 @@ func (x *AbortJobRequest) String() string {
 func (*AbortJobRequest) ProtoMessage() {}
 
 func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3123,7 +3168,7 @@ func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortJobRequest.ProtoReflect.Descriptor instead.
 func (*AbortJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{37}
+	return file_falcon_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AbortJobRequest) GetId() string {
@@ -3162,7 +3207,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3219,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3232,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{38}
+	return file_falcon_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WatchChangesRequest) GetSince() int64 {
@@ -3225,7 +3270,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3237,7 +3282,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3250,7 +3295,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{39}
+	return file_falcon_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Change) GetKind() string {
@@ -3297,7 +3342,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3309,7 +3354,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3322,7 +3367,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{40}
+	return file_falcon_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetArtifactRequest) GetId() string {
@@ -3346,7 +3391,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3358,7 +3403,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3371,7 +3416,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{41}
+	return file_falcon_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListArtifactsRequest) GetPageSize() int32 {
@@ -3419,7 +3464,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3431,7 +3476,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3444,7 +3489,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{42}
+	return file_falcon_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListArtifactsResponse) GetItems() []*Artifact {
@@ -3476,7 +3521,7 @@ type ListArtifactFilesRequest struct {
 
 func (x *ListArtifactFilesRequest) Reset() {
 	*x = ListArtifactFilesRequest{}
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3488,7 +3533,7 @@ func (x *ListArtifactFilesRequest) String() string {
 func (*ListArtifactFilesRequest) ProtoMessage() {}
 
 func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3501,7 +3546,7 @@ func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{43}
+	return file_falcon_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListArtifactFilesRequest) GetExpId() string {
@@ -3551,7 +3596,7 @@ type ListArtifactFilesResponse struct {
 
 func (x *ListArtifactFilesResponse) Reset() {
 	*x = ListArtifactFilesResponse{}
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3563,7 +3608,7 @@ func (x *ListArtifactFilesResponse) String() string {
 func (*ListArtifactFilesResponse) ProtoMessage() {}
 
 func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3576,7 +3621,7 @@ func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{44}
+	return file_falcon_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListArtifactFilesResponse) GetItems() []*ArtifactFile {
@@ -3614,7 +3659,7 @@ type ReadArtifactFileRequest struct {
 
 func (x *ReadArtifactFileRequest) Reset() {
 	*x = ReadArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3626,7 +3671,7 @@ func (x *ReadArtifactFileRequest) String() string {
 func (*ReadArtifactFileRequest) ProtoMessage() {}
 
 func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3639,7 +3684,7 @@ func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{45}
+	return file_falcon_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReadArtifactFileRequest) GetExpId() string {
@@ -3670,6 +3715,58 @@ func (x *ReadArtifactFileRequest) GetLength() int64 {
 	return 0
 }
 
+type StatArtifactFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ExpId         string                 `protobuf:"bytes,1,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatArtifactFileRequest) Reset() {
+	*x = StatArtifactFileRequest{}
+	mi := &file_falcon_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatArtifactFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatArtifactFileRequest) ProtoMessage() {}
+
+func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatArtifactFileRequest.ProtoReflect.Descriptor instead.
+func (*StatArtifactFileRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *StatArtifactFileRequest) GetExpId() string {
+	if x != nil {
+		return x.ExpId
+	}
+	return ""
+}
+
+func (x *StatArtifactFileRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
 type ArtifactChunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Data  []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
@@ -3681,7 +3778,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3693,7 +3790,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3706,7 +3803,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{46}
+	return file_falcon_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -3736,7 +3833,7 @@ type UpdateArtifactStatusRequest struct {
 
 func (x *UpdateArtifactStatusRequest) Reset() {
 	*x = UpdateArtifactStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3748,7 +3845,7 @@ func (x *UpdateArtifactStatusRequest) String() string {
 func (*UpdateArtifactStatusRequest) ProtoMessage() {}
 
 func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3761,7 +3858,7 @@ func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateArtifactStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateArtifactStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{47}
+	return file_falcon_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *UpdateArtifactStatusRequest) GetId() string {
@@ -3808,7 +3905,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3820,7 +3917,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3833,7 +3930,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{48}
+	return file_falcon_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -3852,7 +3949,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3864,7 +3961,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3877,7 +3974,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{49}
+	return file_falcon_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -3904,7 +4001,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3916,7 +4013,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3929,7 +4026,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{50}
+	return file_falcon_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -3985,7 +4082,7 @@ type ClusterStatuses struct {
 
 func (x *ClusterStatuses) Reset() {
 	*x = ClusterStatuses{}
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3997,7 +4094,7 @@ func (x *ClusterStatuses) String() string {
 func (*ClusterStatuses) ProtoMessage() {}
 
 func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4010,7 +4107,7 @@ func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
 func (*ClusterStatuses) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{51}
+	return file_falcon_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ClusterStatuses) GetItems() []*ClusterStatus {
@@ -4034,7 +4131,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4046,7 +4143,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4059,7 +4156,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{52}
+	return file_falcon_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -4118,7 +4215,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4130,7 +4227,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4143,7 +4240,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{53}
+	return file_falcon_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -4228,7 +4325,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4240,7 +4337,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4253,7 +4350,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{54}
+	return file_falcon_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -4301,7 +4398,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4313,7 +4410,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4326,7 +4423,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{55}
+	return file_falcon_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -4344,7 +4441,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4356,7 +4453,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4369,7 +4466,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{56}
+	return file_falcon_proto_rawDescGZIP(), []int{58}
 }
 
 type ListClustersResponse struct {
@@ -4381,7 +4478,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4393,7 +4490,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4406,7 +4503,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{57}
+	return file_falcon_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -4425,7 +4522,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4437,7 +4534,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4450,7 +4547,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{58}
+	return file_falcon_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -4472,7 +4569,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4484,7 +4581,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4497,7 +4594,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{59}
+	return file_falcon_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -4534,7 +4631,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4546,7 +4643,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4559,7 +4656,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{60}
+	return file_falcon_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -4593,7 +4690,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4605,7 +4702,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4618,7 +4715,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{61}
+	return file_falcon_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -4646,7 +4743,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4658,7 +4755,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4671,7 +4768,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{62}
+	return file_falcon_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -4696,7 +4793,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4708,7 +4805,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4721,7 +4818,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{63}
+	return file_falcon_proto_rawDescGZIP(), []int{65}
 }
 
 type ListUsersRequest struct {
@@ -4732,7 +4829,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4744,7 +4841,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4757,7 +4854,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{64}
+	return file_falcon_proto_rawDescGZIP(), []int{66}
 }
 
 type ListUsersResponse struct {
@@ -4769,7 +4866,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4781,7 +4878,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4794,7 +4891,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{65}
+	return file_falcon_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -4823,7 +4920,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4835,7 +4932,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4848,7 +4945,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{66}
+	return file_falcon_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -4917,7 +5014,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4929,7 +5026,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4942,7 +5039,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{67}
+	return file_falcon_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -4990,7 +5087,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5002,7 +5099,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5015,7 +5112,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{68}
+	return file_falcon_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -5251,7 +5348,9 @@ const file_falcon_proto_rawDesc = "" +
 	"\x03pod\x18\x04 \x01(\tR\x03pod\x12\x12\n" +
 	"\x04line\x18\x05 \x01(\tR\x04line\x12.\n" +
 	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
-	"\x06resume\x18\a \x01(\tR\x06resume\"\x90\x01\n" +
+	"\x06resume\x18\a \x01(\tR\x06resume\"4\n" +
+	"\bLogLines\x12(\n" +
+	"\x05lines\x18\x01 \x03(\v2\x12.falcon.v1.LogLineR\x05lines\"\x90\x01\n" +
 	"\x14ExportExpLogsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12\x12\n" +
@@ -5380,7 +5479,10 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06exp_id\x18\x01 \x01(\tR\x05expId\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x16\n" +
-	"\x06length\x18\x04 \x01(\x03R\x06length\"P\n" +
+	"\x06length\x18\x04 \x01(\x03R\x06length\"D\n" +
+	"\x17StatArtifactFileRequest\x12\x15\n" +
+	"\x06exp_id\x18\x01 \x01(\tR\x05expId\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"P\n" +
 	"\rArtifactChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12+\n" +
 	"\x04file\x18\x02 \x01(\v2\x17.falcon.v1.ArtifactFileR\x04file\"\xa0\x01\n" +
@@ -5475,15 +5577,15 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06method\x18\x05 \x01(\tR\x06method\"n\n" +
 	"\x17ListAuditEventsResponse\x12+\n" +
 	"\x05items\x18\x01 \x03(\v2\x15.falcon.v1.AuditEventR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x87\x05\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x88\x05\n" +
 	"\x11ExperimentService\x12?\n" +
 	"\tCreateExp\x12\x1b.falcon.v1.CreateExpRequest\x1a\x15.falcon.v1.Experiment\x129\n" +
 	"\x06GetExp\x12\x18.falcon.v1.GetExpRequest\x1a\x15.falcon.v1.Experiment\x12C\n" +
 	"\bListExps\x12\x1a.falcon.v1.ListExpsRequest\x1a\x1b.falcon.v1.ListExpsResponse\x12C\n" +
 	"\bAbortExp\x12\x1a.falcon.v1.AbortExpRequest\x1a\x1b.falcon.v1.AbortExpResponse\x12F\n" +
-	"\tDeleteExp\x12\x1b.falcon.v1.DeleteExpRequest\x1a\x1c.falcon.v1.DeleteExpResponse\x12@\n" +
+	"\tDeleteExp\x12\x1b.falcon.v1.DeleteExpRequest\x1a\x1c.falcon.v1.DeleteExpResponse\x12A\n" +
 	"\n" +
-	"GetExpLogs\x12\x1c.falcon.v1.GetExpLogsRequest\x1a\x12.falcon.v1.LogLine0\x01\x12L\n" +
+	"GetExpLogs\x12\x1c.falcon.v1.GetExpLogsRequest\x1a\x13.falcon.v1.LogLines0\x01\x12L\n" +
 	"\rExportExpLogs\x12\x1f.falcon.v1.ExportExpLogsRequest\x1a\x1a.falcon.v1.LogExportResult\x12G\n" +
 	"\rGetExpMetrics\x12\x1f.falcon.v1.GetExpMetricsRequest\x1a\x15.falcon.v1.ExpMetrics\x12K\n" +
 	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment2\xf0\x03\n" +
@@ -5495,12 +5597,13 @@ const file_falcon_proto_rawDesc = "" +
 	"\x11UpdateJobStatuses\x12#.falcon.v1.UpdateJobStatusesRequest\x1a$.falcon.v1.UpdateJobStatusesResponse\x126\n" +
 	"\bAbortJob\x12\x1a.falcon.v1.AbortJobRequest\x1a\x0e.falcon.v1.Job\x12F\n" +
 	"\x10AppendJobMessage\x12\".falcon.v1.AppendJobMessageRequest\x1a\x0e.falcon.v1.Job\x12C\n" +
-	"\fWatchChanges\x12\x1e.falcon.v1.WatchChangesRequest\x1a\x11.falcon.v1.Change0\x012\xb1\x03\n" +
+	"\fWatchChanges\x12\x1e.falcon.v1.WatchChangesRequest\x1a\x11.falcon.v1.Change0\x012\x82\x04\n" +
 	"\x0fArtifactService\x12A\n" +
 	"\vGetArtifact\x12\x1d.falcon.v1.GetArtifactRequest\x1a\x13.falcon.v1.Artifact\x12R\n" +
 	"\rListArtifacts\x12\x1f.falcon.v1.ListArtifactsRequest\x1a .falcon.v1.ListArtifactsResponse\x12^\n" +
 	"\x11ListArtifactFiles\x12#.falcon.v1.ListArtifactFilesRequest\x1a$.falcon.v1.ListArtifactFilesResponse\x12R\n" +
-	"\x10ReadArtifactFile\x12\".falcon.v1.ReadArtifactFileRequest\x1a\x18.falcon.v1.ArtifactChunk0\x01\x12S\n" +
+	"\x10ReadArtifactFile\x12\".falcon.v1.ReadArtifactFileRequest\x1a\x18.falcon.v1.ArtifactChunk0\x01\x12O\n" +
+	"\x10StatArtifactFile\x12\".falcon.v1.StatArtifactFileRequest\x1a\x17.falcon.v1.ArtifactFile\x12S\n" +
 	"\x14UpdateArtifactStatus\x12&.falcon.v1.UpdateArtifactStatusRequest\x1a\x13.falcon.v1.Artifact2\xb5\x04\n" +
 	"\x0eClusterService\x12>\n" +
 	"\n" +
@@ -5529,7 +5632,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Resources)(nil),                   // 1: falcon.v1.Resources
@@ -5551,194 +5654,199 @@ var file_falcon_proto_goTypes = []any{
 	(*DeleteExpResponse)(nil),           // 17: falcon.v1.DeleteExpResponse
 	(*GetExpLogsRequest)(nil),           // 18: falcon.v1.GetExpLogsRequest
 	(*LogLine)(nil),                     // 19: falcon.v1.LogLine
-	(*ExportExpLogsRequest)(nil),        // 20: falcon.v1.ExportExpLogsRequest
-	(*LogExportResult)(nil),             // 21: falcon.v1.LogExportResult
-	(*RankExport)(nil),                  // 22: falcon.v1.RankExport
-	(*GetExpMetricsRequest)(nil),        // 23: falcon.v1.GetExpMetricsRequest
-	(*ExpMetrics)(nil),                  // 24: falcon.v1.ExpMetrics
-	(*MetricSummary)(nil),               // 25: falcon.v1.MetricSummary
-	(*MetricSeries)(nil),                // 26: falcon.v1.MetricSeries
-	(*MetricPoint)(nil),                 // 27: falcon.v1.MetricPoint
-	(*UpdateExpStatusRequest)(nil),      // 28: falcon.v1.UpdateExpStatusRequest
-	(*GetJobRequest)(nil),               // 29: falcon.v1.GetJobRequest
-	(*ListJobsRequest)(nil),             // 30: falcon.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 31: falcon.v1.ListJobsResponse
-	(*UpdateJobStatusRequest)(nil),      // 32: falcon.v1.UpdateJobStatusRequest
-	(*UpdateJobStatusesRequest)(nil),    // 33: falcon.v1.UpdateJobStatusesRequest
-	(*UpdateJobStatusesResponse)(nil),   // 34: falcon.v1.UpdateJobStatusesResponse
-	(*JobStatusResult)(nil),             // 35: falcon.v1.JobStatusResult
-	(*AppendJobMessageRequest)(nil),     // 36: falcon.v1.AppendJobMessageRequest
-	(*AbortJobRequest)(nil),             // 37: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 38: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 39: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 40: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 41: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 42: falcon.v1.ListArtifactsResponse
-	(*ListArtifactFilesRequest)(nil),    // 43: falcon.v1.ListArtifactFilesRequest
-	(*ListArtifactFilesResponse)(nil),   // 44: falcon.v1.ListArtifactFilesResponse
-	(*ReadArtifactFileRequest)(nil),     // 45: falcon.v1.ReadArtifactFileRequest
-	(*ArtifactChunk)(nil),               // 46: falcon.v1.ArtifactChunk
-	(*UpdateArtifactStatusRequest)(nil), // 47: falcon.v1.UpdateArtifactStatusRequest
-	(*GetClusterStatusRequest)(nil),     // 48: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 49: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 50: falcon.v1.ClusterStatus
-	(*ClusterStatuses)(nil),             // 51: falcon.v1.ClusterStatuses
-	(*ReservationCapacity)(nil),         // 52: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 53: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 54: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 55: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 56: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 57: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 58: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 59: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 60: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 61: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 62: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 63: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 64: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 65: falcon.v1.ListUsersResponse
-	(*AuditEvent)(nil),                  // 66: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 67: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 68: falcon.v1.ListAuditEventsResponse
-	nil,                                 // 69: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 70: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 71: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 72: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 73: falcon.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 74: google.protobuf.Timestamp
+	(*LogLines)(nil),                    // 20: falcon.v1.LogLines
+	(*ExportExpLogsRequest)(nil),        // 21: falcon.v1.ExportExpLogsRequest
+	(*LogExportResult)(nil),             // 22: falcon.v1.LogExportResult
+	(*RankExport)(nil),                  // 23: falcon.v1.RankExport
+	(*GetExpMetricsRequest)(nil),        // 24: falcon.v1.GetExpMetricsRequest
+	(*ExpMetrics)(nil),                  // 25: falcon.v1.ExpMetrics
+	(*MetricSummary)(nil),               // 26: falcon.v1.MetricSummary
+	(*MetricSeries)(nil),                // 27: falcon.v1.MetricSeries
+	(*MetricPoint)(nil),                 // 28: falcon.v1.MetricPoint
+	(*UpdateExpStatusRequest)(nil),      // 29: falcon.v1.UpdateExpStatusRequest
+	(*GetJobRequest)(nil),               // 30: falcon.v1.GetJobRequest
+	(*ListJobsRequest)(nil),             // 31: falcon.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 32: falcon.v1.ListJobsResponse
+	(*UpdateJobStatusRequest)(nil),      // 33: falcon.v1.UpdateJobStatusRequest
+	(*UpdateJobStatusesRequest)(nil),    // 34: falcon.v1.UpdateJobStatusesRequest
+	(*UpdateJobStatusesResponse)(nil),   // 35: falcon.v1.UpdateJobStatusesResponse
+	(*JobStatusResult)(nil),             // 36: falcon.v1.JobStatusResult
+	(*AppendJobMessageRequest)(nil),     // 37: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),             // 38: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),         // 39: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                      // 40: falcon.v1.Change
+	(*GetArtifactRequest)(nil),          // 41: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),        // 42: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),       // 43: falcon.v1.ListArtifactsResponse
+	(*ListArtifactFilesRequest)(nil),    // 44: falcon.v1.ListArtifactFilesRequest
+	(*ListArtifactFilesResponse)(nil),   // 45: falcon.v1.ListArtifactFilesResponse
+	(*ReadArtifactFileRequest)(nil),     // 46: falcon.v1.ReadArtifactFileRequest
+	(*StatArtifactFileRequest)(nil),     // 47: falcon.v1.StatArtifactFileRequest
+	(*ArtifactChunk)(nil),               // 48: falcon.v1.ArtifactChunk
+	(*UpdateArtifactStatusRequest)(nil), // 49: falcon.v1.UpdateArtifactStatusRequest
+	(*GetClusterStatusRequest)(nil),     // 50: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 51: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 52: falcon.v1.ClusterStatus
+	(*ClusterStatuses)(nil),             // 53: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),         // 54: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 55: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 56: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 57: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 58: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 59: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 60: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 61: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 62: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 63: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 64: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 65: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 66: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 67: falcon.v1.ListUsersResponse
+	(*AuditEvent)(nil),                  // 68: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 69: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 70: falcon.v1.ListAuditEventsResponse
+	nil,                                 // 71: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 72: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 73: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 74: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 75: falcon.v1.Cluster.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 76: google.protobuf.Timestamp
 }
 var file_falcon_proto_depIdxs = []int32{
-	69, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	71, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
 	1,  // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	70, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	71, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	72, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	74, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	74, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	74, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	74, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	74, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	74, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	72, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	73, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	74, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	76, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	76, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	76, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	76, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	76, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	76, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	4,  // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	5,  // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	3,  // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
 	0,  // 14: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	74, // 15: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	74, // 16: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	74, // 17: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	74, // 18: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	74, // 19: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	74, // 20: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	74, // 21: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	74, // 22: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	74, // 23: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	74, // 24: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
-	74, // 25: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
-	74, // 26: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	76, // 15: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	76, // 16: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	76, // 17: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	76, // 18: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	76, // 19: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	76, // 20: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	76, // 21: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	76, // 22: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	76, // 23: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	76, // 24: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	76, // 25: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	76, // 26: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 27: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	73, // 28: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	74, // 29: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	75, // 28: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	76, // 29: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	2,  // 30: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
 	2,  // 31: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
 	2,  // 32: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	74, // 33: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	74, // 34: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	74, // 35: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	22, // 36: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
-	25, // 37: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
-	26, // 38: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
-	27, // 39: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
-	4,  // 40: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	32, // 41: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
-	35, // 42: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
-	4,  // 43: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
-	5,  // 44: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	6,  // 45: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
-	6,  // 46: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
-	50, // 47: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	74, // 48: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	52, // 49: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	53, // 50: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	54, // 51: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	50, // 52: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	74, // 53: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	74, // 54: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	7,  // 55: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	7,  // 56: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	7,  // 57: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	60, // 58: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	7,  // 59: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	9,  // 60: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	74, // 61: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	66, // 62: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	0,  // 63: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	10, // 64: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	11, // 65: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	12, // 66: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	14, // 67: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	16, // 68: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	18, // 69: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	20, // 70: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	23, // 71: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	28, // 72: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	29, // 73: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	30, // 74: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	32, // 75: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	33, // 76: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	37, // 77: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	36, // 78: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	38, // 79: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	40, // 80: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	41, // 81: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	43, // 82: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	45, // 83: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	47, // 84: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	55, // 85: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	56, // 86: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	58, // 87: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	59, // 88: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	62, // 89: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	48, // 90: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	49, // 91: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	63, // 92: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	64, // 93: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	67, // 94: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	2,  // 95: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,  // 96: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	13, // 97: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	15, // 98: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	17, // 99: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	19, // 100: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLine
-	21, // 101: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	24, // 102: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,  // 103: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	4,  // 104: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	31, // 105: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	4,  // 106: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	34, // 107: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,  // 108: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,  // 109: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	39, // 110: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	5,  // 111: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	42, // 112: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	44, // 113: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	46, // 114: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	5,  // 115: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	7,  // 116: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	57, // 117: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	7,  // 118: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	61, // 119: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	7,  // 120: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	50, // 121: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	50, // 122: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	9,  // 123: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	65, // 124: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	68, // 125: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	95, // [95:126] is the sub-list for method output_type
-	64, // [64:95] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	76, // 33: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	76, // 34: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	19, // 35: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
+	76, // 36: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	23, // 37: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
+	26, // 38: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
+	27, // 39: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
+	28, // 40: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
+	4,  // 41: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
+	33, // 42: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	36, // 43: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	4,  // 44: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	5,  // 45: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	6,  // 46: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
+	6,  // 47: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
+	52, // 48: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	76, // 49: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	54, // 50: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	55, // 51: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	56, // 52: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	52, // 53: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	76, // 54: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	76, // 55: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	7,  // 56: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	7,  // 57: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	7,  // 58: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	62, // 59: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	7,  // 60: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	9,  // 61: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	76, // 62: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	68, // 63: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	0,  // 64: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	10, // 65: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	11, // 66: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	12, // 67: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	14, // 68: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	16, // 69: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	18, // 70: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	21, // 71: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	24, // 72: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	29, // 73: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	30, // 74: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	31, // 75: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	33, // 76: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	34, // 77: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	38, // 78: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	37, // 79: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	39, // 80: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	41, // 81: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	42, // 82: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	44, // 83: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	46, // 84: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	47, // 85: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	49, // 86: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	57, // 87: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	58, // 88: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	60, // 89: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	61, // 90: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	64, // 91: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	50, // 92: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	51, // 93: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	65, // 94: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	66, // 95: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	69, // 96: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	2,  // 97: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,  // 98: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	13, // 99: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	15, // 100: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	17, // 101: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	20, // 102: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	22, // 103: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	25, // 104: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,  // 105: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	4,  // 106: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	32, // 107: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	4,  // 108: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	35, // 109: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,  // 110: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,  // 111: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	40, // 112: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	5,  // 113: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	43, // 114: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	45, // 115: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	48, // 116: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	6,  // 117: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	5,  // 118: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	7,  // 119: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	59, // 120: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	7,  // 121: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	63, // 122: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	7,  // 123: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	52, // 124: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	52, // 125: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	9,  // 126: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	67, // 127: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	70, // 128: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	97, // [97:129] is the sub-list for method output_type
+	65, // [65:97] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -5753,7 +5861,7 @@ func file_falcon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   74,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

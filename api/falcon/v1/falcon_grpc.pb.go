@@ -50,7 +50,9 @@ type ExperimentServiceClient interface {
 	AbortExp(ctx context.Context, in *AbortExpRequest, opts ...grpc.CallOption) (*AbortExpResponse, error)
 	DeleteExp(ctx context.Context, in *DeleteExpRequest, opts ...grpc.CallOption) (*DeleteExpResponse, error)
 	// Streams the logs of an experiment's jobs, one line per message.
-	GetExpLogs(ctx context.Context, in *GetExpLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogLine], error)
+	// Lines come in batches: one message per line cost more than the line
+	// itself (a 1 GiB log is ten million lines).
+	GetExpLogs(ctx context.Context, in *GetExpLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogLines], error)
 	// Writes every rank's log to a bucket, streaming.
 	ExportExpLogs(ctx context.Context, in *ExportExpLogsRequest, opts ...grpc.CallOption) (*LogExportResult, error)
 	GetExpMetrics(ctx context.Context, in *GetExpMetricsRequest, opts ...grpc.CallOption) (*ExpMetrics, error)
@@ -116,13 +118,13 @@ func (c *experimentServiceClient) DeleteExp(ctx context.Context, in *DeleteExpRe
 	return out, nil
 }
 
-func (c *experimentServiceClient) GetExpLogs(ctx context.Context, in *GetExpLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogLine], error) {
+func (c *experimentServiceClient) GetExpLogs(ctx context.Context, in *GetExpLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogLines], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &ExperimentService_ServiceDesc.Streams[0], ExperimentService_GetExpLogs_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[GetExpLogsRequest, LogLine]{ClientStream: stream}
+	x := &grpc.GenericClientStream[GetExpLogsRequest, LogLines]{ClientStream: stream}
 	if err := x.ClientStream.SendMsg(in); err != nil {
 		return nil, err
 	}
@@ -133,7 +135,7 @@ func (c *experimentServiceClient) GetExpLogs(ctx context.Context, in *GetExpLogs
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ExperimentService_GetExpLogsClient = grpc.ServerStreamingClient[LogLine]
+type ExperimentService_GetExpLogsClient = grpc.ServerStreamingClient[LogLines]
 
 func (c *experimentServiceClient) ExportExpLogs(ctx context.Context, in *ExportExpLogsRequest, opts ...grpc.CallOption) (*LogExportResult, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -175,7 +177,9 @@ type ExperimentServiceServer interface {
 	AbortExp(context.Context, *AbortExpRequest) (*AbortExpResponse, error)
 	DeleteExp(context.Context, *DeleteExpRequest) (*DeleteExpResponse, error)
 	// Streams the logs of an experiment's jobs, one line per message.
-	GetExpLogs(*GetExpLogsRequest, grpc.ServerStreamingServer[LogLine]) error
+	// Lines come in batches: one message per line cost more than the line
+	// itself (a 1 GiB log is ten million lines).
+	GetExpLogs(*GetExpLogsRequest, grpc.ServerStreamingServer[LogLines]) error
 	// Writes every rank's log to a bucket, streaming.
 	ExportExpLogs(context.Context, *ExportExpLogsRequest) (*LogExportResult, error)
 	GetExpMetrics(context.Context, *GetExpMetricsRequest) (*ExpMetrics, error)
@@ -206,7 +210,7 @@ func (UnimplementedExperimentServiceServer) AbortExp(context.Context, *AbortExpR
 func (UnimplementedExperimentServiceServer) DeleteExp(context.Context, *DeleteExpRequest) (*DeleteExpResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteExp not implemented")
 }
-func (UnimplementedExperimentServiceServer) GetExpLogs(*GetExpLogsRequest, grpc.ServerStreamingServer[LogLine]) error {
+func (UnimplementedExperimentServiceServer) GetExpLogs(*GetExpLogsRequest, grpc.ServerStreamingServer[LogLines]) error {
 	return status.Error(codes.Unimplemented, "method GetExpLogs not implemented")
 }
 func (UnimplementedExperimentServiceServer) ExportExpLogs(context.Context, *ExportExpLogsRequest) (*LogExportResult, error) {
@@ -334,11 +338,11 @@ func _ExperimentService_GetExpLogs_Handler(srv interface{}, stream grpc.ServerSt
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(ExperimentServiceServer).GetExpLogs(m, &grpc.GenericServerStream[GetExpLogsRequest, LogLine]{ServerStream: stream})
+	return srv.(ExperimentServiceServer).GetExpLogs(m, &grpc.GenericServerStream[GetExpLogsRequest, LogLines]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ExperimentService_GetExpLogsServer = grpc.ServerStreamingServer[LogLine]
+type ExperimentService_GetExpLogsServer = grpc.ServerStreamingServer[LogLines]
 
 func _ExperimentService_ExportExpLogs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ExportExpLogsRequest)
@@ -799,6 +803,7 @@ const (
 	ArtifactService_ListArtifacts_FullMethodName        = "/falcon.v1.ArtifactService/ListArtifacts"
 	ArtifactService_ListArtifactFiles_FullMethodName    = "/falcon.v1.ArtifactService/ListArtifactFiles"
 	ArtifactService_ReadArtifactFile_FullMethodName     = "/falcon.v1.ArtifactService/ReadArtifactFile"
+	ArtifactService_StatArtifactFile_FullMethodName     = "/falcon.v1.ArtifactService/StatArtifactFile"
 	ArtifactService_UpdateArtifactStatus_FullMethodName = "/falcon.v1.ArtifactService/UpdateArtifactStatus"
 )
 
@@ -812,6 +817,10 @@ type ArtifactServiceClient interface {
 	ListArtifactFiles(ctx context.Context, in *ListArtifactFilesRequest, opts ...grpc.CallOption) (*ListArtifactFilesResponse, error)
 	// One file's bytes, streamed; the first message also describes the file.
 	ReadArtifactFile(ctx context.Context, in *ReadArtifactFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ArtifactChunk], error)
+	// One file's size, checksum and time. The HTTP server's raw file route
+	// asks it first, through the same authentication as every call, then
+	// streams the bytes itself.
+	StatArtifactFile(ctx context.Context, in *StatArtifactFileRequest, opts ...grpc.CallOption) (*ArtifactFile, error)
 	// Internal: expController.
 	UpdateArtifactStatus(ctx context.Context, in *UpdateArtifactStatusRequest, opts ...grpc.CallOption) (*Artifact, error)
 }
@@ -873,6 +882,16 @@ func (c *artifactServiceClient) ReadArtifactFile(ctx context.Context, in *ReadAr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ArtifactService_ReadArtifactFileClient = grpc.ServerStreamingClient[ArtifactChunk]
 
+func (c *artifactServiceClient) StatArtifactFile(ctx context.Context, in *StatArtifactFileRequest, opts ...grpc.CallOption) (*ArtifactFile, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ArtifactFile)
+	err := c.cc.Invoke(ctx, ArtifactService_StatArtifactFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *artifactServiceClient) UpdateArtifactStatus(ctx context.Context, in *UpdateArtifactStatusRequest, opts ...grpc.CallOption) (*Artifact, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Artifact)
@@ -893,6 +912,10 @@ type ArtifactServiceServer interface {
 	ListArtifactFiles(context.Context, *ListArtifactFilesRequest) (*ListArtifactFilesResponse, error)
 	// One file's bytes, streamed; the first message also describes the file.
 	ReadArtifactFile(*ReadArtifactFileRequest, grpc.ServerStreamingServer[ArtifactChunk]) error
+	// One file's size, checksum and time. The HTTP server's raw file route
+	// asks it first, through the same authentication as every call, then
+	// streams the bytes itself.
+	StatArtifactFile(context.Context, *StatArtifactFileRequest) (*ArtifactFile, error)
 	// Internal: expController.
 	UpdateArtifactStatus(context.Context, *UpdateArtifactStatusRequest) (*Artifact, error)
 	mustEmbedUnimplementedArtifactServiceServer()
@@ -916,6 +939,9 @@ func (UnimplementedArtifactServiceServer) ListArtifactFiles(context.Context, *Li
 }
 func (UnimplementedArtifactServiceServer) ReadArtifactFile(*ReadArtifactFileRequest, grpc.ServerStreamingServer[ArtifactChunk]) error {
 	return status.Error(codes.Unimplemented, "method ReadArtifactFile not implemented")
+}
+func (UnimplementedArtifactServiceServer) StatArtifactFile(context.Context, *StatArtifactFileRequest) (*ArtifactFile, error) {
+	return nil, status.Error(codes.Unimplemented, "method StatArtifactFile not implemented")
 }
 func (UnimplementedArtifactServiceServer) UpdateArtifactStatus(context.Context, *UpdateArtifactStatusRequest) (*Artifact, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateArtifactStatus not implemented")
@@ -1006,6 +1032,24 @@ func _ArtifactService_ReadArtifactFile_Handler(srv interface{}, stream grpc.Serv
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ArtifactService_ReadArtifactFileServer = grpc.ServerStreamingServer[ArtifactChunk]
 
+func _ArtifactService_StatArtifactFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StatArtifactFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ArtifactServiceServer).StatArtifactFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ArtifactService_StatArtifactFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ArtifactServiceServer).StatArtifactFile(ctx, req.(*StatArtifactFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ArtifactService_UpdateArtifactStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(UpdateArtifactStatusRequest)
 	if err := dec(in); err != nil {
@@ -1042,6 +1086,10 @@ var ArtifactService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListArtifactFiles",
 			Handler:    _ArtifactService_ListArtifactFiles_Handler,
+		},
+		{
+			MethodName: "StatArtifactFile",
+			Handler:    _ArtifactService_StatArtifactFile_Handler,
 		},
 		{
 			MethodName: "UpdateArtifactStatus",

@@ -40,7 +40,7 @@ type API struct {
 	ListExpsFunc         func(context.Context, *falconv1.ListExpsRequest) (*falconv1.ListExpsResponse, error)
 	AbortExpFunc         func(context.Context, *falconv1.AbortExpRequest) (*falconv1.AbortExpResponse, error)
 	DeleteExpFunc        func(context.Context, *falconv1.DeleteExpRequest) (*falconv1.DeleteExpResponse, error)
-	GetExpLogsFunc       func(*falconv1.GetExpLogsRequest, grpc.ServerStreamingServer[falconv1.LogLine]) error
+	GetExpLogsFunc       func(*falconv1.GetExpLogsRequest, grpc.ServerStreamingServer[falconv1.LogLines]) error
 	GetJobFunc           func(context.Context, *falconv1.GetJobRequest) (*falconv1.Job, error)
 	ListJobsFunc         func(context.Context, *falconv1.ListJobsRequest) (*falconv1.ListJobsResponse, error)
 	GetArtifactFunc      func(context.Context, *falconv1.GetArtifactRequest) (*falconv1.Artifact, error)
@@ -145,7 +145,7 @@ func (a *API) GetCurrentUser(ctx context.Context, r *falconv1.GetCurrentUserRequ
 	return unary(a, "GetCurrentUser", a.GetCurrentUserFunc, ctx, r)
 }
 
-func (a *API) GetExpLogs(r *falconv1.GetExpLogsRequest, stream grpc.ServerStreamingServer[falconv1.LogLine]) error {
+func (a *API) GetExpLogs(r *falconv1.GetExpLogsRequest, stream grpc.ServerStreamingServer[falconv1.LogLines]) error {
 	a.mu.Lock()
 	a.calls = append(a.calls, Call{Method: "GetExpLogs", Request: proto.Clone(r)})
 	a.mu.Unlock()

@@ -53,7 +53,7 @@ func catRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer r.Close()
-	n, err := io.Copy(opts.IO.Out, r)
+	n, err := io.CopyBuffer(opts.IO.Out, r, make([]byte, 1<<20))
 	if err == nil && n != r.Size {
 		err = io.ErrUnexpectedEOF
 	}

@@ -39,12 +39,12 @@ func newAPI() *clitest.API {
 				"worker": {Replica: 2},
 			}}, nil
 		},
-		GetExpLogsFunc: func(r *falconv1.GetExpLogsRequest, s grpc.ServerStreamingServer[falconv1.LogLine]) error {
+		GetExpLogsFunc: func(r *falconv1.GetExpLogsRequest, s grpc.ServerStreamingServer[falconv1.LogLines]) error {
 			for _, l := range allLines {
 				if (r.GetRole() != "" && l.GetRole() != r.GetRole()) || (r.Rank != nil && l.GetRank() != r.GetRank()) {
 					continue
 				}
-				if err := s.Send(l); err != nil {
+				if err := s.Send(&falconv1.LogLines{Lines: []*falconv1.LogLine{l}}); err != nil {
 					return err
 				}
 			}
