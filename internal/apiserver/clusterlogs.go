@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -74,7 +75,7 @@ func (s *Server) clusterLogs(ctx context.Context, req *falconv1.GetExpLogsReques
 				resume[j.ID] = podlogs.Cursor{}
 			}
 			resume[j.ID].Advance(l)
-			out := &falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: int32(l.Rank), Pod: l.Pod, Line: l.Text, Resume: resume.token()}
+			out := &falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: int32(l.Rank), Pod: l.Pod, Line: strings.ToValidUTF8(l.Text, "\uFFFD"), Resume: resume.token()}
 			if !l.Time.IsZero() {
 				out.Time = timestamppb.New(l.Time)
 			}

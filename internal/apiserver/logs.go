@@ -243,7 +243,9 @@ func (s *Server) localLogs(ctx context.Context, req *falconv1.GetExpLogsRequest,
 						if grep != nil && !grep.MatchString(strings.TrimSuffix(line, "\n")) {
 							continue
 						}
-						if err := send(&falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: rank, Pod: pod, Line: line}); err != nil {
+						// A protobuf string must be valid UTF-8: a log
+						// with binary output would otherwise end the stream.
+						if err := send(&falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: rank, Pod: pod, Line: strings.ToValidUTF8(line, "\uFFFD")}); err != nil {
 							return err
 						}
 					}

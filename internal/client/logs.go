@@ -1,6 +1,8 @@
 package client
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/logjson"
 )
 
 // LogStream reads the lines of GetExpLogs as the server sends them.
@@ -21,7 +24,7 @@ type LogStream struct {
 	c      *Client
 	ctx    context.Context
 	body   io.ReadCloser
-	dec    *json.Decoder
+	r      *bufio.Reader
 	cancel context.CancelFunc
 	err    error
 	// pending are the lines of the last batch not yet returned.
@@ -62,7 +65,7 @@ func (c *Client) GetExpLogs(ctx context.Context, req *falconv1.GetExpLogsRequest
 		}
 		return nil, decodeError(resp, data)
 	}
-	return &LogStream{c: c, ctx: ctx, body: resp.Body, dec: json.NewDecoder(resp.Body), cancel: cancel}, nil
+	return &LogStream{c: c, ctx: ctx, body: resp.Body, r: bufio.NewReaderSize(resp.Body, 1<<20), cancel: cancel}, nil
 }
 
 // chunk is one element of grpc-gateway's newline-delimited stream.
@@ -81,39 +84,53 @@ func (s *LogStream) Recv() (*falconv1.LogLine, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	var ch chunk
-	if err := s.dec.Decode(&ch); err != nil {
+	// Chunks are newline-delimited, and JSON strings hold no raw newline.
+	data, err := s.r.ReadBytes('\n')
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 && err != nil {
 		switch {
 		case errors.Is(err, io.EOF):
 			s.err = io.EOF
 		case s.ctx.Err() != nil:
 			s.err = s.c.transportError(s.ctx, err)
 		default:
-			var syn *json.SyntaxError
-			if errors.As(err, &syn) {
-				s.err = status.Errorf(codes.Internal, "decoding log stream from %s: %v", s.c.base, err)
-			} else {
-				s.err = status.Errorf(codes.Unavailable, "log stream from %s interrupted: %v", s.c.base, err)
-			}
+			s.err = status.Errorf(codes.Unavailable, "log stream from %s interrupted: %v", s.c.base, err)
 		}
 		return nil, s.err
 	}
-	if len(ch.Error) > 0 && string(ch.Error) != "null" {
-		st, ok := decodeStatus(ch.Error)
-		if !ok {
+	if len(data) == 0 {
+		return s.Recv()
+	}
+	lines, ok, derr := logjson.DecodeChunk(data)
+	if derr != nil {
+		if err != nil && !errors.Is(err, io.EOF) {
+			// A chunk cut short by a broken connection.
+			s.err = status.Errorf(codes.Unavailable, "log stream from %s interrupted: %v", s.c.base, err)
+		} else {
+			s.err = status.Errorf(codes.Internal, "decoding log stream from %s: %v", s.c.base, derr)
+		}
+		return nil, s.err
+	}
+	if !ok {
+		var ch chunk
+		if jerr := json.Unmarshal(data, &ch); jerr != nil || len(ch.Error) == 0 || string(ch.Error) == "null" {
+			s.err = status.Errorf(codes.Internal, "decoding log stream from %s: a chunk holds neither lines nor an error", s.c.base)
+			return nil, s.err
+		}
+		st, sok := decodeStatus(ch.Error)
+		if !sok {
 			st = status.New(codes.Unknown, string(ch.Error))
 		}
 		s.err = st.Err()
 		return nil, s.err
 	}
-	batch := new(falconv1.LogLines)
-	if err := unmarshal.Unmarshal(ch.Result, batch); err != nil {
-		s.err = status.Errorf(codes.Internal, "decoding log lines from %s: %v", s.c.base, err)
-		return nil, s.err
-	}
-	s.pending = batch.GetLines()
+	s.pending = lines
 	return s.Recv()
 }
+
+// Buffered is how many lines Recv returns without waiting for the server:
+// a printer flushes its output when it reaches 0.
+func (s *LogStream) Buffered() int { return len(s.pending) }
 
 // Close stops the stream and releases the connection.
 func (s *LogStream) Close() error {

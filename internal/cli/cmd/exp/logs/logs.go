@@ -1,11 +1,13 @@
 package logs
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/logjson"
 	"github.com/falconhq/falcon/internal/output"
 )
 
@@ -185,8 +188,17 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // printStream prints lines until the stream ends (nil) or breaks, keeping
-// the last line's resume token in req.
+// the last line's resume token in req. Output is buffered and flushed
+// whenever the stream has nothing more at hand, so a followed log shows
+// each line as it comes and a long one is not written a line per system
+// call. JSON lines are written by logjson, not protojson: a 1 GiB log is
+// ten million of them.
 func printStream(ctx context.Context, stream *client.LogStream, p *output.Printer, prefix, stamps bool, req *falconv1.GetExpLogsRequest) error {
+	w := bufio.NewWriterSize(p.Out, 256<<10)
+	defer w.Flush()
+	buffered := *p
+	buffered.Out = w
+	var buf []byte
 	for {
 		line, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -199,8 +211,22 @@ func printStream(ctx context.Context, stream *client.LogStream, p *output.Printe
 			req.Resume = line.GetResume()
 			req.Tail = 0 // a resumed read continues; it does not tail again
 		}
-		if err := p.PrintItem(line, textLine(line, prefix, stamps)); err != nil {
+		switch p.Format {
+		case output.JSON:
+			buf = append(logjson.AppendLine(buf[:0], line), '\n')
+			_, err = w.Write(buf)
+		case output.YAML:
+			err = buffered.PrintItem(line, nil)
+		default:
+			err = writeText(w, line, prefix, stamps)
+		}
+		if err != nil {
 			return err
+		}
+		if stream.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -219,19 +245,22 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 	return time.Time{}, errdefs.Invalid("--since", "%q is neither a duration (10m, 2h) nor an RFC 3339 time (2026-12-01T10:00:00Z)", v)
 }
 
-func textLine(l *falconv1.LogLine, prefix, stamps bool) output.TableFunc {
-	return func(v output.View) error {
-		text := strings.TrimSuffix(l.GetLine(), "\n")
-		if stamps && l.GetTime() != nil {
-			text = l.GetTime().AsTime().UTC().Format(time.RFC3339Nano) + " " + text
-		}
-		if prefix {
-			_, err := fmt.Fprintf(v.Out, "[%s/%d] %s\n", l.GetRole(), l.GetRank(), text)
-			return err
-		}
-		_, err := fmt.Fprintln(v.Out, text)
-		return err
+// writeText writes one line as people read it: [role/rank] when the lines
+// come from several pods, the time when asked.
+func writeText(w *bufio.Writer, l *falconv1.LogLine, prefix, stamps bool) error {
+	if prefix {
+		w.WriteByte('[')
+		w.WriteString(l.GetRole())
+		w.WriteByte('/')
+		w.WriteString(strconv.Itoa(int(l.GetRank())))
+		w.WriteString("] ")
 	}
+	if stamps && l.GetTime() != nil {
+		w.WriteString(l.GetTime().AsTime().UTC().Format(time.RFC3339Nano))
+		w.WriteByte(' ')
+	}
+	w.WriteString(strings.TrimSuffix(l.GetLine(), "\n"))
+	return w.WriteByte('\n')
 }
 
 // podCount is how many pods the selected logs come from: one per replica of
