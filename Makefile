@@ -43,6 +43,10 @@ bench: kube-bins
 	$(GO) test -run '^$$' -bench LocalLatency -benchtime 30x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench ExpList100k -benchtime 20x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench KubeDispatch -benchtime 1x -timeout 60m ./e2e/
+	$(GO) test -run '^$$' -bench Results -benchtime 3x -timeout 30m ./e2e/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/runmetrics/
+	$(GO) test -run '^$$' -bench . -benchtime 500x ./internal/logjson/
+	$(GO) test -run '^$$' -bench Export -benchtime 3x ./internal/cloudlog/
 	FALCON_CRASH_EXPS=500 FALCON_CRASH_KILLS=50 $(GO) test -count=1 -run '^TestControllerKilledAtRandomPoints$$' -timeout 60m -v ./internal/provider/gke/
 	FALCON_ABORT_RACE_ROUNDS=1000 CI=true $(GO) test -count=1 -run '^Test(SQLite|MySQL)$$/^AbortRacesStatusUpdate$$' -timeout 30m -v ./internal/store/sqlstore/
 	FALCON_DB_OUTAGE=60s CI=true $(GO) test -count=1 -run '^TestDatabaseOutage$$' -timeout 30m -v ./e2e/

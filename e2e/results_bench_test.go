@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/falconhq/falcon/internal/blobstore"
+	"github.com/falconhq/falcon/internal/testenv/gcstest"
 )
 
 // resultsBytes is how much the results benchmark moves: 1 GiB by default
@@ -202,6 +203,100 @@ role_to_task_spec:
 			os.RemoveAll(dir)
 		}
 		b.ReportMetric(lines*float64(b.N)/time.Since(start).Seconds(), "lines/s")
+		b.ReportMetric(growth, "server-rss-growth-MiB")
+	})
+}
+
+// BenchmarkResultsGCS is artifact get against a gs:// bucket, the store of
+// production: fake-gcs-server on loopback speaks the real JSON API to the
+// real client, both for the server and for the baseline, which copies the
+// same objects to local files checking their CRC32C, four at a time (what
+// gcloud storage cp does).
+func BenchmarkResultsGCS(b *testing.B) {
+	total := resultsBytes(b) / 4 // fake-gcs-server holds objects in memory
+	gcs := gcstest.Start(b, "", "bench-results")
+	d := startDevEnv(b, "", []string{"STORAGE_EMULATOR_HOST=" + strings.TrimPrefix(gcs.URL(), "http://")})
+	pid := d.cmd.Process.Pid
+	f := filepath.Join(b.TempDir(), "clusters.yaml")
+	if err := os.WriteFile(f, []byte("clusters:\n  local-gcs:\n    provider: local\n    gcs_bucket: gs://bench-results\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if r := d.run("", "cluster", "apply", "-f", f); r.code != 0 {
+		b.Fatalf("cluster apply: %d %s", r.code, r.stderr)
+	}
+	exp := d.create("name: gcs-bench\ncluster_name: local-gcs\nrole_to_task_spec:\n  main: {command: 'true', replica: 1}\n")
+	id := exp["id"].(string)
+	loc, err := blobstore.Parse("artifact", exp["artifact_path"].(string))
+	if err != nil || loc.Scheme != "gs" {
+		b.Fatalf("artifact path %v: %v", exp["artifact_path"], err)
+	}
+	o := blobstore.NewOpener(blobstore.WithGCSOptions(gcs.ClientOptions()...))
+	defer o.Close()
+	ctx := context.Background()
+	chunk := make([]byte, 1<<20)
+	for i := 1; i <= 8; i++ {
+		w, err := o.Writer(ctx, loc, fmt.Sprintf("part-%d.bin", i), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for n := int64(0); n < total/8; n += int64(len(chunk)) {
+			chunk[0], chunk[1] = byte(i), byte(n>>20)
+			w.Write(chunk)
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if r := d.run("", "exp", "wait", id, "--timeout", "2m"); r.code != 0 {
+		b.Fatalf("wait: %d %s", r.code, r.stderr)
+	}
+	if l := d.ls(id); len(l.Items) != 8 {
+		b.Fatalf("ls: %d files", len(l.Items))
+	}
+
+	b.Run("plain-copy", func(b *testing.B) {
+		b.SetBytes(total)
+		for b.Loop() {
+			dir := b.TempDir()
+			var g errgroup.Group
+			g.SetLimit(4)
+			for i := 1; i <= 8; i++ {
+				g.Go(func() error {
+					name := fmt.Sprintf("part-%d.bin", i)
+					r, _, err := o.Open(ctx, loc, name, 0, -1)
+					if err != nil {
+						return err
+					}
+					defer r.Close()
+					out, err := os.Create(filepath.Join(dir, name))
+					if err != nil {
+						return err
+					}
+					h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+					if _, err := io.Copy(io.MultiWriter(out, h), r); err != nil {
+						return err
+					}
+					return out.Close()
+				})
+			}
+			if err := g.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			os.RemoveAll(dir)
+		}
+	})
+	b.Run("artifact-get", func(b *testing.B) {
+		b.SetBytes(total)
+		var growth float64
+		for b.Loop() {
+			dir := filepath.Join(b.TempDir(), "out")
+			growth = max(growth, peakGrowth(b, pid, func() {
+				if r := d.run("", "artifact", "get", id, "--to", dir); r.code != 0 {
+					b.Fatalf("get: %d %s", r.code, r.stderr)
+				}
+			}))
+			os.RemoveAll(dir)
+		}
 		b.ReportMetric(growth, "server-rss-growth-MiB")
 	})
 }
