@@ -178,6 +178,13 @@ func TestArtifactsComeBackByteForByte(t *testing.T) {
 			t.Errorf("falcon %v: exit %d, stderr %q; want exit %d naming %q", tc.args, r.code, r.stderr, tc.code, tc.says)
 		}
 	}
+	// A file deleted between ls and cat is NotFound, by name.
+	if err := os.Remove(filepath.Join(strings.TrimPrefix(art["path"].(string), "file://"), "one")); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.run("", "artifact", "cat", id, "one"); r.code != 3 || !strings.Contains(r.stderr, "one: no such file") {
+		t.Errorf("cat of a deleted file: exit %d %q; want 3 naming it", r.code, r.stderr)
+	}
 	ro := filepath.Join(t.TempDir(), "ro")
 	os.Mkdir(ro, 0o555)
 	if os.Geteuid() != 0 { // root writes anywhere

@@ -131,8 +131,13 @@ func (s *Server) ListArtifactFiles(ctx context.Context, req *falconv1.ListArtifa
 	if err != nil {
 		return nil, err
 	}
-	if err := s.refreshIndex(ctx, f); err != nil {
-		return nil, err
+	// Only a listing's first page refreshes: the pages after it continue
+	// that one view of the bucket. (Refreshing on every page, a refresh of
+	// 10^5 files outlasting indexFreshness made each page walk it again.)
+	if after == "" {
+		if err := s.refreshIndex(ctx, f); err != nil {
+			return nil, err
+		}
 	}
 	items, next, err := s.store.ListArtifactFiles(ctx, store.ArtifactFileFilter{
 		ArtifactID: f.art.ID, Prefix: prefix, Hidden: req.GetAll(), After: after, Limit: int(size),

@@ -122,23 +122,34 @@ func (o *Opener) Walk(ctx context.Context, l Location, fn func(File) error) erro
 	if err != nil {
 		return err
 	}
-	it := b.List(&blob.ListOptions{Prefix: l.Prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
+	// Pages as large as the store allows: fileblob walks the whole tree
+	// again for every page, so its default of 1,000 keys a page made a
+	// listing of 10^5 files cost 10^7 directory entries. GCS caps a page
+	// at 1,000 whatever is asked.
+	pageSize := 1000
+	if l.Scheme == "file" {
+		pageSize = 1 << 30
+	}
+	opts := &blob.ListOptions{Prefix: l.Prefix}
+	for token := blob.FirstPageToken; ; {
+		objs, next, err := b.ListPage(ctx, token, pageSize, opts)
 		if err != nil {
 			return Err(l.String(), err)
 		}
-		if obj.IsDir {
-			continue
+		for _, obj := range objs {
+			if obj.IsDir {
+				continue
+			}
+			rel := strings.TrimPrefix(obj.Key, l.Prefix)
+			f := File{Path: rel, Size: obj.Size, Updated: obj.ModTime.UTC(), Checksum: storedChecksum(obj.As)}
+			if err := fn(f); err != nil {
+				return err
+			}
 		}
-		rel := strings.TrimPrefix(obj.Key, l.Prefix)
-		f := File{Path: rel, Size: obj.Size, Updated: obj.ModTime.UTC(), Checksum: storedChecksum(obj.As)}
-		if err := fn(f); err != nil {
-			return err
+		if len(next) == 0 {
+			return nil
 		}
+		token = next
 	}
 }
 

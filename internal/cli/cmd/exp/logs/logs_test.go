@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -175,5 +177,45 @@ func TestFollowEndsQuietlyWhenInterrupted(t *testing.T) {
 	}
 	if !api.Requests("GetExpLogs")[0].(*falconv1.GetExpLogsRequest).GetFollow() {
 		t.Error("follow was not sent")
+	}
+}
+
+// A followed stream that breaks (the server restarting) is opened again
+// with the resume token of the last line printed: no line is lost or
+// printed twice, and the person following is told.
+func TestFollowResumesAfterABrokenStream(t *testing.T) {
+	api := newAPI()
+	mk := func(i int) *falconv1.LogLine {
+		return &falconv1.LogLine{JobId: "job-main", Role: "main", Pod: "main-0", Line: fmt.Sprintf("line %d", i), Resume: fmt.Sprintf("tok-%d", i)}
+	}
+	var calls atomic.Int32
+	api.GetExpLogsFunc = func(r *falconv1.GetExpLogsRequest, s grpc.ServerStreamingServer[falconv1.LogLines]) error {
+		switch calls.Add(1) {
+		case 1:
+			if r.GetResume() != "" || r.GetTail() != 5 {
+				return status.Errorf(codes.InvalidArgument, "first request: resume %q tail %d", r.GetResume(), r.GetTail())
+			}
+			if err := s.Send(&falconv1.LogLines{Lines: []*falconv1.LogLine{mk(1), mk(2), mk(3)}}); err != nil {
+				return err
+			}
+			return status.Error(codes.Unavailable, "server shutting down")
+		case 2:
+			if r.GetResume() != "tok-3" || r.GetTail() != 0 {
+				return status.Errorf(codes.InvalidArgument, "resumed request: resume %q tail %d; want tok-3 and no tail", r.GetResume(), r.GetTail())
+			}
+			return s.Send(&falconv1.LogLines{Lines: []*falconv1.LogLine{mk(4), mk(5)}})
+		}
+		return status.Error(codes.Internal, "called a third time")
+	}
+	url := clitest.Start(t, api)
+	f, s := clitest.NewFactory(t, url, output.Table)
+	if err := clitest.Execute(NewCmdLogs(f, nil), "exp-two", "--role", "main", "-f", "--tail", "5"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "line 1\nline 2\nline 3\nline 4\nline 5\n"; s.Out.String() != want {
+		t.Errorf("output %q; want %q", s.Out.String(), want)
+	}
+	if !strings.Contains(s.ErrOut.String(), "resuming") {
+		t.Errorf("stderr %q does not say the stream was resumed", s.ErrOut.String())
 	}
 }
