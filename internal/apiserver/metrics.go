@@ -179,8 +179,10 @@ func (s *Server) ensureSpecCopy(ctx context.Context, f *experimentFiles) error {
 
 // resultsEvery is how often the server refreshes the artifact index and
 // metrics of running experiments, so `exp get` and queries see them
-// without anyone asking first.
-const resultsEvery = 5 * time.Second
+// without anyone asking first. Each refresh lists the artifact's prefix, so
+// this is a cost per running experiment; `ls` and `exp metrics` refresh on
+// demand anyway.
+const resultsEvery = 15 * time.Second
 
 // keepResults refreshes, every resultsEvery, the results of experiments
 // that run, and once more those that ended since the last round (their
