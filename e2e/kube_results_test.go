@@ -3,8 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +91,23 @@ role_to_task_spec:
 				t.Errorf("exp logs lacks %q:\n%s\n%s", want, r.stdout, r.stderr)
 			}
 		}
+	}
+	// The last line carries the resume token (one per batch), and resuming
+	// with it sends nothing again.
+	js := d.run("", "exp", "logs", id, "-o", "json")
+	jl := strings.Split(strings.TrimSpace(js.stdout), "\n")
+	var last struct{ Resume string }
+	if err := json.Unmarshal([]byte(jl[len(jl)-1]), &last); err != nil || last.Resume == "" || len(jl) != 6 {
+		t.Fatalf("logs -o json: %d lines, last %q: %v", len(jl), jl[len(jl)-1], err)
+	}
+	resp, err := http.Get("http://" + d.http + "/v1/experiments/" + id + "/logs?resume=" + url.QueryEscape(last.Resume))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Contains(string(again), `"line"`) {
+		t.Errorf("resumed after the last line: %d %s; want no lines", resp.StatusCode, again)
 	}
 	if r := d.run("", "exp", "logs", id, "--rank", "1", "--grep", "line [12]", "--timestamps", "-o", "table"); strings.Count(r.stdout, "\n") != 2 || !strings.Contains(r.stdout, t0.Format("2006-01-02T15:04:05")) {
 		t.Errorf("logs --rank 1 --grep --timestamps:\n%s%s", r.stdout, r.stderr)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,25 +60,29 @@ func parseResume(tok string) (logCursor, error) {
 // the pod log API while the job's pods exist, else from the log objects
 // its pods left in the cluster's bucket. With follow, jobs are read at
 // once and their lines interleave; each pod's lines stay in order.
-func (s *Server) clusterLogs(ctx context.Context, req *falconv1.GetExpLogsRequest, jobs []*store.Job, send func(*falconv1.LogLine) error) error {
+func (s *Server) clusterLogs(ctx context.Context, req *falconv1.GetExpLogsRequest, jobs []*store.Job, b *lineBatcher) error {
 	resume, err := parseResume(req.GetResume())
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex // send and the cursor are shared by the jobs' readers
+	// The cursor moves with every line but is encoded once per batch, on
+	// its last line: that is the line a client has printed last when a
+	// stream breaks (a batch arrives whole or not at all), and a token per
+	// line cost a JSON encoding of every pod's position per line.
+	b.setSeal(func(last *falconv1.LogLine) { last.Resume = resume.token() })
 	emitFor := func(j *store.Job) func(podlogs.Line) error {
 		return func(l podlogs.Line) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if resume[j.ID] == nil {
-				resume[j.ID] = podlogs.Cursor{}
-			}
-			resume[j.ID].Advance(l)
-			out := &falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: int32(l.Rank), Pod: l.Pod, Line: strings.ToValidUTF8(l.Text, "\uFFFD"), Resume: resume.token()}
-			if !l.Time.IsZero() {
-				out.Time = timestamppb.New(l.Time)
-			}
-			return send(out)
+			return b.addFunc(func() *falconv1.LogLine {
+				if resume[j.ID] == nil {
+					resume[j.ID] = podlogs.Cursor{}
+				}
+				resume[j.ID].Advance(l)
+				out := &falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: int32(l.Rank), Pod: l.Pod, Line: strings.ToValidUTF8(l.Text, "\uFFFD")}
+				if !l.Time.IsZero() {
+					out.Time = timestamppb.New(l.Time)
+				}
+				return out
+			})
 		}
 	}
 	read := func(j *store.Job) error {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -55,19 +54,8 @@ func (s *Server) ExportExpLogs(ctx context.Context, req *falconv1.ExportExpLogsR
 	if err != nil {
 		return nil, err
 	}
-	if role := req.GetRole(); role != "" {
-		var keep []*store.Job
-		var roles []string
-		for _, j := range jobs {
-			roles = append(roles, j.Role)
-			if j.Role == role {
-				keep = append(keep, j)
-			}
-		}
-		if len(keep) == 0 {
-			return nil, errdefs.Invalid("role", "experiment %s has no role %q; roles: %s", req.GetId(), role, strings.Join(roles, ", "))
-		}
-		jobs = keep
+	if jobs, err = jobsOfRole(req.GetId(), req.GetRole(), jobs); err != nil {
+		return nil, err
 	}
 	local, _, err := s.splitByBackend(ctx, jobs)
 	if err != nil {

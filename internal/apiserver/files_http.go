@@ -58,14 +58,8 @@ func fileHandler(conn *grpc.ClientConn, open FileOpener, next http.Handler) http
 			writeFileError(w, r, err)
 			return
 		}
-		md := metadata.MD{}
-		for k, vs := range r.Header {
-			if name, ok := forwardHeader(k); ok {
-				md.Append(name, vs...)
-			}
-		}
 		// The access check (and the path check) of a call like any other.
-		if _, err := client.StatArtifactFile(metadata.NewOutgoingContext(r.Context(), md), &falconv1.StatArtifactFileRequest{ExpId: id, Path: path}); err != nil {
+		if _, err := client.StatArtifactFile(forwarded(r), &falconv1.StatArtifactFileRequest{ExpId: id, Path: path}); err != nil {
 			writeFileError(w, r, err)
 			return
 		}
@@ -103,6 +97,18 @@ func fileHandler(conn *grpc.ClientConn, open FileOpener, next http.Handler) http
 			panic(http.ErrAbortHandler)
 		}
 	})
+}
+
+// forwarded is r's context carrying the headers the gateway would forward
+// (forwardHeader), so a call made for r authenticates as r's caller.
+func forwarded(r *http.Request) context.Context {
+	md := metadata.MD{}
+	for k, vs := range r.Header {
+		if name, ok := forwardHeader(k); ok {
+			md.Append(name, vs...)
+		}
+	}
+	return metadata.NewOutgoingContext(r.Context(), md)
 }
 
 // sendfileSource is the local file under a file:// blob reader, when there

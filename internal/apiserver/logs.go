@@ -45,19 +45,8 @@ func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.Exp
 	if err != nil {
 		return err
 	}
-	if role := req.GetRole(); role != "" {
-		var roles []string
-		var keep []*store.Job
-		for _, j := range jobs {
-			roles = append(roles, j.Role)
-			if j.Role == role {
-				keep = append(keep, j)
-			}
-		}
-		if len(keep) == 0 {
-			return errdefs.Invalid("role", "experiment %s has no role %q; roles: %s", req.GetId(), role, strings.Join(roles, ", "))
-		}
-		jobs = keep
+	if jobs, err = jobsOfRole(req.GetId(), req.GetRole(), jobs); err != nil {
+		return err
 	}
 	if req.Rank != nil {
 		r := req.GetRank()
@@ -115,12 +104,28 @@ func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.Exp
 		return s.localLogs(ctx, req, local, grep, send)
 	}
 	if len(local) == 0 {
-		return s.clusterLogs(ctx, req, remote, send)
+		return s.clusterLogs(ctx, req, remote, b)
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- s.localLogs(ctx, req, local, grep, send) }()
-	go func() { errc <- s.clusterLogs(ctx, req, remote, send) }()
+	go func() { errc <- s.clusterLogs(ctx, req, remote, b) }()
 	return errors.Join(<-errc, <-errc)
+}
+
+// jobsOfRole keeps the job of role ("" keeps all), or says which roles the
+// experiment has.
+func jobsOfRole(expID, role string, jobs []*store.Job) ([]*store.Job, error) {
+	if role == "" {
+		return jobs, nil
+	}
+	var roles []string
+	for _, j := range jobs {
+		if j.Role == role {
+			return []*store.Job{j}, nil
+		}
+		roles = append(roles, j.Role)
+	}
+	return nil, errdefs.Invalid("role", "experiment %s has no role %q; roles: %s", expID, role, strings.Join(roles, ", "))
 }
 
 // A log batch is sent when it holds logBatchLines lines or logBatchBytes
@@ -140,20 +145,35 @@ type lineBatcher struct {
 	pending []*falconv1.LogLine
 	bytes   int
 	err     error
+	seal    func(last *falconv1.LogLine)
 }
 
 func (b *lineBatcher) add(l *falconv1.LogLine) error {
+	return b.addFunc(func() *falconv1.LogLine { return l })
+}
+
+// addFunc adds the line build returns; build runs under the batcher's lock,
+// so state it moves (a resume cursor) is in step with what seal reads.
+func (b *lineBatcher) addFunc(build func() *falconv1.LogLine) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err != nil {
 		return b.err
 	}
+	l := build()
 	b.pending = append(b.pending, l)
-	b.bytes += len(l.GetLine()) + len(l.GetResume()) + 64
+	b.bytes += len(l.GetLine()) + 64
 	if len(b.pending) >= logBatchLines || b.bytes >= logBatchBytes {
 		return b.flushLocked()
 	}
 	return nil
+}
+
+// setSeal sets what finishes a batch before it is sent, on its last line.
+func (b *lineBatcher) setSeal(seal func(last *falconv1.LogLine)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seal = seal
 }
 
 func (b *lineBatcher) flush() error {
@@ -165,6 +185,9 @@ func (b *lineBatcher) flush() error {
 func (b *lineBatcher) flushLocked() error {
 	if b.err != nil || len(b.pending) == 0 {
 		return b.err
+	}
+	if b.seal != nil {
+		b.seal(b.pending[len(b.pending)-1])
 	}
 	b.err = b.send(&falconv1.LogLines{Lines: b.pending})
 	b.pending, b.bytes = nil, 0

@@ -9,7 +9,6 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -38,13 +37,7 @@ func logsHandler(conn *grpc.ClientConn, next http.Handler) http.Handler {
 			writeFileError(w, r, errdefs.Invalid("query", "%v", err))
 			return
 		}
-		md := metadata.MD{}
-		for k, vs := range r.Header {
-			if name, ok := forwardHeader(k); ok {
-				md.Append(name, vs...)
-			}
-		}
-		stream, err := client.GetExpLogs(metadata.NewOutgoingContext(r.Context(), md), req)
+		stream, err := client.GetExpLogs(forwarded(r), req)
 		if err == nil {
 			var first *falconv1.LogLines
 			if first, err = stream.Recv(); err == nil || errors.Is(err, io.EOF) {

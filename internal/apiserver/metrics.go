@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -19,6 +17,7 @@ import (
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/podlogs"
 	"github.com/falconhq/falcon/internal/store"
 )
 
@@ -103,37 +102,10 @@ func (r resultSources) RankLog(ctx context.Context, exp *store.Experiment, role 
 	if err != nil || bucket == "" {
 		return nil, errdefs.NotFoundf("no log of rank 0 of job %s", job.ID)
 	}
-	loc := blobstore.Location{Scheme: "gs", Bucket: bucket, Prefix: "logs/" + job.ID + "/"}
-	var pod string
-	err = r.s.blobs.Walk(ctx, loc, func(f blobstore.File) error {
-		if name, ok := strings.CutSuffix(f.Path, ".log"); ok && pod == "" && RankOfPod(job.ID, name) == 0 {
-			pod = f.Path
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if pod == "" {
-		return nil, errdefs.NotFoundf("no log of rank 0 of job %s in gs://%s/logs/%s/", job.ID, bucket, job.ID)
-	}
-	rd, _, err := r.s.blobs.Open(ctx, loc, pod, offset, -1)
+	// The object the task's log wrapper writes for rank 0; missing is
+	// NotFound, which metricsync reads as "nothing yet".
+	rd, _, err := r.s.blobs.Open(ctx, blobstore.Location{Scheme: "gs", Bucket: bucket}, podlogs.Object(job.ID, 0), offset, -1)
 	return rd, err
-}
-
-// RankOfPod reads the rank from a pod's name: <job>-<rank> (falcon dev) or
-// <job>-<rank>-<suffix> (a Kubernetes Job's indexed pods); -1 if neither.
-func RankOfPod(job, pod string) int32 {
-	rest, ok := strings.CutPrefix(pod, job+"-")
-	if !ok {
-		return -1
-	}
-	rest, _, _ = strings.Cut(rest, "-")
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 {
-		return -1
-	}
-	return int32(n)
 }
 
 // specCopy is the copy of the experiment as submitted that Falcon keeps

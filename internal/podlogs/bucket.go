@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/falconhq/falcon/internal/provider/kube/render"
 	"io"
 	"path"
 	"slices"
@@ -24,6 +25,10 @@ const tailChunk = 64 << 10
 // LogPrefix is the prefix, in a cluster's bucket, of job jobID's log
 // objects: logs/<job_id>/ (render.LogObject names each rank's object in it).
 func LogPrefix(jobID string) string { return "logs/" + jobID + "/" }
+
+// Object is the key of one rank's log object, as the task's log wrapper
+// writes it (render.LogObject).
+func Object(jobID string, rank int) string { return render.LogObject(jobID, rank) }
 
 // FromBucket reads the log objects of Falcon job jobID in bucket, one per pod
 // (logs/<job_id>/<pod>.log, the pod named <job>-<rank> as its hostname, or

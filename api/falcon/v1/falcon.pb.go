@@ -1853,7 +1853,8 @@ type LogLine struct {
 	Line  string                 `protobuf:"bytes,5,opt,name=line,proto3" json:"line,omitempty"`
 	// When the line was logged, where the source records it.
 	Time *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=time,proto3" json:"time,omitempty"`
-	// Pass as GetExpLogsRequest.resume to continue after this line.
+	// Set on the last line of each batch from a Kubernetes or GKE cluster:
+	// pass it as GetExpLogsRequest.resume to continue after that line.
 	Resume        string `protobuf:"bytes,7,opt,name=resume,proto3" json:"resume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
