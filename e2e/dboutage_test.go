@@ -149,6 +149,33 @@ func (m *mariaDB) start() {
 	}
 }
 
+// waitStopped returns once every thread of the server is stopped. kill(2)
+// only queues SIGSTOP: a thread in the middle of a query could still answer
+// it, and the outage would begin with one call served.
+func (m *mariaDB) waitStopped() {
+	deadline := time.Now().Add(10 * time.Second)
+	dir := fmt.Sprintf("/proc/%d/task", m.cmd.Process.Pid)
+	for time.Now().Before(deadline) {
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			m.t.Fatalf("threads of mariadbd: %v", err)
+		}
+		stopped := 0
+		for _, task := range tasks {
+			stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+			// The state follows the command name in parentheses: "pid (comm) T ...".
+			if i := strings.LastIndexByte(string(stat), ')'); err == nil && i >= 0 && i+2 < len(stat) && (stat[i+2] == 'T' || stat[i+2] == 't') {
+				stopped++
+			}
+		}
+		if stopped == len(tasks) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	m.t.Fatal("mariadbd did not stop within 10s of SIGSTOP")
+}
+
 // kill ends the server as a crash or a lost machine would.
 func (m *mariaDB) kill() {
 	_ = m.cmd.Process.Kill()
@@ -187,7 +214,7 @@ func TestDatabaseOutage(t *testing.T) {
 		back func(*mariaDB) // ends it
 	}{
 		{"killed", (*mariaDB).kill, (*mariaDB).start},
-		{"frozen", func(m *mariaDB) { _ = m.cmd.Process.Signal(syscall.SIGSTOP) }, func(m *mariaDB) { _ = m.cmd.Process.Signal(syscall.SIGCONT) }},
+		{"frozen", func(m *mariaDB) { _ = m.cmd.Process.Signal(syscall.SIGSTOP); m.waitStopped() }, func(m *mariaDB) { _ = m.cmd.Process.Signal(syscall.SIGCONT) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testDatabaseOutage(t, outage, tc.stop, tc.back)
