@@ -23,8 +23,10 @@ const (
 	// a user calling them over gRPC, admins included, is refused.
 	forControllers
 	// forAdmins: the configured admins (see Server.isAdmin). Cluster
-	// writes decide where everyone's jobs run, and the audit log shows
-	// everyone's calls, so neither is any user's or service token's.
+	// writes decide where everyone's jobs run, the audit log shows
+	// everyone's calls and the user list everyone's email, and a relink
+	// decides which identity acts as a user, so none is any user's or
+	// service token's.
 	forAdmins
 	// forAdminsAndControllers: admins, and controllers for what the
 	// handler lets them do: RegisterCluster of the local cluster a
@@ -94,7 +96,12 @@ var rules = map[string]rule{
 	}},
 
 	falconv1.UserService_GetCurrentUser_FullMethodName: {callers: forUsers},
-	falconv1.UserService_ListUsers_FullMethodName:      {callers: forAll},
+	// Everyone's emails are the admins' to see, and moving a user to
+	// another identity decides who acts as them.
+	falconv1.UserService_ListUsers_FullMethodName: {callers: forAdmins},
+	falconv1.UserService_RelinkUser_FullMethodName: {forAdmins, func(r any) (string, bool) {
+		return strings.ToLower(strings.TrimSpace(r.(*falconv1.RelinkUserRequest).GetEmail())), true
+	}},
 
 	falconv1.AuditService_ListAuditEvents_FullMethodName: {callers: forAdmins},
 }

@@ -1231,10 +1231,15 @@ func (x *AcceleratorSlot) GetPriority() int32 {
 }
 
 type User struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	UserId        string                 `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	Email         string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	UserId    string                 `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	Email     string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Set by ListUsers: the server names this user an admin by email
+	// (--admin-email), or has no authentication and makes its one user its
+	// admin. Admins by group are known only from their tokens (see
+	// ListUsersResponse.admins_by_group).
+	Admin         bool `protobuf:"varint,4,opt,name=admin,proto3" json:"admin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1288,6 +1293,13 @@ func (x *User) GetCreatedAt() *timestamppb.Timestamp {
 		return x.CreatedAt
 	}
 	return nil
+}
+
+func (x *User) GetAdmin() bool {
+	if x != nil {
+		return x.Admin
+	}
+	return false
 }
 
 type CreateExpRequest struct {
@@ -4859,8 +4871,11 @@ func (*ListUsersRequest) Descriptor() ([]byte, []int) {
 }
 
 type ListUsersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Items         []*User                `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Items []*User                `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// The server also names admins by identity-provider group, which only
+	// a user's token shows: a user with admin false may still be one.
+	AdminsByGroup bool `protobuf:"varint,2,opt,name=admins_by_group,json=adminsByGroup,proto3" json:"admins_by_group,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4902,6 +4917,140 @@ func (x *ListUsersResponse) GetItems() []*User {
 	return nil
 }
 
+func (x *ListUsersResponse) GetAdminsByGroup() bool {
+	if x != nil {
+		return x.AdminsByGroup
+	}
+	return false
+}
+
+type RelinkUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The email the user is registered with (any case).
+	Email string `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	// The new identity's Cloudflare Access subject (the token's sub claim),
+	// which becomes the user's user_id.
+	Sub           string `protobuf:"bytes,2,opt,name=sub,proto3" json:"sub,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RelinkUserRequest) Reset() {
+	*x = RelinkUserRequest{}
+	mi := &file_falcon_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RelinkUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RelinkUserRequest) ProtoMessage() {}
+
+func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RelinkUserRequest.ProtoReflect.Descriptor instead.
+func (*RelinkUserRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *RelinkUserRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *RelinkUserRequest) GetSub() string {
+	if x != nil {
+		return x.Sub
+	}
+	return ""
+}
+
+type RelinkUserResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user as now registered.
+	User *User `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// The user_id the user had before; equal to user.user_id when the user
+	// already had that sub and nothing changed.
+	PreviousUserId string `protobuf:"bytes,2,opt,name=previous_user_id,json=previousUserId,proto3" json:"previous_user_id,omitempty"`
+	// How many experiments moved to the new user_id.
+	Experiments   int64 `protobuf:"varint,3,opt,name=experiments,proto3" json:"experiments,omitempty"`
+	Changed       bool  `protobuf:"varint,4,opt,name=changed,proto3" json:"changed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RelinkUserResponse) Reset() {
+	*x = RelinkUserResponse{}
+	mi := &file_falcon_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RelinkUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RelinkUserResponse) ProtoMessage() {}
+
+func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RelinkUserResponse.ProtoReflect.Descriptor instead.
+func (*RelinkUserResponse) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *RelinkUserResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *RelinkUserResponse) GetPreviousUserId() string {
+	if x != nil {
+		return x.PreviousUserId
+	}
+	return ""
+}
+
+func (x *RelinkUserResponse) GetExperiments() int64 {
+	if x != nil {
+		return x.Experiments
+	}
+	return 0
+}
+
+func (x *RelinkUserResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
 type AuditEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	At    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
@@ -4913,15 +5062,24 @@ type AuditEvent struct {
 	// The experiment or cluster acted on, when there is one.
 	TargetId string `protobuf:"bytes,5,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
 	// "ok", or the gRPC code of the refusal or failure (PermissionDenied...).
-	Outcome       string `protobuf:"bytes,6,opt,name=outcome,proto3" json:"outcome,omitempty"`
-	Detail        string `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	Outcome string `protobuf:"bytes,6,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Detail  string `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	// How many calls the event stands for: 1, except for the method
+	// "unauthenticated", one event per source and reason per minute that
+	// counts the calls refused before authentication (actor empty, detail
+	// the reason and the methods called; source "other" counts the calls
+	// past the server's limit of distinct sources and reasons in a minute).
+	Count int64 `protobuf:"varint,8,opt,name=count,proto3" json:"count,omitempty"`
+	// Where the call came from: the client address the gateway forwarded
+	// for, or the gRPC peer's, without its port.
+	Source        string `protobuf:"bytes,9,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4933,7 +5091,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4946,7 +5104,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{68}
+	return file_falcon_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -4998,6 +5156,20 @@ func (x *AuditEvent) GetDetail() string {
 	return ""
 }
 
+func (x *AuditEvent) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *AuditEvent) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
 type ListAuditEventsRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	PageSize  int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
@@ -5007,7 +5179,9 @@ type ListAuditEventsRequest struct {
 	// Only events by this caller: an email, or a user_id (service tokens
 	// have no email).
 	Actor string `protobuf:"bytes,4,opt,name=actor,proto3" json:"actor,omitempty"`
-	// Only calls of this method: its name (AbortExp) or full name.
+	// Only calls of this method: its name (AbortExp) or full name, or
+	// "unauthenticated" for the counts of calls refused before
+	// authentication.
 	Method        string `protobuf:"bytes,5,opt,name=method,proto3" json:"method,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5015,7 +5189,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5027,7 +5201,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5040,7 +5214,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{69}
+	return file_falcon_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -5088,7 +5262,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5100,7 +5274,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5113,7 +5287,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{70}
+	return file_falcon_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -5294,12 +5468,13 @@ const file_falcon_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
 	"\x0fAcceleratorSlot\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x1a\n" +
-	"\bpriority\x18\x02 \x01(\x05R\bpriority\"p\n" +
+	"\bpriority\x18\x02 \x01(\x05R\bpriority\"\x86\x01\n" +
 	"\x04User\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x14\n" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x129\n" +
 	"\n" +
-	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"n\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x14\n" +
+	"\x05admin\x18\x04 \x01(\bR\x05admin\"n\n" +
 	"\x10CreateExpRequest\x125\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\v2\x15.falcon.v1.ExperimentR\n" +
@@ -5556,9 +5731,18 @@ const file_falcon_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\"\x17\n" +
 	"\x15GetCurrentUserRequest\"\x12\n" +
-	"\x10ListUsersRequest\":\n" +
+	"\x10ListUsersRequest\"b\n" +
 	"\x11ListUsersResponse\x12%\n" +
-	"\x05items\x18\x01 \x03(\v2\x0f.falcon.v1.UserR\x05items\"\xdb\x01\n" +
+	"\x05items\x18\x01 \x03(\v2\x0f.falcon.v1.UserR\x05items\x12&\n" +
+	"\x0fadmins_by_group\x18\x02 \x01(\bR\radminsByGroup\";\n" +
+	"\x11RelinkUserRequest\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12\x10\n" +
+	"\x03sub\x18\x02 \x01(\tR\x03sub\"\x9f\x01\n" +
+	"\x12RelinkUserResponse\x12#\n" +
+	"\x04user\x18\x01 \x01(\v2\x0f.falcon.v1.UserR\x04user\x12(\n" +
+	"\x10previous_user_id\x18\x02 \x01(\tR\x0epreviousUserId\x12 \n" +
+	"\vexperiments\x18\x03 \x01(\x03R\vexperiments\x12\x18\n" +
+	"\achanged\x18\x04 \x01(\bR\achanged\"\x89\x02\n" +
 	"\n" +
 	"AuditEvent\x12*\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x19\n" +
@@ -5568,7 +5752,9 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06method\x18\x04 \x01(\tR\x06method\x12\x1b\n" +
 	"\ttarget_id\x18\x05 \x01(\tR\btargetId\x12\x18\n" +
 	"\aoutcome\x18\x06 \x01(\tR\aoutcome\x12\x16\n" +
-	"\x06detail\x18\a \x01(\tR\x06detail\"\x99\x01\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\x12\x14\n" +
+	"\x05count\x18\b \x01(\x03R\x05count\x12\x16\n" +
+	"\x06source\x18\t \x01(\tR\x06source\"\x99\x01\n" +
 	"\x16ListAuditEventsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -5614,10 +5800,12 @@ const file_falcon_proto_rawDesc = "" +
 	"\rApplyClusters\x12\x1f.falcon.v1.ApplyClustersRequest\x1a .falcon.v1.ApplyClustersResponse\x12J\n" +
 	"\x10SetClusterStatus\x12\".falcon.v1.SetClusterStatusRequest\x1a\x12.falcon.v1.Cluster\x12P\n" +
 	"\x10GetClusterStatus\x12\".falcon.v1.GetClusterStatusRequest\x1a\x18.falcon.v1.ClusterStatus\x12V\n" +
-	"\x13ReportClusterStatus\x12%.falcon.v1.ReportClusterStatusRequest\x1a\x18.falcon.v1.ClusterStatus2\x9a\x01\n" +
+	"\x13ReportClusterStatus\x12%.falcon.v1.ReportClusterStatusRequest\x1a\x18.falcon.v1.ClusterStatus2\xe5\x01\n" +
 	"\vUserService\x12C\n" +
 	"\x0eGetCurrentUser\x12 .falcon.v1.GetCurrentUserRequest\x1a\x0f.falcon.v1.User\x12F\n" +
-	"\tListUsers\x12\x1b.falcon.v1.ListUsersRequest\x1a\x1c.falcon.v1.ListUsersResponse2h\n" +
+	"\tListUsers\x12\x1b.falcon.v1.ListUsersRequest\x1a\x1c.falcon.v1.ListUsersResponse\x12I\n" +
+	"\n" +
+	"RelinkUser\x12\x1c.falcon.v1.RelinkUserRequest\x1a\x1d.falcon.v1.RelinkUserResponse2h\n" +
 	"\fAuditService\x12X\n" +
 	"\x0fListAuditEvents\x12!.falcon.v1.ListAuditEventsRequest\x1a\".falcon.v1.ListAuditEventsResponseB3Z1github.com/falconhq/falcon/api/falcon/v1;falconv1b\x06proto3"
 
@@ -5633,7 +5821,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Resources)(nil),                   // 1: falcon.v1.Resources
@@ -5703,54 +5891,56 @@ var file_falcon_proto_goTypes = []any{
 	(*GetCurrentUserRequest)(nil),       // 65: falcon.v1.GetCurrentUserRequest
 	(*ListUsersRequest)(nil),            // 66: falcon.v1.ListUsersRequest
 	(*ListUsersResponse)(nil),           // 67: falcon.v1.ListUsersResponse
-	(*AuditEvent)(nil),                  // 68: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 69: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 70: falcon.v1.ListAuditEventsResponse
-	nil,                                 // 71: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 72: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 73: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 74: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 75: falcon.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 76: google.protobuf.Timestamp
+	(*RelinkUserRequest)(nil),           // 68: falcon.v1.RelinkUserRequest
+	(*RelinkUserResponse)(nil),          // 69: falcon.v1.RelinkUserResponse
+	(*AuditEvent)(nil),                  // 70: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 71: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 72: falcon.v1.ListAuditEventsResponse
+	nil,                                 // 73: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 74: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 75: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 76: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 77: falcon.v1.Cluster.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 78: google.protobuf.Timestamp
 }
 var file_falcon_proto_depIdxs = []int32{
-	71, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	73, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
 	1,  // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	72, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	73, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	74, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	76, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	76, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	76, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	76, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	76, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	76, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	74, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	75, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	76, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	78, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	78, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	78, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	78, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	78, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	78, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	4,  // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	5,  // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	3,  // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
 	0,  // 14: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	76, // 15: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	76, // 16: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	76, // 17: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	76, // 18: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	76, // 19: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	76, // 20: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	76, // 21: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	76, // 22: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	76, // 23: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	76, // 24: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
-	76, // 25: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
-	76, // 26: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	78, // 15: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	78, // 16: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	78, // 17: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	78, // 18: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	78, // 19: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	78, // 20: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	78, // 21: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	78, // 22: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	78, // 23: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	78, // 24: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	78, // 25: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	78, // 26: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 27: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	75, // 28: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	76, // 29: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	77, // 28: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	78, // 29: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
 	2,  // 30: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
 	2,  // 31: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
 	2,  // 32: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	76, // 33: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	76, // 34: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	78, // 33: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	78, // 34: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
 	19, // 35: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
-	76, // 36: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	78, // 36: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
 	23, // 37: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
 	26, // 38: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
 	27, // 39: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
@@ -5763,91 +5953,94 @@ var file_falcon_proto_depIdxs = []int32{
 	6,  // 46: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
 	6,  // 47: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
 	52, // 48: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	76, // 49: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	78, // 49: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
 	54, // 50: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
 	55, // 51: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
 	56, // 52: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
 	52, // 53: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	76, // 54: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	76, // 55: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	78, // 54: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	78, // 55: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
 	7,  // 56: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
 	7,  // 57: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
 	7,  // 58: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
 	62, // 59: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
 	7,  // 60: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
 	9,  // 61: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	76, // 62: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	68, // 63: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	0,  // 64: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	10, // 65: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	11, // 66: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	12, // 67: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	14, // 68: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	16, // 69: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	18, // 70: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	21, // 71: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	24, // 72: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	29, // 73: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	30, // 74: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	31, // 75: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	33, // 76: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	34, // 77: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	38, // 78: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	37, // 79: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	39, // 80: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	41, // 81: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	42, // 82: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	44, // 83: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	46, // 84: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	47, // 85: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	49, // 86: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	57, // 87: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	58, // 88: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	60, // 89: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	61, // 90: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	64, // 91: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	50, // 92: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	51, // 93: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	65, // 94: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	66, // 95: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	69, // 96: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	2,  // 97: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,  // 98: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	13, // 99: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	15, // 100: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	17, // 101: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	20, // 102: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	22, // 103: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	25, // 104: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,  // 105: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	4,  // 106: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	32, // 107: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	4,  // 108: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	35, // 109: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,  // 110: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,  // 111: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	40, // 112: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	5,  // 113: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	43, // 114: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	45, // 115: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	48, // 116: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	6,  // 117: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	5,  // 118: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	7,  // 119: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	59, // 120: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	7,  // 121: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	63, // 122: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	7,  // 123: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	52, // 124: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	52, // 125: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	9,  // 126: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	67, // 127: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	70, // 128: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	97, // [97:129] is the sub-list for method output_type
-	65, // [65:97] is the sub-list for method input_type
-	65, // [65:65] is the sub-list for extension type_name
-	65, // [65:65] is the sub-list for extension extendee
-	0,  // [0:65] is the sub-list for field type_name
+	9,  // 62: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
+	78, // 63: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	70, // 64: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	0,  // 65: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	10, // 66: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	11, // 67: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	12, // 68: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	14, // 69: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	16, // 70: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	18, // 71: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	21, // 72: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	24, // 73: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	29, // 74: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	30, // 75: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	31, // 76: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	33, // 77: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	34, // 78: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	38, // 79: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	37, // 80: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	39, // 81: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	41, // 82: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	42, // 83: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	44, // 84: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	46, // 85: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	47, // 86: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	49, // 87: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	57, // 88: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	58, // 89: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	60, // 90: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	61, // 91: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	64, // 92: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	50, // 93: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	51, // 94: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	65, // 95: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	66, // 96: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	68, // 97: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	71, // 98: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	2,  // 99: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,  // 100: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	13, // 101: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	15, // 102: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	17, // 103: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	20, // 104: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	22, // 105: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	25, // 106: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,  // 107: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	4,  // 108: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	32, // 109: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	4,  // 110: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	35, // 111: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,  // 112: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,  // 113: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	40, // 114: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	5,  // 115: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	43, // 116: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	45, // 117: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	48, // 118: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	6,  // 119: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	5,  // 120: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	7,  // 121: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	59, // 122: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	7,  // 123: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	63, // 124: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	7,  // 125: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	52, // 126: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	52, // 127: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	9,  // 128: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	67, // 129: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	69, // 130: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	72, // 131: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	99, // [99:132] is the sub-list for method output_type
+	66, // [66:99] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -5862,7 +6055,7 @@ func file_falcon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   76,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

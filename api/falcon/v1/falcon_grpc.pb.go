@@ -1461,6 +1461,7 @@ var ClusterService_ServiceDesc = grpc.ServiceDesc{
 const (
 	UserService_GetCurrentUser_FullMethodName = "/falcon.v1.UserService/GetCurrentUser"
 	UserService_ListUsers_FullMethodName      = "/falcon.v1.UserService/ListUsers"
+	UserService_RelinkUser_FullMethodName     = "/falcon.v1.UserService/RelinkUser"
 )
 
 // UserServiceClient is the client API for UserService service.
@@ -1469,7 +1470,14 @@ const (
 type UserServiceClient interface {
 	// The caller as the server sees it.
 	GetCurrentUser(ctx context.Context, in *GetCurrentUserRequest, opts ...grpc.CallOption) (*User, error)
+	// Every registered user and service principal, by user_id. Admins only.
 	ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error)
+	// Links the user registered with an email to a new identity: Cloudflare
+	// gives a person a new sub when they are removed and added again, and
+	// until an admin relinks them their calls are refused. The user's row
+	// and their experiments move to the new sub in one transaction; the
+	// audit log keeps the old user_id on past entries. Admins only; audited.
+	RelinkUser(ctx context.Context, in *RelinkUserRequest, opts ...grpc.CallOption) (*RelinkUserResponse, error)
 }
 
 type userServiceClient struct {
@@ -1500,13 +1508,30 @@ func (c *userServiceClient) ListUsers(ctx context.Context, in *ListUsersRequest,
 	return out, nil
 }
 
+func (c *userServiceClient) RelinkUser(ctx context.Context, in *RelinkUserRequest, opts ...grpc.CallOption) (*RelinkUserResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RelinkUserResponse)
+	err := c.cc.Invoke(ctx, UserService_RelinkUser_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // UserServiceServer is the server API for UserService service.
 // All implementations must embed UnimplementedUserServiceServer
 // for forward compatibility.
 type UserServiceServer interface {
 	// The caller as the server sees it.
 	GetCurrentUser(context.Context, *GetCurrentUserRequest) (*User, error)
+	// Every registered user and service principal, by user_id. Admins only.
 	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
+	// Links the user registered with an email to a new identity: Cloudflare
+	// gives a person a new sub when they are removed and added again, and
+	// until an admin relinks them their calls are refused. The user's row
+	// and their experiments move to the new sub in one transaction; the
+	// audit log keeps the old user_id on past entries. Admins only; audited.
+	RelinkUser(context.Context, *RelinkUserRequest) (*RelinkUserResponse, error)
 	mustEmbedUnimplementedUserServiceServer()
 }
 
@@ -1522,6 +1547,9 @@ func (UnimplementedUserServiceServer) GetCurrentUser(context.Context, *GetCurren
 }
 func (UnimplementedUserServiceServer) ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListUsers not implemented")
+}
+func (UnimplementedUserServiceServer) RelinkUser(context.Context, *RelinkUserRequest) (*RelinkUserResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RelinkUser not implemented")
 }
 func (UnimplementedUserServiceServer) mustEmbedUnimplementedUserServiceServer() {}
 func (UnimplementedUserServiceServer) testEmbeddedByValue()                     {}
@@ -1580,6 +1608,24 @@ func _UserService_ListUsers_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _UserService_RelinkUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RelinkUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(UserServiceServer).RelinkUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: UserService_RelinkUser_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(UserServiceServer).RelinkUser(ctx, req.(*RelinkUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // UserService_ServiceDesc is the grpc.ServiceDesc for UserService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1595,6 +1641,10 @@ var UserService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListUsers",
 			Handler:    _UserService_ListUsers_Handler,
 		},
+		{
+			MethodName: "RelinkUser",
+			Handler:    _UserService_RelinkUser_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "falcon.proto",
@@ -1609,7 +1659,8 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // AuditService reads the audit log: every mutating call, allowed or
-// refused. Admins only.
+// refused, and in aggregate the calls refused before authentication (no
+// credential or a bad one). Admins only.
 type AuditServiceClient interface {
 	// Newest first, one page at a time.
 	ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error)
@@ -1638,7 +1689,8 @@ func (c *auditServiceClient) ListAuditEvents(ctx context.Context, in *ListAuditE
 // for forward compatibility.
 //
 // AuditService reads the audit log: every mutating call, allowed or
-// refused. Admins only.
+// refused, and in aggregate the calls refused before authentication (no
+// credential or a bad one). Admins only.
 type AuditServiceServer interface {
 	// Newest first, one page at a time.
 	ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error)
