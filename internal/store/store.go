@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/falconhq/falcon/internal/errdefs"
@@ -220,20 +221,62 @@ type User struct {
 }
 
 // AuditEntry is one mutating call: who made it, what it was, on which
-// entity, when, and how it ended.
+// entity, when, and how it ended. An entry of Method AuditUnauthenticated
+// instead counts the calls refused before authentication from one source
+// for one reason in one minute (see apiserver's refusal log).
 type AuditEntry struct {
 	Seq        int64 // set by the store; higher is later
 	At         time.Time
-	ActorID    string // the principal's user_id
+	ActorID    string // the principal's user_id; empty for AuditUnauthenticated
 	ActorEmail string // empty for service principals
 	Method     string // the full gRPC method, e.g. /falcon.v1.ExperimentService/AbortExp
 	TargetID   string // the experiment or cluster acted on, when there is one
 	Outcome    string // "ok", or the gRPC code of the refusal or failure
 	Detail     string
+	// Count is how many calls the entry stands for: 1 for a call (0 is
+	// stored as 1), more for AuditUnauthenticated.
+	Count int64
+	// Source is where the call came from (a client address), when known.
+	Source string
 }
 
 // AuditOK is the Outcome of a call that succeeded.
 const AuditOK = "ok"
+
+// AuditUnauthenticated is the Method of the entries that count calls
+// refused before authentication: no caller is known, so there is no
+// actor, and a flood of them must not add a row per call.
+const AuditUnauthenticated = "unauthenticated"
+
+// UserRelink is what RelinkUser did.
+type UserRelink struct {
+	User       *User  // the user as now registered
+	PreviousID string // the user_id before; User.UserID when nothing changed
+	// Experiments is how many experiments moved to the new user_id.
+	Experiments int64
+}
+
+// Changed reports whether the user moved to another user_id.
+func (r *UserRelink) Changed() bool { return r.PreviousID != r.User.UserID }
+
+// UserIDTakenError is RelinkUser's refusal of a user_id that another user
+// has: one identity is one user.
+type UserIDTakenError struct {
+	UserID string
+	// Holder is the other user's email, or its user_id when it has none
+	// (a service principal); empty when the database did not say.
+	Holder string
+}
+
+func (e *UserIDTakenError) Error() string {
+	if e.Holder == "" {
+		return fmt.Sprintf("user_id %q is already registered to another user", e.UserID)
+	}
+	return fmt.Sprintf("user_id %q is already registered to %s", e.UserID, e.Holder)
+}
+
+// Unwrap makes it an errdefs.ErrAlreadyExists.
+func (e *UserIDTakenError) Unwrap() error { return errdefs.ErrAlreadyExists }
 
 // AuditFilter selects audit entries; empty fields match everything.
 // Newest first.
@@ -382,6 +425,13 @@ type Store interface {
 	// stored row. Concurrent first calls for one user create one row.
 	EnsureUser(ctx context.Context, u *User) (*User, error)
 	ListUsers(ctx context.Context) ([]*User, error)
+	// RelinkUser moves the user registered with email to the user_id
+	// newID, with everything that names the old user_id as its owner
+	// (experiments' creator_id), in one transaction. The audit log is
+	// history and keeps the old user_id. A newID that is already the
+	// user's changes nothing. ErrNotFound when no user has the email;
+	// ErrAlreadyExists, naming the holder, when another user has newID.
+	RelinkUser(ctx context.Context, email, newID string) (*UserRelink, error)
 
 	// AppendAudit records one mutating call. A zero At means now.
 	AppendAudit(ctx context.Context, e AuditEntry) error

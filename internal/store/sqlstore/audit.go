@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	auditInsertCols = "at, actor_id, actor_email, method, target_id, outcome, detail"
+	auditInsertCols = "at, actor_id, actor_email, method, target_id, outcome, detail, call_count, source"
 	auditCols       = "seq, " + auditInsertCols
 	// Limits of the columns: an audit row is cut to fit rather than lost.
 	auditShortMax  = 255
@@ -19,10 +19,14 @@ const (
 
 // AppendAudit implements store.Store. Values longer than their column are
 // cut (at a rune boundary) instead of refused: a record of the call matters
-// more than the last bytes of its detail.
+// more than the last bytes of its detail. Only the count of unauthenticated
+// calls has no actor.
 func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) error {
-	if e.ActorID == "" || e.Method == "" || e.Outcome == "" {
+	if (e.ActorID == "" && e.Method != store.AuditUnauthenticated) || e.Method == "" || e.Outcome == "" {
 		return errdefs.Invalid("audit", "actor_id, method and outcome are required")
+	}
+	if e.Count < 0 {
+		return errdefs.Invalid("audit", "count must not be negative")
 	}
 	at := e.At
 	if at.IsZero() {
@@ -30,7 +34,7 @@ func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) error {
 	}
 	_, err := s.wdb.ExecContext(ctx, insertSQL("audit_log", auditInsertCols),
 		s.d.timeArg(at), cut(e.ActorID, auditShortMax), cut(e.ActorEmail, auditShortMax), cut(e.Method, auditShortMax),
-		cut(e.TargetID, auditShortMax), cut(e.Outcome, 64), cut(e.Detail, auditDetailMax))
+		cut(e.TargetID, auditShortMax), cut(e.Outcome, 64), cut(e.Detail, auditDetailMax), max(e.Count, 1), cut(e.Source, auditShortMax))
 	if err != nil {
 		return dbErr("append audit", err)
 	}
@@ -51,7 +55,7 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*store.Au
 	c.eq("method", f.Method)
 	return listPage(ctx, s.rdb, "audit_log", auditCols, c, f.Page, true, func(sc scanner) (*store.AuditEntry, int64, error) {
 		var e store.AuditEntry
-		err := sc.Scan(&e.Seq, timeCol{&e.At}, &e.ActorID, &e.ActorEmail, &e.Method, &e.TargetID, &e.Outcome, &e.Detail)
+		err := sc.Scan(&e.Seq, timeCol{&e.At}, &e.ActorID, &e.ActorEmail, &e.Method, &e.TargetID, &e.Outcome, &e.Detail, &e.Count, &e.Source)
 		return &e, e.Seq, err
 	})
 }

@@ -2,10 +2,12 @@ package sqlstore_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/testenv/dbtest"
 )
@@ -69,5 +71,43 @@ func TestAuditFilters(t *testing.T) {
 				t.Fatalf("page 2: %+v, next %q, %v", page2, next, err)
 			}
 		})
+	}
+}
+
+// The calls refused before authentication are counted, one entry per
+// source and reason per minute: it has no actor, and says how many calls
+// it stands for and where they came from; every other entry stands for one.
+func testAuditCounts(t *testing.T, e env) {
+	bg := context.Background()
+	agg := store.AuditEntry{At: t0, Method: store.AuditUnauthenticated, Outcome: "Unauthenticated",
+		Detail: "malformed token; methods: ListExps", Count: 7, Source: "203.0.113.9"}
+	if err := e.s.AppendAudit(bg, agg); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.AppendAudit(bg, store.AuditEntry{ActorID: "u-ada", Method: "/falcon.v1.ExperimentService/CreateExp", Outcome: store.AuditOK, Source: "198.51.100.2"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []store.AuditEntry{
+		{Method: "/falcon.v1.ExperimentService/CreateExp", Outcome: store.AuditOK, Count: 3}, // only the refusal count has no actor
+		{Method: store.AuditUnauthenticated, Outcome: "Unauthenticated", Count: -1},
+	} {
+		if err := e.s.AppendAudit(bg, bad); !errors.Is(err, errdefs.ErrInvalid) {
+			t.Errorf("AppendAudit(%+v) = %v, want ErrInvalid", bad, err)
+		}
+	}
+	got, _, err := e.s.ListAudit(bg, store.AuditFilter{Method: store.AuditUnauthenticated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg.At = t0us
+	if len(got) == 1 {
+		agg.Seq = got[0].Seq
+	}
+	if diff := cmp.Diff([]*store.AuditEntry{&agg}, got); diff != "" {
+		t.Errorf("ListAudit(unauthenticated) (-want +got):\n%s", diff)
+	}
+	all, _, err := e.s.ListAudit(bg, store.AuditFilter{ActorID: "u-ada"})
+	if err != nil || len(all) != 1 || all[0].Count != 1 || all[0].Source != "198.51.100.2" {
+		t.Errorf("a call's entry: %+v, %v; want count 1 and its source", all, err)
 	}
 }

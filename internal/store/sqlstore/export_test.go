@@ -22,6 +22,9 @@ func (s *Store) MigrateTo(ctx context.Context, v int64) error {
 	return err
 }
 
+// Dialect names the database behind the store: "mysql" or "sqlite".
+func (s *Store) Dialect() string { return s.d.name }
+
 // Exec runs a statement on the write pool, to set up what the store's own
 // methods would never write.
 func (s *Store) Exec(ctx context.Context, q string, args ...any) error {

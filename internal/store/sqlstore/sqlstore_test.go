@@ -68,6 +68,9 @@ func runSuite(t *testing.T, open opener) {
 		{"EnsureUser", testEnsureUser},
 		{"EnsureServicePrincipal", testEnsureServicePrincipal},
 		{"Audit", testAudit},
+		{"AuditCounts", testAuditCounts},
+		{"RelinkUser", testRelinkUser},
+		{"RelinkUserRollsBack", testRelinkUserRollsBack},
 		{"AppendJobMessage", testAppendJobMessage},
 		{"UpdateJobStatuses", testUpdateJobStatuses},
 		{"ClusterReports", testClusterReports},
@@ -1382,8 +1385,8 @@ func testAudit(t *testing.T, e env) {
 		t.Errorf("long entry stored as target %d bytes, detail %d bytes", len(long.TargetID), len(long.Detail))
 	}
 	want := []*store.AuditEntry{
-		{Seq: all[2].Seq, At: t0us.Add(2 * time.Second), ActorID: "u-bob", ActorEmail: "bob@example.com", Method: "/falcon.v1.ExperimentService/AbortExp", TargetID: "exp-1", Outcome: "PermissionDenied", Detail: "belongs to ada@example.com"},
-		{Seq: all[3].Seq, At: t0us.Add(time.Second), ActorID: "u-ada", ActorEmail: "ada@example.com", Method: "/falcon.v1.ExperimentService/CreateExp", TargetID: "exp-1", Outcome: "ok", Detail: "name=one"},
+		{Seq: all[2].Seq, At: t0us.Add(2 * time.Second), ActorID: "u-bob", ActorEmail: "bob@example.com", Method: "/falcon.v1.ExperimentService/AbortExp", TargetID: "exp-1", Outcome: "PermissionDenied", Detail: "belongs to ada@example.com", Count: 1},
+		{Seq: all[3].Seq, At: t0us.Add(time.Second), ActorID: "u-ada", ActorEmail: "ada@example.com", Method: "/falcon.v1.ExperimentService/CreateExp", TargetID: "exp-1", Outcome: "ok", Detail: "name=one", Count: 1},
 	}
 	got, _, err := e.s.ListAudit(ctx, store.AuditFilter{TargetID: "exp-1"})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/store"
@@ -71,6 +72,76 @@ func (s *Store) ListUsers(ctx context.Context) ([]*store.User, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, dbErr("list users", err)
+	}
+	return out, nil
+}
+
+// RelinkUser implements store.Store. The users table has no foreign keys
+// pointing at it, and experiments.creator_id is the one column that names
+// a user_id as an owner: jobs name their creator by email, which a relink
+// keeps, and the audit log keeps who acted under which user_id then.
+// Both rows are locked in the transaction, so a concurrent first request
+// of the new identity waits for it and then finds the moved row.
+func (s *Store) RelinkUser(ctx context.Context, email, newID string) (*store.UserRelink, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
+	var errs errdefs.FieldErrors
+	if email == "" {
+		errs.Add("email", "is required")
+	}
+	if newID == "" {
+		errs.Add("user_id", "is required")
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	var out *store.UserRelink
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		u, err := scanUser(tx.QueryRowContext(ctx, "SELECT user_id, email, created_at FROM users WHERE email = ?"+s.d.forUpdate, email))
+		if errors.Is(err, sql.ErrNoRows) {
+			return errdefs.NotFoundf("email: no user is registered with %s", email)
+		}
+		if err != nil {
+			return dbErr("get user", err)
+		}
+		out = &store.UserRelink{User: u, PreviousID: u.UserID}
+		if u.UserID == newID {
+			return nil
+		}
+		var holder sql.NullString
+		err = tx.QueryRowContext(ctx, "SELECT email FROM users WHERE user_id = ?"+s.d.forUpdate, newID).Scan(&holder)
+		switch {
+		case err == nil:
+			h := holder.String
+			if h == "" {
+				h = newID
+			}
+			return &store.UserIDTakenError{UserID: newID, Holder: h}
+		case !errors.Is(err, sql.ErrNoRows):
+			return dbErr("get user", err)
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE users SET user_id = ? WHERE user_id = ?", newID, u.UserID); err != nil {
+			if _, dup := uniqueViolation(err); dup {
+				// Registered between the check and the update.
+				return &store.UserIDTakenError{UserID: newID}
+			}
+			return dbErr("relink user", err)
+		}
+		res, err := tx.ExecContext(ctx, "UPDATE experiments SET creator_id = ? WHERE creator_id = ?", newID, u.UserID)
+		if err != nil {
+			return dbErr("relink experiments", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return dbErr("relink experiments", err)
+		}
+		out = &store.UserRelink{
+			User:       &store.User{UserID: newID, Email: u.Email, CreatedAt: u.CreatedAt},
+			PreviousID: u.UserID, Experiments: n,
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
