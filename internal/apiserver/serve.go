@@ -2,9 +2,11 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -155,9 +157,27 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 		return nil, fmt.Errorf("listen HTTP on %s: %w", httpAddr, err)
 	}
 	g := s.GRPCServer()
+	public := gl
+	gatewayAddr := gl.Addr().String()
+	var il net.Listener
+	if s.tls != nil {
+		// gRPC clients require ALPN h2. The gRPC server sees connections
+		// already decrypted, so one server serves both listeners.
+		public = tls.NewListener(gl, withALPN(s.tls, "h2"))
+		// The gateway reaches the services on a listener of its own on
+		// loopback, in clear: it would otherwise need a certificate valid
+		// for whatever address it dials. Calls on it are authenticated
+		// like any other; it grants nothing the public port does not.
+		if il, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			gl.Close()
+			hl.Close()
+			return nil, fmt.Errorf("listen for the gateway on loopback: %w", err)
+		}
+		gatewayAddr = il.Addr().String()
+	}
 	// The gateway relays whole responses: a page of experiments may carry a
 	// config of up to MaxConfigBytes each, far past grpc-go's 4 MiB default.
-	conn, err := grpc.NewClient(gl.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.NewClient(gatewayAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(gatewayRecvBytes), grpc.MaxCallSendMsgSize(MaxRequestBytes)))
 	if err != nil {
 		gl.Close()
@@ -184,14 +204,25 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 		}
 		root.ServeHTTP(w, r)
 	})
-	hs := &http.Server{Handler: top, ReadHeaderTimeout: 10 * time.Second}
+	// The server's own complaints (failed handshakes, say) go to its log.
+	hs := &http.Server{Handler: top, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	if s.tls != nil {
+		hs.TLSConfig = withALPN(s.tls, "h2", "http/1.1")
+	}
 
 	r := &Running{GRPCAddr: gl.Addr().String(), HTTPAddr: hl.Addr().String(), errc: make(chan error, 1)}
-	errc := make(chan error, 2)
-	go func() { errc <- g.Serve(gl) }()
+	errc := make(chan error, 3)
+	go func() { errc <- g.Serve(public) }()
+	if il != nil {
+		go func() { errc <- g.Serve(il) }()
+	}
 	go s.keepResults(ctx)
 	go func() {
-		if err := hs.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
+		serve := func() error { return hs.Serve(hl) }
+		if hs.TLSConfig != nil {
+			serve = func() error { return hs.ServeTLS(hl, "", "") }
+		}
+		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 			return
 		}
@@ -217,4 +248,11 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 		r.errc <- first
 	}()
 	return r, nil
+}
+
+// withALPN is cfg offering protos in ALPN.
+func withALPN(cfg *tls.Config, protos ...string) *tls.Config {
+	c := cfg.Clone()
+	c.NextProtos = protos
+	return c
 }

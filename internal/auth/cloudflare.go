@@ -2,7 +2,9 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -79,6 +81,7 @@ type CloudflareAccess struct {
 	verifier *oidc.IDTokenVerifier
 	now      func() time.Time
 	skew     time.Duration
+	hc       *http.Client // for CheckKeys: unthrottled, so a probe is never answered from a cache
 }
 
 var _ Authenticator = (*CloudflareAccess)(nil)
@@ -142,8 +145,40 @@ func NewCloudflareAccess(ctx context.Context, cfg CloudflareConfig, opts ...Clou
 		SkipExpiryCheck: true,
 		Now:             o.now,
 	})
-	return &CloudflareAccess{cfg: cfg, verifier: v, now: o.now, skew: o.skew}, nil
+	return &CloudflareAccess{cfg: cfg, verifier: v, now: o.now, skew: o.skew, hc: o.hc}, nil
 }
+
+// CheckKeys fetches the team's signing keys once and says how many it
+// publishes. The server calls it at start and until it succeeds: tokens
+// are verified against these keys, so without them every call is refused,
+// and the operator needs to hear why before users do.
+func (c *CloudflareAccess) CheckKeys(ctx context.Context) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.CertsURL, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("fetch the signing keys of %s: %w", c.cfg.Issuer, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("fetch the signing keys of %s: %s answered %s", c.cfg.Issuer, c.cfg.CertsURL, resp.Status)
+	}
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&set); err != nil {
+		return 0, fmt.Errorf("fetch the signing keys of %s: %s is not a JSON Web Key Set: %w", c.cfg.Issuer, c.cfg.CertsURL, err)
+	}
+	if len(set.Keys) == 0 {
+		return 0, fmt.Errorf("fetch the signing keys of %s: %s publishes no keys", c.cfg.Issuer, c.cfg.CertsURL)
+	}
+	return len(set.Keys), nil
+}
+
+// CertsURL is where the team's signing keys are fetched from.
+func (c *CloudflareAccess) CertsURL() string { return c.cfg.CertsURL }
 
 // Authenticate verifies the token a call carries (see TokenFromMetadata).
 func (c *CloudflareAccess) Authenticate(ctx context.Context, md map[string][]string) (Principal, error) {

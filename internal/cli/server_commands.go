@@ -29,19 +29,35 @@ import (
 // (dev, server, controller, migrate). They live apart from the client
 // commands because they pull in the server, store and controllers.
 func addServerCommands(root *cobra.Command, f *factory.Factory) {
-	root.AddCommand(newDevCmd(), newServerCmd(), newControllerCmd(), newMigrateCmd(f))
+	root.AddCommand(newDevCmd(), newServerCmd(f), newControllerCmd(), newMigrateCmd(f))
 }
 
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-func newLogger(level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, errdefs.Invalid("--log-level", "%q is not a level; allowed: debug, info, warn, error", level)
+// logFlags are the logging flags of dev, server and controller.
+type logFlags struct{ level, format string }
+
+func (l *logFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&l.level, "log-level", envOr("FALCON_LOG_LEVEL", "info"), "debug, info, warn or error (env FALCON_LOG_LEVEL)")
+	f.StringVar(&l.format, "log-format", envOr("FALCON_LOG_FORMAT", "text"), "text, or json for log collectors such as Cloud Logging (env FALCON_LOG_FORMAT)")
+}
+
+// logger writes to stderr, where Kubernetes and falcon dev's user read it.
+func (l *logFlags) logger() (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(l.level)); err != nil {
+		return nil, errdefs.Invalid("--log-level", "%q is not a level; allowed: debug, info, warn, error", l.level)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: lv}
+	switch l.format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, errdefs.Invalid("--log-format", "%q is not a format; allowed: text, json", l.format)
 }
 
 func defaultDataDir() string {
@@ -57,7 +73,7 @@ func defaultDataDir() string {
 
 func newDevCmd() *cobra.Command {
 	var cfg stack.DevConfig
-	var level string
+	var logs logFlags
 	var pools poolFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -68,7 +84,7 @@ their logs and artifacts stay in the data dir. No login is needed: the server
 listens on loopback only and attributes work to the local user.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(level)
+			log, err := logs.logger()
 			if err != nil {
 				return err
 			}
@@ -98,7 +114,7 @@ listens on loopback only and attributes work to the local user.`,
 	f.DurationVar(&cfg.Interval, "poll-interval", 2*time.Second, "controllers' safety-net poll; changes wake them at once")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow non-loopback addresses although dev has no authentication")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
-	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	logs.add(f)
 	pools.flags(f)
 	return cmd
 }
@@ -146,9 +162,11 @@ func controllerSecretFlag(cmd *cobra.Command, file *string) {
 		"file holding the secret shared by the API server and its controllers (env FALCON_CONTROLLER_TOKEN_FILE, or the secret itself in "+controllerSecretEnv+")")
 }
 
-func newServerCmd() *cobra.Command {
+func newServerCmd(fac *factory.Factory) *cobra.Command {
 	var cfg stack.ServerConfig
-	var level, secretFile string
+	var logs logFlags
+	var secretFile string
+	var check bool
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the API server (gRPC and HTTP gateway)",
@@ -170,7 +188,7 @@ everyone else may abort and delete only their own experiments.`,
 			if err := checkDB(cfg.DBDriver, cfg.DBDSN); err != nil {
 				return err
 			}
-			log, err := newLogger(level)
+			log, err := logs.logger()
 			if err != nil {
 				return err
 			}
@@ -183,6 +201,9 @@ everyone else may abort and delete only their own experiments.`,
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
+			if check {
+				return checkServerConfig(ctx, fac, cfg)
+			}
 			return stack.Server(ctx, cfg)
 		},
 	}
@@ -194,19 +215,65 @@ everyone else may abort and delete only their own experiments.`,
 	f.StringVar(&cfg.ArtifactRoot, "artifact-root", "", "where artifacts live: gs://bucket[/prefix] (required; file:///dir for a single machine)")
 	f.BoolVar(&cfg.CloudLogging, "cloud-logging", false, "read logs of GKE jobs whose pods and bucket objects are gone from Cloud Logging (Application Default Credentials with roles/logging.viewer)")
 	f.StringVar(&cfg.LogDir, "log-dir", "", "directory holding job logs as <job_id>/<pod>.log")
-	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	logs.add(f)
 	f.StringVar(&cfg.Auth, "auth", envOr("FALCON_AUTH", stack.AuthCloudflare), "how callers are identified: cloudflare or none (env FALCON_AUTH)")
 	f.StringVar(&cfg.CFTeamDomain, "cf-team-domain", os.Getenv("FALCON_CF_TEAM_DOMAIN"), "Cloudflare Access team, e.g. myteam or myteam.cloudflareaccess.com (env FALCON_CF_TEAM_DOMAIN)")
 	f.StringVar(&cfg.CFAudience, "cf-audience", os.Getenv("FALCON_CF_AUDIENCE"), "AUD tag of the Cloudflare Access application (env FALCON_CF_AUDIENCE)")
 	f.StringArrayVar(&cfg.Admins, "admin-email", nil, "email of an admin, who may abort and delete anyone's experiments, change clusters and read the audit log, or group:<name> for an identity-provider group the Access token carries; repeatable (env FALCON_ADMIN_EMAILS, comma-separated)")
-	f.BoolVar(&cfg.Insecure, "insecure", false, "allow --auth none on a non-loopback address")
+	f.BoolVar(&cfg.Insecure, "insecure", false, "allow --auth none, and gRPC without TLS, on a non-loopback address")
+	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", os.Getenv("FALCON_TLS_CERT_FILE"), "PEM certificate for the gRPC port and the HTTP gateway, re-read when it changes (env FALCON_TLS_CERT_FILE); required unless --grpc-addr is loopback")
+	f.StringVar(&cfg.TLSKeyFile, "tls-key-file", os.Getenv("FALCON_TLS_KEY_FILE"), "PEM private key of --tls-cert-file (env FALCON_TLS_KEY_FILE)")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", os.Getenv("FALCON_METRICS_ADDR"), "serve Prometheus /metrics, /healthz and /readyz here in clear text, e.g. :9091 (env FALCON_METRICS_ADDR); empty: off")
+	f.BoolVar(&check, "check-config", false, "check the configuration (database and schema, team keys, artifact root, TLS files, controller secret), print what was found and exit 0 if all is well, 1 if not")
 	controllerSecretFlag(cmd, &secretFile)
 	return cmd
 }
 
+// checkServerConfig runs `falcon server --check-config`: one line per
+// check (or, with -o json, {"checks": [{name, ok, detail}]}), exit 1 if
+// any failed.
+func checkServerConfig(ctx context.Context, f *factory.Factory, cfg stack.ServerConfig) error {
+	checks := stack.CheckServerConfig(ctx, cfg)
+	var failed []string
+	items := make([]any, 0, len(checks))
+	for _, c := range checks {
+		detail := c.Detail
+		if c.Err != nil {
+			failed = append(failed, c.Name)
+			detail = c.Err.Error()
+		}
+		items = append(items, map[string]any{"name": c.Name, "ok": c.Err == nil, "detail": detail})
+	}
+	res, err := structpb.NewStruct(map[string]any{"checks": items})
+	if err != nil {
+		return err
+	}
+	if err := f.Printer().Print(res, func(v output.View) error {
+		for _, it := range items {
+			m := it.(map[string]any)
+			mark := "ok  "
+			if !m["ok"].(bool) {
+				mark = "FAIL"
+			}
+			if _, err := fmt.Fprintf(v.Out, "%s  %-18s %s\n", mark, m["name"], m["detail"]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return &factory.ExitError{Code: 1, Kind: "CheckFailed",
+			Err: fmt.Errorf("configuration check failed: %s", strings.Join(failed, ", "))}
+	}
+	return nil
+}
+
 func newControllerCmd() *cobra.Command {
 	var cfg stack.ControllerConfig
-	var level, secretFile string
+	var logs logFlags
+	var secretFile string
 	var pools poolFlags
 	var election stack.LeaderConfig
 	cmd := &cobra.Command{
@@ -225,7 +292,7 @@ On SIGTERM the leader starts no new cycle, lets the one in flight finish for
 up to --drain-timeout, then hands leadership over at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(level)
+			log, err := logs.logger()
 			if err != nil {
 				return err
 			}
@@ -248,11 +315,14 @@ up to --drain-timeout, then hands leadership over at once.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Server, "api-grpc", envOr("FALCON_API_GRPC", "127.0.0.1:9090"), "the API server's gRPC address (env FALCON_API_GRPC)")
+	f.StringVar(&cfg.Server, "api-grpc", envOr("FALCON_API_GRPC", "127.0.0.1:9090"), "the API server's gRPC address (env FALCON_API_GRPC); over TLS unless it is loopback")
+	f.StringVar(&cfg.APICAFile, "api-ca-file", os.Getenv("FALCON_API_CA_FILE"), "PEM CA bundle that signed the API server's certificate (env FALCON_API_CA_FILE); empty: the system's roots")
+	f.StringVar(&cfg.APIServerName, "api-server-name", os.Getenv("FALCON_API_SERVER_NAME"), "name the API server's certificate must carry (env FALCON_API_SERVER_NAME); empty: the host of --api-grpc")
+	f.BoolVar(&cfg.Insecure, "insecure", false, "send the controller secret in clear text to an --api-grpc that is not loopback")
 	f.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "working directory of the local backend")
 	f.DurationVar(&cfg.Interval, "poll-interval", 5*time.Second, "safety-net poll; changes wake the controllers at once")
 	f.StringVar(&cfg.LocalCluster, "local-cluster", "", "register a cluster of this name that runs jobs as processes on this machine")
-	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	logs.add(f)
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", os.Getenv("FALCON_METRICS_ADDR"), "serve Prometheus /metrics, /healthz and /readyz here, e.g. :9091 (env FALCON_METRICS_ADDR); empty: off")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", stack.DefaultDrainTimeout, "on SIGTERM, how long the cycles in flight may finish before they are cut and leadership is handed over")
 	electionFlags(f, &election)

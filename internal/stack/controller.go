@@ -2,11 +2,10 @@ package stack
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/auth"
+	"github.com/falconhq/falcon/internal/certfile"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/leader"
@@ -45,6 +45,23 @@ type ControllerConfig struct {
 	// DrainTimeout bounds the drain on a graceful stop; 0 is
 	// DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// APICAFile is the CA bundle that signed the API server's certificate
+	// (the system's roots when empty) and APIServerName the name to check
+	// it against (the host of Server when empty). Either one turns TLS on;
+	// so does a Server that is not loopback.
+	APICAFile, APIServerName string
+	// Insecure allows plaintext to a Server that is not loopback.
+	Insecure bool
+}
+
+// controllerTLS is how the controller reaches the API server: TLS unless
+// the server is on loopback and no TLS flag was given. The controller
+// secret never crosses a network in clear text unless --insecure says so.
+func controllerTLS(cfg ControllerConfig) (*tls.Config, error) {
+	if cfg.APICAFile == "" && cfg.APIServerName == "" && (isLoopback(cfg.Server) || cfg.Insecure) {
+		return nil, nil
+	}
+	return certfile.ClientConfig("--api-ca-file", cfg.APICAFile, cfg.APIServerName)
 }
 
 // loop is one of the controller's reconcile loops. It drains like an
@@ -81,7 +98,11 @@ func Controller(ctx context.Context, cfg ControllerConfig) error {
 	if cfg.DrainTimeout < 0 {
 		return errdefs.Invalid("--drain-timeout", "must not be negative, got %s", cfg.DrainTimeout)
 	}
-	conn, err := dial(cfg.Server, cfg.ControllerSecret)
+	tc, err := controllerTLS(cfg)
+	if err != nil {
+		return err
+	}
+	conn, err := dial(cfg.Server, cfg.ControllerSecret, tc)
 	if err != nil {
 		return err
 	}
@@ -100,24 +121,12 @@ func Controller(ctx context.Context, cfg ControllerConfig) error {
 	obs.setLeading(false)
 
 	// Probes and metrics outlive ctx: they answer through the drain.
-	var wg sync.WaitGroup
 	if cfg.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		stop, err := serveMetrics(cfg.MetricsAddr, obs.handler(), log)
 		if err != nil {
-			return fmt.Errorf("listen for metrics on %s: %w", cfg.MetricsAddr, err)
+			return err
 		}
-		hs := &http.Server{Handler: obs.handler(), ReadHeaderTimeout: 10 * time.Second}
-		wg.Go(func() {
-			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server", "err", err)
-			}
-		})
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = hs.Shutdown(sctx)
-			wg.Wait()
-		}()
+		defer stop()
 	}
 
 	t := &controllerTerm{cfg: cfg, conn: conn, obs: obs, log: log}

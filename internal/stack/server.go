@@ -11,6 +11,7 @@ import (
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/cloudlog"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/metrics"
 	"github.com/falconhq/falcon/internal/provider/gke"
 )
 
@@ -48,8 +49,15 @@ type ServerConfig struct {
 	Admins []string
 	// ControllerSecret is the secret controllers present; required.
 	ControllerSecret string
-	// Insecure allows AuthNone on a non-loopback address.
+	// Insecure allows AuthNone, and gRPC without TLS, on a non-loopback
+	// address.
 	Insecure bool
+	// TLSCertFile and TLSKeyFile serve the gRPC port and the HTTP gateway
+	// over TLS, re-read when they change (cert-manager rotation).
+	TLSCertFile, TLSKeyFile string
+	// MetricsAddr serves /metrics, /healthz and /readyz in clear, for
+	// Prometheus and the kubelet's probes; empty: not served.
+	MetricsAddr string
 	// Ready, if set, is called once the API is serving.
 	Ready func(httpAddr, grpcAddr string)
 }
@@ -79,6 +87,12 @@ func serverAuth(ctx context.Context, cfg ServerConfig) (auth.Authenticator, erro
 }
 
 // Server runs the API server until ctx is done.
+//
+// It refuses to start on a configuration that could only fail later: no
+// artifact root, no controller secret, TLS files that are missing or do
+// not match, plaintext gRPC on a non-loopback address (controllers send
+// their secret on it), or a database whose schema is behind this binary
+// (`falcon migrate` runs first; see docs/operations.md).
 func Server(ctx context.Context, cfg ServerConfig) error {
 	log := orDiscard(cfg.Log)
 	authn, err := serverAuth(ctx, cfg)
@@ -91,19 +105,34 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 	if err != nil {
 		return err
 	}
-	if cfg.ControllerSecret == "" {
-		return errdefs.Invalid("--controller-token-file", "is required (or set FALCON_CONTROLLER_TOKEN): the secret Falcon's controllers present")
-	}
-	controllers, err := auth.NewControllerSecret(cfg.ControllerSecret)
+	controllers, err := serverControllerSecret(cfg)
 	if err != nil {
-		return errdefs.Invalid("--controller-token-file", "%v", err)
+		return err
+	}
+	tlsOpt, err := serverTLS(cfg, log)
+	if err != nil {
+		return err
 	}
 	st, err := OpenStore(ctx, cfg.DBDriver, cfg.DBDSN, cfg.Migrate)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	extra := []apiserver.Option{}
+	schema, err := st.Schema(ctx)
+	if err != nil {
+		return err
+	}
+	if err := checkSchema(schema); err != nil {
+		return err
+	}
+	if schema.Ahead() {
+		log.Warn("the database was migrated by a newer Falcon; serving it, as migrations only add", "schema", schema.Current, "this_server", schema.Latest)
+	}
+	reg := metrics.NewRegistry()
+	extra := []apiserver.Option{apiserver.WithMetrics(reg)}
+	if tlsOpt != nil {
+		extra = append(extra, tlsOpt)
+	}
 	if cfg.CloudLogging {
 		r, err := cloudlog.New(ctx, nil)
 		if err != nil {
@@ -119,11 +148,27 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 	if cfg.Auth == AuthNone {
 		log.Warn("authentication is off: every call is attributed to the user running the server", "user", auth.LocalUser().Email)
 	}
+
+	ready := &serverReadiness{st: st}
+	if cf, ok := authn.(*auth.CloudflareAccess); ok {
+		go ready.watchKeys(ctx, cf, log, keyRetry)
+	} else {
+		ready.keys.Store(true)
+	}
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(cfg.MetricsAddr, metrics.Handler(reg, ready.check), log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)
 	if err != nil {
 		return err
 	}
-	log.Info("falcon server serving", "http", running.HTTPAddr, "grpc", running.GRPCAddr, "auth", cfg.Auth, "admins", len(cfg.Admins))
+	ready.serving.Store(true)
+	log.Info("falcon server serving", "http", running.HTTPAddr, "grpc", running.GRPCAddr, "tls", tlsOpt != nil,
+		"metrics", cfg.MetricsAddr, "auth", cfg.Auth, "admins", len(cfg.Admins), "schema", schema.Current)
 	if cfg.Ready != nil {
 		cfg.Ready(running.HTTPAddr, running.GRPCAddr)
 	}

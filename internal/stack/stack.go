@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/falconhq/falcon/internal/apiserver"
@@ -232,6 +234,7 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 		apiserver.WithFeed(feed), apiserver.WithLogger(log),
 		apiserver.WithArtifactRoot(root), apiserver.WithLogDir(filepath.Join(dataDir, "logs")),
 		apiserver.WithKubeClients(kubeClients(devConnect(cfg.GKE))),
+		apiserver.WithMetrics(obs.reg),
 		apiserver.WithHTTPHandler("/metrics", obs.handler()), apiserver.WithHTTPHandler("/readyz", obs.handler()),
 		pprofHandler(cfg.Pprof))
 	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)
@@ -254,7 +257,7 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 		log.Warn("jobs whose processes did not survive the restart will be failed", "jobs", lost)
 	}
 
-	conn, err := dial(running.GRPCAddr, secret)
+	conn, err := dial(running.GRPCAddr, secret, nil)
 	if err != nil {
 		return err
 	}
@@ -303,9 +306,14 @@ func OpenStore(ctx context.Context, driver, dsn string, migrate bool) (*sqlstore
 }
 
 // dial connects a controller to the API server's gRPC address, presenting
-// the controller secret on every call.
-func dial(addr, controllerSecret string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+// the controller secret on every call; over TLS with tc, in clear when tc
+// is nil.
+func dial(addr, controllerSecret string, tc *tls.Config) (*grpc.ClientConn, error) {
+	creds := insecure.NewCredentials()
+	if tc != nil {
+		creds = credentials.NewTLS(tc)
+	}
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
 		grpc.WithPerRPCCredentials(auth.ControllerCredentials(controllerSecret)))
 }
 
