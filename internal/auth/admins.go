@@ -46,3 +46,7 @@ func (a Admins) Has(p Principal) bool {
 	}
 	return false
 }
+
+// HasGroups reports whether any admin is named by group: membership shows
+// only in a user's token, so the users table cannot say who they are.
+func (a Admins) HasGroups() bool { return len(a.groups) > 0 }
