@@ -4,7 +4,7 @@ GO      ?= go
 BIN     ?= bin/falcon
 PKGS    ?= ./...
 
-.PHONY: all build install test test-race bench fuzz generate verify fmt vet services kube-bins
+.PHONY: all build install test test-race bench fuzz generate verify fmt vet services kube-bins image
 
 all: build
 
@@ -13,6 +13,15 @@ build:
 
 install:
 	$(GO) install ./cmd/falcon
+
+# The OCI image, bin/falcon-image.tar, without a Docker daemon: the static
+# binary on an empty base, as user 65532 (hack/image, internal/ociimage).
+# VERSION defaults to `git describe --tags --always --dirty`, the build time
+# to SOURCE_DATE_EPOCH or the commit's, the platform to linux/amd64 (ARCH or
+# GOARCH picks another; both are cleared for `go run`, which builds the tool
+# itself for this machine).
+image:
+	env -u GOOS -u GOARCH $(GO) run ./hack/image -o bin/falcon-image.tar -version "$(VERSION)" -arch "$(or $(ARCH),$(GOARCH))"
 
 # Every test: unit, store (SQLite and MariaDB), API over loopback, and the
 # end-to-end suite that drives the built CLI against `falcon dev`.
