@@ -334,7 +334,7 @@ func TestListAuditEvents(t *testing.T) {
 		for _, tc := range []struct {
 			query, field, says string
 		}{
-			{"method=GetExp", "method", "not an audited method; allowed: AbortExp, ApplyClusters, CreateExp, DeleteExp, ExportExpLogs, RegisterCluster, SetClusterStatus"},
+			{"method=GetExp", "method", "not an audited method; allowed: AbortExp, ApplyClusters, CreateExp, DeleteExp, ExportExpLogs, RegisterCluster, RelinkUser, SetClusterStatus, unauthenticated"},
 			{"exp_id=job-0000000000", "exp_id", "is not an experiment ID"},
 			{"page_size=5000", "page_size", "between 0"},
 			{"page_token=garbage", "page_token", "not a token this server issued"},

@@ -41,7 +41,7 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *falconv1.ListAuditEve
 	for _, e := range items {
 		resp.Items = append(resp.Items, &falconv1.AuditEvent{
 			At: ts(e.At), ActorId: e.ActorID, ActorEmail: e.ActorEmail, Method: e.Method,
-			TargetId: e.TargetID, Outcome: e.Outcome, Detail: e.Detail,
+			TargetId: e.TargetID, Outcome: e.Outcome, Detail: e.Detail, Count: e.Count, Source: e.Source,
 		})
 	}
 	return resp, nil
@@ -60,12 +60,16 @@ func collect(errs *errdefs.FieldErrors, err error) error {
 
 // auditedMethod resolves a method filter, by name (AbortExp, any case) or
 // full name, to the full name the log stores. Only audited methods appear
-// in the log, so naming another is a mistake worth reporting.
+// in the log, and the counts of calls refused before authentication under
+// "unauthenticated", so naming another is a mistake worth reporting.
 func auditedMethod(m string) (string, error) {
 	if m == "" {
 		return "", nil
 	}
-	var names []string
+	if strings.EqualFold(m, store.AuditUnauthenticated) {
+		return store.AuditUnauthenticated, nil
+	}
+	names := []string{store.AuditUnauthenticated}
 	for full, r := range rules {
 		if r.audit == nil {
 			continue

@@ -319,29 +319,3 @@ func (s *Server) UpdateArtifactStatus(ctx context.Context, req *falconv1.UpdateA
 	s.changed(changefeed.Change{Kind: "artifact", ID: a.ID, ExpID: a.ExpID})
 	return artifactToAPI(a), nil
 }
-
-// GetCurrentUser returns the caller's user record.
-func (s *Server) GetCurrentUser(ctx context.Context, _ *falconv1.GetCurrentUserRequest) (*falconv1.User, error) {
-	p, err := s.principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	u, err := s.store.EnsureUser(ctx, &store.User{UserID: p.UserID, Email: p.Email})
-	if err != nil {
-		return nil, err
-	}
-	return userToAPI(u), nil
-}
-
-// ListUsers lists registered users.
-func (s *Server) ListUsers(ctx context.Context, _ *falconv1.ListUsersRequest) (*falconv1.ListUsersResponse, error) {
-	us, err := s.store.ListUsers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	resp := &falconv1.ListUsersResponse{Items: make([]*falconv1.User, 0, len(us))}
-	for _, u := range us {
-		resp.Items = append(resp.Items, userToAPI(u))
-	}
-	return resp, nil
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -27,6 +26,7 @@ import (
 	"github.com/falconhq/falcon/internal/cloudlog"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/metricsync"
+	"github.com/falconhq/falcon/internal/refusallog"
 	"github.com/falconhq/falcon/internal/store"
 )
 
@@ -58,8 +58,9 @@ type Server struct {
 	tls          *tls.Config             // nil: plaintext
 	grpcMetrics  *grpcprom.ServerMetrics // nil: not exported
 
-	copied     sync.Map // artifact ID -> struct{}: its .falcon/experiment.json exists
-	knownUsers sync.Map // user_id -> struct{}: skip the upsert after the first request
+	copied     sync.Map        // artifact ID -> struct{}: its .falcon/experiment.json exists
+	knownUsers sync.Map        // user_id -> time.Time registered: skip the upsert for knownUserTTL
+	refused    *refusallog.Log // calls refused before authentication, for the audit log
 }
 
 var (
@@ -128,12 +129,13 @@ func WithLogPoll(d time.Duration) Option { return func(s *Server) { s.logPoll = 
 // New returns a Server over st.
 func New(st store.Store, opts ...Option) *Server {
 	s := &Server{
-		store:  st,
-		auth:   auth.Local{P: auth.LocalUser()},
-		admins: auth.NewAdmins(),
-		feed:   changefeed.New(),
-		log:    slog.Default(),
-		now:    func() time.Time { return time.Now().UTC() },
+		store:   st,
+		refused: refusallog.New(),
+		auth:    auth.Local{P: auth.LocalUser()},
+		admins:  auth.NewAdmins(),
+		feed:    changefeed.New(),
+		log:     slog.Default(),
+		now:     func() time.Time { return time.Now().UTC() },
 		// Tests that never read artifacts need not name a root.
 		artifactRoot: blobstore.Location{Scheme: "file", Prefix: strings.TrimPrefix(filepath.ToSlash(filepath.Join(os.TempDir(), "falcon-artifacts")), "/") + "/"},
 		logPoll:      250 * time.Millisecond,
@@ -206,6 +208,7 @@ func (s *Server) authenticate(ctx context.Context, method string) (auth.Principa
 			attrs = append(attrs, "detail", re.Detail.Error())
 		}
 		s.log.Warn("request refused: not authenticated", attrs...)
+		s.noteRefused(ctx, md, method, err)
 		return auth.Principal{}, err
 	}
 	return p, nil
@@ -245,20 +248,7 @@ func (s *Server) admit(ctx context.Context, p auth.Principal, method string) err
 	if p.IsController() {
 		return nil // acts for the system; owns nothing
 	}
-	if _, ok := s.knownUsers.Load(p.UserID); ok {
-		return nil
-	}
-	if _, err := s.store.EnsureUser(ctx, &store.User{UserID: p.UserID, Email: p.Email}); err != nil {
-		if errors.Is(err, errdefs.ErrAlreadyExists) {
-			// Cloudflare gives a person a new sub when they are removed and
-			// added again; their email still names the old one.
-			s.log.Error("user's email is registered to another user_id", "user_id", p.UserID, "email", p.Email)
-			return fmt.Errorf("%w: %s is registered to another identity (user_id); an administrator must resolve it", errdefs.ErrPermissionDenied, p.Email)
-		}
-		return err
-	}
-	s.knownUsers.Store(p.UserID, struct{}{})
-	return nil
+	return s.register(ctx, p)
 }
 
 // audit records a mutating call and how it ended. A failed write is
@@ -267,7 +257,7 @@ func (s *Server) admit(ctx context.Context, p auth.Principal, method string) err
 func (s *Server) audit(ctx context.Context, p auth.Principal, method string, n *auditNote, callErr error) {
 	e := store.AuditEntry{
 		At: s.now(), ActorID: p.UserID, ActorEmail: p.Email, Method: method,
-		TargetID: n.target, Outcome: store.AuditOK, Detail: n.detail,
+		TargetID: n.target, Outcome: store.AuditOK, Detail: n.detail, Source: callerHost(ctx),
 	}
 	if callErr != nil {
 		e.Outcome = errdefs.Code(callErr).String()
