@@ -15,9 +15,11 @@ import (
 
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/store"
 )
 
-// WithMetrics exports the gRPC server's metrics (grpc_server_started_total,
+// WithMetrics exports falcon_jobs (jobs in flight by cluster, status and
+// reason, when the store can count them) and the gRPC server's metrics (grpc_server_started_total,
 // grpc_server_handled_total by method and code, and
 // grpc_server_handling_seconds) on reg. HTTP callers are counted too: the
 // gateway reaches the services through the gRPC server.
@@ -27,6 +29,9 @@ func WithMetrics(reg prometheus.Registerer) Option {
 			grpcprom.WithHistogramBuckets([]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30})))
 		reg.MustRegister(m)
 		s.grpcMetrics = m
+		if c, ok := s.store.(liveJobCounter); ok {
+			reg.MustRegister(newJobsCollector(c))
+		}
 	}
 }
 
@@ -108,4 +113,43 @@ func (s *Server) logRequest(ctx context.Context, method string, ci *callInfo, st
 		slog.String("from", caller(ctx, md)),
 		slog.String("code", code.String()),
 		slog.Duration("duration", time.Since(start)))
+}
+
+// liveJobCounter is the store's count of jobs in flight; the SQL store
+// has it.
+type liveJobCounter interface {
+	CountLiveJobs(ctx context.Context) ([]store.JobCount, error)
+}
+
+// jobsCollector exports falcon_jobs from the store at each scrape, so any
+// replica of the API server reports the same numbers and nothing has to
+// be kept in step with the database.
+type jobsCollector struct {
+	s    liveJobCounter
+	desc *prometheus.Desc
+	up   *prometheus.Desc
+}
+
+func newJobsCollector(s liveJobCounter) *jobsCollector {
+	return &jobsCollector{s: s,
+		desc: prometheus.NewDesc("falcon_jobs", "Jobs that have not ended, by cluster, status (Pending, Running, Aborting) and reason (Queued, Provisioning...), read from the database at each scrape.",
+			[]string{"cluster", "status", "reason"}, nil),
+		up: prometheus.NewDesc("falcon_jobs_scrape_ok", "1 if falcon_jobs could be read from the database at this scrape.", nil, nil),
+	}
+}
+
+func (c *jobsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.up }
+
+func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	counts, err := c.s.CountLiveJobs(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for _, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n.N), n.Cluster, n.Status, n.Reason)
+	}
 }

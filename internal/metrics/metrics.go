@@ -33,6 +33,9 @@ type RM struct {
 	PoolCreates *prometheus.CounterVec // by cluster, reason (Provisioning, ProvisioningFallback)
 	PoolReuses  *prometheus.CounterVec // by cluster
 	PoolDeletes *prometheus.CounterVec // by cluster, outcome (started, busy, failed)
+	// ReservationNodes is the cluster's default reservation, by state
+	// (in_use, free), as the Compute API last reported it.
+	ReservationNodes *prometheus.GaugeVec
 }
 
 // NewRM creates the resource manager's metrics and registers them on reg.
@@ -83,8 +86,11 @@ func NewRM(reg prometheus.Registerer) *RM {
 		PoolDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "falcon_node_pool_deletes_total", Help: "Node pool deletions, by cluster and outcome (started, busy, failed).",
 		}, []string{"cluster", "outcome"}),
+		ReservationNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "falcon_reservation_nodes", Help: "Nodes of each cluster's default reservation, by state (in_use, free), as last read from the Compute API.",
+		}, []string{"cluster", "reservation", "state"}),
 	}
-	reg.MustRegister(m.Cycles, m.CycleErrors, m.CycleSeconds, m.CycleJobs, m.Dispatched, m.DispatchLatency, m.Finished,
+	reg.MustRegister(m.ReservationNodes, m.Cycles, m.CycleErrors, m.CycleSeconds, m.CycleJobs, m.Dispatched, m.DispatchLatency, m.Finished,
 		m.QueueWaiting, m.QueueAcquiring, m.ClusterUnreachable, m.NodePools, m.PoolCreates, m.PoolReuses, m.PoolDeletes)
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -423,7 +424,7 @@ func (m *Manager) requeue(c *cycle, waiting []*falconv1.Job) {
 		}
 		if why := m.outOfService(c, key.Cluster); why != "" {
 			m.mem.leaveQueue(j.GetId())
-			m.log.Info("waiting job leaves a cluster out of service", "job", j.GetId(), "cluster", key.Cluster, "why", why)
+			m.log.Info("waiting job leaves a cluster out of service", "job", j.GetId(), "exp", j.GetExpId(), "cluster", key.Cluster, "why", why)
 		}
 	}
 }
@@ -608,11 +609,27 @@ func (m *Manager) write(ctx context.Context, j *falconv1.Job, req *falconv1.Upda
 		}
 		return false
 	}
+	from := j.GetStatus()
 	refresh(j, updated)
+	m.logTransition(j, from)
 	if st := lifecycle.Status(j.GetStatus()); lifecycle.JobMachine.IsTerminal(st) {
 		m.metrics.Finished.WithLabelValues(j.GetClusterName(), j.GetStatus(), j.GetReason()).Inc()
 	}
 	return true
+}
+
+// logTransition logs a job's written status with the job, experiment and
+// cluster IDs, so one query over the logs follows a job or an experiment
+// through every step. A change of status is an event (info); a new
+// Reason or Message within a status, such as a queue position, is
+// progress (debug).
+func (m *Manager) logTransition(j *falconv1.Job, from string) {
+	level := slog.LevelDebug
+	if from != j.GetStatus() {
+		level = slog.LevelInfo
+	}
+	m.log.Log(context.Background(), level, "job status", "job", j.GetId(), "exp", j.GetExpId(), "cluster", j.GetClusterName(),
+		"from", from, "to", j.GetStatus(), "reason", j.GetReason(), "message", j.GetMessage())
 }
 
 func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
@@ -634,7 +651,7 @@ func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
 	// including a sibling stop's "stopped because role X failed".
 	if m.update(ctx, j, lifecycle.Aborted, "", msg, "") {
 		m.mem.forgetJob(j.GetId())
-		m.log.Info("job aborted", "job", j.GetId(), "exp", j.GetExpId())
+		m.log.Info("job aborted", "job", j.GetId(), "exp", j.GetExpId(), "cluster", j.GetClusterName())
 	}
 }
 
@@ -967,7 +984,7 @@ func (m *Manager) dispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, 
 		}
 		err = fmt.Errorf("still failing after %s: %w", DispatchRetryWindow, err)
 	}
-	m.log.Warn("dispatch failed", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
+	m.log.Warn("dispatch failed", "job", j.GetId(), "exp", j.GetExpId(), "cluster", cl.GetName(), "err", err)
 	m.stopAndFail(ctx, c, j, lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cl.GetName()+" failed: "+err.Error())
 	return err
 }
@@ -1143,7 +1160,9 @@ func (m *Manager) writeBatch(ctx context.Context, jobs []*falconv1.Job, reqs []*
 				m.log.Debug("job changed under us; next cycle will see it", "job", j.GetId(), "err", r.GetMessage())
 				continue
 			}
+			from := j.GetStatus()
 			refresh(j, r.GetJob())
+			m.logTransition(j, from)
 		}
 	}
 }

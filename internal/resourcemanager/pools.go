@@ -207,7 +207,7 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 		}
 		delete(m.mem.poolLists, pc.cl.GetName()) // list again: a pool was added
 		if m.assign(ctx, c, pc, j, prov.Pool, prov.Reason, prov.Message) {
-			m.log.Info("node pool provisioning", "job", j.GetId(), "pool", prov.Pool, "cluster", pc.cl.GetName(), "reason", prov.Reason)
+			m.log.Info("node pool provisioning", "job", j.GetId(), "exp", j.GetExpId(), "pool", prov.Pool, "cluster", pc.cl.GetName(), "reason", prov.Reason)
 			m.metrics.PoolCreates.WithLabelValues(pc.cl.GetName(), string(prov.Reason)).Inc()
 		}
 		return false
@@ -263,7 +263,7 @@ func (m *Manager) assign(ctx context.Context, c *cycle, pc *poolCluster, j *falc
 
 // reused logs and counts a job given a pool that was not created for it.
 func (m *Manager) reused(pc *poolCluster, j *falconv1.Job, pool, what string) {
-	m.log.Info(what, "job", j.GetId(), "pool", pool, "cluster", pc.cl.GetName())
+	m.log.Info(what, "job", j.GetId(), "exp", j.GetExpId(), "pool", pool, "cluster", pc.cl.GetName())
 	m.metrics.PoolReuses.WithLabelValues(pc.cl.GetName()).Inc()
 }
 
@@ -642,6 +642,10 @@ func (m *Manager) report(ctx context.Context, c *cycle, jobs []*falconv1.Job) {
 				st.Reservation = &falconv1.ReservationCapacity{Name: cl.GetDefaultReservation(), Error: err.Error()}
 			} else {
 				st.Reservation = res
+				if res != nil {
+					m.metrics.ReservationNodes.WithLabelValues(name, res.GetName(), "in_use").Set(float64(res.GetInUse()))
+					m.metrics.ReservationNodes.WithLabelValues(name, res.GetName(), "free").Set(float64(res.GetFree()))
+				}
 			}
 		}
 		st.Error = strings.Join(errs, "; ")

@@ -220,7 +220,7 @@ func (c *Controller) liveExperiments(ctx context.Context) ([]*falconv1.Experimen
 }
 
 func (c *Controller) reconcileOne(ctx context.Context, exp *falconv1.Experiment, expJobs []*falconv1.Job, a *falconv1.Artifact) {
-	log := c.log.With("exp", exp.GetId(), "expName", exp.GetName())
+	log := c.log.With("exp", exp.GetId(), "exp_name", exp.GetName(), "cluster", exp.GetClusterName())
 	jobs := make([]lifecycle.Entity, 0, len(expJobs))
 	for _, j := range expJobs {
 		jobs = append(jobs, lifecycle.Entity{ID: j.GetId(), Role: j.GetRole(), Status: lifecycle.Status(j.GetStatus()), Reason: j.GetReason(), Message: j.GetMessage()})
@@ -251,7 +251,7 @@ func (c *Controller) reconcileOne(ctx context.Context, exp *falconv1.Experiment,
 			logUpdate(log, "experiment", u.ID, err)
 			return
 		}
-		log.Debug("experiment status", "from", u.From, "to", u.To, "reason", u.Reason)
+		log.Info("experiment status", "from", u.From, "to", u.To, "reason", u.Reason)
 	}
 }
 
