@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/types/known/structpb"
+	"k8s.io/klog/v2"
 
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/cli/factory"
@@ -51,13 +52,19 @@ func (l *logFlags) logger() (*slog.Logger, error) {
 		return nil, errdefs.Invalid("--log-level", "%q is not a level; allowed: debug, info, warn, error", l.level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
+	var log *slog.Logger
 	switch l.format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		log = slog.New(slog.NewTextHandler(os.Stderr, opts))
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		log = slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	default:
+		return nil, errdefs.Invalid("--log-format", "%q is not a format; allowed: text, json", l.format)
 	}
-	return nil, errdefs.Invalid("--log-format", "%q is not a format; allowed: text, json", l.format)
+	// client-go logs through klog (informers, leader election, retries);
+	// routed here, its lines are in the same format as Falcon's own.
+	klog.SetSlogLogger(log)
+	return log, nil
 }
 
 func defaultDataDir() string {
@@ -93,6 +100,12 @@ listens on loopback only and attributes work to the local user.`,
 				return err
 			}
 			cfg.Ready = func(httpAddr, grpcAddr string) {
+				if logs.format == "json" {
+					// Every line on stderr stays one JSON object for a
+					// collector; the banner below is for people.
+					log.Info("falcon dev is running", "http", httpAddr, "grpc", grpcAddr, "data", cfg.DataDir)
+					return
+				}
 				// Clients find the default address by themselves; any other
 				// needs telling, so the hint says how.
 				try := "falcon exp create -f examples/hello.yaml && falcon exp list"
