@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/cli/credentials"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
@@ -115,6 +116,8 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"cluster", "status", "local"},
 		{"auth", "status"},
 		{"audit", "list"},
+		{"user", "list"},
+		{"user", "relink", auth.LocalUser().Email, "--sub", auth.LocalUser().UserID}, // already linked: changes nothing
 		{"version"},
 	}
 	covered := map[string]bool{}

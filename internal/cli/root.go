@@ -12,6 +12,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/cmd/cluster"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp"
 	"github.com/falconhq/falcon/internal/cli/cmd/job"
+	"github.com/falconhq/falcon/internal/cli/cmd/user"
 	"github.com/falconhq/falcon/internal/cli/cmd/version"
 	"github.com/falconhq/falcon/internal/cli/credentials"
 	"github.com/falconhq/falcon/internal/cli/factory"
@@ -94,6 +95,7 @@ Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 		cluster.NewCmdCluster(f),
 		authcmd.NewCmdAuth(f),
 		audit.NewCmdAudit(f),
+		user.NewCmdUser(f),
 		version.NewCmdVersion(f, nil),
 	)
 	addServerCommands(root, f)

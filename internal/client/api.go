@@ -136,6 +136,19 @@ func (c *Client) GetCurrentUser(ctx context.Context, _ *falconv1.GetCurrentUserR
 	return out, c.do(ctx, http.MethodGet, "/v1/users/me", nil, nil, out)
 }
 
+// ListUsers returns every registered user (admins only).
+func (c *Client) ListUsers(ctx context.Context, _ *falconv1.ListUsersRequest) (*falconv1.ListUsersResponse, error) {
+	out := new(falconv1.ListUsersResponse)
+	return out, c.do(ctx, http.MethodGet, "/v1/users", nil, nil, out)
+}
+
+// RelinkUser moves the user registered with an email to a new Cloudflare
+// identity (admins only).
+func (c *Client) RelinkUser(ctx context.Context, req *falconv1.RelinkUserRequest) (*falconv1.RelinkUserResponse, error) {
+	out := new(falconv1.RelinkUserResponse)
+	return out, c.do(ctx, http.MethodPost, "/v1/users:relink", nil, req, out)
+}
+
 // ListAuditEvents returns one page of the audit log, newest first (admins only).
 func (c *Client) ListAuditEvents(ctx context.Context, req *falconv1.ListAuditEventsRequest) (*falconv1.ListAuditEventsResponse, error) {
 	q := url.Values{}

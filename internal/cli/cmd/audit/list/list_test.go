@@ -16,6 +16,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/clitest"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/output"
+	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
 
@@ -122,10 +123,10 @@ func TestListPrintsTheLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(s.Out.String()), "\n")
-		if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "AGE ACTOR METHOD TARGET OUTCOME DETAIL" {
+		if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "AGE ACTOR METHOD TARGET OUTCOME COUNT DETAIL" {
 			t.Fatalf("table = %q", s.Out)
 		}
-		if f := strings.Fields(lines[1]); f[1] != me || f[2] != "AbortExp" || f[3] != exp.GetId() || f[4] != "ok" {
+		if f := strings.Fields(lines[1]); f[1] != me || f[2] != "AbortExp" || f[3] != exp.GetId() || f[4] != "ok" || f[5] != "1" {
 			t.Errorf("first row %q", lines[1])
 		}
 		if !strings.Contains(s.ErrOut.String(), "More audit events: repeat with --page-token ") {
@@ -138,6 +139,28 @@ func TestListPrintsTheLog(t *testing.T) {
 		}
 		if s.Out.String() != "" || s.ErrOut.String() != "No audit events found.\n" {
 			t.Errorf("empty: out %q, notes %q", s.Out, s.ErrOut)
+		}
+	})
+
+	t.Run("refused before authentication", func(t *testing.T) {
+		if err := env.Store.AppendAudit(context.Background(), store.AuditEntry{Method: store.AuditUnauthenticated, Outcome: "Unauthenticated",
+			Source: "203.0.113.9", Count: 42, Detail: "malformed token; methods: ListExps"}); err != nil {
+			t.Fatal(err)
+		}
+		f, s := clitest.NewFactory(t, url, output.Table)
+		if err := clitest.Execute(NewCmdList(f, nil), "--method", "unauthenticated"); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(s.Out.String()), "\n")
+		if f := strings.Fields(lines[len(lines)-1]); len(lines) != 2 || f[1] != "203.0.113.9" || f[2] != "unauthenticated" || f[3] != "-" || f[4] != "Unauthenticated" || f[5] != "42" {
+			t.Errorf("table = %q", s.Out)
+		}
+		f, s = clitest.NewFactory(t, url, output.JSON)
+		if err := clitest.Execute(NewCmdList(f, nil), "--method", "unauthenticated"); err != nil {
+			t.Fatal(err)
+		}
+		if out := s.Out.String(); !strings.Contains(out, `"count": "42"`) || !strings.Contains(out, `"source": "203.0.113.9"`) {
+			t.Errorf("json = %s", out)
 		}
 	})
 
