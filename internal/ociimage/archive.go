@@ -89,6 +89,9 @@ func packDir(dir, path string, mtime time.Time) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
 	tw := tar.NewWriter(tmp)
 	for _, name := range names {
 		fi, err := os.Stat(filepath.Join(dir, name))

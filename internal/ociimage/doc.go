@@ -20,11 +20,13 @@
 // index.json, blobs/sha256/...) plus a Docker-style manifest.json naming the
 // same config and layer blobs, the shape `docker save` has written since
 // Docker 25. The layout side is the image as built, digest and all: skopeo
-// and podman read it (oci-archive:), and so does crane given the unpacked
+// reads it as oci-archive: (checked with skopeo 1.9, which keeps the
+// digest; podman load shares its library), and crane reads the unpacked
 // directory. The manifest.json side is what go-containerregistry's tarball
-// package reads (crane push of the file) and older Docker loads; those
-// wrap the same config and layers in a Docker manifest of their own, so the
-// pushed manifest digest differs. Writing only pkg/v1/tarball (Docker
-// format) would leave out the OCI readers, and only pkg/v1/layout would give
-// a directory, which `crane push FILE` and `docker load` do not take.
+// package reads (crane push of the file), what skopeo's docker-archive:
+// reads and what older Docker loads; these wrap the same config and layers
+// in a Docker manifest of their own, so the pushed manifest digest differs.
+// Writing only pkg/v1/tarball (Docker format) would leave out the OCI
+// readers, and only pkg/v1/layout would give a directory, which `crane push
+// FILE` and `docker load` do not take.
 package ociimage

@@ -59,6 +59,9 @@ func TestImageFromTheRealBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if fi.Mode().Perm() != 0o644 {
+		t.Errorf("%s has mode %s, want -rw-r--r--", out, fi.Mode())
+	}
 	t.Logf("built %s in %s: %s; compressed %.1f MiB (%d bytes), uncompressed %.1f MiB (%d bytes), archive %.1f MiB",
 		res.Version, time.Since(start).Round(time.Second), res.Digest,
 		mib(res.Compressed), res.Compressed, mib(res.Uncompressed), res.Uncompressed, mib(fi.Size()))
