@@ -4,9 +4,12 @@
 // CLI go through it, so validation, authorization and auditing have one home.
 //
 // One request's path: the interceptor authenticates the caller (auth: the
-// controller secret, or the configured authenticator), checks the method is
-// open to that kind of caller (access.go: cluster writes and the audit log
-// are the admins'), and registers the user; the
+// controller secret, or the configured authenticator; a call refused there
+// is only counted, per source and reason per minute, in the audit log:
+// refusals.go), checks the method is open to that kind of caller
+// (access.go: cluster writes, users and the audit log are the admins'),
+// and registers the user (users.go: a recreated identity is refused with
+// the relink that fixes it); the
 // handler validates input (validation), checks ownership where it changes an
 // experiment, calls the store, converts the result to the API type, and
 // publishes a wake-up on the change feed so controllers react at once.
