@@ -19,6 +19,7 @@ package falconv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -248,7 +249,22 @@ type Experiment struct {
 	Artifact *Artifact `protobuf:"bytes,23,opt,name=artifact,proto3" json:"artifact,omitempty"`
 	// What the job reports as metrics in its log, besides the metrics.jsonl
 	// file it may write (the manifest's top-level metrics:).
-	Metrics       []*MetricSpec `protobuf:"bytes,24,rep,name=metrics,proto3" json:"metrics,omitempty"`
+	Metrics []*MetricSpec `protobuf:"bytes,24,rep,name=metrics,proto3" json:"metrics,omitempty"`
+	// The experiment's time-to-live, counted from when it runs: at expiry
+	// it is stopped like an abort and ends Aborted ("ttl of 2h expired").
+	Ttl *durationpb.Duration `protobuf:"bytes,25,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Ends the experiment once no exec session has been open and no rank
+	// has written output for this long.
+	IdleTtl *durationpb.Duration `protobuf:"bytes,26,opt,name=idle_ttl,json=idleTtl,proto3" json:"idle_ttl,omitempty"`
+	// Holds the slice for people and agents to exec into: no command is
+	// needed and the ranks wait until the ttl (required) or an abort.
+	Interactive bool `protobuf:"varint,27,opt,name=interactive,proto3" json:"interactive,omitempty"`
+	// When the ttl ends: started_at + ttl, or what the last extend set.
+	// Unset until the experiment runs, and when it has no ttl.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,28,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The last activity idle_ttl counts from: an exec session or a rank's
+	// output.
+	ActiveAt      *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=active_at,json=activeAt,proto3" json:"active_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -447,6 +463,41 @@ func (x *Experiment) GetArtifact() *Artifact {
 func (x *Experiment) GetMetrics() []*MetricSpec {
 	if x != nil {
 		return x.Metrics
+	}
+	return nil
+}
+
+func (x *Experiment) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *Experiment) GetIdleTtl() *durationpb.Duration {
+	if x != nil {
+		return x.IdleTtl
+	}
+	return nil
+}
+
+func (x *Experiment) GetInteractive() bool {
+	if x != nil {
+		return x.Interactive
+	}
+	return false
+}
+
+func (x *Experiment) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Experiment) GetActiveAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ActiveAt
 	}
 	return nil
 }
@@ -1302,6 +1353,156 @@ func (x *User) GetAdmin() bool {
 	return false
 }
 
+type ExtendExpRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// A positive duration such as "1h", at most the server's --max-ttl.
+	Ttl           *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendExpRequest) Reset() {
+	*x = ExtendExpRequest{}
+	mi := &file_falcon_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendExpRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendExpRequest) ProtoMessage() {}
+
+func (x *ExtendExpRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendExpRequest.ProtoReflect.Descriptor instead.
+func (*ExtendExpRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ExtendExpRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ExtendExpRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+type EnforceTTLRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnforceTTLRequest) Reset() {
+	*x = EnforceTTLRequest{}
+	mi := &file_falcon_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnforceTTLRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnforceTTLRequest) ProtoMessage() {}
+
+func (x *EnforceTTLRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnforceTTLRequest.ProtoReflect.Descriptor instead.
+func (*EnforceTTLRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *EnforceTTLRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type EnforceTTLResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "expired", "idle", "warned" or "" (nothing to do yet).
+	Action        string      `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	Experiment    *Experiment `protobuf:"bytes,2,opt,name=experiment,proto3" json:"experiment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnforceTTLResponse) Reset() {
+	*x = EnforceTTLResponse{}
+	mi := &file_falcon_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnforceTTLResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnforceTTLResponse) ProtoMessage() {}
+
+func (x *EnforceTTLResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnforceTTLResponse.ProtoReflect.Descriptor instead.
+func (*EnforceTTLResponse) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *EnforceTTLResponse) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *EnforceTTLResponse) GetExperiment() *Experiment {
+	if x != nil {
+		return x.Experiment
+	}
+	return nil
+}
+
 type CreateExpRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Experiment *Experiment            `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
@@ -1313,7 +1514,7 @@ type CreateExpRequest struct {
 
 func (x *CreateExpRequest) Reset() {
 	*x = CreateExpRequest{}
-	mi := &file_falcon_proto_msgTypes[10]
+	mi := &file_falcon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1526,7 @@ func (x *CreateExpRequest) String() string {
 func (*CreateExpRequest) ProtoMessage() {}
 
 func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[10]
+	mi := &file_falcon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1539,7 @@ func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateExpRequest.ProtoReflect.Descriptor instead.
 func (*CreateExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{10}
+	return file_falcon_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateExpRequest) GetExperiment() *Experiment {
@@ -1364,7 +1565,7 @@ type GetExpRequest struct {
 
 func (x *GetExpRequest) Reset() {
 	*x = GetExpRequest{}
-	mi := &file_falcon_proto_msgTypes[11]
+	mi := &file_falcon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1577,7 @@ func (x *GetExpRequest) String() string {
 func (*GetExpRequest) ProtoMessage() {}
 
 func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[11]
+	mi := &file_falcon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1590,7 @@ func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpRequest.ProtoReflect.Descriptor instead.
 func (*GetExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{11}
+	return file_falcon_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetExpRequest) GetId() string {
@@ -1413,7 +1614,7 @@ type ListExpsRequest struct {
 
 func (x *ListExpsRequest) Reset() {
 	*x = ListExpsRequest{}
-	mi := &file_falcon_proto_msgTypes[12]
+	mi := &file_falcon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1626,7 @@ func (x *ListExpsRequest) String() string {
 func (*ListExpsRequest) ProtoMessage() {}
 
 func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[12]
+	mi := &file_falcon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1639,7 @@ func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsRequest.ProtoReflect.Descriptor instead.
 func (*ListExpsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{12}
+	return file_falcon_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListExpsRequest) GetPageSize() int32 {
@@ -1493,7 +1694,7 @@ type ListExpsResponse struct {
 
 func (x *ListExpsResponse) Reset() {
 	*x = ListExpsResponse{}
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1706,7 @@ func (x *ListExpsResponse) String() string {
 func (*ListExpsResponse) ProtoMessage() {}
 
 func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1719,7 @@ func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsResponse.ProtoReflect.Descriptor instead.
 func (*ListExpsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{13}
+	return file_falcon_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListExpsResponse) GetItems() []*Experiment {
@@ -1551,7 +1752,7 @@ type AbortExpRequest struct {
 
 func (x *AbortExpRequest) Reset() {
 	*x = AbortExpRequest{}
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1764,7 @@ func (x *AbortExpRequest) String() string {
 func (*AbortExpRequest) ProtoMessage() {}
 
 func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1777,7 @@ func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpRequest.ProtoReflect.Descriptor instead.
 func (*AbortExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{14}
+	return file_falcon_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AbortExpRequest) GetId() string {
@@ -1613,7 +1814,7 @@ type AbortExpResponse struct {
 
 func (x *AbortExpResponse) Reset() {
 	*x = AbortExpResponse{}
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +1826,7 @@ func (x *AbortExpResponse) String() string {
 func (*AbortExpResponse) ProtoMessage() {}
 
 func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +1839,7 @@ func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpResponse.ProtoReflect.Descriptor instead.
 func (*AbortExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{15}
+	return file_falcon_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AbortExpResponse) GetExperiment() *Experiment {
@@ -1671,7 +1872,7 @@ type DeleteExpRequest struct {
 
 func (x *DeleteExpRequest) Reset() {
 	*x = DeleteExpRequest{}
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1884,7 @@ func (x *DeleteExpRequest) String() string {
 func (*DeleteExpRequest) ProtoMessage() {}
 
 func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1897,7 @@ func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpRequest.ProtoReflect.Descriptor instead.
 func (*DeleteExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{16}
+	return file_falcon_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteExpRequest) GetId() string {
@@ -1715,7 +1916,7 @@ type DeleteExpResponse struct {
 
 func (x *DeleteExpResponse) Reset() {
 	*x = DeleteExpResponse{}
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1928,7 @@ func (x *DeleteExpResponse) String() string {
 func (*DeleteExpResponse) ProtoMessage() {}
 
 func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1941,7 @@ func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpResponse.ProtoReflect.Descriptor instead.
 func (*DeleteExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{17}
+	return file_falcon_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeleteExpResponse) GetId() string {
@@ -1772,7 +1973,7 @@ type GetExpLogsRequest struct {
 
 func (x *GetExpLogsRequest) Reset() {
 	*x = GetExpLogsRequest{}
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1784,7 +1985,7 @@ func (x *GetExpLogsRequest) String() string {
 func (*GetExpLogsRequest) ProtoMessage() {}
 
 func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +1998,7 @@ func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetExpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{18}
+	return file_falcon_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetExpLogsRequest) GetId() string {
@@ -1874,7 +2075,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1886,7 +2087,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1899,7 +2100,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{19}
+	return file_falcon_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LogLine) GetJobId() string {
@@ -1960,7 +2161,7 @@ type LogLines struct {
 
 func (x *LogLines) Reset() {
 	*x = LogLines{}
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2173,7 @@ func (x *LogLines) String() string {
 func (*LogLines) ProtoMessage() {}
 
 func (x *LogLines) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2186,7 @@ func (x *LogLines) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLines.ProtoReflect.Descriptor instead.
 func (*LogLines) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{20}
+	return file_falcon_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LogLines) GetLines() []*LogLine {
@@ -2010,7 +2211,7 @@ type ExportExpLogsRequest struct {
 
 func (x *ExportExpLogsRequest) Reset() {
 	*x = ExportExpLogsRequest{}
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2022,7 +2223,7 @@ func (x *ExportExpLogsRequest) String() string {
 func (*ExportExpLogsRequest) ProtoMessage() {}
 
 func (x *ExportExpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2035,7 +2236,7 @@ func (x *ExportExpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportExpLogsRequest.ProtoReflect.Descriptor instead.
 func (*ExportExpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{21}
+	return file_falcon_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExportExpLogsRequest) GetId() string {
@@ -2087,7 +2288,7 @@ type LogExportResult struct {
 
 func (x *LogExportResult) Reset() {
 	*x = LogExportResult{}
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2099,7 +2300,7 @@ func (x *LogExportResult) String() string {
 func (*LogExportResult) ProtoMessage() {}
 
 func (x *LogExportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2112,7 +2313,7 @@ func (x *LogExportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogExportResult.ProtoReflect.Descriptor instead.
 func (*LogExportResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{22}
+	return file_falcon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LogExportResult) GetDestination() string {
@@ -2165,7 +2366,7 @@ type RankExport struct {
 
 func (x *RankExport) Reset() {
 	*x = RankExport{}
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2177,7 +2378,7 @@ func (x *RankExport) String() string {
 func (*RankExport) ProtoMessage() {}
 
 func (x *RankExport) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2190,7 +2391,7 @@ func (x *RankExport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankExport.ProtoReflect.Descriptor instead.
 func (*RankExport) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{23}
+	return file_falcon_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RankExport) GetRole() string {
@@ -2246,7 +2447,7 @@ type GetExpMetricsRequest struct {
 
 func (x *GetExpMetricsRequest) Reset() {
 	*x = GetExpMetricsRequest{}
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2459,7 @@ func (x *GetExpMetricsRequest) String() string {
 func (*GetExpMetricsRequest) ProtoMessage() {}
 
 func (x *GetExpMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2472,7 @@ func (x *GetExpMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetExpMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{24}
+	return file_falcon_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetExpMetricsRequest) GetId() string {
@@ -2305,7 +2506,7 @@ type ExpMetrics struct {
 
 func (x *ExpMetrics) Reset() {
 	*x = ExpMetrics{}
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2317,7 +2518,7 @@ func (x *ExpMetrics) String() string {
 func (*ExpMetrics) ProtoMessage() {}
 
 func (x *ExpMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2330,7 +2531,7 @@ func (x *ExpMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpMetrics.ProtoReflect.Descriptor instead.
 func (*ExpMetrics) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{25}
+	return file_falcon_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ExpMetrics) GetMetrics() []*MetricSummary {
@@ -2380,7 +2581,7 @@ type MetricSummary struct {
 
 func (x *MetricSummary) Reset() {
 	*x = MetricSummary{}
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +2593,7 @@ func (x *MetricSummary) String() string {
 func (*MetricSummary) ProtoMessage() {}
 
 func (x *MetricSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +2606,7 @@ func (x *MetricSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricSummary.ProtoReflect.Descriptor instead.
 func (*MetricSummary) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{26}
+	return file_falcon_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MetricSummary) GetName() string {
@@ -2488,7 +2689,7 @@ type MetricSeries struct {
 
 func (x *MetricSeries) Reset() {
 	*x = MetricSeries{}
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2701,7 @@ func (x *MetricSeries) String() string {
 func (*MetricSeries) ProtoMessage() {}
 
 func (x *MetricSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2714,7 @@ func (x *MetricSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricSeries.ProtoReflect.Descriptor instead.
 func (*MetricSeries) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{27}
+	return file_falcon_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *MetricSeries) GetName() string {
@@ -2540,7 +2741,7 @@ type MetricPoint struct {
 
 func (x *MetricPoint) Reset() {
 	*x = MetricPoint{}
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +2753,7 @@ func (x *MetricPoint) String() string {
 func (*MetricPoint) ProtoMessage() {}
 
 func (x *MetricPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +2766,7 @@ func (x *MetricPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricPoint.ProtoReflect.Descriptor instead.
 func (*MetricPoint) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{28}
+	return file_falcon_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *MetricPoint) GetStep() int64 {
@@ -2596,7 +2797,7 @@ type UpdateExpStatusRequest struct {
 
 func (x *UpdateExpStatusRequest) Reset() {
 	*x = UpdateExpStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2608,7 +2809,7 @@ func (x *UpdateExpStatusRequest) String() string {
 func (*UpdateExpStatusRequest) ProtoMessage() {}
 
 func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2621,7 +2822,7 @@ func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateExpStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateExpStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{29}
+	return file_falcon_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdateExpStatusRequest) GetId() string {
@@ -2668,7 +2869,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2680,7 +2881,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2693,7 +2894,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{30}
+	return file_falcon_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -2720,7 +2921,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2732,7 +2933,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2745,7 +2946,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{31}
+	return file_falcon_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListJobsRequest) GetPageSize() int32 {
@@ -2800,7 +3001,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +3013,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +3026,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{32}
+	return file_falcon_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListJobsResponse) GetItems() []*Job {
@@ -2862,7 +3063,7 @@ type UpdateJobStatusRequest struct {
 
 func (x *UpdateJobStatusRequest) Reset() {
 	*x = UpdateJobStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +3075,7 @@ func (x *UpdateJobStatusRequest) String() string {
 func (*UpdateJobStatusRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +3088,7 @@ func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{33}
+	return file_falcon_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UpdateJobStatusRequest) GetId() string {
@@ -2948,7 +3149,7 @@ type UpdateJobStatusesRequest struct {
 
 func (x *UpdateJobStatusesRequest) Reset() {
 	*x = UpdateJobStatusesRequest{}
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2960,7 +3161,7 @@ func (x *UpdateJobStatusesRequest) String() string {
 func (*UpdateJobStatusesRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2973,7 +3174,7 @@ func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{34}
+	return file_falcon_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UpdateJobStatusesRequest) GetUpdates() []*UpdateJobStatusRequest {
@@ -2993,7 +3194,7 @@ type UpdateJobStatusesResponse struct {
 
 func (x *UpdateJobStatusesResponse) Reset() {
 	*x = UpdateJobStatusesResponse{}
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3005,7 +3206,7 @@ func (x *UpdateJobStatusesResponse) String() string {
 func (*UpdateJobStatusesResponse) ProtoMessage() {}
 
 func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3018,7 +3219,7 @@ func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{35}
+	return file_falcon_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *UpdateJobStatusesResponse) GetResults() []*JobStatusResult {
@@ -3042,7 +3243,7 @@ type JobStatusResult struct {
 
 func (x *JobStatusResult) Reset() {
 	*x = JobStatusResult{}
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3054,7 +3255,7 @@ func (x *JobStatusResult) String() string {
 func (*JobStatusResult) ProtoMessage() {}
 
 func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3067,7 +3268,7 @@ func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatusResult.ProtoReflect.Descriptor instead.
 func (*JobStatusResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{36}
+	return file_falcon_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *JobStatusResult) GetJob() *Job {
@@ -3101,7 +3302,7 @@ type AppendJobMessageRequest struct {
 
 func (x *AppendJobMessageRequest) Reset() {
 	*x = AppendJobMessageRequest{}
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3113,7 +3314,7 @@ func (x *AppendJobMessageRequest) String() string {
 func (*AppendJobMessageRequest) ProtoMessage() {}
 
 func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3126,7 +3327,7 @@ func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendJobMessageRequest.ProtoReflect.Descriptor instead.
 func (*AppendJobMessageRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{37}
+	return file_falcon_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AppendJobMessageRequest) GetId() string {
@@ -3156,7 +3357,7 @@ type AbortJobRequest struct {
 
 func (x *AbortJobRequest) Reset() {
 	*x = AbortJobRequest{}
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3168,7 +3369,7 @@ func (x *AbortJobRequest) String() string {
 func (*AbortJobRequest) ProtoMessage() {}
 
 func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3181,7 +3382,7 @@ func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortJobRequest.ProtoReflect.Descriptor instead.
 func (*AbortJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{38}
+	return file_falcon_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AbortJobRequest) GetId() string {
@@ -3220,7 +3421,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3232,7 +3433,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3245,7 +3446,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{39}
+	return file_falcon_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WatchChangesRequest) GetSince() int64 {
@@ -3283,7 +3484,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3295,7 +3496,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3308,7 +3509,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{40}
+	return file_falcon_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Change) GetKind() string {
@@ -3355,7 +3556,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3367,7 +3568,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3380,7 +3581,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{41}
+	return file_falcon_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetArtifactRequest) GetId() string {
@@ -3404,7 +3605,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3416,7 +3617,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3429,7 +3630,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{42}
+	return file_falcon_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListArtifactsRequest) GetPageSize() int32 {
@@ -3477,7 +3678,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3489,7 +3690,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3502,7 +3703,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{43}
+	return file_falcon_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListArtifactsResponse) GetItems() []*Artifact {
@@ -3534,7 +3735,7 @@ type ListArtifactFilesRequest struct {
 
 func (x *ListArtifactFilesRequest) Reset() {
 	*x = ListArtifactFilesRequest{}
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3546,7 +3747,7 @@ func (x *ListArtifactFilesRequest) String() string {
 func (*ListArtifactFilesRequest) ProtoMessage() {}
 
 func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3559,7 +3760,7 @@ func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{44}
+	return file_falcon_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListArtifactFilesRequest) GetExpId() string {
@@ -3609,7 +3810,7 @@ type ListArtifactFilesResponse struct {
 
 func (x *ListArtifactFilesResponse) Reset() {
 	*x = ListArtifactFilesResponse{}
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3621,7 +3822,7 @@ func (x *ListArtifactFilesResponse) String() string {
 func (*ListArtifactFilesResponse) ProtoMessage() {}
 
 func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3634,7 +3835,7 @@ func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{45}
+	return file_falcon_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListArtifactFilesResponse) GetItems() []*ArtifactFile {
@@ -3672,7 +3873,7 @@ type ReadArtifactFileRequest struct {
 
 func (x *ReadArtifactFileRequest) Reset() {
 	*x = ReadArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3684,7 +3885,7 @@ func (x *ReadArtifactFileRequest) String() string {
 func (*ReadArtifactFileRequest) ProtoMessage() {}
 
 func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3697,7 +3898,7 @@ func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{46}
+	return file_falcon_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReadArtifactFileRequest) GetExpId() string {
@@ -3738,7 +3939,7 @@ type StatArtifactFileRequest struct {
 
 func (x *StatArtifactFileRequest) Reset() {
 	*x = StatArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3750,7 +3951,7 @@ func (x *StatArtifactFileRequest) String() string {
 func (*StatArtifactFileRequest) ProtoMessage() {}
 
 func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3763,7 +3964,7 @@ func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*StatArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{47}
+	return file_falcon_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *StatArtifactFileRequest) GetExpId() string {
@@ -3791,7 +3992,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3803,7 +4004,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3816,7 +4017,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{48}
+	return file_falcon_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -3846,7 +4047,7 @@ type UpdateArtifactStatusRequest struct {
 
 func (x *UpdateArtifactStatusRequest) Reset() {
 	*x = UpdateArtifactStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3858,7 +4059,7 @@ func (x *UpdateArtifactStatusRequest) String() string {
 func (*UpdateArtifactStatusRequest) ProtoMessage() {}
 
 func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3871,7 +4072,7 @@ func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateArtifactStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateArtifactStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{49}
+	return file_falcon_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *UpdateArtifactStatusRequest) GetId() string {
@@ -3918,7 +4119,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3930,7 +4131,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3943,7 +4144,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{50}
+	return file_falcon_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -3962,7 +4163,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3974,7 +4175,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3987,7 +4188,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{51}
+	return file_falcon_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -4014,7 +4215,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4026,7 +4227,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4039,7 +4240,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{52}
+	return file_falcon_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -4095,7 +4296,7 @@ type ClusterStatuses struct {
 
 func (x *ClusterStatuses) Reset() {
 	*x = ClusterStatuses{}
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4107,7 +4308,7 @@ func (x *ClusterStatuses) String() string {
 func (*ClusterStatuses) ProtoMessage() {}
 
 func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4120,7 +4321,7 @@ func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
 func (*ClusterStatuses) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{53}
+	return file_falcon_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ClusterStatuses) GetItems() []*ClusterStatus {
@@ -4144,7 +4345,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4156,7 +4357,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4169,7 +4370,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{54}
+	return file_falcon_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -4228,7 +4429,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4240,7 +4441,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4253,7 +4454,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{55}
+	return file_falcon_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -4338,7 +4539,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4350,7 +4551,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4363,7 +4564,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{56}
+	return file_falcon_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -4411,7 +4612,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4423,7 +4624,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4436,7 +4637,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{57}
+	return file_falcon_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -4454,7 +4655,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4466,7 +4667,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4479,7 +4680,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{58}
+	return file_falcon_proto_rawDescGZIP(), []int{61}
 }
 
 type ListClustersResponse struct {
@@ -4491,7 +4692,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4503,7 +4704,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4516,7 +4717,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{59}
+	return file_falcon_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -4535,7 +4736,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4547,7 +4748,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4560,7 +4761,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{60}
+	return file_falcon_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -4582,7 +4783,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4594,7 +4795,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4607,7 +4808,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{61}
+	return file_falcon_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -4644,7 +4845,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4656,7 +4857,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4669,7 +4870,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{62}
+	return file_falcon_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -4703,7 +4904,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4715,7 +4916,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4728,7 +4929,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{63}
+	return file_falcon_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -4756,7 +4957,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4768,7 +4969,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4781,7 +4982,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{64}
+	return file_falcon_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -4806,7 +5007,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4818,7 +5019,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4831,7 +5032,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{65}
+	return file_falcon_proto_rawDescGZIP(), []int{68}
 }
 
 type ListUsersRequest struct {
@@ -4842,7 +5043,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4854,7 +5055,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4867,7 +5068,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{66}
+	return file_falcon_proto_rawDescGZIP(), []int{69}
 }
 
 type ListUsersResponse struct {
@@ -4882,7 +5083,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4894,7 +5095,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4907,7 +5108,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{67}
+	return file_falcon_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -4937,7 +5138,7 @@ type RelinkUserRequest struct {
 
 func (x *RelinkUserRequest) Reset() {
 	*x = RelinkUserRequest{}
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4949,7 +5150,7 @@ func (x *RelinkUserRequest) String() string {
 func (*RelinkUserRequest) ProtoMessage() {}
 
 func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4962,7 +5163,7 @@ func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserRequest.ProtoReflect.Descriptor instead.
 func (*RelinkUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{68}
+	return file_falcon_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RelinkUserRequest) GetEmail() string {
@@ -4995,7 +5196,7 @@ type RelinkUserResponse struct {
 
 func (x *RelinkUserResponse) Reset() {
 	*x = RelinkUserResponse{}
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5007,7 +5208,7 @@ func (x *RelinkUserResponse) String() string {
 func (*RelinkUserResponse) ProtoMessage() {}
 
 func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5020,7 +5221,7 @@ func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserResponse.ProtoReflect.Descriptor instead.
 func (*RelinkUserResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{69}
+	return file_falcon_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *RelinkUserResponse) GetUser() *User {
@@ -5079,7 +5280,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5091,7 +5292,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5104,7 +5305,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{70}
+	return file_falcon_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -5189,7 +5390,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5201,7 +5402,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5214,7 +5415,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{71}
+	return file_falcon_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -5262,7 +5463,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5274,7 +5475,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5287,7 +5488,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{72}
+	return file_falcon_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -5308,7 +5509,7 @@ var File_falcon_proto protoreflect.FileDescriptor
 
 const file_falcon_proto_rawDesc = "" +
 	"\n" +
-	"\ffalcon.proto\x12\tfalcon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa3\x03\n" +
+	"\ffalcon.proto\x12\tfalcon.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa3\x03\n" +
 	"\bTaskSpec\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\tR\acommand\x12\x18\n" +
 	"\areplica\x18\x02 \x01(\x05R\areplica\x12\x14\n" +
@@ -5335,7 +5536,8 @@ const file_falcon_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
 	"\vLimitsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x92\b\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8b\n" +
+	"\n" +
 	"\n" +
 	"Experiment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -5369,7 +5571,13 @@ const file_falcon_proto_rawDesc = "" +
 	"aborted_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\tabortedAt\x12\"\n" +
 	"\x04jobs\x18\x16 \x03(\v2\x0e.falcon.v1.JobR\x04jobs\x12/\n" +
 	"\bartifact\x18\x17 \x01(\v2\x13.falcon.v1.ArtifactR\bartifact\x12/\n" +
-	"\ametrics\x18\x18 \x03(\v2\x15.falcon.v1.MetricSpecR\ametrics\x1aV\n" +
+	"\ametrics\x18\x18 \x03(\v2\x15.falcon.v1.MetricSpecR\ametrics\x12+\n" +
+	"\x03ttl\x18\x19 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x124\n" +
+	"\bidle_ttl\x18\x1a \x01(\v2\x19.google.protobuf.DurationR\aidleTtl\x12 \n" +
+	"\vinteractive\x18\x1b \x01(\bR\vinteractive\x129\n" +
+	"\n" +
+	"expires_at\x18\x1c \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x127\n" +
+	"\tactive_at\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\bactiveAt\x1aV\n" +
 	"\x13RoleToTaskSpecEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12)\n" +
 	"\x05value\x18\x02 \x01(\v2\x13.falcon.v1.TaskSpecR\x05value:\x028\x01\"R\n" +
@@ -5474,7 +5682,17 @@ const file_falcon_proto_rawDesc = "" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x129\n" +
 	"\n" +
 	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x14\n" +
-	"\x05admin\x18\x04 \x01(\bR\x05admin\"n\n" +
+	"\x05admin\x18\x04 \x01(\bR\x05admin\"O\n" +
+	"\x10ExtendExpRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12+\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"#\n" +
+	"\x11EnforceTTLRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"c\n" +
+	"\x12EnforceTTLResponse\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\x125\n" +
+	"\n" +
+	"experiment\x18\x02 \x01(\v2\x15.falcon.v1.ExperimentR\n" +
+	"experiment\"n\n" +
 	"\x10CreateExpRequest\x125\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\v2\x15.falcon.v1.ExperimentR\n" +
@@ -5764,7 +5982,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06method\x18\x05 \x01(\tR\x06method\"n\n" +
 	"\x17ListAuditEventsResponse\x12+\n" +
 	"\x05items\x18\x01 \x03(\v2\x15.falcon.v1.AuditEventR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x88\x05\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x94\x06\n" +
 	"\x11ExperimentService\x12?\n" +
 	"\tCreateExp\x12\x1b.falcon.v1.CreateExpRequest\x1a\x15.falcon.v1.Experiment\x129\n" +
 	"\x06GetExp\x12\x18.falcon.v1.GetExpRequest\x1a\x15.falcon.v1.Experiment\x12C\n" +
@@ -5774,8 +5992,11 @@ const file_falcon_proto_rawDesc = "" +
 	"\n" +
 	"GetExpLogs\x12\x1c.falcon.v1.GetExpLogsRequest\x1a\x13.falcon.v1.LogLines0\x01\x12L\n" +
 	"\rExportExpLogs\x12\x1f.falcon.v1.ExportExpLogsRequest\x1a\x1a.falcon.v1.LogExportResult\x12G\n" +
-	"\rGetExpMetrics\x12\x1f.falcon.v1.GetExpMetricsRequest\x1a\x15.falcon.v1.ExpMetrics\x12K\n" +
-	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment2\xf0\x03\n" +
+	"\rGetExpMetrics\x12\x1f.falcon.v1.GetExpMetricsRequest\x1a\x15.falcon.v1.ExpMetrics\x12?\n" +
+	"\tExtendExp\x12\x1b.falcon.v1.ExtendExpRequest\x1a\x15.falcon.v1.Experiment\x12K\n" +
+	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment\x12I\n" +
+	"\n" +
+	"EnforceTTL\x12\x1c.falcon.v1.EnforceTTLRequest\x1a\x1d.falcon.v1.EnforceTTLResponse2\xf0\x03\n" +
 	"\n" +
 	"JobService\x122\n" +
 	"\x06GetJob\x12\x18.falcon.v1.GetJobRequest\x1a\x0e.falcon.v1.Job\x12C\n" +
@@ -5821,7 +6042,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Resources)(nil),                   // 1: falcon.v1.Resources
@@ -5833,214 +6054,228 @@ var file_falcon_proto_goTypes = []any{
 	(*Cluster)(nil),                     // 7: falcon.v1.Cluster
 	(*AcceleratorSlot)(nil),             // 8: falcon.v1.AcceleratorSlot
 	(*User)(nil),                        // 9: falcon.v1.User
-	(*CreateExpRequest)(nil),            // 10: falcon.v1.CreateExpRequest
-	(*GetExpRequest)(nil),               // 11: falcon.v1.GetExpRequest
-	(*ListExpsRequest)(nil),             // 12: falcon.v1.ListExpsRequest
-	(*ListExpsResponse)(nil),            // 13: falcon.v1.ListExpsResponse
-	(*AbortExpRequest)(nil),             // 14: falcon.v1.AbortExpRequest
-	(*AbortExpResponse)(nil),            // 15: falcon.v1.AbortExpResponse
-	(*DeleteExpRequest)(nil),            // 16: falcon.v1.DeleteExpRequest
-	(*DeleteExpResponse)(nil),           // 17: falcon.v1.DeleteExpResponse
-	(*GetExpLogsRequest)(nil),           // 18: falcon.v1.GetExpLogsRequest
-	(*LogLine)(nil),                     // 19: falcon.v1.LogLine
-	(*LogLines)(nil),                    // 20: falcon.v1.LogLines
-	(*ExportExpLogsRequest)(nil),        // 21: falcon.v1.ExportExpLogsRequest
-	(*LogExportResult)(nil),             // 22: falcon.v1.LogExportResult
-	(*RankExport)(nil),                  // 23: falcon.v1.RankExport
-	(*GetExpMetricsRequest)(nil),        // 24: falcon.v1.GetExpMetricsRequest
-	(*ExpMetrics)(nil),                  // 25: falcon.v1.ExpMetrics
-	(*MetricSummary)(nil),               // 26: falcon.v1.MetricSummary
-	(*MetricSeries)(nil),                // 27: falcon.v1.MetricSeries
-	(*MetricPoint)(nil),                 // 28: falcon.v1.MetricPoint
-	(*UpdateExpStatusRequest)(nil),      // 29: falcon.v1.UpdateExpStatusRequest
-	(*GetJobRequest)(nil),               // 30: falcon.v1.GetJobRequest
-	(*ListJobsRequest)(nil),             // 31: falcon.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 32: falcon.v1.ListJobsResponse
-	(*UpdateJobStatusRequest)(nil),      // 33: falcon.v1.UpdateJobStatusRequest
-	(*UpdateJobStatusesRequest)(nil),    // 34: falcon.v1.UpdateJobStatusesRequest
-	(*UpdateJobStatusesResponse)(nil),   // 35: falcon.v1.UpdateJobStatusesResponse
-	(*JobStatusResult)(nil),             // 36: falcon.v1.JobStatusResult
-	(*AppendJobMessageRequest)(nil),     // 37: falcon.v1.AppendJobMessageRequest
-	(*AbortJobRequest)(nil),             // 38: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 39: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 40: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 41: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 42: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 43: falcon.v1.ListArtifactsResponse
-	(*ListArtifactFilesRequest)(nil),    // 44: falcon.v1.ListArtifactFilesRequest
-	(*ListArtifactFilesResponse)(nil),   // 45: falcon.v1.ListArtifactFilesResponse
-	(*ReadArtifactFileRequest)(nil),     // 46: falcon.v1.ReadArtifactFileRequest
-	(*StatArtifactFileRequest)(nil),     // 47: falcon.v1.StatArtifactFileRequest
-	(*ArtifactChunk)(nil),               // 48: falcon.v1.ArtifactChunk
-	(*UpdateArtifactStatusRequest)(nil), // 49: falcon.v1.UpdateArtifactStatusRequest
-	(*GetClusterStatusRequest)(nil),     // 50: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 51: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 52: falcon.v1.ClusterStatus
-	(*ClusterStatuses)(nil),             // 53: falcon.v1.ClusterStatuses
-	(*ReservationCapacity)(nil),         // 54: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 55: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 56: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 57: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 58: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 59: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 60: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 61: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 62: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 63: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 64: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 65: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 66: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 67: falcon.v1.ListUsersResponse
-	(*RelinkUserRequest)(nil),           // 68: falcon.v1.RelinkUserRequest
-	(*RelinkUserResponse)(nil),          // 69: falcon.v1.RelinkUserResponse
-	(*AuditEvent)(nil),                  // 70: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 71: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 72: falcon.v1.ListAuditEventsResponse
-	nil,                                 // 73: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 74: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 75: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 76: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 77: falcon.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 78: google.protobuf.Timestamp
+	(*ExtendExpRequest)(nil),            // 10: falcon.v1.ExtendExpRequest
+	(*EnforceTTLRequest)(nil),           // 11: falcon.v1.EnforceTTLRequest
+	(*EnforceTTLResponse)(nil),          // 12: falcon.v1.EnforceTTLResponse
+	(*CreateExpRequest)(nil),            // 13: falcon.v1.CreateExpRequest
+	(*GetExpRequest)(nil),               // 14: falcon.v1.GetExpRequest
+	(*ListExpsRequest)(nil),             // 15: falcon.v1.ListExpsRequest
+	(*ListExpsResponse)(nil),            // 16: falcon.v1.ListExpsResponse
+	(*AbortExpRequest)(nil),             // 17: falcon.v1.AbortExpRequest
+	(*AbortExpResponse)(nil),            // 18: falcon.v1.AbortExpResponse
+	(*DeleteExpRequest)(nil),            // 19: falcon.v1.DeleteExpRequest
+	(*DeleteExpResponse)(nil),           // 20: falcon.v1.DeleteExpResponse
+	(*GetExpLogsRequest)(nil),           // 21: falcon.v1.GetExpLogsRequest
+	(*LogLine)(nil),                     // 22: falcon.v1.LogLine
+	(*LogLines)(nil),                    // 23: falcon.v1.LogLines
+	(*ExportExpLogsRequest)(nil),        // 24: falcon.v1.ExportExpLogsRequest
+	(*LogExportResult)(nil),             // 25: falcon.v1.LogExportResult
+	(*RankExport)(nil),                  // 26: falcon.v1.RankExport
+	(*GetExpMetricsRequest)(nil),        // 27: falcon.v1.GetExpMetricsRequest
+	(*ExpMetrics)(nil),                  // 28: falcon.v1.ExpMetrics
+	(*MetricSummary)(nil),               // 29: falcon.v1.MetricSummary
+	(*MetricSeries)(nil),                // 30: falcon.v1.MetricSeries
+	(*MetricPoint)(nil),                 // 31: falcon.v1.MetricPoint
+	(*UpdateExpStatusRequest)(nil),      // 32: falcon.v1.UpdateExpStatusRequest
+	(*GetJobRequest)(nil),               // 33: falcon.v1.GetJobRequest
+	(*ListJobsRequest)(nil),             // 34: falcon.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 35: falcon.v1.ListJobsResponse
+	(*UpdateJobStatusRequest)(nil),      // 36: falcon.v1.UpdateJobStatusRequest
+	(*UpdateJobStatusesRequest)(nil),    // 37: falcon.v1.UpdateJobStatusesRequest
+	(*UpdateJobStatusesResponse)(nil),   // 38: falcon.v1.UpdateJobStatusesResponse
+	(*JobStatusResult)(nil),             // 39: falcon.v1.JobStatusResult
+	(*AppendJobMessageRequest)(nil),     // 40: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),             // 41: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),         // 42: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                      // 43: falcon.v1.Change
+	(*GetArtifactRequest)(nil),          // 44: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),        // 45: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),       // 46: falcon.v1.ListArtifactsResponse
+	(*ListArtifactFilesRequest)(nil),    // 47: falcon.v1.ListArtifactFilesRequest
+	(*ListArtifactFilesResponse)(nil),   // 48: falcon.v1.ListArtifactFilesResponse
+	(*ReadArtifactFileRequest)(nil),     // 49: falcon.v1.ReadArtifactFileRequest
+	(*StatArtifactFileRequest)(nil),     // 50: falcon.v1.StatArtifactFileRequest
+	(*ArtifactChunk)(nil),               // 51: falcon.v1.ArtifactChunk
+	(*UpdateArtifactStatusRequest)(nil), // 52: falcon.v1.UpdateArtifactStatusRequest
+	(*GetClusterStatusRequest)(nil),     // 53: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 54: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 55: falcon.v1.ClusterStatus
+	(*ClusterStatuses)(nil),             // 56: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),         // 57: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 58: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 59: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 60: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 61: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 62: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 63: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 64: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 65: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 66: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 67: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 68: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 69: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 70: falcon.v1.ListUsersResponse
+	(*RelinkUserRequest)(nil),           // 71: falcon.v1.RelinkUserRequest
+	(*RelinkUserResponse)(nil),          // 72: falcon.v1.RelinkUserResponse
+	(*AuditEvent)(nil),                  // 73: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 74: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 75: falcon.v1.ListAuditEventsResponse
+	nil,                                 // 76: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 77: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 78: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 79: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 80: falcon.v1.Cluster.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 81: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),         // 82: google.protobuf.Duration
 }
 var file_falcon_proto_depIdxs = []int32{
-	73, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
-	1,  // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	74, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	75, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	76, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	78, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	78, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	78, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	78, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	78, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	78, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
-	4,  // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
-	5,  // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
-	3,  // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
-	0,  // 14: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	78, // 15: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	78, // 16: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	78, // 17: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	78, // 18: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	78, // 19: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	78, // 20: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	78, // 21: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	78, // 22: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	78, // 23: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	78, // 24: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
-	78, // 25: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
-	78, // 26: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 27: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	77, // 28: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	78, // 29: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	2,  // 30: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
-	2,  // 31: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
-	2,  // 32: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	78, // 33: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	78, // 34: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	19, // 35: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
-	78, // 36: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	23, // 37: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
-	26, // 38: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
-	27, // 39: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
-	28, // 40: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
-	4,  // 41: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	33, // 42: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
-	36, // 43: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
-	4,  // 44: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
-	5,  // 45: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	6,  // 46: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
-	6,  // 47: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
-	52, // 48: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	78, // 49: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	54, // 50: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	55, // 51: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	56, // 52: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	52, // 53: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	78, // 54: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	78, // 55: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	7,  // 56: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	7,  // 57: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	7,  // 58: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	62, // 59: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	7,  // 60: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	9,  // 61: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	9,  // 62: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
-	78, // 63: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	70, // 64: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	0,  // 65: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	10, // 66: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	11, // 67: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	12, // 68: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	14, // 69: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	16, // 70: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	18, // 71: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	21, // 72: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	24, // 73: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	29, // 74: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	30, // 75: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	31, // 76: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	33, // 77: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	34, // 78: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	38, // 79: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	37, // 80: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	39, // 81: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	41, // 82: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	42, // 83: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	44, // 84: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	46, // 85: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	47, // 86: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	49, // 87: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	57, // 88: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	58, // 89: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	60, // 90: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	61, // 91: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	64, // 92: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	50, // 93: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	51, // 94: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	65, // 95: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	66, // 96: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	68, // 97: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
-	71, // 98: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	2,  // 99: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,  // 100: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	13, // 101: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	15, // 102: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	17, // 103: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	20, // 104: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	22, // 105: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	25, // 106: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,  // 107: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	4,  // 108: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	32, // 109: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	4,  // 110: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	35, // 111: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,  // 112: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,  // 113: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	40, // 114: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	5,  // 115: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	43, // 116: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	45, // 117: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	48, // 118: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	6,  // 119: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	5,  // 120: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	7,  // 121: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	59, // 122: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	7,  // 123: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	63, // 124: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	7,  // 125: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	52, // 126: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	52, // 127: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	9,  // 128: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	67, // 129: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	69, // 130: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
-	72, // 131: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	99, // [99:132] is the sub-list for method output_type
-	66, // [66:99] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	76,  // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	1,   // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
+	77,  // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	78,  // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	79,  // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	81,  // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	81,  // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	81,  // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	81,  // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	81,  // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	81,  // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	4,   // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
+	5,   // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
+	3,   // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
+	82,  // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
+	82,  // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
+	81,  // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
+	81,  // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
+	0,   // 18: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
+	81,  // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	81,  // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	81,  // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	81,  // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	81,  // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	81,  // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	81,  // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	81,  // 26: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	81,  // 27: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	81,  // 28: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	81,  // 29: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	81,  // 30: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	8,   // 31: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
+	80,  // 32: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	81,  // 33: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	82,  // 34: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
+	2,   // 35: falcon.v1.EnforceTTLResponse.experiment:type_name -> falcon.v1.Experiment
+	2,   // 36: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
+	2,   // 37: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
+	2,   // 38: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
+	81,  // 39: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	81,  // 40: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	22,  // 41: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
+	81,  // 42: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	26,  // 43: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
+	29,  // 44: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
+	30,  // 45: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
+	31,  // 46: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
+	4,   // 47: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
+	36,  // 48: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	39,  // 49: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	4,   // 50: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	5,   // 51: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	6,   // 52: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
+	6,   // 53: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
+	55,  // 54: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	81,  // 55: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	57,  // 56: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	58,  // 57: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	59,  // 58: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	55,  // 59: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	81,  // 60: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	81,  // 61: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	7,   // 62: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	7,   // 63: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	7,   // 64: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	65,  // 65: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	7,   // 66: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	9,   // 67: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	9,   // 68: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
+	81,  // 69: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	73,  // 70: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	0,   // 71: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	13,  // 72: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	14,  // 73: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	15,  // 74: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	17,  // 75: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	19,  // 76: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	21,  // 77: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	24,  // 78: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	27,  // 79: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	10,  // 80: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
+	32,  // 81: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	11,  // 82: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
+	33,  // 83: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	34,  // 84: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	36,  // 85: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	37,  // 86: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	41,  // 87: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	40,  // 88: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	42,  // 89: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	44,  // 90: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	45,  // 91: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	47,  // 92: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	49,  // 93: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	50,  // 94: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	52,  // 95: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	60,  // 96: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	61,  // 97: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	63,  // 98: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	64,  // 99: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	67,  // 100: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	53,  // 101: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	54,  // 102: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	68,  // 103: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	69,  // 104: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	71,  // 105: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	74,  // 106: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	2,   // 107: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,   // 108: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	16,  // 109: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	18,  // 110: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	20,  // 111: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	23,  // 112: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	25,  // 113: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	28,  // 114: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,   // 115: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
+	2,   // 116: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	12,  // 117: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
+	4,   // 118: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	35,  // 119: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	4,   // 120: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	38,  // 121: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,   // 122: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,   // 123: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	43,  // 124: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	5,   // 125: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	46,  // 126: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	48,  // 127: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	51,  // 128: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	6,   // 129: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	5,   // 130: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	7,   // 131: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	62,  // 132: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	7,   // 133: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	66,  // 134: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	7,   // 135: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	55,  // 136: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	55,  // 137: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	9,   // 138: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	70,  // 139: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	72,  // 140: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	75,  // 141: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	107, // [107:142] is the sub-list for method output_type
+	72,  // [72:107] is the sub-list for method input_type
+	72,  // [72:72] is the sub-list for extension type_name
+	72,  // [72:72] is the sub-list for extension extendee
+	0,   // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -6048,14 +6283,14 @@ func file_falcon_proto_init() {
 	if File_falcon_proto != nil {
 		return
 	}
-	file_falcon_proto_msgTypes[18].OneofWrappers = []any{}
+	file_falcon_proto_msgTypes[21].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   78,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

@@ -37,7 +37,9 @@ const (
 	ExperimentService_GetExpLogs_FullMethodName      = "/falcon.v1.ExperimentService/GetExpLogs"
 	ExperimentService_ExportExpLogs_FullMethodName   = "/falcon.v1.ExperimentService/ExportExpLogs"
 	ExperimentService_GetExpMetrics_FullMethodName   = "/falcon.v1.ExperimentService/GetExpMetrics"
+	ExperimentService_ExtendExp_FullMethodName       = "/falcon.v1.ExperimentService/ExtendExp"
 	ExperimentService_UpdateExpStatus_FullMethodName = "/falcon.v1.ExperimentService/UpdateExpStatus"
+	ExperimentService_EnforceTTL_FullMethodName      = "/falcon.v1.ExperimentService/EnforceTTL"
 )
 
 // ExperimentServiceClient is the client API for ExperimentService service.
@@ -56,8 +58,16 @@ type ExperimentServiceClient interface {
 	// Writes every rank's log to a bucket, streaming.
 	ExportExpLogs(ctx context.Context, in *ExportExpLogsRequest, opts ...grpc.CallOption) (*LogExportResult, error)
 	GetExpMetrics(ctx context.Context, in *GetExpMetricsRequest, opts ...grpc.CallOption) (*ExpMetrics, error)
+	// Sets the time an experiment has left to ttl from now (before it runs:
+	// its ttl, counted from when it runs). Owner or admin; audited.
+	ExtendExp(ctx context.Context, in *ExtendExpRequest, opts ...grpc.CallOption) (*Experiment, error)
 	// Internal: expController.
 	UpdateExpStatus(ctx context.Context, in *UpdateExpStatusRequest, opts ...grpc.CallOption) (*Experiment, error)
+	// Internal: expController, for an experiment whose ttl or idle_ttl is
+	// near or past by its clock. The server decides by its own clock: an
+	// expired experiment is aborted with a Message saying which ttl
+	// expired; one within TTLWarning of expiry gets its warning event, once.
+	EnforceTTL(ctx context.Context, in *EnforceTTLRequest, opts ...grpc.CallOption) (*EnforceTTLResponse, error)
 }
 
 type experimentServiceClient struct {
@@ -157,10 +167,30 @@ func (c *experimentServiceClient) GetExpMetrics(ctx context.Context, in *GetExpM
 	return out, nil
 }
 
+func (c *experimentServiceClient) ExtendExp(ctx context.Context, in *ExtendExpRequest, opts ...grpc.CallOption) (*Experiment, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Experiment)
+	err := c.cc.Invoke(ctx, ExperimentService_ExtendExp_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *experimentServiceClient) UpdateExpStatus(ctx context.Context, in *UpdateExpStatusRequest, opts ...grpc.CallOption) (*Experiment, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Experiment)
 	err := c.cc.Invoke(ctx, ExperimentService_UpdateExpStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *experimentServiceClient) EnforceTTL(ctx context.Context, in *EnforceTTLRequest, opts ...grpc.CallOption) (*EnforceTTLResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EnforceTTLResponse)
+	err := c.cc.Invoke(ctx, ExperimentService_EnforceTTL_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +213,16 @@ type ExperimentServiceServer interface {
 	// Writes every rank's log to a bucket, streaming.
 	ExportExpLogs(context.Context, *ExportExpLogsRequest) (*LogExportResult, error)
 	GetExpMetrics(context.Context, *GetExpMetricsRequest) (*ExpMetrics, error)
+	// Sets the time an experiment has left to ttl from now (before it runs:
+	// its ttl, counted from when it runs). Owner or admin; audited.
+	ExtendExp(context.Context, *ExtendExpRequest) (*Experiment, error)
 	// Internal: expController.
 	UpdateExpStatus(context.Context, *UpdateExpStatusRequest) (*Experiment, error)
+	// Internal: expController, for an experiment whose ttl or idle_ttl is
+	// near or past by its clock. The server decides by its own clock: an
+	// expired experiment is aborted with a Message saying which ttl
+	// expired; one within TTLWarning of expiry gets its warning event, once.
+	EnforceTTL(context.Context, *EnforceTTLRequest) (*EnforceTTLResponse, error)
 	mustEmbedUnimplementedExperimentServiceServer()
 }
 
@@ -219,8 +257,14 @@ func (UnimplementedExperimentServiceServer) ExportExpLogs(context.Context, *Expo
 func (UnimplementedExperimentServiceServer) GetExpMetrics(context.Context, *GetExpMetricsRequest) (*ExpMetrics, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetExpMetrics not implemented")
 }
+func (UnimplementedExperimentServiceServer) ExtendExp(context.Context, *ExtendExpRequest) (*Experiment, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExtendExp not implemented")
+}
 func (UnimplementedExperimentServiceServer) UpdateExpStatus(context.Context, *UpdateExpStatusRequest) (*Experiment, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateExpStatus not implemented")
+}
+func (UnimplementedExperimentServiceServer) EnforceTTL(context.Context, *EnforceTTLRequest) (*EnforceTTLResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EnforceTTL not implemented")
 }
 func (UnimplementedExperimentServiceServer) mustEmbedUnimplementedExperimentServiceServer() {}
 func (UnimplementedExperimentServiceServer) testEmbeddedByValue()                           {}
@@ -380,6 +424,24 @@ func _ExperimentService_GetExpMetrics_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ExperimentService_ExtendExp_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExtendExpRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExperimentServiceServer).ExtendExp(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExperimentService_ExtendExp_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExperimentServiceServer).ExtendExp(ctx, req.(*ExtendExpRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ExperimentService_UpdateExpStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(UpdateExpStatusRequest)
 	if err := dec(in); err != nil {
@@ -394,6 +456,24 @@ func _ExperimentService_UpdateExpStatus_Handler(srv interface{}, ctx context.Con
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ExperimentServiceServer).UpdateExpStatus(ctx, req.(*UpdateExpStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ExperimentService_EnforceTTL_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EnforceTTLRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExperimentServiceServer).EnforceTTL(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExperimentService_EnforceTTL_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExperimentServiceServer).EnforceTTL(ctx, req.(*EnforceTTLRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -434,8 +514,16 @@ var ExperimentService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ExperimentService_GetExpMetrics_Handler,
 		},
 		{
+			MethodName: "ExtendExp",
+			Handler:    _ExperimentService_ExtendExp_Handler,
+		},
+		{
 			MethodName: "UpdateExpStatus",
 			Handler:    _ExperimentService_UpdateExpStatus_Handler,
+		},
+		{
+			MethodName: "EnforceTTL",
+			Handler:    _ExperimentService_EnforceTTL_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
