@@ -1503,6 +1503,540 @@ func (x *EnforceTTLResponse) GetExperiment() *Experiment {
 	return nil
 }
 
+// ExecRequest is one message from the caller of ExecExp: start first and
+// once, then any of the others.
+type ExecRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*ExecRequest_Start
+	//	*ExecRequest_Stdin
+	//	*ExecRequest_CloseStdin
+	//	*ExecRequest_Resize
+	Msg           isExecRequest_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecRequest) Reset() {
+	*x = ExecRequest{}
+	mi := &file_falcon_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecRequest) ProtoMessage() {}
+
+func (x *ExecRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
+func (*ExecRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ExecRequest) GetMsg() isExecRequest_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetStart() *ExecStart {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecRequest_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetStdin() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecRequest_Stdin); ok {
+			return x.Stdin
+		}
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetCloseStdin() bool {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecRequest_CloseStdin); ok {
+			return x.CloseStdin
+		}
+	}
+	return false
+}
+
+func (x *ExecRequest) GetResize() *TerminalSize {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecRequest_Resize); ok {
+			return x.Resize
+		}
+	}
+	return nil
+}
+
+type isExecRequest_Msg interface {
+	isExecRequest_Msg()
+}
+
+type ExecRequest_Start struct {
+	Start *ExecStart `protobuf:"bytes,1,opt,name=start,proto3,oneof"`
+}
+
+type ExecRequest_Stdin struct {
+	// Bytes for the command's stdin (start.stdin set).
+	Stdin []byte `protobuf:"bytes,2,opt,name=stdin,proto3,oneof"`
+}
+
+type ExecRequest_CloseStdin struct {
+	// The caller's stdin ended: the command reads end of file.
+	CloseStdin bool `protobuf:"varint,3,opt,name=close_stdin,json=closeStdin,proto3,oneof"`
+}
+
+type ExecRequest_Resize struct {
+	// The caller's terminal changed size (start.tty set).
+	Resize *TerminalSize `protobuf:"bytes,4,opt,name=resize,proto3,oneof"`
+}
+
+func (*ExecRequest_Start) isExecRequest_Msg() {}
+
+func (*ExecRequest_Stdin) isExecRequest_Msg() {}
+
+func (*ExecRequest_CloseStdin) isExecRequest_Msg() {}
+
+func (*ExecRequest_Resize) isExecRequest_Msg() {}
+
+type ExecStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	ExpId string                 `protobuf:"bytes,1,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
+	// May be empty when the experiment has one role.
+	Role string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	// Default 0.
+	Rank int32 `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
+	// The argument vector, run as it is (not through a shell).
+	Command []string `protobuf:"bytes,4,rep,name=command,proto3" json:"command,omitempty"`
+	// Forward stdin.
+	Stdin bool `protobuf:"varint,5,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	// Allocate a terminal; its output comes on stdout.
+	Tty          bool          `protobuf:"varint,6,opt,name=tty,proto3" json:"tty,omitempty"`
+	TerminalSize *TerminalSize `protobuf:"bytes,7,opt,name=terminal_size,json=terminalSize,proto3" json:"terminal_size,omitempty"`
+	// Fail at once (FailedPrecondition) when the rank does not run yet,
+	// instead of waiting until it does.
+	NoWait        bool `protobuf:"varint,8,opt,name=no_wait,json=noWait,proto3" json:"no_wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecStart) Reset() {
+	*x = ExecStart{}
+	mi := &file_falcon_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecStart) ProtoMessage() {}
+
+func (x *ExecStart) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
+func (*ExecStart) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ExecStart) GetExpId() string {
+	if x != nil {
+		return x.ExpId
+	}
+	return ""
+}
+
+func (x *ExecStart) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *ExecStart) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *ExecStart) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *ExecStart) GetStdin() bool {
+	if x != nil {
+		return x.Stdin
+	}
+	return false
+}
+
+func (x *ExecStart) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *ExecStart) GetTerminalSize() *TerminalSize {
+	if x != nil {
+		return x.TerminalSize
+	}
+	return nil
+}
+
+func (x *ExecStart) GetNoWait() bool {
+	if x != nil {
+		return x.NoWait
+	}
+	return false
+}
+
+type TerminalSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Width         uint32                 `protobuf:"varint,1,opt,name=width,proto3" json:"width,omitempty"`
+	Height        uint32                 `protobuf:"varint,2,opt,name=height,proto3" json:"height,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TerminalSize) Reset() {
+	*x = TerminalSize{}
+	mi := &file_falcon_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalSize) ProtoMessage() {}
+
+func (x *TerminalSize) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
+func (*TerminalSize) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *TerminalSize) GetWidth() uint32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *TerminalSize) GetHeight() uint32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+type ExecResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*ExecResponse_Stdout
+	//	*ExecResponse_Stderr
+	//	*ExecResponse_Notice
+	//	*ExecResponse_Started
+	//	*ExecResponse_Exit
+	Msg           isExecResponse_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecResponse) Reset() {
+	*x = ExecResponse{}
+	mi := &file_falcon_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecResponse) ProtoMessage() {}
+
+func (x *ExecResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
+func (*ExecResponse) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ExecResponse) GetMsg() isExecResponse_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *ExecResponse) GetStdout() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecResponse_Stdout); ok {
+			return x.Stdout
+		}
+	}
+	return nil
+}
+
+func (x *ExecResponse) GetStderr() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecResponse_Stderr); ok {
+			return x.Stderr
+		}
+	}
+	return nil
+}
+
+func (x *ExecResponse) GetNotice() string {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecResponse_Notice); ok {
+			return x.Notice
+		}
+	}
+	return ""
+}
+
+func (x *ExecResponse) GetStarted() *ExecStarted {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecResponse_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
+func (x *ExecResponse) GetExit() *ExecExit {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecResponse_Exit); ok {
+			return x.Exit
+		}
+	}
+	return nil
+}
+
+type isExecResponse_Msg interface {
+	isExecResponse_Msg()
+}
+
+type ExecResponse_Stdout struct {
+	Stdout []byte `protobuf:"bytes,1,opt,name=stdout,proto3,oneof"`
+}
+
+type ExecResponse_Stderr struct {
+	Stderr []byte `protobuf:"bytes,2,opt,name=stderr,proto3,oneof"`
+}
+
+type ExecResponse_Notice struct {
+	// For the person waiting, e.g. that the rank does not run yet.
+	Notice string `protobuf:"bytes,3,opt,name=notice,proto3,oneof"`
+}
+
+type ExecResponse_Started struct {
+	// The command runs; sent once, before any output.
+	Started *ExecStarted `protobuf:"bytes,4,opt,name=started,proto3,oneof"`
+}
+
+type ExecResponse_Exit struct {
+	// The command ended: the last message.
+	Exit *ExecExit `protobuf:"bytes,5,opt,name=exit,proto3,oneof"`
+}
+
+func (*ExecResponse_Stdout) isExecResponse_Msg() {}
+
+func (*ExecResponse_Stderr) isExecResponse_Msg() {}
+
+func (*ExecResponse_Notice) isExecResponse_Msg() {}
+
+func (*ExecResponse_Started) isExecResponse_Msg() {}
+
+func (*ExecResponse_Exit) isExecResponse_Msg() {}
+
+type ExecStarted struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Role  string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	Rank  int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
+	// The pod (Kubernetes, GKE) or process (falcon dev) it runs beside.
+	Pod           string `protobuf:"bytes,4,opt,name=pod,proto3" json:"pod,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecStarted) Reset() {
+	*x = ExecStarted{}
+	mi := &file_falcon_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecStarted) ProtoMessage() {}
+
+func (x *ExecStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecStarted.ProtoReflect.Descriptor instead.
+func (*ExecStarted) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ExecStarted) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *ExecStarted) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *ExecStarted) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *ExecStarted) GetPod() string {
+	if x != nil {
+		return x.Pod
+	}
+	return ""
+}
+
+type ExecExit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In the shell's convention: 128+N for a command killed by signal N.
+	Code int32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	// The signal that killed it, when the cluster says.
+	Signal        int32 `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecExit) Reset() {
+	*x = ExecExit{}
+	mi := &file_falcon_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecExit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecExit) ProtoMessage() {}
+
+func (x *ExecExit) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecExit.ProtoReflect.Descriptor instead.
+func (*ExecExit) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ExecExit) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *ExecExit) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
 type CreateExpRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Experiment *Experiment            `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
@@ -1514,7 +2048,7 @@ type CreateExpRequest struct {
 
 func (x *CreateExpRequest) Reset() {
 	*x = CreateExpRequest{}
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +2060,7 @@ func (x *CreateExpRequest) String() string {
 func (*CreateExpRequest) ProtoMessage() {}
 
 func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +2073,7 @@ func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateExpRequest.ProtoReflect.Descriptor instead.
 func (*CreateExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{13}
+	return file_falcon_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateExpRequest) GetExperiment() *Experiment {
@@ -1565,7 +2099,7 @@ type GetExpRequest struct {
 
 func (x *GetExpRequest) Reset() {
 	*x = GetExpRequest{}
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +2111,7 @@ func (x *GetExpRequest) String() string {
 func (*GetExpRequest) ProtoMessage() {}
 
 func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +2124,7 @@ func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpRequest.ProtoReflect.Descriptor instead.
 func (*GetExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{14}
+	return file_falcon_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetExpRequest) GetId() string {
@@ -1614,7 +2148,7 @@ type ListExpsRequest struct {
 
 func (x *ListExpsRequest) Reset() {
 	*x = ListExpsRequest{}
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1626,7 +2160,7 @@ func (x *ListExpsRequest) String() string {
 func (*ListExpsRequest) ProtoMessage() {}
 
 func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1639,7 +2173,7 @@ func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsRequest.ProtoReflect.Descriptor instead.
 func (*ListExpsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{15}
+	return file_falcon_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListExpsRequest) GetPageSize() int32 {
@@ -1694,7 +2228,7 @@ type ListExpsResponse struct {
 
 func (x *ListExpsResponse) Reset() {
 	*x = ListExpsResponse{}
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +2240,7 @@ func (x *ListExpsResponse) String() string {
 func (*ListExpsResponse) ProtoMessage() {}
 
 func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +2253,7 @@ func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsResponse.ProtoReflect.Descriptor instead.
 func (*ListExpsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{16}
+	return file_falcon_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListExpsResponse) GetItems() []*Experiment {
@@ -1752,7 +2286,7 @@ type AbortExpRequest struct {
 
 func (x *AbortExpRequest) Reset() {
 	*x = AbortExpRequest{}
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +2298,7 @@ func (x *AbortExpRequest) String() string {
 func (*AbortExpRequest) ProtoMessage() {}
 
 func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +2311,7 @@ func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpRequest.ProtoReflect.Descriptor instead.
 func (*AbortExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{17}
+	return file_falcon_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AbortExpRequest) GetId() string {
@@ -1814,7 +2348,7 @@ type AbortExpResponse struct {
 
 func (x *AbortExpResponse) Reset() {
 	*x = AbortExpResponse{}
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +2360,7 @@ func (x *AbortExpResponse) String() string {
 func (*AbortExpResponse) ProtoMessage() {}
 
 func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +2373,7 @@ func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpResponse.ProtoReflect.Descriptor instead.
 func (*AbortExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{18}
+	return file_falcon_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AbortExpResponse) GetExperiment() *Experiment {
@@ -1872,7 +2406,7 @@ type DeleteExpRequest struct {
 
 func (x *DeleteExpRequest) Reset() {
 	*x = DeleteExpRequest{}
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1884,7 +2418,7 @@ func (x *DeleteExpRequest) String() string {
 func (*DeleteExpRequest) ProtoMessage() {}
 
 func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1897,7 +2431,7 @@ func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpRequest.ProtoReflect.Descriptor instead.
 func (*DeleteExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{19}
+	return file_falcon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteExpRequest) GetId() string {
@@ -1916,7 +2450,7 @@ type DeleteExpResponse struct {
 
 func (x *DeleteExpResponse) Reset() {
 	*x = DeleteExpResponse{}
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2462,7 @@ func (x *DeleteExpResponse) String() string {
 func (*DeleteExpResponse) ProtoMessage() {}
 
 func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2475,7 @@ func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpResponse.ProtoReflect.Descriptor instead.
 func (*DeleteExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{20}
+	return file_falcon_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteExpResponse) GetId() string {
@@ -1973,7 +2507,7 @@ type GetExpLogsRequest struct {
 
 func (x *GetExpLogsRequest) Reset() {
 	*x = GetExpLogsRequest{}
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2519,7 @@ func (x *GetExpLogsRequest) String() string {
 func (*GetExpLogsRequest) ProtoMessage() {}
 
 func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2532,7 @@ func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetExpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{21}
+	return file_falcon_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetExpLogsRequest) GetId() string {
@@ -2075,7 +2609,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2087,7 +2621,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2100,7 +2634,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{22}
+	return file_falcon_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LogLine) GetJobId() string {
@@ -2161,7 +2695,7 @@ type LogLines struct {
 
 func (x *LogLines) Reset() {
 	*x = LogLines{}
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2173,7 +2707,7 @@ func (x *LogLines) String() string {
 func (*LogLines) ProtoMessage() {}
 
 func (x *LogLines) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2186,7 +2720,7 @@ func (x *LogLines) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLines.ProtoReflect.Descriptor instead.
 func (*LogLines) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{23}
+	return file_falcon_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LogLines) GetLines() []*LogLine {
@@ -2211,7 +2745,7 @@ type ExportExpLogsRequest struct {
 
 func (x *ExportExpLogsRequest) Reset() {
 	*x = ExportExpLogsRequest{}
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2757,7 @@ func (x *ExportExpLogsRequest) String() string {
 func (*ExportExpLogsRequest) ProtoMessage() {}
 
 func (x *ExportExpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2770,7 @@ func (x *ExportExpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportExpLogsRequest.ProtoReflect.Descriptor instead.
 func (*ExportExpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{24}
+	return file_falcon_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ExportExpLogsRequest) GetId() string {
@@ -2288,7 +2822,7 @@ type LogExportResult struct {
 
 func (x *LogExportResult) Reset() {
 	*x = LogExportResult{}
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2300,7 +2834,7 @@ func (x *LogExportResult) String() string {
 func (*LogExportResult) ProtoMessage() {}
 
 func (x *LogExportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2313,7 +2847,7 @@ func (x *LogExportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogExportResult.ProtoReflect.Descriptor instead.
 func (*LogExportResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{25}
+	return file_falcon_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LogExportResult) GetDestination() string {
@@ -2366,7 +2900,7 @@ type RankExport struct {
 
 func (x *RankExport) Reset() {
 	*x = RankExport{}
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2378,7 +2912,7 @@ func (x *RankExport) String() string {
 func (*RankExport) ProtoMessage() {}
 
 func (x *RankExport) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2391,7 +2925,7 @@ func (x *RankExport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankExport.ProtoReflect.Descriptor instead.
 func (*RankExport) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{26}
+	return file_falcon_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RankExport) GetRole() string {
@@ -2447,7 +2981,7 @@ type GetExpMetricsRequest struct {
 
 func (x *GetExpMetricsRequest) Reset() {
 	*x = GetExpMetricsRequest{}
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2459,7 +2993,7 @@ func (x *GetExpMetricsRequest) String() string {
 func (*GetExpMetricsRequest) ProtoMessage() {}
 
 func (x *GetExpMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2472,7 +3006,7 @@ func (x *GetExpMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetExpMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{27}
+	return file_falcon_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetExpMetricsRequest) GetId() string {
@@ -2506,7 +3040,7 @@ type ExpMetrics struct {
 
 func (x *ExpMetrics) Reset() {
 	*x = ExpMetrics{}
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +3052,7 @@ func (x *ExpMetrics) String() string {
 func (*ExpMetrics) ProtoMessage() {}
 
 func (x *ExpMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +3065,7 @@ func (x *ExpMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpMetrics.ProtoReflect.Descriptor instead.
 func (*ExpMetrics) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{28}
+	return file_falcon_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ExpMetrics) GetMetrics() []*MetricSummary {
@@ -2581,7 +3115,7 @@ type MetricSummary struct {
 
 func (x *MetricSummary) Reset() {
 	*x = MetricSummary{}
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2593,7 +3127,7 @@ func (x *MetricSummary) String() string {
 func (*MetricSummary) ProtoMessage() {}
 
 func (x *MetricSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2606,7 +3140,7 @@ func (x *MetricSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricSummary.ProtoReflect.Descriptor instead.
 func (*MetricSummary) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{29}
+	return file_falcon_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MetricSummary) GetName() string {
@@ -2689,7 +3223,7 @@ type MetricSeries struct {
 
 func (x *MetricSeries) Reset() {
 	*x = MetricSeries{}
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2701,7 +3235,7 @@ func (x *MetricSeries) String() string {
 func (*MetricSeries) ProtoMessage() {}
 
 func (x *MetricSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2714,7 +3248,7 @@ func (x *MetricSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricSeries.ProtoReflect.Descriptor instead.
 func (*MetricSeries) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{30}
+	return file_falcon_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *MetricSeries) GetName() string {
@@ -2741,7 +3275,7 @@ type MetricPoint struct {
 
 func (x *MetricPoint) Reset() {
 	*x = MetricPoint{}
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +3287,7 @@ func (x *MetricPoint) String() string {
 func (*MetricPoint) ProtoMessage() {}
 
 func (x *MetricPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +3300,7 @@ func (x *MetricPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricPoint.ProtoReflect.Descriptor instead.
 func (*MetricPoint) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{31}
+	return file_falcon_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MetricPoint) GetStep() int64 {
@@ -2797,7 +3331,7 @@ type UpdateExpStatusRequest struct {
 
 func (x *UpdateExpStatusRequest) Reset() {
 	*x = UpdateExpStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +3343,7 @@ func (x *UpdateExpStatusRequest) String() string {
 func (*UpdateExpStatusRequest) ProtoMessage() {}
 
 func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +3356,7 @@ func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateExpStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateExpStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{32}
+	return file_falcon_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *UpdateExpStatusRequest) GetId() string {
@@ -2869,7 +3403,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2881,7 +3415,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2894,7 +3428,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{33}
+	return file_falcon_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -2921,7 +3455,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2933,7 +3467,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2946,7 +3480,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{34}
+	return file_falcon_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListJobsRequest) GetPageSize() int32 {
@@ -3001,7 +3535,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3013,7 +3547,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3026,7 +3560,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{35}
+	return file_falcon_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListJobsResponse) GetItems() []*Job {
@@ -3063,7 +3597,7 @@ type UpdateJobStatusRequest struct {
 
 func (x *UpdateJobStatusRequest) Reset() {
 	*x = UpdateJobStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3075,7 +3609,7 @@ func (x *UpdateJobStatusRequest) String() string {
 func (*UpdateJobStatusRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3088,7 +3622,7 @@ func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{36}
+	return file_falcon_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *UpdateJobStatusRequest) GetId() string {
@@ -3149,7 +3683,7 @@ type UpdateJobStatusesRequest struct {
 
 func (x *UpdateJobStatusesRequest) Reset() {
 	*x = UpdateJobStatusesRequest{}
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3161,7 +3695,7 @@ func (x *UpdateJobStatusesRequest) String() string {
 func (*UpdateJobStatusesRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3174,7 +3708,7 @@ func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{37}
+	return file_falcon_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *UpdateJobStatusesRequest) GetUpdates() []*UpdateJobStatusRequest {
@@ -3194,7 +3728,7 @@ type UpdateJobStatusesResponse struct {
 
 func (x *UpdateJobStatusesResponse) Reset() {
 	*x = UpdateJobStatusesResponse{}
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3740,7 @@ func (x *UpdateJobStatusesResponse) String() string {
 func (*UpdateJobStatusesResponse) ProtoMessage() {}
 
 func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3753,7 @@ func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{38}
+	return file_falcon_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *UpdateJobStatusesResponse) GetResults() []*JobStatusResult {
@@ -3243,7 +3777,7 @@ type JobStatusResult struct {
 
 func (x *JobStatusResult) Reset() {
 	*x = JobStatusResult{}
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3255,7 +3789,7 @@ func (x *JobStatusResult) String() string {
 func (*JobStatusResult) ProtoMessage() {}
 
 func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3268,7 +3802,7 @@ func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatusResult.ProtoReflect.Descriptor instead.
 func (*JobStatusResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{39}
+	return file_falcon_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *JobStatusResult) GetJob() *Job {
@@ -3302,7 +3836,7 @@ type AppendJobMessageRequest struct {
 
 func (x *AppendJobMessageRequest) Reset() {
 	*x = AppendJobMessageRequest{}
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3314,7 +3848,7 @@ func (x *AppendJobMessageRequest) String() string {
 func (*AppendJobMessageRequest) ProtoMessage() {}
 
 func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3327,7 +3861,7 @@ func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendJobMessageRequest.ProtoReflect.Descriptor instead.
 func (*AppendJobMessageRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{40}
+	return file_falcon_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AppendJobMessageRequest) GetId() string {
@@ -3357,7 +3891,7 @@ type AbortJobRequest struct {
 
 func (x *AbortJobRequest) Reset() {
 	*x = AbortJobRequest{}
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3369,7 +3903,7 @@ func (x *AbortJobRequest) String() string {
 func (*AbortJobRequest) ProtoMessage() {}
 
 func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3382,7 +3916,7 @@ func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortJobRequest.ProtoReflect.Descriptor instead.
 func (*AbortJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{41}
+	return file_falcon_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AbortJobRequest) GetId() string {
@@ -3421,7 +3955,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3433,7 +3967,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3446,7 +3980,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{42}
+	return file_falcon_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *WatchChangesRequest) GetSince() int64 {
@@ -3484,7 +4018,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3496,7 +4030,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3509,7 +4043,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{43}
+	return file_falcon_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Change) GetKind() string {
@@ -3556,7 +4090,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3568,7 +4102,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3581,7 +4115,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{44}
+	return file_falcon_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetArtifactRequest) GetId() string {
@@ -3605,7 +4139,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3617,7 +4151,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3630,7 +4164,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{45}
+	return file_falcon_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListArtifactsRequest) GetPageSize() int32 {
@@ -3678,7 +4212,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3690,7 +4224,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3703,7 +4237,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{46}
+	return file_falcon_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListArtifactsResponse) GetItems() []*Artifact {
@@ -3735,7 +4269,7 @@ type ListArtifactFilesRequest struct {
 
 func (x *ListArtifactFilesRequest) Reset() {
 	*x = ListArtifactFilesRequest{}
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3747,7 +4281,7 @@ func (x *ListArtifactFilesRequest) String() string {
 func (*ListArtifactFilesRequest) ProtoMessage() {}
 
 func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3760,7 +4294,7 @@ func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{47}
+	return file_falcon_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListArtifactFilesRequest) GetExpId() string {
@@ -3810,7 +4344,7 @@ type ListArtifactFilesResponse struct {
 
 func (x *ListArtifactFilesResponse) Reset() {
 	*x = ListArtifactFilesResponse{}
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3822,7 +4356,7 @@ func (x *ListArtifactFilesResponse) String() string {
 func (*ListArtifactFilesResponse) ProtoMessage() {}
 
 func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3835,7 +4369,7 @@ func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{48}
+	return file_falcon_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListArtifactFilesResponse) GetItems() []*ArtifactFile {
@@ -3873,7 +4407,7 @@ type ReadArtifactFileRequest struct {
 
 func (x *ReadArtifactFileRequest) Reset() {
 	*x = ReadArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3885,7 +4419,7 @@ func (x *ReadArtifactFileRequest) String() string {
 func (*ReadArtifactFileRequest) ProtoMessage() {}
 
 func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3898,7 +4432,7 @@ func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{49}
+	return file_falcon_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ReadArtifactFileRequest) GetExpId() string {
@@ -3939,7 +4473,7 @@ type StatArtifactFileRequest struct {
 
 func (x *StatArtifactFileRequest) Reset() {
 	*x = StatArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3951,7 +4485,7 @@ func (x *StatArtifactFileRequest) String() string {
 func (*StatArtifactFileRequest) ProtoMessage() {}
 
 func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3964,7 +4498,7 @@ func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*StatArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{50}
+	return file_falcon_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *StatArtifactFileRequest) GetExpId() string {
@@ -3992,7 +4526,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4004,7 +4538,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4017,7 +4551,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{51}
+	return file_falcon_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -4047,7 +4581,7 @@ type UpdateArtifactStatusRequest struct {
 
 func (x *UpdateArtifactStatusRequest) Reset() {
 	*x = UpdateArtifactStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4059,7 +4593,7 @@ func (x *UpdateArtifactStatusRequest) String() string {
 func (*UpdateArtifactStatusRequest) ProtoMessage() {}
 
 func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4072,7 +4606,7 @@ func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateArtifactStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateArtifactStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{52}
+	return file_falcon_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *UpdateArtifactStatusRequest) GetId() string {
@@ -4119,7 +4653,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4131,7 +4665,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4144,7 +4678,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{53}
+	return file_falcon_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -4163,7 +4697,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4175,7 +4709,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4188,7 +4722,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{54}
+	return file_falcon_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -4215,7 +4749,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4227,7 +4761,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4240,7 +4774,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{55}
+	return file_falcon_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -4296,7 +4830,7 @@ type ClusterStatuses struct {
 
 func (x *ClusterStatuses) Reset() {
 	*x = ClusterStatuses{}
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4308,7 +4842,7 @@ func (x *ClusterStatuses) String() string {
 func (*ClusterStatuses) ProtoMessage() {}
 
 func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4321,7 +4855,7 @@ func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
 func (*ClusterStatuses) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{56}
+	return file_falcon_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ClusterStatuses) GetItems() []*ClusterStatus {
@@ -4345,7 +4879,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4357,7 +4891,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4370,7 +4904,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{57}
+	return file_falcon_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -4429,7 +4963,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4441,7 +4975,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4454,7 +4988,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{58}
+	return file_falcon_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -4539,7 +5073,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4551,7 +5085,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4564,7 +5098,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{59}
+	return file_falcon_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -4612,7 +5146,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4624,7 +5158,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4637,7 +5171,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{60}
+	return file_falcon_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -4655,7 +5189,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4667,7 +5201,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4680,7 +5214,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{61}
+	return file_falcon_proto_rawDescGZIP(), []int{67}
 }
 
 type ListClustersResponse struct {
@@ -4692,7 +5226,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4704,7 +5238,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4717,7 +5251,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{62}
+	return file_falcon_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -4736,7 +5270,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4748,7 +5282,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4761,7 +5295,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{63}
+	return file_falcon_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -4783,7 +5317,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4795,7 +5329,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4808,7 +5342,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{64}
+	return file_falcon_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -4845,7 +5379,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4857,7 +5391,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4870,7 +5404,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{65}
+	return file_falcon_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -4904,7 +5438,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4916,7 +5450,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4929,7 +5463,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{66}
+	return file_falcon_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -4957,7 +5491,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4969,7 +5503,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4982,7 +5516,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{67}
+	return file_falcon_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -5007,7 +5541,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5019,7 +5553,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5032,7 +5566,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{68}
+	return file_falcon_proto_rawDescGZIP(), []int{74}
 }
 
 type ListUsersRequest struct {
@@ -5043,7 +5577,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5055,7 +5589,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5068,7 +5602,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{69}
+	return file_falcon_proto_rawDescGZIP(), []int{75}
 }
 
 type ListUsersResponse struct {
@@ -5083,7 +5617,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5095,7 +5629,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5108,7 +5642,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{70}
+	return file_falcon_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -5138,7 +5672,7 @@ type RelinkUserRequest struct {
 
 func (x *RelinkUserRequest) Reset() {
 	*x = RelinkUserRequest{}
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5150,7 +5684,7 @@ func (x *RelinkUserRequest) String() string {
 func (*RelinkUserRequest) ProtoMessage() {}
 
 func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5163,7 +5697,7 @@ func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserRequest.ProtoReflect.Descriptor instead.
 func (*RelinkUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{71}
+	return file_falcon_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *RelinkUserRequest) GetEmail() string {
@@ -5196,7 +5730,7 @@ type RelinkUserResponse struct {
 
 func (x *RelinkUserResponse) Reset() {
 	*x = RelinkUserResponse{}
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5208,7 +5742,7 @@ func (x *RelinkUserResponse) String() string {
 func (*RelinkUserResponse) ProtoMessage() {}
 
 func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5221,7 +5755,7 @@ func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserResponse.ProtoReflect.Descriptor instead.
 func (*RelinkUserResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{72}
+	return file_falcon_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *RelinkUserResponse) GetUser() *User {
@@ -5280,7 +5814,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5292,7 +5826,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5305,7 +5839,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{73}
+	return file_falcon_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -5390,7 +5924,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5402,7 +5936,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5415,7 +5949,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{74}
+	return file_falcon_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -5463,7 +5997,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5475,7 +6009,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5488,7 +6022,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{75}
+	return file_falcon_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -5692,7 +6226,41 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06action\x18\x01 \x01(\tR\x06action\x125\n" +
 	"\n" +
 	"experiment\x18\x02 \x01(\v2\x15.falcon.v1.ExperimentR\n" +
-	"experiment\"n\n" +
+	"experiment\"\xb0\x01\n" +
+	"\vExecRequest\x12,\n" +
+	"\x05start\x18\x01 \x01(\v2\x14.falcon.v1.ExecStartH\x00R\x05start\x12\x16\n" +
+	"\x05stdin\x18\x02 \x01(\fH\x00R\x05stdin\x12!\n" +
+	"\vclose_stdin\x18\x03 \x01(\bH\x00R\n" +
+	"closeStdin\x121\n" +
+	"\x06resize\x18\x04 \x01(\v2\x17.falcon.v1.TerminalSizeH\x00R\x06resizeB\x05\n" +
+	"\x03msg\"\xe3\x01\n" +
+	"\tExecStart\x12\x15\n" +
+	"\x06exp_id\x18\x01 \x01(\tR\x05expId\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x12\n" +
+	"\x04rank\x18\x03 \x01(\x05R\x04rank\x12\x18\n" +
+	"\acommand\x18\x04 \x03(\tR\acommand\x12\x14\n" +
+	"\x05stdin\x18\x05 \x01(\bR\x05stdin\x12\x10\n" +
+	"\x03tty\x18\x06 \x01(\bR\x03tty\x12<\n" +
+	"\rterminal_size\x18\a \x01(\v2\x17.falcon.v1.TerminalSizeR\fterminalSize\x12\x17\n" +
+	"\ano_wait\x18\b \x01(\bR\x06noWait\"<\n" +
+	"\fTerminalSize\x12\x14\n" +
+	"\x05width\x18\x01 \x01(\rR\x05width\x12\x16\n" +
+	"\x06height\x18\x02 \x01(\rR\x06height\"\xc2\x01\n" +
+	"\fExecResponse\x12\x18\n" +
+	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
+	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x12\x18\n" +
+	"\x06notice\x18\x03 \x01(\tH\x00R\x06notice\x122\n" +
+	"\astarted\x18\x04 \x01(\v2\x16.falcon.v1.ExecStartedH\x00R\astarted\x12)\n" +
+	"\x04exit\x18\x05 \x01(\v2\x13.falcon.v1.ExecExitH\x00R\x04exitB\x05\n" +
+	"\x03msg\"^\n" +
+	"\vExecStarted\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x12\n" +
+	"\x04rank\x18\x03 \x01(\x05R\x04rank\x12\x10\n" +
+	"\x03pod\x18\x04 \x01(\tR\x03pod\"6\n" +
+	"\bExecExit\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\x05R\x06signal\"n\n" +
 	"\x10CreateExpRequest\x125\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\v2\x15.falcon.v1.ExperimentR\n" +
@@ -5982,7 +6550,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06method\x18\x05 \x01(\tR\x06method\"n\n" +
 	"\x17ListAuditEventsResponse\x12+\n" +
 	"\x05items\x18\x01 \x03(\v2\x15.falcon.v1.AuditEventR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x94\x06\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xd4\x06\n" +
 	"\x11ExperimentService\x12?\n" +
 	"\tCreateExp\x12\x1b.falcon.v1.CreateExpRequest\x1a\x15.falcon.v1.Experiment\x129\n" +
 	"\x06GetExp\x12\x18.falcon.v1.GetExpRequest\x1a\x15.falcon.v1.Experiment\x12C\n" +
@@ -5996,7 +6564,8 @@ const file_falcon_proto_rawDesc = "" +
 	"\tExtendExp\x12\x1b.falcon.v1.ExtendExpRequest\x1a\x15.falcon.v1.Experiment\x12K\n" +
 	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment\x12I\n" +
 	"\n" +
-	"EnforceTTL\x12\x1c.falcon.v1.EnforceTTLRequest\x1a\x1d.falcon.v1.EnforceTTLResponse2\xf0\x03\n" +
+	"EnforceTTL\x12\x1c.falcon.v1.EnforceTTLRequest\x1a\x1d.falcon.v1.EnforceTTLResponse\x12>\n" +
+	"\aExecExp\x12\x16.falcon.v1.ExecRequest\x1a\x17.falcon.v1.ExecResponse(\x010\x012\xf0\x03\n" +
 	"\n" +
 	"JobService\x122\n" +
 	"\x06GetJob\x12\x18.falcon.v1.GetJobRequest\x1a\x0e.falcon.v1.Job\x12C\n" +
@@ -6042,7 +6611,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Resources)(nil),                   // 1: falcon.v1.Resources
@@ -6057,225 +6626,238 @@ var file_falcon_proto_goTypes = []any{
 	(*ExtendExpRequest)(nil),            // 10: falcon.v1.ExtendExpRequest
 	(*EnforceTTLRequest)(nil),           // 11: falcon.v1.EnforceTTLRequest
 	(*EnforceTTLResponse)(nil),          // 12: falcon.v1.EnforceTTLResponse
-	(*CreateExpRequest)(nil),            // 13: falcon.v1.CreateExpRequest
-	(*GetExpRequest)(nil),               // 14: falcon.v1.GetExpRequest
-	(*ListExpsRequest)(nil),             // 15: falcon.v1.ListExpsRequest
-	(*ListExpsResponse)(nil),            // 16: falcon.v1.ListExpsResponse
-	(*AbortExpRequest)(nil),             // 17: falcon.v1.AbortExpRequest
-	(*AbortExpResponse)(nil),            // 18: falcon.v1.AbortExpResponse
-	(*DeleteExpRequest)(nil),            // 19: falcon.v1.DeleteExpRequest
-	(*DeleteExpResponse)(nil),           // 20: falcon.v1.DeleteExpResponse
-	(*GetExpLogsRequest)(nil),           // 21: falcon.v1.GetExpLogsRequest
-	(*LogLine)(nil),                     // 22: falcon.v1.LogLine
-	(*LogLines)(nil),                    // 23: falcon.v1.LogLines
-	(*ExportExpLogsRequest)(nil),        // 24: falcon.v1.ExportExpLogsRequest
-	(*LogExportResult)(nil),             // 25: falcon.v1.LogExportResult
-	(*RankExport)(nil),                  // 26: falcon.v1.RankExport
-	(*GetExpMetricsRequest)(nil),        // 27: falcon.v1.GetExpMetricsRequest
-	(*ExpMetrics)(nil),                  // 28: falcon.v1.ExpMetrics
-	(*MetricSummary)(nil),               // 29: falcon.v1.MetricSummary
-	(*MetricSeries)(nil),                // 30: falcon.v1.MetricSeries
-	(*MetricPoint)(nil),                 // 31: falcon.v1.MetricPoint
-	(*UpdateExpStatusRequest)(nil),      // 32: falcon.v1.UpdateExpStatusRequest
-	(*GetJobRequest)(nil),               // 33: falcon.v1.GetJobRequest
-	(*ListJobsRequest)(nil),             // 34: falcon.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 35: falcon.v1.ListJobsResponse
-	(*UpdateJobStatusRequest)(nil),      // 36: falcon.v1.UpdateJobStatusRequest
-	(*UpdateJobStatusesRequest)(nil),    // 37: falcon.v1.UpdateJobStatusesRequest
-	(*UpdateJobStatusesResponse)(nil),   // 38: falcon.v1.UpdateJobStatusesResponse
-	(*JobStatusResult)(nil),             // 39: falcon.v1.JobStatusResult
-	(*AppendJobMessageRequest)(nil),     // 40: falcon.v1.AppendJobMessageRequest
-	(*AbortJobRequest)(nil),             // 41: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 42: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 43: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 44: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 45: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 46: falcon.v1.ListArtifactsResponse
-	(*ListArtifactFilesRequest)(nil),    // 47: falcon.v1.ListArtifactFilesRequest
-	(*ListArtifactFilesResponse)(nil),   // 48: falcon.v1.ListArtifactFilesResponse
-	(*ReadArtifactFileRequest)(nil),     // 49: falcon.v1.ReadArtifactFileRequest
-	(*StatArtifactFileRequest)(nil),     // 50: falcon.v1.StatArtifactFileRequest
-	(*ArtifactChunk)(nil),               // 51: falcon.v1.ArtifactChunk
-	(*UpdateArtifactStatusRequest)(nil), // 52: falcon.v1.UpdateArtifactStatusRequest
-	(*GetClusterStatusRequest)(nil),     // 53: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 54: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 55: falcon.v1.ClusterStatus
-	(*ClusterStatuses)(nil),             // 56: falcon.v1.ClusterStatuses
-	(*ReservationCapacity)(nil),         // 57: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 58: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 59: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 60: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 61: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 62: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 63: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 64: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 65: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 66: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 67: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 68: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 69: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 70: falcon.v1.ListUsersResponse
-	(*RelinkUserRequest)(nil),           // 71: falcon.v1.RelinkUserRequest
-	(*RelinkUserResponse)(nil),          // 72: falcon.v1.RelinkUserResponse
-	(*AuditEvent)(nil),                  // 73: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 74: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 75: falcon.v1.ListAuditEventsResponse
-	nil,                                 // 76: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 77: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 78: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 79: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 80: falcon.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 81: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),         // 82: google.protobuf.Duration
+	(*ExecRequest)(nil),                 // 13: falcon.v1.ExecRequest
+	(*ExecStart)(nil),                   // 14: falcon.v1.ExecStart
+	(*TerminalSize)(nil),                // 15: falcon.v1.TerminalSize
+	(*ExecResponse)(nil),                // 16: falcon.v1.ExecResponse
+	(*ExecStarted)(nil),                 // 17: falcon.v1.ExecStarted
+	(*ExecExit)(nil),                    // 18: falcon.v1.ExecExit
+	(*CreateExpRequest)(nil),            // 19: falcon.v1.CreateExpRequest
+	(*GetExpRequest)(nil),               // 20: falcon.v1.GetExpRequest
+	(*ListExpsRequest)(nil),             // 21: falcon.v1.ListExpsRequest
+	(*ListExpsResponse)(nil),            // 22: falcon.v1.ListExpsResponse
+	(*AbortExpRequest)(nil),             // 23: falcon.v1.AbortExpRequest
+	(*AbortExpResponse)(nil),            // 24: falcon.v1.AbortExpResponse
+	(*DeleteExpRequest)(nil),            // 25: falcon.v1.DeleteExpRequest
+	(*DeleteExpResponse)(nil),           // 26: falcon.v1.DeleteExpResponse
+	(*GetExpLogsRequest)(nil),           // 27: falcon.v1.GetExpLogsRequest
+	(*LogLine)(nil),                     // 28: falcon.v1.LogLine
+	(*LogLines)(nil),                    // 29: falcon.v1.LogLines
+	(*ExportExpLogsRequest)(nil),        // 30: falcon.v1.ExportExpLogsRequest
+	(*LogExportResult)(nil),             // 31: falcon.v1.LogExportResult
+	(*RankExport)(nil),                  // 32: falcon.v1.RankExport
+	(*GetExpMetricsRequest)(nil),        // 33: falcon.v1.GetExpMetricsRequest
+	(*ExpMetrics)(nil),                  // 34: falcon.v1.ExpMetrics
+	(*MetricSummary)(nil),               // 35: falcon.v1.MetricSummary
+	(*MetricSeries)(nil),                // 36: falcon.v1.MetricSeries
+	(*MetricPoint)(nil),                 // 37: falcon.v1.MetricPoint
+	(*UpdateExpStatusRequest)(nil),      // 38: falcon.v1.UpdateExpStatusRequest
+	(*GetJobRequest)(nil),               // 39: falcon.v1.GetJobRequest
+	(*ListJobsRequest)(nil),             // 40: falcon.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 41: falcon.v1.ListJobsResponse
+	(*UpdateJobStatusRequest)(nil),      // 42: falcon.v1.UpdateJobStatusRequest
+	(*UpdateJobStatusesRequest)(nil),    // 43: falcon.v1.UpdateJobStatusesRequest
+	(*UpdateJobStatusesResponse)(nil),   // 44: falcon.v1.UpdateJobStatusesResponse
+	(*JobStatusResult)(nil),             // 45: falcon.v1.JobStatusResult
+	(*AppendJobMessageRequest)(nil),     // 46: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),             // 47: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),         // 48: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                      // 49: falcon.v1.Change
+	(*GetArtifactRequest)(nil),          // 50: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),        // 51: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),       // 52: falcon.v1.ListArtifactsResponse
+	(*ListArtifactFilesRequest)(nil),    // 53: falcon.v1.ListArtifactFilesRequest
+	(*ListArtifactFilesResponse)(nil),   // 54: falcon.v1.ListArtifactFilesResponse
+	(*ReadArtifactFileRequest)(nil),     // 55: falcon.v1.ReadArtifactFileRequest
+	(*StatArtifactFileRequest)(nil),     // 56: falcon.v1.StatArtifactFileRequest
+	(*ArtifactChunk)(nil),               // 57: falcon.v1.ArtifactChunk
+	(*UpdateArtifactStatusRequest)(nil), // 58: falcon.v1.UpdateArtifactStatusRequest
+	(*GetClusterStatusRequest)(nil),     // 59: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 60: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 61: falcon.v1.ClusterStatus
+	(*ClusterStatuses)(nil),             // 62: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),         // 63: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 64: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 65: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 66: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 67: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 68: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 69: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 70: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 71: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 72: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 73: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 74: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 75: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 76: falcon.v1.ListUsersResponse
+	(*RelinkUserRequest)(nil),           // 77: falcon.v1.RelinkUserRequest
+	(*RelinkUserResponse)(nil),          // 78: falcon.v1.RelinkUserResponse
+	(*AuditEvent)(nil),                  // 79: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 80: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 81: falcon.v1.ListAuditEventsResponse
+	nil,                                 // 82: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 83: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 84: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 85: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 86: falcon.v1.Cluster.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 87: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),         // 88: google.protobuf.Duration
 }
 var file_falcon_proto_depIdxs = []int32{
-	76,  // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	82,  // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
 	1,   // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	77,  // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	78,  // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	79,  // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	81,  // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	81,  // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	81,  // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	81,  // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	81,  // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	81,  // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	83,  // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	84,  // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	85,  // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	87,  // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	87,  // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	87,  // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	87,  // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	87,  // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	87,  // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	4,   // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	5,   // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	3,   // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
-	82,  // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
-	82,  // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
-	81,  // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
-	81,  // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
+	88,  // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
+	88,  // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
+	87,  // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
+	87,  // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
 	0,   // 18: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	81,  // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	81,  // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	81,  // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	81,  // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	81,  // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	81,  // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	81,  // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	81,  // 26: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	81,  // 27: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	81,  // 28: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
-	81,  // 29: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
-	81,  // 30: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	87,  // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	87,  // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	87,  // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	87,  // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	87,  // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	87,  // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	87,  // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	87,  // 26: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	87,  // 27: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	87,  // 28: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	87,  // 29: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	87,  // 30: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	8,   // 31: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	80,  // 32: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	81,  // 33: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	82,  // 34: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
+	86,  // 32: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	87,  // 33: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	88,  // 34: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
 	2,   // 35: falcon.v1.EnforceTTLResponse.experiment:type_name -> falcon.v1.Experiment
-	2,   // 36: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
-	2,   // 37: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
-	2,   // 38: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	81,  // 39: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	81,  // 40: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	22,  // 41: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
-	81,  // 42: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	26,  // 43: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
-	29,  // 44: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
-	30,  // 45: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
-	31,  // 46: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
-	4,   // 47: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	36,  // 48: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
-	39,  // 49: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
-	4,   // 50: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
-	5,   // 51: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	6,   // 52: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
-	6,   // 53: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
-	55,  // 54: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	81,  // 55: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	57,  // 56: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	58,  // 57: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	59,  // 58: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	55,  // 59: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	81,  // 60: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	81,  // 61: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	7,   // 62: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	7,   // 63: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	7,   // 64: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	65,  // 65: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	7,   // 66: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	9,   // 67: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	9,   // 68: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
-	81,  // 69: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	73,  // 70: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	0,   // 71: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	13,  // 72: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	14,  // 73: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	15,  // 74: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	17,  // 75: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	19,  // 76: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	21,  // 77: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	24,  // 78: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	27,  // 79: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	10,  // 80: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
-	32,  // 81: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	11,  // 82: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
-	33,  // 83: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	34,  // 84: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	36,  // 85: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	37,  // 86: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	41,  // 87: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	40,  // 88: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	42,  // 89: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	44,  // 90: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	45,  // 91: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	47,  // 92: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	49,  // 93: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	50,  // 94: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	52,  // 95: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	60,  // 96: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	61,  // 97: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	63,  // 98: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	64,  // 99: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	67,  // 100: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	53,  // 101: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	54,  // 102: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	68,  // 103: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	69,  // 104: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	71,  // 105: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
-	74,  // 106: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	2,   // 107: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,   // 108: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	16,  // 109: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	18,  // 110: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	20,  // 111: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	23,  // 112: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	25,  // 113: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	28,  // 114: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,   // 115: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
-	2,   // 116: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	12,  // 117: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
-	4,   // 118: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	35,  // 119: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	4,   // 120: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	38,  // 121: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,   // 122: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,   // 123: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	43,  // 124: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	5,   // 125: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	46,  // 126: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	48,  // 127: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	51,  // 128: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	6,   // 129: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	5,   // 130: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	7,   // 131: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	62,  // 132: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	7,   // 133: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	66,  // 134: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	7,   // 135: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	55,  // 136: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	55,  // 137: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	9,   // 138: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	70,  // 139: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	72,  // 140: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
-	75,  // 141: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	107, // [107:142] is the sub-list for method output_type
-	72,  // [72:107] is the sub-list for method input_type
-	72,  // [72:72] is the sub-list for extension type_name
-	72,  // [72:72] is the sub-list for extension extendee
-	0,   // [0:72] is the sub-list for field type_name
+	14,  // 36: falcon.v1.ExecRequest.start:type_name -> falcon.v1.ExecStart
+	15,  // 37: falcon.v1.ExecRequest.resize:type_name -> falcon.v1.TerminalSize
+	15,  // 38: falcon.v1.ExecStart.terminal_size:type_name -> falcon.v1.TerminalSize
+	17,  // 39: falcon.v1.ExecResponse.started:type_name -> falcon.v1.ExecStarted
+	18,  // 40: falcon.v1.ExecResponse.exit:type_name -> falcon.v1.ExecExit
+	2,   // 41: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
+	2,   // 42: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
+	2,   // 43: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
+	87,  // 44: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	87,  // 45: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	28,  // 46: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
+	87,  // 47: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	32,  // 48: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
+	35,  // 49: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
+	36,  // 50: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
+	37,  // 51: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
+	4,   // 52: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
+	42,  // 53: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	45,  // 54: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	4,   // 55: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	5,   // 56: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	6,   // 57: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
+	6,   // 58: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
+	61,  // 59: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	87,  // 60: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	63,  // 61: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	64,  // 62: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	65,  // 63: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	61,  // 64: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	87,  // 65: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	87,  // 66: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	7,   // 67: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	7,   // 68: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	7,   // 69: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	71,  // 70: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	7,   // 71: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	9,   // 72: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	9,   // 73: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
+	87,  // 74: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	79,  // 75: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	0,   // 76: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	19,  // 77: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	20,  // 78: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	21,  // 79: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	23,  // 80: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	25,  // 81: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	27,  // 82: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	30,  // 83: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	33,  // 84: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	10,  // 85: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
+	38,  // 86: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	11,  // 87: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
+	13,  // 88: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
+	39,  // 89: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	40,  // 90: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	42,  // 91: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	43,  // 92: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	47,  // 93: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	46,  // 94: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	48,  // 95: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	50,  // 96: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	51,  // 97: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	53,  // 98: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	55,  // 99: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	56,  // 100: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	58,  // 101: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	66,  // 102: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	67,  // 103: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	69,  // 104: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	70,  // 105: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	73,  // 106: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	59,  // 107: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	60,  // 108: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	74,  // 109: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	75,  // 110: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	77,  // 111: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	80,  // 112: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	2,   // 113: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,   // 114: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	22,  // 115: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	24,  // 116: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	26,  // 117: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	29,  // 118: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	31,  // 119: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	34,  // 120: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,   // 121: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
+	2,   // 122: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	12,  // 123: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
+	16,  // 124: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
+	4,   // 125: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	41,  // 126: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	4,   // 127: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	44,  // 128: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,   // 129: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,   // 130: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	49,  // 131: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	5,   // 132: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	52,  // 133: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	54,  // 134: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	57,  // 135: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	6,   // 136: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	5,   // 137: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	7,   // 138: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	68,  // 139: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	7,   // 140: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	72,  // 141: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	7,   // 142: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	61,  // 143: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	61,  // 144: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	9,   // 145: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	76,  // 146: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	78,  // 147: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	81,  // 148: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	113, // [113:149] is the sub-list for method output_type
+	77,  // [77:113] is the sub-list for method input_type
+	77,  // [77:77] is the sub-list for extension type_name
+	77,  // [77:77] is the sub-list for extension extendee
+	0,   // [0:77] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -6283,14 +6865,27 @@ func file_falcon_proto_init() {
 	if File_falcon_proto != nil {
 		return
 	}
-	file_falcon_proto_msgTypes[21].OneofWrappers = []any{}
+	file_falcon_proto_msgTypes[13].OneofWrappers = []any{
+		(*ExecRequest_Start)(nil),
+		(*ExecRequest_Stdin)(nil),
+		(*ExecRequest_CloseStdin)(nil),
+		(*ExecRequest_Resize)(nil),
+	}
+	file_falcon_proto_msgTypes[16].OneofWrappers = []any{
+		(*ExecResponse_Stdout)(nil),
+		(*ExecResponse_Stderr)(nil),
+		(*ExecResponse_Notice)(nil),
+		(*ExecResponse_Started)(nil),
+		(*ExecResponse_Exit)(nil),
+	}
+	file_falcon_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   81,
+			NumMessages:   87,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

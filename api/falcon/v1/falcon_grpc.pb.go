@@ -40,6 +40,7 @@ const (
 	ExperimentService_ExtendExp_FullMethodName       = "/falcon.v1.ExperimentService/ExtendExp"
 	ExperimentService_UpdateExpStatus_FullMethodName = "/falcon.v1.ExperimentService/UpdateExpStatus"
 	ExperimentService_EnforceTTL_FullMethodName      = "/falcon.v1.ExperimentService/EnforceTTL"
+	ExperimentService_ExecExp_FullMethodName         = "/falcon.v1.ExperimentService/ExecExp"
 )
 
 // ExperimentServiceClient is the client API for ExperimentService service.
@@ -68,6 +69,15 @@ type ExperimentServiceClient interface {
 	// expired experiment is aborted with a Message saying which ttl
 	// expired; one within TTLWarning of expiry gets its warning event, once.
 	EnforceTTL(ctx context.Context, in *EnforceTTLRequest, opts ...grpc.CallOption) (*EnforceTTLResponse, error)
+	// Runs a command in one rank of a running experiment, as `kubectl exec`
+	// does in a pod (owner or admin; audited). The first request is start;
+	// later ones carry stdin, terminal resizes and the end of stdin. Replies
+	// carry stdout and stderr as they come, notices for the person waiting
+	// (the rank is not running yet), started once the command runs, and last
+	// its exit. Over HTTP the same messages travel on a WebSocket at
+	// /v1/experiments/{id}/exec, since grpc-gateway cannot carry a
+	// bidirectional stream.
+	ExecExp(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error)
 }
 
 type experimentServiceClient struct {
@@ -197,6 +207,19 @@ func (c *experimentServiceClient) EnforceTTL(ctx context.Context, in *EnforceTTL
 	return out, nil
 }
 
+func (c *experimentServiceClient) ExecExp(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ExperimentService_ServiceDesc.Streams[1], ExperimentService_ExecExp_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecRequest, ExecResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ExperimentService_ExecExpClient = grpc.BidiStreamingClient[ExecRequest, ExecResponse]
+
 // ExperimentServiceServer is the server API for ExperimentService service.
 // All implementations must embed UnimplementedExperimentServiceServer
 // for forward compatibility.
@@ -223,6 +246,15 @@ type ExperimentServiceServer interface {
 	// expired experiment is aborted with a Message saying which ttl
 	// expired; one within TTLWarning of expiry gets its warning event, once.
 	EnforceTTL(context.Context, *EnforceTTLRequest) (*EnforceTTLResponse, error)
+	// Runs a command in one rank of a running experiment, as `kubectl exec`
+	// does in a pod (owner or admin; audited). The first request is start;
+	// later ones carry stdin, terminal resizes and the end of stdin. Replies
+	// carry stdout and stderr as they come, notices for the person waiting
+	// (the rank is not running yet), started once the command runs, and last
+	// its exit. Over HTTP the same messages travel on a WebSocket at
+	// /v1/experiments/{id}/exec, since grpc-gateway cannot carry a
+	// bidirectional stream.
+	ExecExp(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error
 	mustEmbedUnimplementedExperimentServiceServer()
 }
 
@@ -265,6 +297,9 @@ func (UnimplementedExperimentServiceServer) UpdateExpStatus(context.Context, *Up
 }
 func (UnimplementedExperimentServiceServer) EnforceTTL(context.Context, *EnforceTTLRequest) (*EnforceTTLResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EnforceTTL not implemented")
+}
+func (UnimplementedExperimentServiceServer) ExecExp(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error {
+	return status.Error(codes.Unimplemented, "method ExecExp not implemented")
 }
 func (UnimplementedExperimentServiceServer) mustEmbedUnimplementedExperimentServiceServer() {}
 func (UnimplementedExperimentServiceServer) testEmbeddedByValue()                           {}
@@ -478,6 +513,13 @@ func _ExperimentService_EnforceTTL_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ExperimentService_ExecExp_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ExperimentServiceServer).ExecExp(&grpc.GenericServerStream[ExecRequest, ExecResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ExperimentService_ExecExpServer = grpc.BidiStreamingServer[ExecRequest, ExecResponse]
+
 // ExperimentService_ServiceDesc is the grpc.ServiceDesc for ExperimentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -531,6 +573,12 @@ var ExperimentService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "GetExpLogs",
 			Handler:       _ExperimentService_GetExpLogs_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "ExecExp",
+			Handler:       _ExperimentService_ExecExp_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "falcon.proto",
