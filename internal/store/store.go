@@ -58,6 +58,31 @@ type Experiment struct {
 	AbortedAt      *time.Time
 	// Metrics are the manifest's log patterns for rank 0's log.
 	Metrics []MetricSpec
+	// TTL, counted from StartedAt, ends the experiment (0: none); IdleTTL
+	// ends it after that long without activity (0: none). Interactive
+	// experiments hold their slice for exec until the TTL.
+	TTL         time.Duration
+	IdleTTL     time.Duration
+	Interactive bool
+	// ExpiresAt is set by an extend; until then the experiment expires at
+	// StartedAt + TTL (see Expiry).
+	ExpiresAt *time.Time
+	// ActiveAt is the last exec session or output IdleTTL counts from.
+	ActiveAt *time.Time
+	// TTLWarnedFor is the expiry the warning before it was given for.
+	TTLWarnedFor *time.Time
+}
+
+// Expiry is when the experiment's TTL ends: what an extend set, else
+// StartedAt + TTL; false when it has no TTL or has not run yet.
+func (e *Experiment) Expiry() (time.Time, bool) {
+	if e.ExpiresAt != nil {
+		return *e.ExpiresAt, true
+	}
+	if e.TTL > 0 && e.StartedAt != nil {
+		return e.StartedAt.Add(e.TTL), true
+	}
+	return time.Time{}, false
 }
 
 // Job is one role of an experiment: what the resource manager schedules.
@@ -371,6 +396,14 @@ type Store interface {
 	// (ErrFailedPrecondition otherwise).
 	DeleteExp(ctx context.Context, id string) error
 	UpdateExpStatus(ctx context.Context, u StatusUpdate) (*Experiment, error)
+	// ExtendExp makes a running experiment expire at at, or gives one that
+	// has not run yet the TTL ttl; FailedPrecondition once it is ending.
+	ExtendExp(ctx context.Context, id string, at time.Time, ttl time.Duration) (*Experiment, error)
+	// MarkTTLWarned records the warning before expiry; true for the call
+	// that recorded it.
+	MarkTTLWarned(ctx context.Context, id string, expiry time.Time) (bool, error)
+	// TouchExpActivity moves the experiment's last activity forward to at.
+	TouchExpActivity(ctx context.Context, id string, at time.Time) error
 
 	GetJob(ctx context.Context, id string) (*Job, error)
 	ListJobs(ctx context.Context, f JobFilter) (items []*Job, next string, err error)

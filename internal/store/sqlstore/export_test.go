@@ -38,10 +38,10 @@ func (s *Store) CreateExpAtSchema6(ctx context.Context, exp *store.Experiment, j
 	if err := s.prepareCreate(exp, jobs, art); err != nil {
 		return err
 	}
-	cols := strings.TrimSuffix(expInsertCols, ", metric_specs")
+	cols, _, _ := strings.Cut(expInsertCols, ", metric_specs")
 	args := s.expArgs(exp)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, insertSQL("experiments", cols), args[:len(args)-1]...); err != nil {
+		if _, err := tx.ExecContext(ctx, insertSQL("experiments", cols), args[:strings.Count(cols, ",")+1]...); err != nil {
 			return err
 		}
 		for _, j := range jobs {

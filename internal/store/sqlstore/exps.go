@@ -15,7 +15,8 @@ import (
 const (
 	expInsertCols = "id, name, exp_type, cluster_name, priority, tags, config, role_to_task_spec, " +
 		"status, reason, message, creator, creator_id, artifact_path, version, " +
-		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at, metric_specs"
+		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at, metric_specs, " +
+		"ttl_ms, idle_ttl_ms, interactive, expires_at, active_at, ttl_warned_for"
 	expCols = "seq, " + expInsertCols
 )
 
@@ -26,6 +27,8 @@ func (s *Store) expArgs(e *store.Experiment) []any {
 		s.d.timeArg(e.CreatedAt), s.d.timeArg(e.UpdatedAt), s.d.timePtrArg(e.StartedAt),
 		s.d.timePtrArg(e.FinishedAt), s.d.timePtrArg(e.AbortingAt), s.d.timePtrArg(e.AbortedAt),
 		jsonArg(nonNil(e.Metrics)),
+		e.TTL.Milliseconds(), e.IdleTTL.Milliseconds(), e.Interactive,
+		s.d.timePtrArg(e.ExpiresAt), s.d.timePtrArg(e.ActiveAt), s.d.timePtrArg(e.TTLWarnedFor),
 	}
 }
 
@@ -39,16 +42,19 @@ func nonNil[T any](s []T) []T {
 
 func scanExp(sc scanner) (*store.Experiment, int64, error) {
 	var e store.Experiment
-	var seq int64
+	var seq, ttlMS, idleMS int64
 	err := sc.Scan(&seq, &e.ID, &e.Name, &e.ExpType, &e.ClusterName, &e.Priority,
 		jsonCol{&e.Tags}, &e.Config, jsonCol{&e.RoleToTaskSpec},
 		&e.Status, &e.Reason, &e.Message, &e.Creator, &e.CreatorID, &e.ArtifactPath, &e.Version,
 		timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt}, nullTimeCol{&e.StartedAt},
 		nullTimeCol{&e.FinishedAt}, nullTimeCol{&e.AbortingAt}, nullTimeCol{&e.AbortedAt},
-		jsonCol{&e.Metrics})
+		jsonCol{&e.Metrics},
+		&ttlMS, &idleMS, &e.Interactive,
+		nullTimeCol{&e.ExpiresAt}, nullTimeCol{&e.ActiveAt}, nullTimeCol{&e.TTLWarnedFor})
 	if len(e.Metrics) == 0 {
 		e.Metrics = nil
 	}
+	e.TTL, e.IdleTTL = time.Duration(ttlMS)*time.Millisecond, time.Duration(idleMS)*time.Millisecond
 	return &e, seq, err
 }
 
