@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/errdefs"
@@ -17,7 +18,7 @@ import (
 
 // The keys a manifest may hold, in the order error messages list them.
 var (
-	experimentFields = []string{"name", "exp_type", "cluster_name", "priority", "tags", "config", "role_to_task_spec", "timeout_seconds", "metrics"}
+	experimentFields = []string{"name", "exp_type", "cluster_name", "priority", "tags", "config", "role_to_task_spec", "timeout_seconds", "metrics", "ttl", "idle_ttl", "interactive"}
 	metricFields     = []string{"name", "pattern", "better"}
 	taskSpecFields   = []string{"command", "replica", "image", "device_count", "device_type", "device_topo", "envs", "timeout_seconds", "supply_mode", "resources"}
 	resourcesFields  = []string{"requests", "limits"}
@@ -120,6 +121,16 @@ func (d *decoder) experiment(n *yaml.Node) *falconv1.Experiment {
 			roleNodes, roleKeyPath = v, path
 		case "metrics":
 			exp.Metrics = d.metrics(path, v)
+		case "ttl":
+			if t, ok := d.Duration(path, v); ok {
+				exp.Ttl = durationpb.New(t)
+			}
+		case "idle_ttl":
+			if t, ok := d.Duration(path, v); ok {
+				exp.IdleTtl = durationpb.New(t)
+			}
+		case "interactive":
+			exp.Interactive = d.Bool(path, v)
 		case "timeout_seconds":
 			// Checked here, where the user wrote it: copied into every
 			// role, a bad value would be reported once per role under a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -192,6 +193,17 @@ func TestParseErrors(t *testing.T) {
 			want: []string{"role_to_task_spec.prep.resources.request: unknown field; allowed: requests, limits (line 4)"},
 		},
 		{
+			name: "ttl must be a Go duration",
+			in:   "name: a\nttl: 2 hours\nidle_ttl: 30\nrole_to_task_spec:\n  w: {command: x, replica: 1}\n",
+			want: []string{`ttl: must be a duration such as 2h, 90m or 1h30m, got "2 hours" (line 2)`,
+				"idle_ttl: must be a duration such as 2h, 90m or 1h30m, got 30 (line 3)"},
+		},
+		{
+			name: "interactive must be a boolean",
+			in:   "name: a\ninteractive: yes please\nrole_to_task_spec:\n  w: {command: x, replica: 1}\n",
+			want: []string{"interactive: must be true or false, got"},
+		},
+		{
 			name: "resources must be a mapping",
 			in:   "role_to_task_spec:\n  prep:\n    resources: 2\n",
 			want: []string{"role_to_task_spec.prep.resources: must be a mapping, got 2 (line 3)"},
@@ -213,7 +225,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown top-level field",
 			in:   "name: a\nresources: {cpu: 1}\n",
-			want: []string{"resources: unknown field; allowed: name, exp_type, cluster_name, priority, tags, config, role_to_task_spec, timeout_seconds, metrics (line 2)"},
+			want: []string{"resources: unknown field; allowed: name, exp_type, cluster_name, priority, tags, config, role_to_task_spec, timeout_seconds, metrics, ttl, idle_ttl, interactive (line 2)"},
 		},
 		{
 			name: "read-only fields are unknown in a manifest",
@@ -398,5 +410,15 @@ func TestParseTasksErrors(t *testing.T) {
 			}
 			checkInvalid(t, err, tt.want)
 		})
+	}
+}
+
+func TestParseTTL(t *testing.T) {
+	exp, err := Parse([]byte("name: dbg\nttl: 2h\nidle_ttl: 20m\ninteractive: true\nrole_to_task_spec:\n  w: {replica: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp.GetTtl().AsDuration() != 2*time.Hour || exp.GetIdleTtl().AsDuration() != 20*time.Minute || !exp.GetInteractive() {
+		t.Fatalf("ttl %v, idle_ttl %v, interactive %v", exp.GetTtl(), exp.GetIdleTtl(), exp.GetInteractive())
 	}
 }

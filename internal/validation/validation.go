@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -94,8 +95,9 @@ func Experiment(e *falconv1.Experiment, knownCluster func(string) bool, clusters
 	}
 	sort.Strings(names)
 	for _, r := range names {
-		task(&errs, "role_to_task_spec."+r, r, roles[r])
+		task(&errs, "role_to_task_spec."+r, r, roles[r], e.GetInteractive())
 	}
+	ttlFields(&errs, e)
 	if ms := e.GetMetrics(); len(ms) > 0 {
 		specs := make([]runmetrics.Spec, len(ms))
 		for i, m := range ms {
@@ -115,7 +117,7 @@ func Experiment(e *falconv1.Experiment, knownCluster func(string) bool, clusters
 	return errs.Err()
 }
 
-func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec) {
+func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec, interactive bool) {
 	if !dns1123Label.MatchString(role) || len(role) > MaxNameLen {
 		errs.Add(path, "role name %q must be a DNS-1123 label: at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", role, MaxNameLen)
 	}
@@ -125,8 +127,8 @@ func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec) {
 	}
 	before := len(*errs)
 	switch {
-	case strings.TrimSpace(t.GetCommand()) == "":
-		errs.Add(path+".command", "is required and must not be empty")
+	case strings.TrimSpace(t.GetCommand()) == "" && !interactive:
+		errs.Add(path+".command", "is required and must not be empty (or set interactive: true to hold the slice for exec)")
 	case len(t.GetCommand()) > MaxCommandBytes:
 		errs.Add(path+".command", "is %d bytes, the limit is %d: every backend runs it as one argument of /bin/sh -c, and Linux limits one argument to %d bytes with its terminating NUL (MAX_ARG_STRLEN); put a longer script in the image or the artifact dir and run it from there",
 			len(t.GetCommand()), MaxCommandBytes, placement.MaxArgStrlen)
@@ -278,4 +280,28 @@ func Status(field, s string, allowed []string) error {
 		return nil
 	}
 	return errdefs.Invalid(field, "%s is not a status; allowed: %s", strconv.Quote(s), strings.Join(allowed, ", "))
+}
+
+// ttlFields checks ttl, idle_ttl and interactive. The server's cap on a
+// ttl (--max-ttl) is the API server's to apply; this is what holds
+// everywhere.
+func ttlFields(errs *errdefs.FieldErrors, e *falconv1.Experiment) {
+	for _, f := range []struct {
+		name string
+		d    interface {
+			CheckValid() error
+			AsDuration() time.Duration
+		}
+		set bool
+	}{{"ttl", e.GetTtl(), e.Ttl != nil}, {"idle_ttl", e.GetIdleTtl(), e.IdleTtl != nil}} {
+		if !f.set {
+			continue
+		}
+		if err := f.d.CheckValid(); err != nil || f.d.AsDuration() <= 0 {
+			errs.Add(f.name, "must be a positive duration such as 2h or 30m, got %s", f.d.AsDuration())
+		}
+	}
+	if e.GetInteractive() && e.Ttl == nil {
+		errs.Add("ttl", "is required with interactive: true, so that no slice is held and forgotten; e.g. ttl: 2h (falcon exp extend adds time)")
+	}
 }

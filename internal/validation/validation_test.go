@@ -4,9 +4,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/errdefs"
@@ -57,6 +59,15 @@ func TestExperiment(t *testing.T) {
 		}, []string{"role_to_task_spec.Main_Role"}},
 		{"nil task", func(e *falconv1.Experiment) { e.RoleToTaskSpec["w"] = nil }, []string{"role_to_task_spec.w"}},
 		{"empty command", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Command = "  \n" }, []string{"role_to_task_spec.main.command"}},
+		{"ttl", func(e *falconv1.Experiment) {
+			e.Ttl, e.IdleTtl = durationpb.New(2*time.Hour), durationpb.New(10*time.Minute)
+		}, nil},
+		{"zero ttl", func(e *falconv1.Experiment) { e.Ttl = durationpb.New(0) }, []string{"ttl"}},
+		{"negative idle_ttl", func(e *falconv1.Experiment) { e.IdleTtl = durationpb.New(-time.Minute) }, []string{"idle_ttl"}},
+		{"interactive needs no command", func(e *falconv1.Experiment) {
+			e.Interactive, e.Ttl, e.RoleToTaskSpec["main"].Command = true, durationpb.New(time.Hour), ""
+		}, nil},
+		{"interactive without a ttl", func(e *falconv1.Experiment) { e.Interactive = true }, []string{"ttl"}},
 		{"replica zero", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Replica = 0 }, []string{"role_to_task_spec.main.replica"}},
 		{"replica negative", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Replica = -1 }, []string{"role_to_task_spec.main.replica"}},
 		{"negative timeout", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].TimeoutSeconds = -5 }, []string{"role_to_task_spec.main.timeout_seconds"}},

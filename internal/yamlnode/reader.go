@@ -2,6 +2,7 @@ package yamlnode
 
 import (
 	"fmt"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -60,6 +61,42 @@ func (r *Reader) Integer(path string, n *yaml.Node, lo, hi int64) int64 {
 		return 0
 	}
 	return v
+}
+
+// Bool reads true or false; quoted strings and yes/no are refused, as
+// integers are. Null means false.
+func (r *Reader) Bool(path string, n *yaml.Node) bool {
+	if IsNull(n) {
+		return false
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		r.Fail(path, n, "must be true or false, got %s", Describe(n))
+		return false
+	}
+	var v bool
+	if err := n.Decode(&v); err != nil {
+		r.Fail(path, n, "must be true or false, got %s", n.Value)
+		return false
+	}
+	return v
+}
+
+// Duration reads a Go duration such as 2h, 90m or 1h30m. Null means unset
+// (ok false).
+func (r *Reader) Duration(path string, n *yaml.Node) (d time.Duration, ok bool) {
+	if IsNull(n) {
+		return 0, false
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		r.Fail(path, n, "must be a duration such as 2h, 90m or 1h30m, got %s", Describe(n))
+		return 0, false
+	}
+	d, err := time.ParseDuration(n.Value)
+	if err != nil {
+		r.Fail(path, n, "must be a duration such as 2h, 90m or 1h30m, got %q", n.Value)
+		return 0, false
+	}
+	return d, true
 }
 
 // StringMap reads a mapping of names to scalars, each kept as written
