@@ -466,6 +466,18 @@ type Store interface {
 	// ErrAlreadyExists, naming the holder, when another user has newID.
 	RelinkUser(ctx context.Context, email, newID string) (*UserRelink, error)
 
+	// AppendEvents records changes that are not a status write of the
+	// store's own (a TTL warning, an extension, an exec session), each
+	// numbered after its experiment's last event and kept within
+	// MaxEventsPerExp, in one transaction. Status, reason, message and
+	// node pool changes of experiments and jobs are recorded by the store
+	// itself, in the transaction that writes them. An event whose
+	// experiment does not exist is ErrNotFound.
+	AppendEvents(ctx context.Context, events []Event) error
+	// ListEvents returns an experiment's events after f.AfterSeq, oldest
+	// first; an unknown experiment has none.
+	ListEvents(ctx context.Context, f EventFilter) ([]Event, error)
+
 	// AppendAudit records one mutating call. A zero At means now.
 	AppendAudit(ctx context.Context, e AuditEntry) error
 	ListAudit(ctx context.Context, f AuditFilter) (items []*AuditEntry, next string, err error)

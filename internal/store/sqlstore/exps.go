@@ -96,7 +96,7 @@ func (s *Store) CreateExp(ctx context.Context, exp *store.Experiment, jobs []*st
 				return dbErr("insert artifact", err)
 			}
 		}
-		return nil
+		return s.appendEvents(ctx, tx, createdEvents(exp, jobs))
 	})
 }
 
@@ -297,6 +297,10 @@ func (s *Store) ForceAbortExp(ctx context.Context, id, message, jobMessage strin
 		var c conds
 		c.eq("exp_id", id)
 		c.in("status", forceAbortableJobs)
+		ended, err := s.endingJobs(ctx, tx, c)
+		if err != nil {
+			return err
+		}
 		args := append([]any{string(lifecycle.Aborted), jobMessage, now, now, now, now}, c.args...)
 		if _, err := tx.ExecContext(ctx, "UPDATE jobs SET "+sets+c.sql(), args...); err != nil {
 			return dbErr("force-abort jobs", err)
@@ -305,7 +309,7 @@ func (s *Store) ForceAbortExp(ctx context.Context, id, message, jobMessage strin
 			return err
 		}
 		changed = true
-		return nil
+		return s.appendEvents(ctx, tx, abortEvents(e, ended, lifecycle.Aborted, message, jobMessage))
 	})
 	if err != nil {
 		return nil, false, err
@@ -344,16 +348,21 @@ func (s *Store) AbortExp(ctx context.Context, id, message string) (*store.Experi
 		var c conds
 		c.eq("exp_id", id)
 		c.in("status", abortableJobs)
+		ending, err := s.endingJobs(ctx, tx, c)
+		if err != nil {
+			return err
+		}
 		args := append([]any{string(lifecycle.Aborting), message, s.d.timeArg(now), s.d.timeArg(now)}, c.args...)
 		if _, err := tx.ExecContext(ctx, "UPDATE jobs SET status = ?, reason = '', message = ?, "+
 			"version = version + 1, updated_at = ?, aborting_at = ?"+c.sql(), args...); err != nil {
 			return dbErr("abort jobs", err)
 		}
+		events := abortEvents(e, ending, lifecycle.Aborting, message, message)
 		e.Status, e.Reason, e.Message = lifecycle.Aborting, "", message
 		e.Version++
 		e.UpdatedAt, e.AbortingAt = now, &now
 		changed = true
-		return nil
+		return s.appendEvents(ctx, tx, events)
 	})
 	if err != nil {
 		return nil, false, err
@@ -385,6 +394,7 @@ func (s *Store) DeleteExp(ctx context.Context, id string) error {
 			"DELETE FROM artifact_files WHERE artifact_id IN (SELECT id FROM artifacts WHERE exp_id = ?)",
 			"DELETE FROM artifacts WHERE exp_id = ?",
 			"DELETE FROM jobs WHERE exp_id = ?",
+			"DELETE FROM exp_events WHERE exp_id = ?",
 			"DELETE FROM experiments WHERE id = ?",
 		} {
 			if _, err := tx.ExecContext(ctx, q, id); err != nil {

@@ -82,17 +82,28 @@ func (s *Store) AppendJobMessage(ctx context.Context, id, note string) (*store.J
 	}
 	var out *store.Job
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		j, err := s.getJob(ctx, tx, id)
+		if err := s.lockJobsExps(ctx, tx, []string{id}); err != nil {
+			return err
+		}
+		expID, before, err := s.readRowState(ctx, tx, jobEntity, id)
 		if err != nil {
 			return err
 		}
 		msg := note
-		if j.Message != "" {
-			msg = j.Message + "; " + note
+		if before.message != "" {
+			msg = before.message + "; " + note
 		}
+		now := s.now()
 		if _, err := tx.ExecContext(ctx, "UPDATE jobs SET message = ?, version = version + 1, updated_at = ? WHERE id = ?",
-			msg, s.d.timeArg(s.now()), id); err != nil {
+			msg, s.d.timeArg(now), id); err != nil {
 			return dbErr("append job message", err)
+		}
+		after := before
+		after.message = msg
+		ev, _ := changeEvent(store.EventJob, expID, id, before, after)
+		ev.Time = now
+		if err := s.appendEvents(ctx, tx, []store.Event{ev}); err != nil {
+			return err
 		}
 		out, err = s.getJob(ctx, tx, id)
 		return err

@@ -33,13 +33,27 @@ var (
 // are a single statement, so no other writer can slip in between: whoever
 // loses a race sees 0 rows and gets ErrFailedPrecondition naming the status
 // that won.
+//
+// An experiment's or a job's change is recorded as an event in the same
+// transaction (see events.go).
 func (s *Store) updateStatus(ctx context.Context, e entity, u store.StatusUpdate, read func(*sql.Tx) error) error {
 	if err := checkUpdate(e, u); err != nil {
 		return err
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := s.applyStatus(ctx, tx, e, u); err != nil {
+		if e.table == jobEntity.table {
+			if err := s.lockJobsExps(ctx, tx, []string{u.ID}); err != nil {
+				return err
+			}
+		}
+		ev, err := s.applyStatus(ctx, tx, e, u)
+		if err != nil {
 			return err
+		}
+		if ev != nil {
+			if err := s.appendEvents(ctx, tx, []store.Event{*ev}); err != nil {
+				return err
+			}
 		}
 		return read(tx)
 	})
@@ -53,9 +67,27 @@ func checkUpdate(e entity, u store.StatusUpdate) error {
 	return e.machine.Check(u.Expected, u.Status)
 }
 
-// applyStatus is the conditional UPDATE of one row inside tx.
-func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.StatusUpdate) error {
-	now := s.d.timeArg(s.now())
+// applyStatus is the conditional UPDATE of one row inside tx. For an
+// experiment or a job it also returns the event of the change, nil when
+// the write changes nothing a watcher sees; the caller holds the
+// experiment's row lock (lockExps) and records the event in tx.
+func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.StatusUpdate) (*store.Event, error) {
+	var (
+		expID  string
+		before rowState
+		events = e.table != artEntity.table
+	)
+	if events {
+		var err error
+		if expID, before, err = s.readRowState(ctx, tx, e, u.ID); err != nil {
+			return nil, err
+		}
+		if before.status != u.Expected {
+			return nil, errdefs.Precondition("%s %s is %s, not %s", e.kind, u.ID, before.status, u.Expected)
+		}
+	}
+	at := s.now()
+	now := s.d.timeArg(at)
 	sets := []string{"status = ?", "reason = ?", "message = ?", "version = version + 1", "updated_at = ?"}
 	args := []any{string(u.Status), u.Reason, u.Message, now}
 	if e.phases {
@@ -89,22 +121,22 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 	// clientFoundRows) is 1 exactly when the precondition held.
 	res, err := tx.ExecContext(ctx, "UPDATE "+e.table+" SET "+strings.Join(sets, ", ")+" WHERE id = ? AND status = ?", args...)
 	if err != nil {
-		return dbErr("update "+e.kind+" status", err)
+		return nil, dbErr("update "+e.kind+" status", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return dbErr("update "+e.kind+" status", err)
+		return nil, dbErr("update "+e.kind+" status", err)
 	}
 	if n == 0 {
 		var cur lifecycle.Status
 		err := tx.QueryRowContext(ctx, "SELECT status FROM "+e.table+" WHERE id = ?", u.ID).Scan(&cur)
 		if errors.Is(err, sql.ErrNoRows) {
-			return errdefs.NotFound(e.kind, u.ID)
+			return nil, errdefs.NotFound(e.kind, u.ID)
 		}
 		if err != nil {
-			return dbErr("update "+e.kind+" status", err)
+			return nil, dbErr("update "+e.kind+" status", err)
 		}
-		return errdefs.Precondition("%s %s is %s, not %s", e.kind, u.ID, cur, u.Expected)
+		return nil, errdefs.Precondition("%s %s is %s, not %s", e.kind, u.ID, cur, u.Expected)
 	}
 	if e.table == jobEntity.table && u.ClusterName != "" {
 		// An experiment that names no cluster takes the first one a job of
@@ -112,10 +144,26 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 		// list --cluster` stays a lookup on an indexed column.
 		if _, err := tx.ExecContext(ctx, "UPDATE experiments SET cluster_name = ? WHERE id = (SELECT exp_id FROM jobs WHERE id = ?) AND cluster_name = ''",
 			u.ClusterName, u.ID); err != nil {
-			return dbErr("record the experiment's cluster", err)
+			return nil, dbErr("record the experiment's cluster", err)
 		}
 	}
-	return nil
+	if !events {
+		return nil, nil
+	}
+	after := before
+	after.status, after.reason, after.message = u.Status, u.Reason, u.Message
+	if u.NodePool != "" {
+		after.nodePool = u.NodePool
+	}
+	if u.ClusterName != "" {
+		after.cluster = u.ClusterName
+	}
+	ev, changed := changeEvent(e.kind, expID, u.ID, before, after)
+	if !changed {
+		return nil, nil
+	}
+	ev.Time = at
+	return &ev, nil
 }
 
 // UpdateJobStatuses implements store.Store: every update in one
@@ -125,21 +173,36 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) (jobs []*store.Job, errs []error, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		jobs, errs = make([]*store.Job, len(us)), make([]error, len(us))
+		ids := make([]string, len(us))
+		for i, u := range us {
+			ids[i] = u.ID
+		}
+		// Every experiment of the batch at once, in ID order: two batches
+		// naming the same experiments in different orders must not
+		// deadlock.
+		if err := s.lockJobsExps(ctx, tx, ids); err != nil {
+			return err
+		}
+		var events []store.Event
 		for i, u := range us {
 			if errs[i] = checkUpdate(jobEntity, u); errs[i] != nil {
 				continue
 			}
-			if errs[i] = s.applyStatus(ctx, tx, jobEntity, u); errs[i] != nil {
+			var ev *store.Event
+			if ev, errs[i] = s.applyStatus(ctx, tx, jobEntity, u); errs[i] != nil {
 				if !errors.Is(errs[i], errdefs.ErrNotFound) && !errors.Is(errs[i], errdefs.ErrFailedPrecondition) {
 					return errs[i] // the database failed: the whole batch does
 				}
 				continue
 			}
+			if ev != nil {
+				events = append(events, *ev)
+			}
 			if jobs[i], errs[i] = s.getJob(ctx, tx, u.ID); errs[i] != nil {
 				return errs[i]
 			}
 		}
-		return nil
+		return s.appendEvents(ctx, tx, events)
 	})
 	if err != nil {
 		return nil, nil, err
