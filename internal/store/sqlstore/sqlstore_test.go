@@ -77,6 +77,10 @@ func runSuite(t *testing.T, open opener) {
 		{"MigrateTwice", testMigrateTwice},
 		{"ArtifactFiles", testArtifactFiles},
 		{"Metrics", testMetrics},
+		{"EventsRecordEveryChange", testEventsRecordEveryChange},
+		{"AppendEventsRefuses", testAppendEventsRefuses},
+		{"EventsBounded", testEventsBounded},
+		{"EventsCommitInOrder", testEventsCommitInOrder},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
