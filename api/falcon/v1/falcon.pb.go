@@ -1353,6 +1353,198 @@ func (x *User) GetAdmin() bool {
 	return false
 }
 
+type WatchExpRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Resume after this event: the seq of the last one seen (0: from the
+	// oldest kept).
+	AfterSeq int64 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	// End after the history instead of waiting for changes.
+	HistoryOnly   bool `protobuf:"varint,3,opt,name=history_only,json=historyOnly,proto3" json:"history_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchExpRequest) Reset() {
+	*x = WatchExpRequest{}
+	mi := &file_falcon_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchExpRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchExpRequest) ProtoMessage() {}
+
+func (x *WatchExpRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchExpRequest.ProtoReflect.Descriptor instead.
+func (*WatchExpRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *WatchExpRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WatchExpRequest) GetAfterSeq() int64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+func (x *WatchExpRequest) GetHistoryOnly() bool {
+	if x != nil {
+		return x.HistoryOnly
+	}
+	return false
+}
+
+// ExpEvent is one change of an experiment or of one of its jobs: what its
+// status, reason and message became, and what else the change carried.
+type ExpEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numbers the experiment's events 1, 2, 3... in the order they were
+	// written. The server keeps the newest 1000 per experiment, so a watcher
+	// resuming after an older seq sees a gap before the first it gets.
+	Seq   int64                  `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Time  *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	ExpId string                 `protobuf:"bytes,3,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
+	// "experiment" or "job"; empty on a message that carries no change (the
+	// end of a stream resumed after the terminal event, or a heartbeat).
+	Kind string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The experiment's ID or the job's.
+	Id      string `protobuf:"bytes,5,opt,name=id,proto3" json:"id,omitempty"`
+	Status  string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	Reason  string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message string `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
+	// What else the change carried, e.g. a job's role, its node_pool and
+	// cluster when they changed, the ttl_left of a warning.
+	Detail map[string]string `protobuf:"bytes,9,rep,name=detail,proto3" json:"detail,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Set on the stream's last message when the experiment has ended: its
+	// status and every job's are terminal. A stream that ends without it
+	// broke (a server restart): resume after the last seq seen.
+	Terminal      bool `protobuf:"varint,10,opt,name=terminal,proto3" json:"terminal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpEvent) Reset() {
+	*x = ExpEvent{}
+	mi := &file_falcon_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpEvent) ProtoMessage() {}
+
+func (x *ExpEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpEvent.ProtoReflect.Descriptor instead.
+func (*ExpEvent) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ExpEvent) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ExpEvent) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *ExpEvent) GetExpId() string {
+	if x != nil {
+		return x.ExpId
+	}
+	return ""
+}
+
+func (x *ExpEvent) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ExpEvent) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ExpEvent) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ExpEvent) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ExpEvent) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ExpEvent) GetDetail() map[string]string {
+	if x != nil {
+		return x.Detail
+	}
+	return nil
+}
+
+func (x *ExpEvent) GetTerminal() bool {
+	if x != nil {
+		return x.Terminal
+	}
+	return false
+}
+
 type ExtendExpRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1364,7 +1556,7 @@ type ExtendExpRequest struct {
 
 func (x *ExtendExpRequest) Reset() {
 	*x = ExtendExpRequest{}
-	mi := &file_falcon_proto_msgTypes[10]
+	mi := &file_falcon_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1568,7 @@ func (x *ExtendExpRequest) String() string {
 func (*ExtendExpRequest) ProtoMessage() {}
 
 func (x *ExtendExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[10]
+	mi := &file_falcon_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1581,7 @@ func (x *ExtendExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendExpRequest.ProtoReflect.Descriptor instead.
 func (*ExtendExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{10}
+	return file_falcon_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ExtendExpRequest) GetId() string {
@@ -1415,7 +1607,7 @@ type EnforceTTLRequest struct {
 
 func (x *EnforceTTLRequest) Reset() {
 	*x = EnforceTTLRequest{}
-	mi := &file_falcon_proto_msgTypes[11]
+	mi := &file_falcon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1619,7 @@ func (x *EnforceTTLRequest) String() string {
 func (*EnforceTTLRequest) ProtoMessage() {}
 
 func (x *EnforceTTLRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[11]
+	mi := &file_falcon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1632,7 @@ func (x *EnforceTTLRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnforceTTLRequest.ProtoReflect.Descriptor instead.
 func (*EnforceTTLRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{11}
+	return file_falcon_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EnforceTTLRequest) GetId() string {
@@ -1461,7 +1653,7 @@ type EnforceTTLResponse struct {
 
 func (x *EnforceTTLResponse) Reset() {
 	*x = EnforceTTLResponse{}
-	mi := &file_falcon_proto_msgTypes[12]
+	mi := &file_falcon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1665,7 @@ func (x *EnforceTTLResponse) String() string {
 func (*EnforceTTLResponse) ProtoMessage() {}
 
 func (x *EnforceTTLResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[12]
+	mi := &file_falcon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1678,7 @@ func (x *EnforceTTLResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnforceTTLResponse.ProtoReflect.Descriptor instead.
 func (*EnforceTTLResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{12}
+	return file_falcon_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *EnforceTTLResponse) GetAction() string {
@@ -1520,7 +1712,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1724,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1737,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{13}
+	return file_falcon_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExecRequest) GetMsg() isExecRequest_Msg {
@@ -1645,7 +1837,7 @@ type ExecStart struct {
 
 func (x *ExecStart) Reset() {
 	*x = ExecStart{}
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1657,7 +1849,7 @@ func (x *ExecStart) String() string {
 func (*ExecStart) ProtoMessage() {}
 
 func (x *ExecStart) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1670,7 +1862,7 @@ func (x *ExecStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
 func (*ExecStart) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{14}
+	return file_falcon_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExecStart) GetExpId() string {
@@ -1739,7 +1931,7 @@ type TerminalSize struct {
 
 func (x *TerminalSize) Reset() {
 	*x = TerminalSize{}
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +1943,7 @@ func (x *TerminalSize) String() string {
 func (*TerminalSize) ProtoMessage() {}
 
 func (x *TerminalSize) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +1956,7 @@ func (x *TerminalSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
 func (*TerminalSize) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{15}
+	return file_falcon_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TerminalSize) GetWidth() uint32 {
@@ -1797,7 +1989,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +2001,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +2014,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{16}
+	return file_falcon_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExecResponse) GetMsg() isExecResponse_Msg {
@@ -1927,7 +2119,7 @@ type ExecStarted struct {
 
 func (x *ExecStarted) Reset() {
 	*x = ExecStarted{}
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2131,7 @@ func (x *ExecStarted) String() string {
 func (*ExecStarted) ProtoMessage() {}
 
 func (x *ExecStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2144,7 @@ func (x *ExecStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStarted.ProtoReflect.Descriptor instead.
 func (*ExecStarted) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{17}
+	return file_falcon_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExecStarted) GetJobId() string {
@@ -1995,7 +2187,7 @@ type ExecExit struct {
 
 func (x *ExecExit) Reset() {
 	*x = ExecExit{}
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2199,7 @@ func (x *ExecExit) String() string {
 func (*ExecExit) ProtoMessage() {}
 
 func (x *ExecExit) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2212,7 @@ func (x *ExecExit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecExit.ProtoReflect.Descriptor instead.
 func (*ExecExit) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{18}
+	return file_falcon_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExecExit) GetCode() int32 {
@@ -2048,7 +2240,7 @@ type CreateExpRequest struct {
 
 func (x *CreateExpRequest) Reset() {
 	*x = CreateExpRequest{}
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2060,7 +2252,7 @@ func (x *CreateExpRequest) String() string {
 func (*CreateExpRequest) ProtoMessage() {}
 
 func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2073,7 +2265,7 @@ func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateExpRequest.ProtoReflect.Descriptor instead.
 func (*CreateExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{19}
+	return file_falcon_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateExpRequest) GetExperiment() *Experiment {
@@ -2099,7 +2291,7 @@ type GetExpRequest struct {
 
 func (x *GetExpRequest) Reset() {
 	*x = GetExpRequest{}
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2111,7 +2303,7 @@ func (x *GetExpRequest) String() string {
 func (*GetExpRequest) ProtoMessage() {}
 
 func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2124,7 +2316,7 @@ func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpRequest.ProtoReflect.Descriptor instead.
 func (*GetExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{20}
+	return file_falcon_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetExpRequest) GetId() string {
@@ -2148,7 +2340,7 @@ type ListExpsRequest struct {
 
 func (x *ListExpsRequest) Reset() {
 	*x = ListExpsRequest{}
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2160,7 +2352,7 @@ func (x *ListExpsRequest) String() string {
 func (*ListExpsRequest) ProtoMessage() {}
 
 func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2173,7 +2365,7 @@ func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsRequest.ProtoReflect.Descriptor instead.
 func (*ListExpsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{21}
+	return file_falcon_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListExpsRequest) GetPageSize() int32 {
@@ -2228,7 +2420,7 @@ type ListExpsResponse struct {
 
 func (x *ListExpsResponse) Reset() {
 	*x = ListExpsResponse{}
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2240,7 +2432,7 @@ func (x *ListExpsResponse) String() string {
 func (*ListExpsResponse) ProtoMessage() {}
 
 func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2253,7 +2445,7 @@ func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsResponse.ProtoReflect.Descriptor instead.
 func (*ListExpsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{22}
+	return file_falcon_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListExpsResponse) GetItems() []*Experiment {
@@ -2286,7 +2478,7 @@ type AbortExpRequest struct {
 
 func (x *AbortExpRequest) Reset() {
 	*x = AbortExpRequest{}
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2490,7 @@ func (x *AbortExpRequest) String() string {
 func (*AbortExpRequest) ProtoMessage() {}
 
 func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2503,7 @@ func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpRequest.ProtoReflect.Descriptor instead.
 func (*AbortExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{23}
+	return file_falcon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AbortExpRequest) GetId() string {
@@ -2348,7 +2540,7 @@ type AbortExpResponse struct {
 
 func (x *AbortExpResponse) Reset() {
 	*x = AbortExpResponse{}
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2360,7 +2552,7 @@ func (x *AbortExpResponse) String() string {
 func (*AbortExpResponse) ProtoMessage() {}
 
 func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2373,7 +2565,7 @@ func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpResponse.ProtoReflect.Descriptor instead.
 func (*AbortExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{24}
+	return file_falcon_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AbortExpResponse) GetExperiment() *Experiment {
@@ -2406,7 +2598,7 @@ type DeleteExpRequest struct {
 
 func (x *DeleteExpRequest) Reset() {
 	*x = DeleteExpRequest{}
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2418,7 +2610,7 @@ func (x *DeleteExpRequest) String() string {
 func (*DeleteExpRequest) ProtoMessage() {}
 
 func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2431,7 +2623,7 @@ func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpRequest.ProtoReflect.Descriptor instead.
 func (*DeleteExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{25}
+	return file_falcon_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeleteExpRequest) GetId() string {
@@ -2450,7 +2642,7 @@ type DeleteExpResponse struct {
 
 func (x *DeleteExpResponse) Reset() {
 	*x = DeleteExpResponse{}
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2462,7 +2654,7 @@ func (x *DeleteExpResponse) String() string {
 func (*DeleteExpResponse) ProtoMessage() {}
 
 func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2475,7 +2667,7 @@ func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpResponse.ProtoReflect.Descriptor instead.
 func (*DeleteExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{26}
+	return file_falcon_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeleteExpResponse) GetId() string {
@@ -2507,7 +2699,7 @@ type GetExpLogsRequest struct {
 
 func (x *GetExpLogsRequest) Reset() {
 	*x = GetExpLogsRequest{}
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2519,7 +2711,7 @@ func (x *GetExpLogsRequest) String() string {
 func (*GetExpLogsRequest) ProtoMessage() {}
 
 func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2532,7 +2724,7 @@ func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetExpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{27}
+	return file_falcon_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetExpLogsRequest) GetId() string {
@@ -2609,7 +2801,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2621,7 +2813,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2634,7 +2826,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{28}
+	return file_falcon_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LogLine) GetJobId() string {
@@ -2695,7 +2887,7 @@ type LogLines struct {
 
 func (x *LogLines) Reset() {
 	*x = LogLines{}
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2707,7 +2899,7 @@ func (x *LogLines) String() string {
 func (*LogLines) ProtoMessage() {}
 
 func (x *LogLines) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2720,7 +2912,7 @@ func (x *LogLines) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLines.ProtoReflect.Descriptor instead.
 func (*LogLines) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{29}
+	return file_falcon_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LogLines) GetLines() []*LogLine {
@@ -2745,7 +2937,7 @@ type ExportExpLogsRequest struct {
 
 func (x *ExportExpLogsRequest) Reset() {
 	*x = ExportExpLogsRequest{}
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2757,7 +2949,7 @@ func (x *ExportExpLogsRequest) String() string {
 func (*ExportExpLogsRequest) ProtoMessage() {}
 
 func (x *ExportExpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2770,7 +2962,7 @@ func (x *ExportExpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportExpLogsRequest.ProtoReflect.Descriptor instead.
 func (*ExportExpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{30}
+	return file_falcon_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExportExpLogsRequest) GetId() string {
@@ -2822,7 +3014,7 @@ type LogExportResult struct {
 
 func (x *LogExportResult) Reset() {
 	*x = LogExportResult{}
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +3026,7 @@ func (x *LogExportResult) String() string {
 func (*LogExportResult) ProtoMessage() {}
 
 func (x *LogExportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +3039,7 @@ func (x *LogExportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogExportResult.ProtoReflect.Descriptor instead.
 func (*LogExportResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{31}
+	return file_falcon_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LogExportResult) GetDestination() string {
@@ -2900,7 +3092,7 @@ type RankExport struct {
 
 func (x *RankExport) Reset() {
 	*x = RankExport{}
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2912,7 +3104,7 @@ func (x *RankExport) String() string {
 func (*RankExport) ProtoMessage() {}
 
 func (x *RankExport) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2925,7 +3117,7 @@ func (x *RankExport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankExport.ProtoReflect.Descriptor instead.
 func (*RankExport) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{32}
+	return file_falcon_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RankExport) GetRole() string {
@@ -2981,7 +3173,7 @@ type GetExpMetricsRequest struct {
 
 func (x *GetExpMetricsRequest) Reset() {
 	*x = GetExpMetricsRequest{}
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2993,7 +3185,7 @@ func (x *GetExpMetricsRequest) String() string {
 func (*GetExpMetricsRequest) ProtoMessage() {}
 
 func (x *GetExpMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3006,7 +3198,7 @@ func (x *GetExpMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetExpMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{33}
+	return file_falcon_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetExpMetricsRequest) GetId() string {
@@ -3040,7 +3232,7 @@ type ExpMetrics struct {
 
 func (x *ExpMetrics) Reset() {
 	*x = ExpMetrics{}
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3052,7 +3244,7 @@ func (x *ExpMetrics) String() string {
 func (*ExpMetrics) ProtoMessage() {}
 
 func (x *ExpMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3065,7 +3257,7 @@ func (x *ExpMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpMetrics.ProtoReflect.Descriptor instead.
 func (*ExpMetrics) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{34}
+	return file_falcon_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExpMetrics) GetMetrics() []*MetricSummary {
@@ -3115,7 +3307,7 @@ type MetricSummary struct {
 
 func (x *MetricSummary) Reset() {
 	*x = MetricSummary{}
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3127,7 +3319,7 @@ func (x *MetricSummary) String() string {
 func (*MetricSummary) ProtoMessage() {}
 
 func (x *MetricSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3140,7 +3332,7 @@ func (x *MetricSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricSummary.ProtoReflect.Descriptor instead.
 func (*MetricSummary) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{35}
+	return file_falcon_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MetricSummary) GetName() string {
@@ -3223,7 +3415,7 @@ type MetricSeries struct {
 
 func (x *MetricSeries) Reset() {
 	*x = MetricSeries{}
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3235,7 +3427,7 @@ func (x *MetricSeries) String() string {
 func (*MetricSeries) ProtoMessage() {}
 
 func (x *MetricSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3248,7 +3440,7 @@ func (x *MetricSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricSeries.ProtoReflect.Descriptor instead.
 func (*MetricSeries) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{36}
+	return file_falcon_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *MetricSeries) GetName() string {
@@ -3275,7 +3467,7 @@ type MetricPoint struct {
 
 func (x *MetricPoint) Reset() {
 	*x = MetricPoint{}
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3287,7 +3479,7 @@ func (x *MetricPoint) String() string {
 func (*MetricPoint) ProtoMessage() {}
 
 func (x *MetricPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3300,7 +3492,7 @@ func (x *MetricPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricPoint.ProtoReflect.Descriptor instead.
 func (*MetricPoint) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{37}
+	return file_falcon_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *MetricPoint) GetStep() int64 {
@@ -3331,7 +3523,7 @@ type UpdateExpStatusRequest struct {
 
 func (x *UpdateExpStatusRequest) Reset() {
 	*x = UpdateExpStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3343,7 +3535,7 @@ func (x *UpdateExpStatusRequest) String() string {
 func (*UpdateExpStatusRequest) ProtoMessage() {}
 
 func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3356,7 +3548,7 @@ func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateExpStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateExpStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{38}
+	return file_falcon_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *UpdateExpStatusRequest) GetId() string {
@@ -3403,7 +3595,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3415,7 +3607,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3428,7 +3620,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{39}
+	return file_falcon_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -3455,7 +3647,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3467,7 +3659,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3480,7 +3672,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{40}
+	return file_falcon_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListJobsRequest) GetPageSize() int32 {
@@ -3535,7 +3727,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3547,7 +3739,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3560,7 +3752,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{41}
+	return file_falcon_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListJobsResponse) GetItems() []*Job {
@@ -3597,7 +3789,7 @@ type UpdateJobStatusRequest struct {
 
 func (x *UpdateJobStatusRequest) Reset() {
 	*x = UpdateJobStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3609,7 +3801,7 @@ func (x *UpdateJobStatusRequest) String() string {
 func (*UpdateJobStatusRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3622,7 +3814,7 @@ func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{42}
+	return file_falcon_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *UpdateJobStatusRequest) GetId() string {
@@ -3683,7 +3875,7 @@ type UpdateJobStatusesRequest struct {
 
 func (x *UpdateJobStatusesRequest) Reset() {
 	*x = UpdateJobStatusesRequest{}
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3695,7 +3887,7 @@ func (x *UpdateJobStatusesRequest) String() string {
 func (*UpdateJobStatusesRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3708,7 +3900,7 @@ func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{43}
+	return file_falcon_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *UpdateJobStatusesRequest) GetUpdates() []*UpdateJobStatusRequest {
@@ -3728,7 +3920,7 @@ type UpdateJobStatusesResponse struct {
 
 func (x *UpdateJobStatusesResponse) Reset() {
 	*x = UpdateJobStatusesResponse{}
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3740,7 +3932,7 @@ func (x *UpdateJobStatusesResponse) String() string {
 func (*UpdateJobStatusesResponse) ProtoMessage() {}
 
 func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3753,7 +3945,7 @@ func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{44}
+	return file_falcon_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *UpdateJobStatusesResponse) GetResults() []*JobStatusResult {
@@ -3777,7 +3969,7 @@ type JobStatusResult struct {
 
 func (x *JobStatusResult) Reset() {
 	*x = JobStatusResult{}
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3789,7 +3981,7 @@ func (x *JobStatusResult) String() string {
 func (*JobStatusResult) ProtoMessage() {}
 
 func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3802,7 +3994,7 @@ func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatusResult.ProtoReflect.Descriptor instead.
 func (*JobStatusResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{45}
+	return file_falcon_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *JobStatusResult) GetJob() *Job {
@@ -3836,7 +4028,7 @@ type AppendJobMessageRequest struct {
 
 func (x *AppendJobMessageRequest) Reset() {
 	*x = AppendJobMessageRequest{}
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3848,7 +4040,7 @@ func (x *AppendJobMessageRequest) String() string {
 func (*AppendJobMessageRequest) ProtoMessage() {}
 
 func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3861,7 +4053,7 @@ func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendJobMessageRequest.ProtoReflect.Descriptor instead.
 func (*AppendJobMessageRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{46}
+	return file_falcon_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AppendJobMessageRequest) GetId() string {
@@ -3891,7 +4083,7 @@ type AbortJobRequest struct {
 
 func (x *AbortJobRequest) Reset() {
 	*x = AbortJobRequest{}
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3903,7 +4095,7 @@ func (x *AbortJobRequest) String() string {
 func (*AbortJobRequest) ProtoMessage() {}
 
 func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3916,7 +4108,7 @@ func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortJobRequest.ProtoReflect.Descriptor instead.
 func (*AbortJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{47}
+	return file_falcon_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AbortJobRequest) GetId() string {
@@ -3955,7 +4147,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3967,7 +4159,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3980,7 +4172,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{48}
+	return file_falcon_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *WatchChangesRequest) GetSince() int64 {
@@ -4018,7 +4210,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4030,7 +4222,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4043,7 +4235,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{49}
+	return file_falcon_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Change) GetKind() string {
@@ -4090,7 +4282,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4102,7 +4294,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4115,7 +4307,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{50}
+	return file_falcon_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetArtifactRequest) GetId() string {
@@ -4139,7 +4331,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4151,7 +4343,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4164,7 +4356,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{51}
+	return file_falcon_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListArtifactsRequest) GetPageSize() int32 {
@@ -4212,7 +4404,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4224,7 +4416,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4237,7 +4429,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{52}
+	return file_falcon_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListArtifactsResponse) GetItems() []*Artifact {
@@ -4269,7 +4461,7 @@ type ListArtifactFilesRequest struct {
 
 func (x *ListArtifactFilesRequest) Reset() {
 	*x = ListArtifactFilesRequest{}
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4281,7 +4473,7 @@ func (x *ListArtifactFilesRequest) String() string {
 func (*ListArtifactFilesRequest) ProtoMessage() {}
 
 func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4294,7 +4486,7 @@ func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{53}
+	return file_falcon_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListArtifactFilesRequest) GetExpId() string {
@@ -4344,7 +4536,7 @@ type ListArtifactFilesResponse struct {
 
 func (x *ListArtifactFilesResponse) Reset() {
 	*x = ListArtifactFilesResponse{}
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4356,7 +4548,7 @@ func (x *ListArtifactFilesResponse) String() string {
 func (*ListArtifactFilesResponse) ProtoMessage() {}
 
 func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4369,7 +4561,7 @@ func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{54}
+	return file_falcon_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListArtifactFilesResponse) GetItems() []*ArtifactFile {
@@ -4407,7 +4599,7 @@ type ReadArtifactFileRequest struct {
 
 func (x *ReadArtifactFileRequest) Reset() {
 	*x = ReadArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4419,7 +4611,7 @@ func (x *ReadArtifactFileRequest) String() string {
 func (*ReadArtifactFileRequest) ProtoMessage() {}
 
 func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4432,7 +4624,7 @@ func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{55}
+	return file_falcon_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ReadArtifactFileRequest) GetExpId() string {
@@ -4473,7 +4665,7 @@ type StatArtifactFileRequest struct {
 
 func (x *StatArtifactFileRequest) Reset() {
 	*x = StatArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4485,7 +4677,7 @@ func (x *StatArtifactFileRequest) String() string {
 func (*StatArtifactFileRequest) ProtoMessage() {}
 
 func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4498,7 +4690,7 @@ func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*StatArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{56}
+	return file_falcon_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *StatArtifactFileRequest) GetExpId() string {
@@ -4526,7 +4718,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4538,7 +4730,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4551,7 +4743,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{57}
+	return file_falcon_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -4581,7 +4773,7 @@ type UpdateArtifactStatusRequest struct {
 
 func (x *UpdateArtifactStatusRequest) Reset() {
 	*x = UpdateArtifactStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4593,7 +4785,7 @@ func (x *UpdateArtifactStatusRequest) String() string {
 func (*UpdateArtifactStatusRequest) ProtoMessage() {}
 
 func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4606,7 +4798,7 @@ func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateArtifactStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateArtifactStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{58}
+	return file_falcon_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *UpdateArtifactStatusRequest) GetId() string {
@@ -4653,7 +4845,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4665,7 +4857,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4678,7 +4870,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{59}
+	return file_falcon_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -4697,7 +4889,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4709,7 +4901,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4722,7 +4914,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{60}
+	return file_falcon_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -4749,7 +4941,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4761,7 +4953,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4774,7 +4966,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{61}
+	return file_falcon_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -4830,7 +5022,7 @@ type ClusterStatuses struct {
 
 func (x *ClusterStatuses) Reset() {
 	*x = ClusterStatuses{}
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4842,7 +5034,7 @@ func (x *ClusterStatuses) String() string {
 func (*ClusterStatuses) ProtoMessage() {}
 
 func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4855,7 +5047,7 @@ func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
 func (*ClusterStatuses) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{62}
+	return file_falcon_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ClusterStatuses) GetItems() []*ClusterStatus {
@@ -4879,7 +5071,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4891,7 +5083,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4904,7 +5096,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{63}
+	return file_falcon_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -4963,7 +5155,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4975,7 +5167,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4988,7 +5180,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{64}
+	return file_falcon_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -5073,7 +5265,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5085,7 +5277,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5098,7 +5290,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{65}
+	return file_falcon_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -5146,7 +5338,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5158,7 +5350,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5171,7 +5363,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{66}
+	return file_falcon_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -5189,7 +5381,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5201,7 +5393,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5214,7 +5406,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{67}
+	return file_falcon_proto_rawDescGZIP(), []int{69}
 }
 
 type ListClustersResponse struct {
@@ -5226,7 +5418,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5238,7 +5430,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5251,7 +5443,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{68}
+	return file_falcon_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -5270,7 +5462,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5282,7 +5474,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5295,7 +5487,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{69}
+	return file_falcon_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -5317,7 +5509,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5329,7 +5521,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5342,7 +5534,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{70}
+	return file_falcon_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -5379,7 +5571,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5391,7 +5583,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5404,7 +5596,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{71}
+	return file_falcon_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -5438,7 +5630,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5450,7 +5642,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5463,7 +5655,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{72}
+	return file_falcon_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -5491,7 +5683,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5503,7 +5695,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5516,7 +5708,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{73}
+	return file_falcon_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -5541,7 +5733,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5553,7 +5745,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5566,7 +5758,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{74}
+	return file_falcon_proto_rawDescGZIP(), []int{76}
 }
 
 type ListUsersRequest struct {
@@ -5577,7 +5769,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5589,7 +5781,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5602,7 +5794,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{75}
+	return file_falcon_proto_rawDescGZIP(), []int{77}
 }
 
 type ListUsersResponse struct {
@@ -5617,7 +5809,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5629,7 +5821,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5642,7 +5834,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{76}
+	return file_falcon_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -5672,7 +5864,7 @@ type RelinkUserRequest struct {
 
 func (x *RelinkUserRequest) Reset() {
 	*x = RelinkUserRequest{}
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5684,7 +5876,7 @@ func (x *RelinkUserRequest) String() string {
 func (*RelinkUserRequest) ProtoMessage() {}
 
 func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5697,7 +5889,7 @@ func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserRequest.ProtoReflect.Descriptor instead.
 func (*RelinkUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{77}
+	return file_falcon_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *RelinkUserRequest) GetEmail() string {
@@ -5730,7 +5922,7 @@ type RelinkUserResponse struct {
 
 func (x *RelinkUserResponse) Reset() {
 	*x = RelinkUserResponse{}
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5742,7 +5934,7 @@ func (x *RelinkUserResponse) String() string {
 func (*RelinkUserResponse) ProtoMessage() {}
 
 func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5755,7 +5947,7 @@ func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserResponse.ProtoReflect.Descriptor instead.
 func (*RelinkUserResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{78}
+	return file_falcon_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *RelinkUserResponse) GetUser() *User {
@@ -5814,7 +6006,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5826,7 +6018,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5839,7 +6031,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{79}
+	return file_falcon_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -5924,7 +6116,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5936,7 +6128,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5949,7 +6141,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{80}
+	return file_falcon_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -5997,7 +6189,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6009,7 +6201,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6022,7 +6214,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{81}
+	return file_falcon_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -6216,7 +6408,26 @@ const file_falcon_proto_rawDesc = "" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x129\n" +
 	"\n" +
 	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x14\n" +
-	"\x05admin\x18\x04 \x01(\bR\x05admin\"O\n" +
+	"\x05admin\x18\x04 \x01(\bR\x05admin\"a\n" +
+	"\x0fWatchExpRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tafter_seq\x18\x02 \x01(\x03R\bafterSeq\x12!\n" +
+	"\fhistory_only\x18\x03 \x01(\bR\vhistoryOnly\"\xe1\x02\n" +
+	"\bExpEvent\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x15\n" +
+	"\x06exp_id\x18\x03 \x01(\tR\x05expId\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x0e\n" +
+	"\x02id\x18\x05 \x01(\tR\x02id\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\b \x01(\tR\amessage\x127\n" +
+	"\x06detail\x18\t \x03(\v2\x1f.falcon.v1.ExpEvent.DetailEntryR\x06detail\x12\x1a\n" +
+	"\bterminal\x18\n" +
+	" \x01(\bR\bterminal\x1a9\n" +
+	"\vDetailEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"O\n" +
 	"\x10ExtendExpRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"#\n" +
@@ -6550,7 +6761,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06method\x18\x05 \x01(\tR\x06method\"n\n" +
 	"\x17ListAuditEventsResponse\x12+\n" +
 	"\x05items\x18\x01 \x03(\v2\x15.falcon.v1.AuditEventR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xd4\x06\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x93\a\n" +
 	"\x11ExperimentService\x12?\n" +
 	"\tCreateExp\x12\x1b.falcon.v1.CreateExpRequest\x1a\x15.falcon.v1.Experiment\x129\n" +
 	"\x06GetExp\x12\x18.falcon.v1.GetExpRequest\x1a\x15.falcon.v1.Experiment\x12C\n" +
@@ -6564,7 +6775,8 @@ const file_falcon_proto_rawDesc = "" +
 	"\tExtendExp\x12\x1b.falcon.v1.ExtendExpRequest\x1a\x15.falcon.v1.Experiment\x12K\n" +
 	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment\x12I\n" +
 	"\n" +
-	"EnforceTTL\x12\x1c.falcon.v1.EnforceTTLRequest\x1a\x1d.falcon.v1.EnforceTTLResponse\x12>\n" +
+	"EnforceTTL\x12\x1c.falcon.v1.EnforceTTLRequest\x1a\x1d.falcon.v1.EnforceTTLResponse\x12=\n" +
+	"\bWatchExp\x12\x1a.falcon.v1.WatchExpRequest\x1a\x13.falcon.v1.ExpEvent0\x01\x12>\n" +
 	"\aExecExp\x12\x16.falcon.v1.ExecRequest\x1a\x17.falcon.v1.ExecResponse(\x010\x012\xf0\x03\n" +
 	"\n" +
 	"JobService\x122\n" +
@@ -6611,7 +6823,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 90)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Resources)(nil),                   // 1: falcon.v1.Resources
@@ -6623,241 +6835,248 @@ var file_falcon_proto_goTypes = []any{
 	(*Cluster)(nil),                     // 7: falcon.v1.Cluster
 	(*AcceleratorSlot)(nil),             // 8: falcon.v1.AcceleratorSlot
 	(*User)(nil),                        // 9: falcon.v1.User
-	(*ExtendExpRequest)(nil),            // 10: falcon.v1.ExtendExpRequest
-	(*EnforceTTLRequest)(nil),           // 11: falcon.v1.EnforceTTLRequest
-	(*EnforceTTLResponse)(nil),          // 12: falcon.v1.EnforceTTLResponse
-	(*ExecRequest)(nil),                 // 13: falcon.v1.ExecRequest
-	(*ExecStart)(nil),                   // 14: falcon.v1.ExecStart
-	(*TerminalSize)(nil),                // 15: falcon.v1.TerminalSize
-	(*ExecResponse)(nil),                // 16: falcon.v1.ExecResponse
-	(*ExecStarted)(nil),                 // 17: falcon.v1.ExecStarted
-	(*ExecExit)(nil),                    // 18: falcon.v1.ExecExit
-	(*CreateExpRequest)(nil),            // 19: falcon.v1.CreateExpRequest
-	(*GetExpRequest)(nil),               // 20: falcon.v1.GetExpRequest
-	(*ListExpsRequest)(nil),             // 21: falcon.v1.ListExpsRequest
-	(*ListExpsResponse)(nil),            // 22: falcon.v1.ListExpsResponse
-	(*AbortExpRequest)(nil),             // 23: falcon.v1.AbortExpRequest
-	(*AbortExpResponse)(nil),            // 24: falcon.v1.AbortExpResponse
-	(*DeleteExpRequest)(nil),            // 25: falcon.v1.DeleteExpRequest
-	(*DeleteExpResponse)(nil),           // 26: falcon.v1.DeleteExpResponse
-	(*GetExpLogsRequest)(nil),           // 27: falcon.v1.GetExpLogsRequest
-	(*LogLine)(nil),                     // 28: falcon.v1.LogLine
-	(*LogLines)(nil),                    // 29: falcon.v1.LogLines
-	(*ExportExpLogsRequest)(nil),        // 30: falcon.v1.ExportExpLogsRequest
-	(*LogExportResult)(nil),             // 31: falcon.v1.LogExportResult
-	(*RankExport)(nil),                  // 32: falcon.v1.RankExport
-	(*GetExpMetricsRequest)(nil),        // 33: falcon.v1.GetExpMetricsRequest
-	(*ExpMetrics)(nil),                  // 34: falcon.v1.ExpMetrics
-	(*MetricSummary)(nil),               // 35: falcon.v1.MetricSummary
-	(*MetricSeries)(nil),                // 36: falcon.v1.MetricSeries
-	(*MetricPoint)(nil),                 // 37: falcon.v1.MetricPoint
-	(*UpdateExpStatusRequest)(nil),      // 38: falcon.v1.UpdateExpStatusRequest
-	(*GetJobRequest)(nil),               // 39: falcon.v1.GetJobRequest
-	(*ListJobsRequest)(nil),             // 40: falcon.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 41: falcon.v1.ListJobsResponse
-	(*UpdateJobStatusRequest)(nil),      // 42: falcon.v1.UpdateJobStatusRequest
-	(*UpdateJobStatusesRequest)(nil),    // 43: falcon.v1.UpdateJobStatusesRequest
-	(*UpdateJobStatusesResponse)(nil),   // 44: falcon.v1.UpdateJobStatusesResponse
-	(*JobStatusResult)(nil),             // 45: falcon.v1.JobStatusResult
-	(*AppendJobMessageRequest)(nil),     // 46: falcon.v1.AppendJobMessageRequest
-	(*AbortJobRequest)(nil),             // 47: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 48: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 49: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 50: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 51: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 52: falcon.v1.ListArtifactsResponse
-	(*ListArtifactFilesRequest)(nil),    // 53: falcon.v1.ListArtifactFilesRequest
-	(*ListArtifactFilesResponse)(nil),   // 54: falcon.v1.ListArtifactFilesResponse
-	(*ReadArtifactFileRequest)(nil),     // 55: falcon.v1.ReadArtifactFileRequest
-	(*StatArtifactFileRequest)(nil),     // 56: falcon.v1.StatArtifactFileRequest
-	(*ArtifactChunk)(nil),               // 57: falcon.v1.ArtifactChunk
-	(*UpdateArtifactStatusRequest)(nil), // 58: falcon.v1.UpdateArtifactStatusRequest
-	(*GetClusterStatusRequest)(nil),     // 59: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 60: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 61: falcon.v1.ClusterStatus
-	(*ClusterStatuses)(nil),             // 62: falcon.v1.ClusterStatuses
-	(*ReservationCapacity)(nil),         // 63: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 64: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 65: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 66: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 67: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 68: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 69: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 70: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 71: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 72: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 73: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 74: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 75: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 76: falcon.v1.ListUsersResponse
-	(*RelinkUserRequest)(nil),           // 77: falcon.v1.RelinkUserRequest
-	(*RelinkUserResponse)(nil),          // 78: falcon.v1.RelinkUserResponse
-	(*AuditEvent)(nil),                  // 79: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 80: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 81: falcon.v1.ListAuditEventsResponse
-	nil,                                 // 82: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 83: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 84: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 85: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 86: falcon.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 87: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),         // 88: google.protobuf.Duration
+	(*WatchExpRequest)(nil),             // 10: falcon.v1.WatchExpRequest
+	(*ExpEvent)(nil),                    // 11: falcon.v1.ExpEvent
+	(*ExtendExpRequest)(nil),            // 12: falcon.v1.ExtendExpRequest
+	(*EnforceTTLRequest)(nil),           // 13: falcon.v1.EnforceTTLRequest
+	(*EnforceTTLResponse)(nil),          // 14: falcon.v1.EnforceTTLResponse
+	(*ExecRequest)(nil),                 // 15: falcon.v1.ExecRequest
+	(*ExecStart)(nil),                   // 16: falcon.v1.ExecStart
+	(*TerminalSize)(nil),                // 17: falcon.v1.TerminalSize
+	(*ExecResponse)(nil),                // 18: falcon.v1.ExecResponse
+	(*ExecStarted)(nil),                 // 19: falcon.v1.ExecStarted
+	(*ExecExit)(nil),                    // 20: falcon.v1.ExecExit
+	(*CreateExpRequest)(nil),            // 21: falcon.v1.CreateExpRequest
+	(*GetExpRequest)(nil),               // 22: falcon.v1.GetExpRequest
+	(*ListExpsRequest)(nil),             // 23: falcon.v1.ListExpsRequest
+	(*ListExpsResponse)(nil),            // 24: falcon.v1.ListExpsResponse
+	(*AbortExpRequest)(nil),             // 25: falcon.v1.AbortExpRequest
+	(*AbortExpResponse)(nil),            // 26: falcon.v1.AbortExpResponse
+	(*DeleteExpRequest)(nil),            // 27: falcon.v1.DeleteExpRequest
+	(*DeleteExpResponse)(nil),           // 28: falcon.v1.DeleteExpResponse
+	(*GetExpLogsRequest)(nil),           // 29: falcon.v1.GetExpLogsRequest
+	(*LogLine)(nil),                     // 30: falcon.v1.LogLine
+	(*LogLines)(nil),                    // 31: falcon.v1.LogLines
+	(*ExportExpLogsRequest)(nil),        // 32: falcon.v1.ExportExpLogsRequest
+	(*LogExportResult)(nil),             // 33: falcon.v1.LogExportResult
+	(*RankExport)(nil),                  // 34: falcon.v1.RankExport
+	(*GetExpMetricsRequest)(nil),        // 35: falcon.v1.GetExpMetricsRequest
+	(*ExpMetrics)(nil),                  // 36: falcon.v1.ExpMetrics
+	(*MetricSummary)(nil),               // 37: falcon.v1.MetricSummary
+	(*MetricSeries)(nil),                // 38: falcon.v1.MetricSeries
+	(*MetricPoint)(nil),                 // 39: falcon.v1.MetricPoint
+	(*UpdateExpStatusRequest)(nil),      // 40: falcon.v1.UpdateExpStatusRequest
+	(*GetJobRequest)(nil),               // 41: falcon.v1.GetJobRequest
+	(*ListJobsRequest)(nil),             // 42: falcon.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 43: falcon.v1.ListJobsResponse
+	(*UpdateJobStatusRequest)(nil),      // 44: falcon.v1.UpdateJobStatusRequest
+	(*UpdateJobStatusesRequest)(nil),    // 45: falcon.v1.UpdateJobStatusesRequest
+	(*UpdateJobStatusesResponse)(nil),   // 46: falcon.v1.UpdateJobStatusesResponse
+	(*JobStatusResult)(nil),             // 47: falcon.v1.JobStatusResult
+	(*AppendJobMessageRequest)(nil),     // 48: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),             // 49: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),         // 50: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                      // 51: falcon.v1.Change
+	(*GetArtifactRequest)(nil),          // 52: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),        // 53: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),       // 54: falcon.v1.ListArtifactsResponse
+	(*ListArtifactFilesRequest)(nil),    // 55: falcon.v1.ListArtifactFilesRequest
+	(*ListArtifactFilesResponse)(nil),   // 56: falcon.v1.ListArtifactFilesResponse
+	(*ReadArtifactFileRequest)(nil),     // 57: falcon.v1.ReadArtifactFileRequest
+	(*StatArtifactFileRequest)(nil),     // 58: falcon.v1.StatArtifactFileRequest
+	(*ArtifactChunk)(nil),               // 59: falcon.v1.ArtifactChunk
+	(*UpdateArtifactStatusRequest)(nil), // 60: falcon.v1.UpdateArtifactStatusRequest
+	(*GetClusterStatusRequest)(nil),     // 61: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 62: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 63: falcon.v1.ClusterStatus
+	(*ClusterStatuses)(nil),             // 64: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),         // 65: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 66: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 67: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 68: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 69: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 70: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 71: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 72: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 73: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 74: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 75: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 76: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 77: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 78: falcon.v1.ListUsersResponse
+	(*RelinkUserRequest)(nil),           // 79: falcon.v1.RelinkUserRequest
+	(*RelinkUserResponse)(nil),          // 80: falcon.v1.RelinkUserResponse
+	(*AuditEvent)(nil),                  // 81: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 82: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 83: falcon.v1.ListAuditEventsResponse
+	nil,                                 // 84: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 85: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 86: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 87: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 88: falcon.v1.Cluster.LabelsEntry
+	nil,                                 // 89: falcon.v1.ExpEvent.DetailEntry
+	(*timestamppb.Timestamp)(nil),       // 90: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),         // 91: google.protobuf.Duration
 }
 var file_falcon_proto_depIdxs = []int32{
-	82,  // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	84,  // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
 	1,   // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	83,  // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	84,  // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	85,  // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	87,  // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	87,  // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	87,  // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	87,  // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	87,  // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	87,  // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	85,  // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	86,  // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	87,  // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	90,  // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	90,  // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	90,  // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	90,  // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	90,  // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	90,  // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	4,   // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	5,   // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	3,   // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
-	88,  // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
-	88,  // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
-	87,  // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
-	87,  // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
+	91,  // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
+	91,  // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
+	90,  // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
+	90,  // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
 	0,   // 18: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	87,  // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	87,  // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	87,  // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	87,  // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	87,  // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	87,  // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	87,  // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	87,  // 26: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	87,  // 27: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	87,  // 28: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
-	87,  // 29: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
-	87,  // 30: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	90,  // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	90,  // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	90,  // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	90,  // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	90,  // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	90,  // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	90,  // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	90,  // 26: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	90,  // 27: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	90,  // 28: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	90,  // 29: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	90,  // 30: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	8,   // 31: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	86,  // 32: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	87,  // 33: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	88,  // 34: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
-	2,   // 35: falcon.v1.EnforceTTLResponse.experiment:type_name -> falcon.v1.Experiment
-	14,  // 36: falcon.v1.ExecRequest.start:type_name -> falcon.v1.ExecStart
-	15,  // 37: falcon.v1.ExecRequest.resize:type_name -> falcon.v1.TerminalSize
-	15,  // 38: falcon.v1.ExecStart.terminal_size:type_name -> falcon.v1.TerminalSize
-	17,  // 39: falcon.v1.ExecResponse.started:type_name -> falcon.v1.ExecStarted
-	18,  // 40: falcon.v1.ExecResponse.exit:type_name -> falcon.v1.ExecExit
-	2,   // 41: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
-	2,   // 42: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
-	2,   // 43: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	87,  // 44: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	87,  // 45: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	28,  // 46: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
-	87,  // 47: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	32,  // 48: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
-	35,  // 49: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
-	36,  // 50: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
-	37,  // 51: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
-	4,   // 52: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	42,  // 53: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
-	45,  // 54: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
-	4,   // 55: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
-	5,   // 56: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	6,   // 57: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
-	6,   // 58: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
-	61,  // 59: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	87,  // 60: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	63,  // 61: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	64,  // 62: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	65,  // 63: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	61,  // 64: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	87,  // 65: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	87,  // 66: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	7,   // 67: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	7,   // 68: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	7,   // 69: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	71,  // 70: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	7,   // 71: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	9,   // 72: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	9,   // 73: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
-	87,  // 74: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	79,  // 75: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	0,   // 76: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	19,  // 77: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	20,  // 78: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	21,  // 79: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	23,  // 80: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	25,  // 81: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	27,  // 82: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	30,  // 83: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	33,  // 84: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	10,  // 85: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
-	38,  // 86: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	11,  // 87: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
-	13,  // 88: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
-	39,  // 89: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	40,  // 90: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	42,  // 91: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	43,  // 92: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	47,  // 93: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	46,  // 94: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	48,  // 95: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	50,  // 96: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	51,  // 97: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	53,  // 98: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	55,  // 99: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	56,  // 100: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	58,  // 101: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	66,  // 102: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	67,  // 103: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	69,  // 104: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	70,  // 105: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	73,  // 106: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	59,  // 107: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	60,  // 108: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	74,  // 109: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	75,  // 110: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	77,  // 111: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
-	80,  // 112: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	2,   // 113: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,   // 114: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	22,  // 115: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	24,  // 116: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	26,  // 117: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	29,  // 118: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	31,  // 119: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	34,  // 120: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,   // 121: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
-	2,   // 122: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	12,  // 123: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
-	16,  // 124: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
-	4,   // 125: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	41,  // 126: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	4,   // 127: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	44,  // 128: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,   // 129: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,   // 130: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	49,  // 131: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	5,   // 132: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	52,  // 133: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	54,  // 134: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	57,  // 135: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	6,   // 136: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	5,   // 137: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	7,   // 138: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	68,  // 139: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	7,   // 140: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	72,  // 141: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	7,   // 142: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	61,  // 143: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	61,  // 144: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	9,   // 145: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	76,  // 146: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	78,  // 147: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
-	81,  // 148: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	113, // [113:149] is the sub-list for method output_type
-	77,  // [77:113] is the sub-list for method input_type
-	77,  // [77:77] is the sub-list for extension type_name
-	77,  // [77:77] is the sub-list for extension extendee
-	0,   // [0:77] is the sub-list for field type_name
+	88,  // 32: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	90,  // 33: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	90,  // 34: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
+	89,  // 35: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
+	91,  // 36: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
+	2,   // 37: falcon.v1.EnforceTTLResponse.experiment:type_name -> falcon.v1.Experiment
+	16,  // 38: falcon.v1.ExecRequest.start:type_name -> falcon.v1.ExecStart
+	17,  // 39: falcon.v1.ExecRequest.resize:type_name -> falcon.v1.TerminalSize
+	17,  // 40: falcon.v1.ExecStart.terminal_size:type_name -> falcon.v1.TerminalSize
+	19,  // 41: falcon.v1.ExecResponse.started:type_name -> falcon.v1.ExecStarted
+	20,  // 42: falcon.v1.ExecResponse.exit:type_name -> falcon.v1.ExecExit
+	2,   // 43: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
+	2,   // 44: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
+	2,   // 45: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
+	90,  // 46: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	90,  // 47: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	30,  // 48: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
+	90,  // 49: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	34,  // 50: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
+	37,  // 51: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
+	38,  // 52: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
+	39,  // 53: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
+	4,   // 54: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
+	44,  // 55: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	47,  // 56: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	4,   // 57: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	5,   // 58: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	6,   // 59: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
+	6,   // 60: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
+	63,  // 61: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	90,  // 62: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	65,  // 63: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	66,  // 64: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	67,  // 65: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	63,  // 66: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	90,  // 67: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	90,  // 68: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	7,   // 69: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	7,   // 70: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	7,   // 71: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	73,  // 72: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	7,   // 73: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	9,   // 74: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	9,   // 75: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
+	90,  // 76: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	81,  // 77: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	0,   // 78: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	21,  // 79: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	22,  // 80: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	23,  // 81: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	25,  // 82: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	27,  // 83: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	29,  // 84: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	32,  // 85: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	35,  // 86: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	12,  // 87: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
+	40,  // 88: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	13,  // 89: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
+	10,  // 90: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
+	15,  // 91: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
+	41,  // 92: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	42,  // 93: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	44,  // 94: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	45,  // 95: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	49,  // 96: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	48,  // 97: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	50,  // 98: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	52,  // 99: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	53,  // 100: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	55,  // 101: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	57,  // 102: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	58,  // 103: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	60,  // 104: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	68,  // 105: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	69,  // 106: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	71,  // 107: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	72,  // 108: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	75,  // 109: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	61,  // 110: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	62,  // 111: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	76,  // 112: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	77,  // 113: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	79,  // 114: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	82,  // 115: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	2,   // 116: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,   // 117: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	24,  // 118: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	26,  // 119: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	28,  // 120: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	31,  // 121: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	33,  // 122: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	36,  // 123: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,   // 124: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
+	2,   // 125: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	14,  // 126: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
+	11,  // 127: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
+	18,  // 128: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
+	4,   // 129: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	43,  // 130: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	4,   // 131: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	46,  // 132: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,   // 133: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,   // 134: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	51,  // 135: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	5,   // 136: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	54,  // 137: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	56,  // 138: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	59,  // 139: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	6,   // 140: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	5,   // 141: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	7,   // 142: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	70,  // 143: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	7,   // 144: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	74,  // 145: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	7,   // 146: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	63,  // 147: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	63,  // 148: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	9,   // 149: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	78,  // 150: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	80,  // 151: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	83,  // 152: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	116, // [116:153] is the sub-list for method output_type
+	79,  // [79:116] is the sub-list for method input_type
+	79,  // [79:79] is the sub-list for extension type_name
+	79,  // [79:79] is the sub-list for extension extendee
+	0,   // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -6865,27 +7084,27 @@ func file_falcon_proto_init() {
 	if File_falcon_proto != nil {
 		return
 	}
-	file_falcon_proto_msgTypes[13].OneofWrappers = []any{
+	file_falcon_proto_msgTypes[15].OneofWrappers = []any{
 		(*ExecRequest_Start)(nil),
 		(*ExecRequest_Stdin)(nil),
 		(*ExecRequest_CloseStdin)(nil),
 		(*ExecRequest_Resize)(nil),
 	}
-	file_falcon_proto_msgTypes[16].OneofWrappers = []any{
+	file_falcon_proto_msgTypes[18].OneofWrappers = []any{
 		(*ExecResponse_Stdout)(nil),
 		(*ExecResponse_Stderr)(nil),
 		(*ExecResponse_Notice)(nil),
 		(*ExecResponse_Started)(nil),
 		(*ExecResponse_Exit)(nil),
 	}
-	file_falcon_proto_msgTypes[27].OneofWrappers = []any{}
+	file_falcon_proto_msgTypes[29].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   87,
+			NumMessages:   90,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

@@ -400,6 +400,43 @@ func local_request_ExperimentService_ExtendExp_0(ctx context.Context, marshaler 
 	return msg, metadata, err
 }
 
+var filter_ExperimentService_WatchExp_0 = &utilities.DoubleArray{Encoding: map[string]int{"id": 0}, Base: []int{1, 1, 0}, Check: []int{0, 1, 2}}
+
+func request_ExperimentService_WatchExp_0(ctx context.Context, marshaler runtime.Marshaler, client ExperimentServiceClient, req *http.Request, pathParams map[string]string) (ExperimentService_WatchExpClient, runtime.ServerMetadata, error) {
+	var (
+		protoReq WatchExpRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "id")
+	}
+	protoReq.Id, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_ExperimentService_WatchExp_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	stream, err := client.WatchExp(ctx, &protoReq)
+	if err != nil {
+		return nil, metadata, err
+	}
+	header, err := stream.Header()
+	if err != nil {
+		return nil, metadata, err
+	}
+	metadata.HeaderMD = header
+	return stream, metadata, nil
+}
+
 func request_JobService_GetJob_0(ctx context.Context, marshaler runtime.Marshaler, client JobServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq GetJobRequest
@@ -1077,6 +1114,13 @@ func RegisterExperimentServiceHandlerServer(ctx context.Context, mux *runtime.Se
 		forward_ExperimentService_ExtendExp_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 
+	mux.Handle(http.MethodGet, pattern_ExperimentService_WatchExp_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		err := status.Error(codes.Unimplemented, "streaming calls are not yet supported in the in-process transport")
+		_, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+		return
+	})
+
 	return nil
 }
 
@@ -1619,6 +1663,23 @@ func RegisterExperimentServiceHandlerClient(ctx context.Context, mux *runtime.Se
 		}
 		forward_ExperimentService_ExtendExp_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_ExperimentService_WatchExp_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/falcon.v1.ExperimentService/WatchExp", runtime.WithHTTPPathPattern("/v1/experiments/{id}/events"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_ExperimentService_WatchExp_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ExperimentService_WatchExp_0(annotatedContext, mux, outboundMarshaler, w, req, func() (proto.Message, error) { return resp.Recv() }, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
@@ -1632,6 +1693,7 @@ var (
 	pattern_ExperimentService_ExportExpLogs_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "experiments", "id", "logs"}, "export"))
 	pattern_ExperimentService_GetExpMetrics_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "experiments", "id", "metrics"}, ""))
 	pattern_ExperimentService_ExtendExp_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "experiments", "id"}, "extend"))
+	pattern_ExperimentService_WatchExp_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "experiments", "id", "events"}, ""))
 )
 
 var (
@@ -1644,6 +1706,7 @@ var (
 	forward_ExperimentService_ExportExpLogs_0 = runtime.ForwardResponseMessage
 	forward_ExperimentService_GetExpMetrics_0 = runtime.ForwardResponseMessage
 	forward_ExperimentService_ExtendExp_0     = runtime.ForwardResponseMessage
+	forward_ExperimentService_WatchExp_0      = runtime.ForwardResponseStream
 )
 
 // RegisterJobServiceHandlerFromEndpoint is same as RegisterJobServiceHandler but

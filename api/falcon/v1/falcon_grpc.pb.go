@@ -40,6 +40,7 @@ const (
 	ExperimentService_ExtendExp_FullMethodName       = "/falcon.v1.ExperimentService/ExtendExp"
 	ExperimentService_UpdateExpStatus_FullMethodName = "/falcon.v1.ExperimentService/UpdateExpStatus"
 	ExperimentService_EnforceTTL_FullMethodName      = "/falcon.v1.ExperimentService/EnforceTTL"
+	ExperimentService_WatchExp_FullMethodName        = "/falcon.v1.ExperimentService/WatchExp"
 	ExperimentService_ExecExp_FullMethodName         = "/falcon.v1.ExperimentService/ExecExp"
 )
 
@@ -69,6 +70,13 @@ type ExperimentServiceClient interface {
 	// expired experiment is aborted with a Message saying which ttl
 	// expired; one within TTLWarning of expiry gets its warning event, once.
 	EnforceTTL(ctx context.Context, in *EnforceTTLRequest, opts ...grpc.CallOption) (*EnforceTTLResponse, error)
+	// Streams an experiment's events: first those kept after after_seq
+	// (the history), then each change as it is written, ending after the
+	// experiment's terminal event (its status and every job's are
+	// terminal), which carries terminal. Anyone logged in may watch, as
+	// anyone may GetExp. Over HTTP: newline-delimited JSON, one
+	// {"result": ExpEvent} per line.
+	WatchExp(ctx context.Context, in *WatchExpRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExpEvent], error)
 	// Runs a command in one rank of a running experiment, as `kubectl exec`
 	// does in a pod (owner or admin; audited). The first request is start;
 	// later ones carry stdin, terminal resizes and the end of stdin. Replies
@@ -207,9 +215,28 @@ func (c *experimentServiceClient) EnforceTTL(ctx context.Context, in *EnforceTTL
 	return out, nil
 }
 
+func (c *experimentServiceClient) WatchExp(ctx context.Context, in *WatchExpRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExpEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ExperimentService_ServiceDesc.Streams[1], ExperimentService_WatchExp_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchExpRequest, ExpEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ExperimentService_WatchExpClient = grpc.ServerStreamingClient[ExpEvent]
+
 func (c *experimentServiceClient) ExecExp(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ExperimentService_ServiceDesc.Streams[1], ExperimentService_ExecExp_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ExperimentService_ServiceDesc.Streams[2], ExperimentService_ExecExp_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -246,6 +273,13 @@ type ExperimentServiceServer interface {
 	// expired experiment is aborted with a Message saying which ttl
 	// expired; one within TTLWarning of expiry gets its warning event, once.
 	EnforceTTL(context.Context, *EnforceTTLRequest) (*EnforceTTLResponse, error)
+	// Streams an experiment's events: first those kept after after_seq
+	// (the history), then each change as it is written, ending after the
+	// experiment's terminal event (its status and every job's are
+	// terminal), which carries terminal. Anyone logged in may watch, as
+	// anyone may GetExp. Over HTTP: newline-delimited JSON, one
+	// {"result": ExpEvent} per line.
+	WatchExp(*WatchExpRequest, grpc.ServerStreamingServer[ExpEvent]) error
 	// Runs a command in one rank of a running experiment, as `kubectl exec`
 	// does in a pod (owner or admin; audited). The first request is start;
 	// later ones carry stdin, terminal resizes and the end of stdin. Replies
@@ -297,6 +331,9 @@ func (UnimplementedExperimentServiceServer) UpdateExpStatus(context.Context, *Up
 }
 func (UnimplementedExperimentServiceServer) EnforceTTL(context.Context, *EnforceTTLRequest) (*EnforceTTLResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EnforceTTL not implemented")
+}
+func (UnimplementedExperimentServiceServer) WatchExp(*WatchExpRequest, grpc.ServerStreamingServer[ExpEvent]) error {
+	return status.Error(codes.Unimplemented, "method WatchExp not implemented")
 }
 func (UnimplementedExperimentServiceServer) ExecExp(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error {
 	return status.Error(codes.Unimplemented, "method ExecExp not implemented")
@@ -513,6 +550,17 @@ func _ExperimentService_EnforceTTL_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ExperimentService_WatchExp_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchExpRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ExperimentServiceServer).WatchExp(m, &grpc.GenericServerStream[WatchExpRequest, ExpEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ExperimentService_WatchExpServer = grpc.ServerStreamingServer[ExpEvent]
+
 func _ExperimentService_ExecExp_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(ExperimentServiceServer).ExecExp(&grpc.GenericServerStream[ExecRequest, ExecResponse]{ServerStream: stream})
 }
@@ -572,6 +620,11 @@ var ExperimentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "GetExpLogs",
 			Handler:       _ExperimentService_GetExpLogs_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchExp",
+			Handler:       _ExperimentService_WatchExp_Handler,
 			ServerStreams: true,
 		},
 		{
