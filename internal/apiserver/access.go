@@ -60,6 +60,7 @@ var rules = map[string]rule{
 	falconv1.ExperimentService_GetExp_FullMethodName:          {callers: forAll},
 	falconv1.ExperimentService_ListExps_FullMethodName:        {callers: forAll},
 	falconv1.ExperimentService_GetExpLogs_FullMethodName:      {callers: forAll},
+	falconv1.ExperimentService_WatchExp_FullMethodName:        {callers: forAll},
 	falconv1.ExperimentService_UpdateExpStatus_FullMethodName: {callers: forControllers},
 
 	falconv1.JobService_GetJob_FullMethodName:            {callers: forAll},
