@@ -53,7 +53,10 @@ func run(ctx context.Context, args []string, ios *iostreams.IOStreams, getenv fu
 		// Cobra rejected the command line before any command ran.
 		code, kind = errdefs.ExitInvalid, codes.InvalidArgument.String()
 	}
-	printError(ios, f, cmd, err, code, kind, re == nil)
+	var ee *factory.ExitError
+	if !errors.As(err, &ee) || !ee.Quiet {
+		printError(ios, f, cmd, err, code, kind, re == nil)
+	}
 	return code
 }
 

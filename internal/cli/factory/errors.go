@@ -20,6 +20,10 @@ type ExitError struct {
 	// "NotSucceeded", "Timeout", or a gRPC code name.
 	Kind string
 	Err  error
+	// Quiet: the command has already said all there is to say (`exp
+	// exec`: the remote command's own stderr), so no "Error:" line is
+	// printed; the exit code is the answer.
+	Quiet bool
 }
 
 func (e *ExitError) Error() string { return e.Err.Error() }

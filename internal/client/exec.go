@@ -1,0 +1,228 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/gorilla/websocket"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+)
+
+// ExecSubprotocol is the exec route's WebSocket subprotocol; the server's
+// (apiserver.ExecSubprotocol) is the same string.
+const ExecSubprotocol = "v1.exec.falcon.dev"
+
+// execStdinChunk is the most stdin one message carries.
+const execStdinChunk = 64 << 10
+
+// ExecSession is one ExecExp over the server's WebSocket route: Send the
+// requests after start, Recv the replies. Send and Recv may be called from
+// one goroutine each.
+type ExecSession struct {
+	ws  *websocket.Conn
+	wmu sync.Mutex
+	c   *Client
+}
+
+// ExecExp opens an exec session and sends start. The session has no
+// timeout; cancel ctx or Close it to end it, which ends the command.
+func (c *Client) ExecExp(ctx context.Context, start *falconv1.ExecStart) (*ExecSession, error) {
+	u := *c.base
+	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[c.base.Scheme]
+	u.Path = idPath(c.base.Path+"/v1/experiments", start.GetExpId()) + "/exec"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String(), nil)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "building request: %v", err)
+	}
+	if err := c.authorize(ctx, req); err != nil {
+		return nil, err
+	}
+	d := &websocket.Dialer{
+		Proxy:           http.ProxyFromEnvironment,
+		Subprotocols:    []string{ExecSubprotocol},
+		ReadBufferSize:  execStdinChunk,
+		WriteBufferSize: execStdinChunk,
+	}
+	if t, ok := c.http.Transport.(*http.Transport); ok {
+		d.Proxy, d.TLSClientConfig, d.NetDialContext = t.Proxy, t.TLSClientConfig, t.DialContext
+	}
+	ws, resp, err := d.DialContext(ctx, u.String(), req.Header)
+	if err != nil {
+		if resp != nil {
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			if resp.StatusCode == http.StatusSwitchingProtocols {
+				return nil, c.transportError(ctx, err)
+			}
+			if resp.Request == nil {
+				resp.Request = req
+			}
+			return nil, decodeError(resp, body)
+		}
+		return nil, c.transportError(ctx, err)
+	}
+	// Closing the connection when ctx ends unblocks Recv.
+	stop := context.AfterFunc(ctx, func() { ws.Close() })
+	s := &ExecSession{ws: ws, c: c}
+	ws.SetCloseHandler(func(int, string) error { stop(); return nil })
+	if err := s.Send(&falconv1.ExecRequest{Msg: &falconv1.ExecRequest_Start{Start: start}}); err != nil {
+		ws.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Send sends one request.
+func (s *ExecSession) Send(r *falconv1.ExecRequest) error {
+	b, err := proto.Marshal(r)
+	if err != nil {
+		return status.Errorf(codes.Internal, "encoding exec request: %v", err)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+		return status.Errorf(codes.Unavailable, "exec session to %s: %v", s.c.base, err)
+	}
+	return nil
+}
+
+// Recv returns the next reply; io.EOF once the server has closed the
+// session after the exit, and the call's status when it failed.
+func (s *ExecSession) Recv() (*falconv1.ExecResponse, error) {
+	typ, data, err := s.ws.ReadMessage()
+	if err != nil {
+		if websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+			return nil, io.EOF
+		}
+		return nil, status.Errorf(codes.Unavailable, "exec session to %s broke: %v", s.c.base, err)
+	}
+	if typ == websocket.TextMessage {
+		return nil, decodeStreamError(data)
+	}
+	r := &falconv1.ExecResponse{}
+	if err := proto.Unmarshal(data, r); err != nil {
+		return nil, status.Errorf(codes.Internal, "decoding exec reply from %s: %v", s.c.base, err)
+	}
+	return r, nil
+}
+
+// Close ends the session (and so the command, if it still runs).
+func (s *ExecSession) Close() error { return s.ws.Close() }
+
+// decodeStreamError reads the text message that ends a failed session:
+// {"error": <google.rpc.Status>}.
+func decodeStreamError(b []byte) error {
+	var wrapped struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(b, &wrapped) == nil && len(wrapped.Error) > 0 {
+		if st, ok := decodeStatus(wrapped.Error); ok {
+			return st.Err()
+		}
+	}
+	return status.Errorf(codes.Unknown, "exec session: %s", b)
+}
+
+// ExecIO is where a session's streams go.
+type ExecIO struct {
+	// Stdin is sent as the command's stdin when start.stdin is set; its
+	// end closes the command's stdin.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Resize sends each value as a terminal resize.
+	Resize <-chan *falconv1.TerminalSize
+	// Notice and Started, when set, hear of the server's notices and of
+	// the command's start.
+	Notice  func(string)
+	Started func(*falconv1.ExecStarted)
+}
+
+// Exec runs start's command to its end: stdin sent, output written, and
+// its exit returned. An error means the command did not run to its end
+// (or was never run): the call's status.
+func (c *Client) Exec(ctx context.Context, start *falconv1.ExecStart, eio ExecIO) (*falconv1.ExecExit, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := c.ExecExp(ctx, start)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if start.GetStdin() && eio.Stdin != nil {
+		go s.sendStdin(ctx, eio.Stdin)
+	}
+	if eio.Resize != nil {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case sz, ok := <-eio.Resize:
+					if !ok {
+						return
+					}
+					_ = s.Send(&falconv1.ExecRequest{Msg: &falconv1.ExecRequest_Resize{Resize: sz}})
+				}
+			}
+		}()
+	}
+	for {
+		r, err := s.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, status.Errorf(codes.Unavailable, "exec session to %s ended without the command's exit", c.base)
+			}
+			if ctx.Err() != nil {
+				return nil, status.FromContextError(context.Cause(ctx)).Err()
+			}
+			return nil, err
+		}
+		switch m := r.GetMsg().(type) {
+		case *falconv1.ExecResponse_Stdout:
+			if _, err := eio.Stdout.Write(m.Stdout); err != nil {
+				return nil, status.Errorf(codes.Aborted, "writing the command's output: %v", err)
+			}
+		case *falconv1.ExecResponse_Stderr:
+			if _, err := eio.Stderr.Write(m.Stderr); err != nil {
+				return nil, status.Errorf(codes.Aborted, "writing the command's errors: %v", err)
+			}
+		case *falconv1.ExecResponse_Notice:
+			if eio.Notice != nil {
+				eio.Notice(m.Notice)
+			}
+		case *falconv1.ExecResponse_Started:
+			if eio.Started != nil {
+				eio.Started(m.Started)
+			}
+		case *falconv1.ExecResponse_Exit:
+			return m.Exit, nil
+		}
+	}
+}
+
+// sendStdin forwards in, then its end.
+func (s *ExecSession) sendStdin(ctx context.Context, in io.Reader) {
+	buf := make([]byte, execStdinChunk)
+	for {
+		n, err := in.Read(buf)
+		if n > 0 {
+			if s.Send(&falconv1.ExecRequest{Msg: &falconv1.ExecRequest_Stdin{Stdin: buf[:n]}}) != nil {
+				return
+			}
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				_ = s.Send(&falconv1.ExecRequest{Msg: &falconv1.ExecRequest_CloseStdin{CloseStdin: true}})
+			}
+			return
+		}
+	}
+}
