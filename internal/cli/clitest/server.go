@@ -41,6 +41,7 @@ type API struct {
 	AbortExpFunc         func(context.Context, *falconv1.AbortExpRequest) (*falconv1.AbortExpResponse, error)
 	DeleteExpFunc        func(context.Context, *falconv1.DeleteExpRequest) (*falconv1.DeleteExpResponse, error)
 	GetExpLogsFunc       func(*falconv1.GetExpLogsRequest, grpc.ServerStreamingServer[falconv1.LogLines]) error
+	WatchExpFunc         func(*falconv1.WatchExpRequest, grpc.ServerStreamingServer[falconv1.ExpEvent]) error
 	GetJobFunc           func(context.Context, *falconv1.GetJobRequest) (*falconv1.Job, error)
 	ListJobsFunc         func(context.Context, *falconv1.ListJobsRequest) (*falconv1.ListJobsResponse, error)
 	GetArtifactFunc      func(context.Context, *falconv1.GetArtifactRequest) (*falconv1.Artifact, error)
@@ -153,6 +154,16 @@ func (a *API) GetExpLogs(r *falconv1.GetExpLogsRequest, stream grpc.ServerStream
 		return status.Error(codes.Unimplemented, "GetExpLogs is not scripted in this test")
 	}
 	return a.GetExpLogsFunc(r, stream)
+}
+
+func (a *API) WatchExp(r *falconv1.WatchExpRequest, stream grpc.ServerStreamingServer[falconv1.ExpEvent]) error {
+	a.mu.Lock()
+	a.calls = append(a.calls, Call{Method: "WatchExp", Request: proto.Clone(r)})
+	a.mu.Unlock()
+	if a.WatchExpFunc == nil {
+		return status.Error(codes.Unimplemented, "WatchExp is not scripted in this test")
+	}
+	return a.WatchExpFunc(r, stream)
 }
 
 // GatewayMarshaler is the marshaler the real server's gateway uses.
