@@ -71,6 +71,6 @@ func (c *cksum) Sum32() uint32 {
 }
 
 func (c *cksum) Sum(b []byte) []byte { return binary.BigEndian.AppendUint32(b, c.Sum32()) }
-func (c *cksum) Reset()             { c.crc, c.n = 0, 0 }
-func (c *cksum) Size() int          { return 4 }
-func (c *cksum) BlockSize() int     { return 8 }
+func (c *cksum) Reset()              { c.crc, c.n = 0, 0 }
+func (c *cksum) Size() int           { return 4 }
+func (c *cksum) BlockSize() int      { return 8 }
