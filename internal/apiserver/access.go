@@ -62,6 +62,12 @@ var rules = map[string]rule{
 	falconv1.ExperimentService_GetExpLogs_FullMethodName:      {callers: forAll},
 	falconv1.ExperimentService_WatchExp_FullMethodName:        {callers: forAll},
 	falconv1.ExperimentService_UpdateExpStatus_FullMethodName: {callers: forControllers},
+	falconv1.ExperimentService_ExtendExp_FullMethodName: {forUsers, func(r any) (string, bool) {
+		return r.(*falconv1.ExtendExpRequest).GetId(), true
+	}},
+	// The server decides by its own clock; what an expiry does shows in the
+	// experiment's Message and events, not the audit log.
+	falconv1.ExperimentService_EnforceTTL_FullMethodName: {callers: forControllers},
 
 	falconv1.JobService_GetJob_FullMethodName:            {callers: forAll},
 	falconv1.JobService_ListJobs_FullMethodName:          {callers: forAll},

@@ -67,7 +67,7 @@ func expToAPI(e *store.Experiment) *falconv1.Experiment {
 	for _, m := range e.Metrics {
 		metrics = append(metrics, &falconv1.MetricSpec{Name: m.Name, Pattern: m.Pattern, Better: m.Better})
 	}
-	return &falconv1.Experiment{
+	x := &falconv1.Experiment{
 		Metrics: metrics,
 		Id:      e.ID, Name: e.Name, ExpType: e.ExpType, ClusterName: e.ClusterName,
 		Priority: e.Priority, Tags: e.Tags, Config: e.Config, RoleToTaskSpec: roles,
@@ -78,6 +78,8 @@ func expToAPI(e *store.Experiment) *falconv1.Experiment {
 		StartedAt: tsp(e.StartedAt), FinishedAt: tsp(e.FinishedAt),
 		AbortingAt: tsp(e.AbortingAt), AbortedAt: tsp(e.AbortedAt),
 	}
+	ttlToAPI(x, e)
+	return x
 }
 
 func jobToAPI(j *store.Job) *falconv1.Job {

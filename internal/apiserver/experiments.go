@@ -49,6 +49,17 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 		return nil, err
 	}
 
+	if in.Ttl != nil {
+		if err := s.checkTTL("ttl", in.GetTtl().AsDuration()); err != nil {
+			return nil, err
+		}
+	}
+	if in.IdleTtl != nil {
+		if err := s.checkTTL("idle_ttl", in.GetIdleTtl().AsDuration()); err != nil {
+			return nil, err
+		}
+	}
+
 	now := s.now()
 	exp := &store.Experiment{
 		ID: ids.New(ids.Experiment), Name: in.GetName(), ExpType: in.GetExpType(),
@@ -57,6 +68,7 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 		Status: lifecycle.Created, Reason: string(lifecycle.ReasonWaiting),
 		Message: "waiting for the resource manager", Creator: p.Display(), CreatorID: p.UserID,
 		Version: 1, CreatedAt: now, UpdatedAt: now,
+		TTL: in.GetTtl().AsDuration(), IdleTTL: in.GetIdleTtl().AsDuration(), Interactive: in.GetInteractive(),
 	}
 	art := &store.Artifact{
 		ID: ids.New(ids.Artifact), ExpID: exp.ID, ArtifactType: ArtifactTypeOutput,
@@ -77,6 +89,9 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 	jobs := make([]*store.Job, 0, len(roles))
 	for _, r := range roles {
 		t := taskFromAPI(in.GetRoleToTaskSpec()[r])
+		if exp.Interactive && strings.TrimSpace(t.Command) == "" {
+			t.Command = HoldCommand
+		}
 		exp.RoleToTaskSpec[r] = t
 		jobs = append(jobs, &store.Job{
 			ID: ids.New(ids.Job), ExpID: exp.ID, ExpName: exp.Name, Role: r,

@@ -245,6 +245,11 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 			g.Stop()
 		}
 		conn.Close()
+		// The minute of refused calls in progress; Wait returns only after
+		// it is written, so the caller may close the store.
+		fctx, fcancel := context.WithTimeout(context.Background(), 3*time.Second)
+		s.FlushAudit(fctx)
+		fcancel()
 		r.errc <- first
 	}()
 	return r, nil

@@ -57,6 +57,7 @@ type Server struct {
 	extra        map[string]http.Handler // more HTTP routes (metrics, readiness)
 	tls          *tls.Config             // nil: plaintext
 	grpcMetrics  *grpcprom.ServerMetrics // nil: not exported
+	maxTTL       time.Duration           // 0: no cap
 
 	copied     sync.Map        // artifact ID -> struct{}: its .falcon/experiment.json exists
 	knownUsers sync.Map        // user_id -> time.Time registered: skip the upsert for knownUserTTL

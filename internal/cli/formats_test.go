@@ -98,6 +98,7 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"exp", "list"},
 		{"exp", "logs", "{exp}"},
 		{"exp", "wait", "{exp}"},
+		{"exp", "extend", "{force}", "--ttl", "1h"}, // before it is aborted
 		{"exp", "abort", "{exp}", "--yes"},
 		{"exp", "abort", "{force}", "--force", "--yes"},
 		{"exp", "delete", "{del}", "--yes"},

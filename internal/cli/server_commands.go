@@ -127,6 +127,7 @@ listens on loopback only and attributes work to the local user.`,
 	f.DurationVar(&cfg.Interval, "poll-interval", 2*time.Second, "controllers' safety-net poll; changes wake them at once")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow non-loopback addresses although dev has no authentication")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
+	maxTTLFlag(f, &cfg.MaxTTL)
 	logs.add(f)
 	pools.flags(f)
 	return cmd
@@ -237,6 +238,7 @@ everyone else may abort and delete only their own experiments.`,
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", os.Getenv("FALCON_TLS_CERT_FILE"), "PEM certificate for the gRPC port and the HTTP gateway, re-read when it changes (env FALCON_TLS_CERT_FILE); required unless --grpc-addr is loopback")
 	f.StringVar(&cfg.TLSKeyFile, "tls-key-file", os.Getenv("FALCON_TLS_KEY_FILE"), "PEM private key of --tls-cert-file (env FALCON_TLS_KEY_FILE)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", os.Getenv("FALCON_METRICS_ADDR"), "serve Prometheus /metrics, /healthz and /readyz here in clear text, e.g. :9091 (env FALCON_METRICS_ADDR); empty: off")
+	maxTTLFlag(f, &cfg.MaxTTL)
 	f.BoolVar(&check, "check-config", false, "check the configuration (database and schema, team keys, artifact root, TLS files, controller secret), print what was found and exit 0 if all is well, 1 if not")
 	controllerSecretFlag(cmd, &secretFile)
 	return cmd
@@ -342,6 +344,11 @@ up to --drain-timeout, then hands leadership over at once.`,
 	pools.flags(f)
 	controllerSecretFlag(cmd, &secretFile)
 	return cmd
+}
+
+// maxTTLFlag caps the ttl users may give experiments.
+func maxTTLFlag(f *pflag.FlagSet, d *time.Duration) {
+	f.DurationVar(d, "max-ttl", 0, "the longest ttl an experiment may have or be extended to, e.g. 24h; 0: no cap")
 }
 
 // electionFlags are the controller's leader election flags.

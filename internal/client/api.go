@@ -44,6 +44,12 @@ func (c *Client) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*
 	return out, c.do(ctx, http.MethodPost, idPath("/v1/experiments", req.GetId())+":abort", nil, req, out)
 }
 
+// ExtendExp sets the time an experiment has left.
+func (c *Client) ExtendExp(ctx context.Context, req *falconv1.ExtendExpRequest) (*falconv1.Experiment, error) {
+	out := new(falconv1.Experiment)
+	return out, c.do(ctx, http.MethodPost, idPath("/v1/experiments", req.GetId())+":extend", nil, req, out)
+}
+
 // DeleteExp deletes an experiment.
 func (c *Client) DeleteExp(ctx context.Context, req *falconv1.DeleteExpRequest) (*falconv1.DeleteExpResponse, error) {
 	out := new(falconv1.DeleteExpResponse)

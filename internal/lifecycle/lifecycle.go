@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"time"
+
 	"fmt"
 	"slices"
 )
@@ -155,3 +157,7 @@ func (e *IllegalTransitionError) Error() string {
 	}
 	return fmt.Sprintf("illegal %s transition %s -> %s", e.Kind, e.From, e.To)
 }
+
+// TTLWarning is how long before an experiment's ttl ends that its warning
+// is given: time to extend it, or to copy out what is needed.
+const TTLWarning = 10 * time.Minute

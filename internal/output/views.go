@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 )
@@ -110,6 +111,9 @@ func ExperimentDetail(e *falconv1.Experiment) TableFunc {
 			{"Started", Timestamp(v.Now, e.GetStartedAt())},
 			{"Finished", Timestamp(v.Now, e.GetFinishedAt())},
 			{"Aborted", Timestamp(v.Now, e.GetAbortedAt())},
+		}
+		if ttl := TTLLine(v.Now, e); ttl != "" {
+			fields = append(fields, Field{"TTL", ttl})
 		}
 		if a := e.GetArtifact(); a != nil {
 			fields = append(fields, Field{"Artifact", artifactLine(a)})
@@ -332,4 +336,33 @@ func nonZero(n int32) string {
 		return ""
 	}
 	return strconv.Itoa(int(n))
+}
+
+// TTLLine says how long an experiment has left: "1h23m left (until
+// 2026-12-01 18:00 UTC)", or "2h from when it runs"; with idle_ttl, how
+// long it may stay idle. Empty when it has neither.
+func TTLLine(now time.Time, e *falconv1.Experiment) string {
+	var parts []string
+	st := e.GetStatus()
+	ended := st == "Succeeded" || st == "Failed" || st == "Aborted"
+	switch {
+	case e.ExpiresAt != nil && !ended:
+		at := e.GetExpiresAt().AsTime()
+		left := at.Sub(now).Round(time.Second)
+		if left < 0 {
+			left = 0
+		}
+		parts = append(parts, fmt.Sprintf("%s left (until %s)", left, at.UTC().Format("2006-01-02 15:04:05 UTC")))
+	case e.Ttl != nil && !ended:
+		parts = append(parts, e.GetTtl().AsDuration().String()+" from when it runs")
+	case e.Ttl != nil:
+		parts = append(parts, e.GetTtl().AsDuration().String())
+	}
+	if e.IdleTtl != nil {
+		parts = append(parts, "idle_ttl "+e.GetIdleTtl().AsDuration().String())
+	}
+	if e.GetInteractive() {
+		parts = append(parts, "interactive")
+	}
+	return strings.Join(parts, "; ")
 }

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"time"
 	"errors"
 	"io"
 	"log/slog"
@@ -58,6 +59,8 @@ type ServerConfig struct {
 	// MetricsAddr serves /metrics, /healthz and /readyz in clear, for
 	// Prometheus and the kubelet's probes; empty: not served.
 	MetricsAddr string
+	// MaxTTL caps experiments' ttl and extends; 0: no cap.
+	MaxTTL time.Duration
 	// Ready, if set, is called once the API is serving.
 	Ready func(httpAddr, grpcAddr string)
 }
@@ -109,6 +112,9 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 	if err != nil {
 		return err
 	}
+	if cfg.MaxTTL < 0 {
+		return errdefs.Invalid("--max-ttl", "must be 0 (no cap) or a positive duration such as 24h, got %s", cfg.MaxTTL)
+	}
 	tlsOpt, err := serverTLS(cfg, log)
 	if err != nil {
 		return err
@@ -129,7 +135,7 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 		log.Warn("the database was migrated by a newer Falcon; serving it, as migrations only add", "schema", schema.Current, "this_server", schema.Latest)
 	}
 	reg := metrics.NewRegistry()
-	extra := []apiserver.Option{apiserver.WithMetrics(reg)}
+	extra := []apiserver.Option{apiserver.WithMetrics(reg), apiserver.WithMaxTTL(cfg.MaxTTL)}
 	if tlsOpt != nil {
 		extra = append(extra, tlsOpt)
 	}

@@ -60,6 +60,8 @@ type DevConfig struct {
 	// Ready, if set, is called once the API is serving.
 	Ready func(httpAddr, grpcAddr string)
 	GKE   GKEConfig
+	// MaxTTL caps experiments' ttl and extends; 0: no cap.
+	MaxTTL time.Duration
 }
 
 // GKEConfig configures the gke backend.
@@ -185,6 +187,9 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	if err := checkLoopback("--grpc-addr", cfg.GRPCAddr, cfg.Insecure, "falcon dev"); err != nil {
 		return err
 	}
+	if cfg.MaxTTL < 0 {
+		return errdefs.Invalid("--max-ttl", "must be 0 (no cap) or a positive duration such as 24h, got %s", cfg.MaxTTL)
+	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return err
@@ -234,7 +239,7 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 		apiserver.WithFeed(feed), apiserver.WithLogger(log),
 		apiserver.WithArtifactRoot(root), apiserver.WithLogDir(filepath.Join(dataDir, "logs")),
 		apiserver.WithKubeClients(kubeClients(devConnect(cfg.GKE))),
-		apiserver.WithMetrics(obs.reg),
+		apiserver.WithMetrics(obs.reg), apiserver.WithMaxTTL(cfg.MaxTTL),
 		apiserver.WithHTTPHandler("/metrics", obs.handler()), apiserver.WithHTTPHandler("/readyz", obs.handler()),
 		pprofHandler(cfg.Pprof))
 	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)

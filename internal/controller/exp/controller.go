@@ -23,6 +23,10 @@ type Controller struct {
 	arts     falconv1.ArtifactServiceClient
 	log      *slog.Logger
 	interval time.Duration
+	now      func() time.Time
+	// warned remembers the expiry each experiment was last warned of, so
+	// one inside its warning window is not asked about every cycle.
+	warned map[string]time.Time
 
 	// Draining, like http.Server.Shutdown: stop is closed by Shutdown,
 	// stopped by Run on its way out.
@@ -41,6 +45,9 @@ func WithLogger(l *slog.Logger) Option { return func(c *Controller) { c.log = l 
 // reported by the API server trigger a cycle at once.
 func WithInterval(d time.Duration) Option { return func(c *Controller) { c.interval = d } }
 
+// WithClock replaces time.Now, for tests of time-to-live.
+func WithClock(now func() time.Time) Option { return func(c *Controller) { c.now = now } }
+
 // New returns a controller talking to the API server over conn.
 func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 	c := &Controller{
@@ -49,6 +56,8 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 		arts:     falconv1.NewArtifactServiceClient(conn),
 		log:      slog.Default(),
 		interval: 5 * time.Second,
+		now:      time.Now,
+		warned:   map[string]time.Time{},
 		stop:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}
@@ -110,7 +119,9 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 //  3. for each experiment compute the plan (lifecycle.Propagate) and apply
 //     it in order — abort sibling jobs, update the artifact, update the
 //     experiment. A failed update is logged with the experiment and job it
-//     concerns and the cycle moves on.
+//     concerns and the cycle moves on;
+//  4. ask the API server to end or warn the experiments whose ttl or
+//     idle_ttl is up or near (ttlDue).
 func (c *Controller) Reconcile(ctx context.Context) error {
 	exps, err := c.liveExperiments(ctx)
 	if err != nil {
@@ -134,6 +145,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		}
 		c.reconcileOne(ctx, e, jobs[e.GetId()], arts[e.GetId()])
 	}
+	c.enforceTTL(ctx, exps)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/abort"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/create"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/delete"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/extend"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/get"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/list"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/logs"
@@ -31,6 +32,7 @@ func NewCmdExp(f *factory.Factory) *cobra.Command {
 		metrics.NewCmdMetrics(f, nil),
 		wait.NewCmdWait(f, nil),
 		abort.NewCmdAbort(f, nil),
+		extend.NewCmdExtend(f, nil),
 		delete.NewCmdDelete(f, nil),
 	)
 	return cmd

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/cli/factory"
@@ -33,6 +35,11 @@ type Options struct {
 	ConfigFile string
 	Priority   int32
 	Tags       []string
+
+	// TTL, when set (TTLSet), overrides the manifest's ttl; it combines
+	// with either form.
+	TTL    time.Duration
+	TTLSet bool
 }
 
 // flagForm are the flags of the flag form; none may be combined with -f.
@@ -70,6 +77,9 @@ stored verbatim and handed to the job as CUSTOM_CONFIG_KEY), --priority and
 			case opts.Filename == "" && opts.TasksFile == "":
 				return errdefs.Invalid("--role-to-task-spec", "required with the flag form (%s given): a YAML file mapping role names to task specs", strings.Join(set, ", "))
 			}
+			if opts.TTLSet = cmd.Flags().Changed("ttl"); opts.TTLSet && opts.TTL <= 0 {
+				return errdefs.Invalid("--ttl", "must be a positive duration such as 2h or 30m, got %s", opts.TTL)
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -85,6 +95,7 @@ stored verbatim and handed to the job as CUSTOM_CONFIG_KEY), --priority and
 	fl.StringVar(&opts.ConfigFile, "config", "", "Flag form: config file, stored verbatim (CUSTOM_CONFIG_KEY)")
 	fl.Int32Var(&opts.Priority, "priority", 0, "Flag form: priority")
 	fl.StringSliceVar(&opts.Tags, "tag", nil, "Flag form: tag (repeatable)")
+	fl.DurationVar(&opts.TTL, "ttl", 0, "Stop the experiment this long after it starts running, e.g. 2h (overrides the manifest's ttl; falcon exp extend adds time)")
 	return cmd
 }
 
@@ -97,6 +108,9 @@ func createRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if opts.TTLSet {
+		exp.Ttl = durationpb.New(opts.TTL)
+	}
 	created, err := c.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: exp})
 	if err != nil {
 		return err
@@ -107,7 +121,11 @@ func createRun(ctx context.Context, opts *Options) error {
 			where = " on cluster " + c
 		}
 		fmt.Fprintf(v.Out, "Created experiment %s %q%s (%s)\n", created.GetId(), created.GetName(), where, created.GetStatus())
-		fmt.Fprintf(v.Notes, "Follow it with `falcon exp logs %[1]s -f`, or wait for it with `falcon exp wait %[1]s`.\n", created.GetId())
+		if created.GetInteractive() {
+			fmt.Fprintf(v.Notes, "Get into it with `falcon exp exec %[1]s -it -- bash` once it runs; it stops when its ttl ends (`falcon exp extend %[1]s --ttl 1h` for more).\n", created.GetId())
+		} else {
+			fmt.Fprintf(v.Notes, "Follow it with `falcon exp logs %[1]s -f`, or wait for it with `falcon exp wait %[1]s`.\n", created.GetId())
+		}
 		return nil
 	})
 }

@@ -1,0 +1,76 @@
+package exp
+
+import (
+	"context"
+	"time"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/lifecycle"
+)
+
+// ttlDue picks the experiments whose time-to-live needs the API server,
+// by the controller's clock: past their expiry, idle past their idle_ttl
+// (as far as the controller can see: the server also counts output), or
+// within lifecycle.TTLWarning of expiry and not yet warned for it
+// (warned maps an experiment to the expiry it was warned for). It is pure:
+// the server decides by its own clock and records what it did.
+func ttlDue(exps []*falconv1.Experiment, now time.Time, warned map[string]time.Time) []string {
+	var due []string
+	for _, e := range exps {
+		st := lifecycle.Status(e.GetStatus())
+		if lifecycle.ExperimentMachine.IsTerminal(st) || st == lifecycle.Aborting || e.GetStartedAt() == nil {
+			continue
+		}
+		if e.ExpiresAt != nil {
+			at := e.GetExpiresAt().AsTime()
+			if !now.Before(at) {
+				due = append(due, e.GetId())
+				continue
+			}
+			if w, ok := warned[e.GetId()]; at.Sub(now) <= lifecycle.TTLWarning && (!ok || !w.Equal(at)) {
+				due = append(due, e.GetId())
+				continue
+			}
+		}
+		if idle := e.GetIdleTtl().AsDuration(); e.IdleTtl != nil && idle > 0 {
+			last := e.GetStartedAt().AsTime()
+			if e.ActiveAt != nil && e.GetActiveAt().AsTime().After(last) {
+				last = e.GetActiveAt().AsTime()
+			}
+			if now.Sub(last) >= idle {
+				due = append(due, e.GetId())
+			}
+		}
+	}
+	return due
+}
+
+// enforceTTL asks the server to act on each experiment ttlDue picked and
+// remembers the warnings given, so an experiment inside its warning window
+// is not asked about on every cycle. The memory is only a saving: a
+// controller that lost it asks once more, and the server warns once.
+func (c *Controller) enforceTTL(ctx context.Context, exps []*falconv1.Experiment) {
+	live := make(map[string]bool, len(exps))
+	for _, e := range exps {
+		live[e.GetId()] = true
+	}
+	for id := range c.warned {
+		if !live[id] {
+			delete(c.warned, id)
+		}
+	}
+	for _, id := range ttlDue(exps, c.now(), c.warned) {
+		resp, err := c.exps.EnforceTTL(ctx, &falconv1.EnforceTTLRequest{Id: id})
+		if err != nil {
+			logUpdate(c.log, "experiment ttl", id, err)
+			continue
+		}
+		if x := resp.GetExperiment(); x.ExpiresAt != nil && resp.GetAction() != "expired" && resp.GetAction() != "idle" {
+			// Warned now, or before (another replica, a previous term):
+			// either way, not again for this expiry.
+			if at := x.GetExpiresAt().AsTime(); at.Sub(c.now()) <= lifecycle.TTLWarning {
+				c.warned[id] = at
+			}
+		}
+	}
+}
