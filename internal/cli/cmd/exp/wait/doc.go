@@ -1,9 +1,12 @@
-// Package wait implements `falcon exp wait`: block until an experiment ends
+// Package wait implements `falcon exp wait`: block until experiments end
 // and say how through the exit code, replacing the polling loops with
 // deadlines and retries that users' scripts used to carry.
 //
-// A blip in reaching the server (Unavailable, a request timing out) is
-// retried until the overall timeout, because a wait that dies on a restart
-// of the API server fails hours of work for nothing. Time comes from an
-// injected clock and sleep, so tests run a 30-minute wait instantly.
+// It follows each experiment's event stream (internal/cli/expwatch), so it
+// learns of the end as the server writes it, without polling; a restart of
+// the API server or a dropped connection only makes it resume after the
+// last event it saw, because a wait that dies on a restart fails hours of
+// work for nothing. Several experiments are followed at once: --all (the
+// default) fails fast on the first that does not succeed, --any returns
+// with the first that ends.
 package wait

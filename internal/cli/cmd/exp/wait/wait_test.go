@@ -3,12 +3,12 @@ package wait
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -17,226 +17,275 @@ import (
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/output"
+	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
 
-// fakeClock advances only when the command sleeps.
-type fakeClock struct {
-	now    time.Time
-	sleeps []time.Duration
+// server is a real API server whose experiments the test moves as the
+// expController would.
+type server struct {
+	t   *testing.T
+	env *apitest.Env
+	ctl falconv1.ExperimentServiceClient
 }
 
-func (c *fakeClock) Now() time.Time { return c.now }
-func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
-	c.sleeps = append(c.sleeps, d)
-	c.now = c.now.Add(d)
-	return nil
+func newServer(t *testing.T) *server {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	return &server{t: t, env: env, ctl: falconv1.NewExperimentServiceClient(env.Conn)}
 }
 
-// step is one answer of the scripted GetExp: a status, or an error.
-type step struct {
-	status string
-	err    codes.Code
+func (s *server) url() string { return "http://" + s.env.HTTPAddr }
+
+func (s *server) create(name string) string {
+	return s.env.Create(s.t, name, map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}}).GetId()
 }
 
-// scriptedAPI answers GetExp with steps in order, repeating the last one.
-func scriptedAPI(steps ...step) *clitest.API {
-	var mu sync.Mutex
-	i := 0
-	return &clitest.API{
-		GetExpFunc: func(_ context.Context, r *falconv1.GetExpRequest) (*falconv1.Experiment, error) {
-			mu.Lock()
-			s := steps[min(i, len(steps)-1)]
-			i++
-			mu.Unlock()
-			if s.err != codes.OK {
-				return nil, status.Errorf(s.err, "scripted %s", s.err)
-			}
-			exp := &falconv1.Experiment{Id: r.GetId(), Name: "bench", Status: s.status}
-			if s.status == "Failed" {
-				exp.Reason, exp.Message = "RoleFailed", "role worker failed: exit code 3"
-			}
-			return exp, nil
-		},
+// move takes the experiment through statuses, each from the one before,
+// starting at Created.
+func (s *server) move(id string, statuses ...string) {
+	s.t.Helper()
+	from := "Created"
+	for _, st := range statuses {
+		req := &falconv1.UpdateExpStatusRequest{Id: id, ExpectedStatus: from, Status: st}
+		if st == "Failed" {
+			req.Reason, req.Message = "RoleFailed", "role main failed: exit code 3"
+		}
+		if _, err := s.ctl.UpdateExpStatus(context.Background(), req); err != nil {
+			s.t.Fatal(err)
+		}
+		from = st
 	}
 }
 
-func TestWait(t *testing.T) {
-	tests := []struct {
-		name       string
-		steps      []step
-		serverDown bool
-		args       []string
-		wantCode   int // exit code; 0 for success
-		wantKind   string
-		wantErr    string
-		wantSleeps []time.Duration
-		wantOut    string // substring of stdout
-		wantStderr string // substring of stderr
+// run runs `exp wait args` in the background; its result comes on the
+// channel.
+type run struct {
+	s    *clitest.Streams
+	done chan error
+}
+
+func start(t *testing.T, url string, format output.Format, args ...string) *run {
+	f, s := clitest.NewFactory(t, url, format)
+	r := &run{s: s, done: make(chan error, 1)}
+	cmd := NewCmdWait(f, func(ctx context.Context, o *Options) error {
+		o.Grace = 200 * time.Millisecond
+		o.Sleep = func(ctx context.Context, d time.Duration) error { time.Sleep(time.Millisecond); return ctx.Err() }
+		return waitRun(ctx, o)
+	})
+	go func() { r.done <- clitest.Execute(cmd, args...) }()
+	return r
+}
+
+// result waits for the command and returns its exit code and error.
+func (r *run) result(t *testing.T) (int, error) {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		return exitCode(err), err
+	case <-time.After(20 * time.Second):
+		t.Fatalf("exp wait still running; stderr:\n%s", r.s.ErrOut)
+		return 0, nil
+	}
+}
+
+// still checks that the command has not returned.
+func (r *run) still(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		t.Fatalf("exp wait returned early: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func exitCode(err error) int {
+	var ee *factory.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.Code
+	case err != nil:
+		return errdefs.ExitCode(errdefs.Code(err))
+	}
+	return 0
+}
+
+func TestWaitOne(t *testing.T) {
+	for _, tt := range []struct {
+		end      []string
+		wantCode int
+		wantErr  string
 	}{
-		{
-			name:       "succeeded",
-			steps:      []step{{status: "Created"}, {status: "Running"}, {status: "Succeeded"}},
-			wantSleeps: []time.Duration{time.Second, time.Second},
-			wantOut:    "Succeeded",
-		},
-		{
-			name:       "already finished: no sleep at all",
-			steps:      []step{{status: "Succeeded"}},
-			wantSleeps: nil,
-			wantOut:    "Succeeded",
-		},
-		{
-			name:       "failed",
-			steps:      []step{{status: "Running"}, {status: "Failed"}},
-			wantCode:   errdefs.ExitNotSucceeded,
-			wantKind:   "NotSucceeded",
-			wantErr:    "experiment exp-1 ended Failed (RoleFailed): role worker failed: exit code 3",
-			wantSleeps: []time.Duration{time.Second},
-			wantOut:    "RoleFailed",
-		},
-		{
-			name:       "aborted",
-			steps:      []step{{status: "Aborting"}, {status: "Aborted"}},
-			wantCode:   errdefs.ExitNotSucceeded,
-			wantErr:    "ended Aborted",
-			wantSleeps: []time.Duration{time.Second},
-		},
-		{
-			name:       "timeout names the last status and prints the last experiment",
-			steps:      []step{{status: "Running"}},
-			args:       []string{"--timeout", "5s", "--interval", "2s"},
-			wantCode:   errdefs.ExitTimeout,
-			wantKind:   "Timeout",
-			wantErr:    "timed out after 5s waiting for exp-1 to end; last seen status Running",
-			wantSleeps: []time.Duration{2 * time.Second, 2 * time.Second, time.Second},
-			wantOut:    "Running",
-		},
-		{
-			name:       "transient errors are retried",
-			steps:      []step{{status: "Running"}, {err: codes.Unavailable}, {err: codes.Unavailable}, {err: codes.DeadlineExceeded}, {status: "Succeeded"}},
-			wantSleeps: []time.Duration{time.Second, time.Second, time.Second, time.Second},
-			wantOut:    "Succeeded",
-			wantStderr: "Warning: scripted Unavailable; retrying until the timeout",
-		},
-		{
-			name:       "transient errors until the timeout",
-			steps:      []step{{status: "Running"}, {err: codes.Unavailable}},
-			args:       []string{"--timeout", "3s"},
-			wantCode:   errdefs.ExitTimeout,
-			wantErr:    "last seen status Running; last error: scripted Unavailable",
-			wantSleeps: []time.Duration{time.Second, time.Second, time.Second},
-		},
-		{
-			name:       "server never reached: unavailable after a short grace",
-			serverDown: true,
-			args:       []string{"--timeout", "1h", "--interval", "4s"},
-			wantCode:   errdefs.ExitUnavailable,
-			wantErr:    "cannot reach Falcon server",
-			wantSleeps: []time.Duration{4 * time.Second, 4 * time.Second, 4 * time.Second},
-		},
-		{
-			name:       "a server restarting at the start is waited for",
-			steps:      []step{{err: codes.Unavailable}, {err: codes.Unavailable}, {status: "Succeeded"}},
-			wantSleeps: []time.Duration{time.Second, time.Second},
-			wantOut:    "Succeeded",
-			wantStderr: "Warning: scripted Unavailable; retrying until the timeout",
-		},
-		{
-			name:     "not found is not transient",
-			steps:    []step{{err: codes.NotFound}},
-			wantCode: errdefs.ExitNotFound,
-			wantErr:  "scripted NotFound",
-		},
-		{
-			name:       "--timeout 0 waits as long as it takes",
-			steps:      []step{{status: "Running"}, {status: "Running"}, {status: "Running"}, {status: "Succeeded"}},
-			args:       []string{"--timeout", "0", "--interval", "1h"},
-			wantSleeps: []time.Duration{time.Hour, time.Hour, time.Hour},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			url := clitest.DownURL(t)
-			if !tt.serverDown {
-				url = clitest.Start(t, scriptedAPI(tt.steps...))
+		{end: []string{"Running", "Succeeded"}},
+		{end: []string{"Running", "Failed"}, wantCode: errdefs.ExitNotSucceeded, wantErr: "ended Failed (RoleFailed): role main failed: exit code 3"},
+		{end: []string{"Aborting", "Aborted"}, wantCode: errdefs.ExitNotSucceeded, wantErr: "ended Aborted"},
+	} {
+		t.Run(tt.end[len(tt.end)-1], func(t *testing.T) {
+			s := newServer(t)
+			id := s.create("one")
+			r := start(t, s.url(), output.JSON, id)
+			r.still(t)
+			s.move(id, tt.end...)
+			code, err := r.result(t)
+			if code != tt.wantCode || (tt.wantErr != "" && !strings.Contains(fmt.Sprint(err), tt.wantErr)) {
+				t.Errorf("exit %d (%v), want %d %q", code, err, tt.wantCode, tt.wantErr)
 			}
-			f, s := clitest.NewFactory(t, url, output.Table)
-			clock := &fakeClock{now: clitest.Now}
-			cmd := NewCmdWait(f, func(ctx context.Context, o *Options) error {
-				o.Now, o.Sleep = clock.Now, clock.Sleep
-				return waitRun(ctx, o)
-			})
-			err := clitest.Execute(cmd, append([]string{"exp-1"}, tt.args...)...)
-
-			code, kind := 0, ""
-			var ee *factory.ExitError
-			switch {
-			case errors.As(err, &ee):
-				code, kind = ee.Code, ee.Kind
-			case err != nil:
-				code = errdefs.ExitCode(errdefs.Code(err))
+			if want := fmt.Sprintf(`"status": %q`, tt.end[len(tt.end)-1]); !strings.Contains(r.s.Out.String(), want) || !strings.HasPrefix(r.s.Out.String(), "{\n") {
+				t.Errorf("stdout = %s, want the experiment as it ended, as JSON", r.s.Out)
 			}
-			if code != tt.wantCode {
-				t.Errorf("exit code %d (%v), want %d", code, err, tt.wantCode)
-			}
-			if tt.wantKind != "" && kind != tt.wantKind {
-				t.Errorf("kind %q, want %q", kind, tt.wantKind)
-			}
-			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Errorf("error %v, want it to contain %q", err, tt.wantErr)
-			}
-			if diff := cmp.Diff(tt.wantSleeps, clock.sleeps); diff != "" {
-				t.Errorf("sleeps (-want +got):\n%s", diff)
-			}
-			if !strings.Contains(s.Out.String(), tt.wantOut) {
-				t.Errorf("stdout lacks %q:\n%s", tt.wantOut, s.Out)
-			}
-			if !strings.Contains(s.ErrOut.String(), tt.wantStderr) {
-				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, s.ErrOut)
-			}
-			if n := strings.Count(s.ErrOut.String(), "Warning:"); n > 1 {
-				t.Errorf("%d warnings for one streak of errors:\n%s", n, s.ErrOut)
+			if r.s.ErrOut.Len() != 0 {
+				t.Errorf("stderr without --progress or a terminal: %s", r.s.ErrOut)
 			}
 		})
 	}
 }
 
-func TestWaitJSONAndProgress(t *testing.T) {
-	url := clitest.Start(t, scriptedAPI(step{status: "Created"}, step{status: "Running"}, step{status: "Succeeded"}))
-	f, s := clitest.NewFactory(t, url, output.JSON)
-	s.IO.SetStderrTTY(true)
-	clock := &fakeClock{now: clitest.Now}
-	cmd := NewCmdWait(f, func(ctx context.Context, o *Options) error {
-		o.Now, o.Sleep = clock.Now, clock.Sleep
-		return waitRun(ctx, o)
-	})
-	if err := clitest.Execute(cmd, "exp-1"); err != nil {
-		t.Fatal(err)
+// Already over: the history says so, and wait returns at once.
+func TestWaitAlreadyEnded(t *testing.T) {
+	s := newServer(t)
+	id := s.create("over")
+	s.move(id, "Running", "Succeeded")
+	if code, err := start(t, s.url(), output.Table, id).result(t); code != 0 {
+		t.Fatalf("exit %d: %v", code, err)
 	}
-	if !strings.HasPrefix(s.Out.String(), "{\n") || !strings.Contains(s.Out.String(), `"status": "Succeeded"`) {
-		t.Errorf("stdout = %s, want the final experiment as JSON", s.Out)
+}
+
+// --all fails fast: one failure ends the wait with 7 while others run;
+// every experiment printed as it ended.
+func TestWaitAllFailsFast(t *testing.T) {
+	s := newServer(t)
+	a, b, c := s.create("a"), s.create("b"), s.create("c")
+	r := start(t, s.url(), output.JSON, a, b, c, "--all")
+	s.move(a, "Running", "Succeeded")
+	r.still(t)
+	s.move(b, "Running", "Failed")
+	code, err := r.result(t)
+	if code != errdefs.ExitNotSucceeded || !strings.Contains(fmt.Sprint(err), b) {
+		t.Fatalf("exit %d (%v), want %d naming %s", code, err, errdefs.ExitNotSucceeded, b)
 	}
-	if want := "exp-1: Created\nexp-1: Running\nexp-1: Succeeded\n"; s.ErrOut.String() != want {
-		t.Errorf("progress on a terminal = %q, want %q", s.ErrOut, want)
+	out := r.s.Out.String()
+	if !strings.Contains(out, a) || !strings.Contains(out, b) || strings.Contains(out, c) {
+		t.Errorf("stdout should hold a and b (ended), not c (running):\n%s", out)
+	}
+}
+
+func TestWaitAllSucceed(t *testing.T) {
+	s := newServer(t)
+	a, b := s.create("a"), s.create("b")
+	r := start(t, s.url(), output.Table, a, b)
+	s.move(b, "Running", "Succeeded")
+	r.still(t)
+	s.move(a, "Running", "Succeeded")
+	if code, err := r.result(t); code != 0 {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	if strings.Count(r.s.Out.String(), "Succeeded") < 2 {
+		t.Errorf("stdout should show both:\n%s", r.s.Out)
+	}
+}
+
+// --any returns with the first that ends, its outcome deciding the code.
+func TestWaitAny(t *testing.T) {
+	for _, tt := range []struct {
+		end      string
+		wantCode int
+	}{{"Succeeded", 0}, {"Failed", errdefs.ExitNotSucceeded}} {
+		t.Run(tt.end, func(t *testing.T) {
+			s := newServer(t)
+			a, b := s.create("a"), s.create("b")
+			r := start(t, s.url(), output.JSON, a, b, "--any")
+			r.still(t)
+			s.move(b, "Running", tt.end)
+			if code, err := r.result(t); code != tt.wantCode {
+				t.Fatalf("exit %d (%v), want %d", code, err, tt.wantCode)
+			}
+			if !strings.Contains(r.s.Out.String(), b) || strings.Contains(r.s.Out.String(), a) {
+				t.Errorf("stdout should hold only the one that ended:\n%s", r.s.Out)
+			}
+		})
+	}
+}
+
+// --progress prints every change to stderr without a terminal; the
+// timeout prints the experiment as it is and names its last status.
+func TestWaitProgressAndTimeout(t *testing.T) {
+	s := newServer(t)
+	id := s.create("slow")
+	r := start(t, s.url(), output.Table, id, "--progress", "--timeout", "1500ms")
+	time.Sleep(300 * time.Millisecond)
+	s.move(id, "Running")
+	code, err := r.result(t)
+	if code != errdefs.ExitTimeout || !strings.Contains(fmt.Sprint(err), "timed out after 1.5s waiting for "+id+" to end; last seen status Running") {
+		t.Fatalf("exit %d (%v), want %d naming the last status", code, err, errdefs.ExitTimeout)
+	}
+	if !strings.Contains(r.s.Out.String(), "Running") {
+		t.Errorf("stdout should show the experiment as it is:\n%s", r.s.Out)
+	}
+	for _, want := range []string{id + ": Created (Waiting)", id + ": Running", " main job-"} {
+		if !strings.Contains(r.s.ErrOut.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, r.s.ErrOut)
+		}
+	}
+}
+
+func TestWaitRefusals(t *testing.T) {
+	s := newServer(t)
+	if code, err := start(t, s.url(), output.Table, "exp-0000000000").result(t); code != errdefs.ExitNotFound {
+		t.Errorf("unknown experiment: exit %d (%v), want %d", code, err, errdefs.ExitNotFound)
+	}
+	if code, err := start(t, clitest.DownURL(t), output.Table, "exp-0000000000").result(t); code != errdefs.ExitUnavailable || !strings.Contains(fmt.Sprint(err), "cannot reach Falcon server") {
+		t.Errorf("server never reached: exit %d (%v), want %d", code, err, errdefs.ExitUnavailable)
+	}
+}
+
+// A stream that breaks is resumed after its last event, with one warning.
+func TestWaitResumesABrokenStream(t *testing.T) {
+	calls := 0
+	api := &clitest.API{
+		WatchExpFunc: func(r *falconv1.WatchExpRequest, s grpc.ServerStreamingServer[falconv1.ExpEvent]) error {
+			calls++
+			if calls == 1 {
+				_ = s.Send(&falconv1.ExpEvent{Seq: 1, ExpId: r.GetId(), Kind: "experiment", Id: r.GetId(), Status: "Running"})
+				return status.Error(codes.Unavailable, "server restarting")
+			}
+			if r.GetAfterSeq() != 1 {
+				return status.Errorf(codes.InvalidArgument, "resumed after %d, want 1", r.GetAfterSeq())
+			}
+			return s.Send(&falconv1.ExpEvent{Seq: 2, ExpId: r.GetId(), Kind: "experiment", Id: r.GetId(), Status: "Succeeded", Terminal: true})
+		},
+		GetExpFunc: func(_ context.Context, r *falconv1.GetExpRequest) (*falconv1.Experiment, error) {
+			return &falconv1.Experiment{Id: r.GetId(), Status: "Succeeded"}, nil
+		},
+	}
+	r := start(t, clitest.Start(t, api), output.Table, "exp-1")
+	if code, err := r.result(t); code != 0 {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	if got := r.s.ErrOut.String(); strings.Count(got, "Warning:") != 1 || !strings.Contains(got, "server restarting") {
+		t.Errorf("stderr = %q, want one warning about the break", got)
 	}
 }
 
 func TestWaitFlags(t *testing.T) {
 	f, _ := clitest.NewFactory(t, clitest.DownURL(t), output.JSON)
 	var got *Options
-	if err := clitest.Execute(NewCmdWait(f, func(_ context.Context, o *Options) error { got = o; return nil }), "exp-1"); err != nil {
+	if err := clitest.Execute(NewCmdWait(f, func(_ context.Context, o *Options) error { got = o; return nil }), "exp-1", "exp-2", "--interval", "5s"); err != nil {
 		t.Fatal(err)
 	}
-	if got.Timeout != 30*time.Minute || got.Interval != time.Second || got.ID != "exp-1" {
-		t.Errorf("defaults: timeout %s interval %s id %q", got.Timeout, got.Interval, got.ID)
+	if got.Timeout != 30*time.Minute || got.Any || len(got.IDs) != 2 {
+		t.Errorf("defaults: timeout %s any %v ids %v", got.Timeout, got.Any, got.IDs)
 	}
-	if err := clitest.Execute(NewCmdWait(f, nil), "exp-1", "--timeout", "8h", "--interval", "0s"); errdefs.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "--interval") {
-		t.Errorf("--interval 0: %v", err)
-	}
-	if err := clitest.Execute(NewCmdWait(f, nil), "exp-1", "--timeout", "-1s"); errdefs.Code(err) != codes.InvalidArgument {
-		t.Errorf("--timeout -1s: %v", err)
+	for _, args := range [][]string{
+		{"exp-1", "--all", "--any"},
+		{"exp-1", "--timeout", "-1s"},
+		{"exp-1", "--interval", "0s"},
+	} {
+		if err := clitest.Execute(NewCmdWait(f, nil), args...); errdefs.Code(err) != codes.InvalidArgument {
+			t.Errorf("%v: %v, want InvalidArgument", args, err)
+		}
 	}
 	if err := clitest.Execute(NewCmdWait(f, nil), "exp-1", "--timeout", "soon"); err == nil {
 		t.Error("--timeout soon: want a flag error")
+	}
+	if err := clitest.Execute(NewCmdWait(f, nil)); err == nil {
+		t.Error("no ID: want an error")
 	}
 }
