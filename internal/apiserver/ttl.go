@@ -64,6 +64,7 @@ func (s *Server) ExtendExp(ctx context.Context, req *falconv1.ExtendExpRequest) 
 		return nil, err
 	}
 	noteAudit(ctx, "", "ttl="+shortDuration(d))
+	s.ttlEvent(ctx, exp, "ttl extended by "+p.Display(), d)
 	s.changed(expChange(exp.ID))
 	if at, ok := exp.Expiry(); ok {
 		s.log.Info("experiment extended", "exp", exp.ID, "by", p.Display(), "expires_at", at)
@@ -112,6 +113,7 @@ func (s *Server) EnforceTTL(ctx context.Context, req *falconv1.EnforceTTLRequest
 			}
 			if first {
 				action = "warned"
+				s.ttlEvent(ctx, exp, fmt.Sprintf("ttl ends in %s; falcon exp extend %s --ttl 1h for more", shortDuration(expiry.Sub(now).Round(time.Minute)), exp.ID), expiry.Sub(now))
 				s.log.Info("experiment ttl ends soon", "exp", exp.ID, "expires_at", expiry, "left", expiry.Sub(now).Round(time.Second))
 				s.changed(expChange(exp.ID))
 			}
@@ -130,6 +132,21 @@ func (s *Server) EnforceTTL(ctx context.Context, req *falconv1.EnforceTTLRequest
 		return nil, err
 	}
 	return &falconv1.EnforceTTLResponse{Action: action, Experiment: x}, nil
+}
+
+// ttlEvent records a change of an experiment's time left in its events,
+// for watchers (falcon exp events, exp wait). A failed write is logged: the
+// change itself has happened.
+func (s *Server) ttlEvent(ctx context.Context, e *store.Experiment, msg string, left time.Duration) {
+	detail := map[string]string{"ttl_left": shortDuration(left.Round(time.Second))}
+	if at, ok := e.Expiry(); ok {
+		detail["expires_at"] = at.UTC().Format(time.RFC3339)
+	}
+	if err := s.store.AppendEvents(ctx, []store.Event{{
+		ExpID: e.ID, Kind: store.EventExperiment, EntityID: e.ID, Status: e.Status, Reason: e.Reason, Message: msg, Detail: detail,
+	}}); err != nil {
+		s.log.Warn("record ttl event", "exp", e.ID, "err", err)
+	}
 }
 
 // ttlExpiredMessage is the Message an expired experiment ends with.

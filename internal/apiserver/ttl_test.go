@@ -170,6 +170,21 @@ func TestTTL(t *testing.T) {
 				t.Fatalf("inside the extended expiry's window: action %q, want warned", a)
 			}
 
+			// Watchers see the warnings and the extend among its events.
+			events, err := e.Store.ListEvents(ctx, store.EventFilter{ExpID: slice.GetId()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var said []string
+			for _, ev := range events {
+				if strings.HasPrefix(ev.Message, "ttl ") {
+					said = append(said, ev.Message)
+				}
+			}
+			if len(said) != 3 || !strings.HasPrefix(said[0], "ttl ends in 9m;") || said[1] != "ttl extended by alice@example.com" || !strings.HasPrefix(said[2], "ttl ends in 5m;") {
+				t.Fatalf("ttl events %q; want the first warning, the extend, the second warning", said)
+			}
+
 			// At expiry the experiment is stopped like an abort.
 			clock.set(extended.GetExpiresAt().AsTime())
 			reconcile()
