@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"os"
 	"strconv"
@@ -104,6 +105,13 @@ func fileHandler(conn *grpc.ClientConn, open FileOpener, next http.Handler) http
 func forwarded(r *http.Request) context.Context {
 	md := metadata.MD{}
 	for k, vs := range r.Header {
+		// grpc-gateway passes Authorization on as is (annotateContext);
+		// its header matcher alone would prefix it, and the token would
+		// not be seen.
+		if textproto.CanonicalMIMEHeaderKey(k) == "Authorization" {
+			md.Append("authorization", vs...)
+			continue
+		}
 		if name, ok := forwardHeader(k); ok {
 			md.Append(name, vs...)
 		}

@@ -100,7 +100,8 @@ func Gateway(ctx context.Context, conn *grpc.ClientConn, files FileOpener) (http
 	// Raw file reads are routed before the mux, which would clean ".." and
 	// "//" out of the path and redirect: the file handler must see the path
 	// as sent to refuse it by name.
-	return logsHandler(conn, fileHandler(conn, files, h)), nil
+	// Exec is a WebSocket relayed to ExecExp (exec_http.go).
+	return execHandler(conn, logsHandler(conn, fileHandler(conn, files, h))), nil
 }
 
 // gatewayRecvBytes bounds one response the gateway relays: a full page of

@@ -51,6 +51,8 @@ type Server struct {
 	index        *artifactindex.Indexer
 	metrics      *metricsync.Syncer
 	kube         KubeClients
+	kubeConfigs  KubeConfigs // exec into pods
+	localExec    LocalExec   // exec into falcon dev's ranks
 	cloudlog     *cloudlog.Retriever
 	logDir       string
 	logPoll      time.Duration

@@ -18,17 +18,42 @@ import (
 )
 
 // kubeClients gives the API server one client per cluster for reading pod
-// logs: through the cluster's kubeconfig context (kubernetes backend) or
-// the endpoint the GKE API reports (gke, when connect is set). Clients are
-// kept: building one reads files or calls the GKE API.
-func kubeClients(connect gke.Connector) apiserver.KubeClients {
+// logs and finding pods to exec into, built on kubeConfigs.
+func kubeClients(configs apiserver.KubeConfigs) apiserver.KubeClients {
+	var mu sync.Mutex
+	cache := map[*rest.Config]kubernetes.Interface{}
+	return func(ctx context.Context, c *store.Cluster) (kubernetes.Interface, string, error) {
+		cfg, ns, err := configs(ctx, c)
+		if err != nil {
+			return nil, "", err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if cl, ok := cache[cfg]; ok {
+			return cl, ns, nil
+		}
+		cl, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, "", fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+		cache[cfg] = cl
+		return cl, ns, nil
+	}
+}
+
+// kubeConfigs gives the API server one REST config per cluster: through
+// the cluster's kubeconfig context (kubernetes backend) or the endpoint the
+// GKE API reports (gke, when connect is set). Configs are kept: building
+// one reads files or calls the GKE API; a GKE config's token source
+// refreshes itself.
+func kubeConfigs(connect gke.Connector) apiserver.KubeConfigs {
 	var gb *gke.Backend
 	if connect != nil {
 		gb = gke.NewBackend(connect, nil)
 	}
 	var mu sync.Mutex
-	cache := map[string]kubernetes.Interface{}
-	return func(_ context.Context, c *store.Cluster) (kubernetes.Interface, string, error) {
+	cache := map[string]*rest.Config{}
+	return func(_ context.Context, c *store.Cluster) (*rest.Config, string, error) {
 		pc := &falconv1.Cluster{
 			Name: c.Name, Backend: c.Backend, Project: c.Project, Location: c.Location,
 			Kubeconfig: c.Spec.Kubeconfig, KubeContext: c.Spec.KubeContext, GkeCluster: c.Spec.GKECluster, Namespace: c.Spec.Namespace,
@@ -40,8 +65,8 @@ func kubeClients(connect gke.Connector) apiserver.KubeClients {
 		key := strings.Join([]string{c.Backend, c.Name, c.Spec.Kubeconfig, c.Spec.KubeContext, c.Project, c.Location, c.Spec.GKECluster}, "\x00")
 		mu.Lock()
 		defer mu.Unlock()
-		if cl, ok := cache[key]; ok {
-			return cl, ns, nil
+		if cfg, ok := cache[key]; ok {
+			return cfg, ns, nil
 		}
 		var cfg *rest.Config
 		var err error
@@ -56,11 +81,7 @@ func kubeClients(connect gke.Connector) apiserver.KubeClients {
 		if err != nil {
 			return nil, "", errdefs.Unavailable("cluster %s: %v", c.Name, err)
 		}
-		cl, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return nil, "", fmt.Errorf("cluster %s: %w", c.Name, err)
-		}
-		cache[key] = cl
-		return cl, ns, nil
+		cache[key] = cfg
+		return cfg, ns, nil
 	}
 }

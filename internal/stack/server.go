@@ -2,10 +2,10 @@ package stack
 
 import (
 	"context"
-	"time"
 	"errors"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/falconhq/falcon/internal/apiserver"
 	"github.com/falconhq/falcon/internal/auth"
@@ -147,10 +147,11 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 		defer r.Close()
 		extra = append(extra, apiserver.WithCloudLogging(r))
 	}
+	kc := kubeConfigs(gke.ApplicationDefault)
 	srv := apiserver.New(st, append([]apiserver.Option{apiserver.WithLogger(log),
 		apiserver.WithAuthenticator(authn), apiserver.WithControllerSecret(controllers),
 		apiserver.WithAdmins(auth.NewAdmins(cfg.Admins...)),
-		apiserver.WithArtifactRoot(root), apiserver.WithKubeClients(kubeClients(gke.ApplicationDefault)), apiserver.WithLogDir(cfg.LogDir)}, extra...)...)
+		apiserver.WithArtifactRoot(root), apiserver.WithKubeClients(kubeClients(kc)), apiserver.WithKubeConfigs(kc), apiserver.WithLogDir(cfg.LogDir)}, extra...)...)
 	if cfg.Auth == AuthNone {
 		log.Warn("authentication is off: every call is attributed to the user running the server", "user", auth.LocalUser().Email)
 	}

@@ -235,18 +235,8 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	if err != nil {
 		return err
 	}
-	srv := apiserver.New(st, apiserver.WithControllerSecret(controllers),
-		apiserver.WithFeed(feed), apiserver.WithLogger(log),
-		apiserver.WithArtifactRoot(root), apiserver.WithLogDir(filepath.Join(dataDir, "logs")),
-		apiserver.WithKubeClients(kubeClients(devConnect(cfg.GKE))),
-		apiserver.WithMetrics(obs.reg), apiserver.WithMaxTTL(cfg.MaxTTL),
-		apiserver.WithHTTPHandler("/metrics", obs.handler()), apiserver.WithHTTPHandler("/readyz", obs.handler()),
-		pprofHandler(cfg.Pprof))
-	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)
-	if err != nil {
-		return err
-	}
-
+	// The executor comes before the server, which execs beside its ranks;
+	// its ranks are adopted (Recover) once the server serves.
 	var mgr *resourcemanager.Manager
 	exec, err := local.New(dataDir, local.WithLogger(log), local.WithOnExit(func(id string) {
 		if mgr != nil {
@@ -254,6 +244,20 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 		}
 	}))
 	if err != nil {
+		return err
+	}
+	kc := kubeConfigs(devConnect(cfg.GKE))
+	srv := apiserver.New(st, apiserver.WithControllerSecret(controllers),
+		apiserver.WithFeed(feed), apiserver.WithLogger(log),
+		apiserver.WithArtifactRoot(root), apiserver.WithLogDir(filepath.Join(dataDir, "logs")),
+		apiserver.WithKubeClients(kubeClients(kc)), apiserver.WithKubeConfigs(kc),
+		apiserver.WithLocalExec(exec),
+		apiserver.WithMetrics(obs.reg), apiserver.WithMaxTTL(cfg.MaxTTL),
+		apiserver.WithHTTPHandler("/metrics", obs.handler()), apiserver.WithHTTPHandler("/readyz", obs.handler()),
+		pprofHandler(cfg.Pprof))
+	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)
+	if err != nil {
+		_ = exec.Close()
 		return err
 	}
 	if lost, err := exec.Recover(ctx); err != nil {

@@ -4,8 +4,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/abort"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/cp"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/create"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/delete"
+	execcmd "github.com/falconhq/falcon/internal/cli/cmd/exp/exec"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/extend"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/get"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/list"
@@ -31,6 +33,8 @@ func NewCmdExp(f *factory.Factory) *cobra.Command {
 		logs.NewCmdLogs(f, nil),
 		metrics.NewCmdMetrics(f, nil),
 		wait.NewCmdWait(f, nil),
+		execcmd.NewCmdExec(f, nil),
+		cp.NewCmdCp(f, nil),
 		abort.NewCmdAbort(f, nil),
 		extend.NewCmdExtend(f, nil),
 		delete.NewCmdDelete(f, nil),
