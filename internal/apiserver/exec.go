@@ -84,12 +84,20 @@ func (s *Server) ExecExp(stream falconv1.ExperimentService_ExecExpServer) error 
 	began := time.Now()
 	out := &execOut{stream: stream}
 	where, err := s.execIn(ctx, p, start, stream, out)
-	detail := fmt.Sprintf("%s command=%s", where, auditCommand(start.GetCommand()))
+	detail := fmt.Sprintf("%s command=%s", where.String(), auditCommand(start.GetCommand()))
 	code := rankexec.Code(err)
 	if code >= 0 {
 		detail += fmt.Sprintf(" exit=%d", code)
 	}
-	detail += fmt.Sprintf(" duration=%s", time.Since(began).Round(time.Millisecond))
+	took := time.Since(began).Round(time.Millisecond)
+	detail += fmt.Sprintf(" duration=%s", took)
+	if where.job != nil && where.opened {
+		msg := fmt.Sprintf("exec session of %s in rank %d closed after %s", p.Display(), where.rank, took)
+		if code >= 0 {
+			msg += fmt.Sprintf(": exit code %d", code)
+		}
+		s.execEvent(ctx, where, msg, map[string]string{"exec": "closed", "rank": fmt.Sprint(where.rank), "exit_code": fmt.Sprint(code)})
+	}
 	noteAudit(ctx, "", detail)
 	var ee *rankexec.ExitError
 	if errors.As(err, &ee) || err == nil {
@@ -114,11 +122,48 @@ func auditCommand(argv []string) string {
 	return q
 }
 
-// execIn runs steps 1-3 of ExecExp and says where (role and rank) for the
-// audit log. The error is the command's *rankexec.ExitError when it ran.
-func (s *Server) execIn(ctx context.Context, p auth.Principal, start *falconv1.ExecStart, stream falconv1.ExperimentService_ExecExpServer, out *execOut) (where string, err error) {
+// execWhere is where a session runs, as far as it got.
+type execWhere struct {
+	role   string
+	rank   int
+	job    *store.Job
+	opened bool // the command was started
+}
+
+func (w execWhere) String() string {
+	if w.job == nil {
+		return fmt.Sprintf("role=%s rank=%d", w.role, w.rank)
+	}
+	return fmt.Sprintf("role=%s rank=%d job=%s", w.job.Role, w.rank, w.job.ID)
+}
+
+// execActivityEvery is how often an open session marks its experiment
+// active, so that an idle_ttl does not end a slice someone is working in.
+const execActivityEvery = 30 * time.Second
+
+// execEvent records a session's opening or closing in the experiment's
+// events (exp events, exp wait) and marks the experiment active (its
+// idle_ttl counts from there). Failures are logged: the session goes on.
+func (s *Server) execEvent(ctx context.Context, w execWhere, msg string, detail map[string]string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	detail["role"] = w.job.Role
+	if err := s.store.AppendEvents(ctx, []store.Event{{
+		ExpID: w.job.ExpID, Kind: store.EventJob, EntityID: w.job.ID, Status: w.job.Status, Reason: w.job.Reason, Message: msg, Detail: detail,
+	}}); err != nil {
+		s.log.Warn("record exec event", "exp", w.job.ExpID, "job", w.job.ID, "err", err)
+	}
+	if err := s.store.TouchExpActivity(ctx, w.job.ExpID, s.now()); err != nil {
+		s.log.Warn("mark experiment active", "exp", w.job.ExpID, "err", err)
+	}
+	s.changed(expChange(w.job.ExpID))
+}
+
+// execIn runs steps 1-3 of ExecExp and says where for the audit log. The
+// error is the command's *rankexec.ExitError when it ran.
+func (s *Server) execIn(ctx context.Context, p auth.Principal, start *falconv1.ExecStart, stream falconv1.ExperimentService_ExecExpServer, out *execOut) (where execWhere, err error) {
 	id := start.GetExpId()
-	where = fmt.Sprintf("role=%s rank=%d", start.GetRole(), start.GetRank())
+	where = execWhere{role: start.GetRole(), rank: int(start.GetRank())}
 	if err := checkID("exp_id", ids.Experiment, id); err != nil {
 		return where, err
 	}
@@ -135,11 +180,31 @@ func (s *Server) execIn(ctx context.Context, p auth.Principal, start *falconv1.E
 	if err != nil {
 		return where, err
 	}
-	where = fmt.Sprintf("role=%s rank=%d job=%s", job.Role, start.GetRank(), job.ID)
+	where.job = job
 	run, pod, err := s.waitForRank(ctx, id, job.ID, int(start.GetRank()), start.GetNoWait(), out)
 	if err != nil {
 		return where, err
 	}
+	if j, err := s.store.GetJob(ctx, job.ID); err == nil {
+		where.job = j // as it runs, for its events
+	}
+	where.opened = true
+	s.execEvent(ctx, where, fmt.Sprintf("exec session of %s opened in rank %d: %s", p.Display(), where.rank, auditCommand(start.GetCommand())),
+		map[string]string{"exec": "opened", "rank": fmt.Sprint(where.rank)})
+	active := time.NewTicker(execActivityEvery)
+	defer active.Stop()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-active.C:
+				if err := s.store.TouchExpActivity(ctx, id, s.now()); err != nil && ctx.Err() == nil {
+					s.log.Warn("mark experiment active", "exp", id, "err", err)
+				}
+			}
+		}
+	}()
 	sess, done := s.execSession(ctx, start, stream, out)
 	defer done()
 	if err := out.send(&falconv1.ExecResponse{Msg: &falconv1.ExecResponse_Started{Started: &falconv1.ExecStarted{

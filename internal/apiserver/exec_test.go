@@ -339,6 +339,25 @@ func TestExecOwnershipAndAudit(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("audit log (-want +got):\n%s", diff)
 	}
+
+	// The sessions that ran are in the experiment's events, and mark it
+	// active for its idle_ttl.
+	evs, err := e.Store.ListEvents(context.Background(), store.EventFilter{ExpID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sessions []string
+	for _, ev := range evs {
+		if ev.Detail["exec"] != "" {
+			sessions = append(sessions, ev.Detail["exec"]+" "+ev.Detail["exit_code"])
+		}
+	}
+	if diff := cmp.Diff([]string{"opened ", "closed 7", "opened ", "closed 7"}, sessions); diff != "" {
+		t.Errorf("exec events (-want +got):\n%s", diff)
+	}
+	if got, _ := e.Store.GetExp(context.Background(), id); got.ActiveAt == nil {
+		t.Error("the experiment is not marked active after exec sessions")
+	}
 }
 
 // A rank that does not run yet is waited for, with a notice, unless

@@ -163,4 +163,3 @@ func terminal(ctx context.Context, ios *iostreams.IOStreams, stdin bool) (restor
 	}()
 	return restore, ch, get()
 }
-
