@@ -32,6 +32,7 @@ const (
 //  2. On the first cycle, and whenever an event says an entity ended, read
 //     the experiment and its jobs, then the events once more: whatever made
 //     them all terminal was written, with its event, before they were read.
+//     Repeat while that last read brings another end.
 //  3. Send the events; when everything has ended, the last carries terminal
 //     (or a message without a change does, if there is no event to carry
 //     it) and the stream ends.
@@ -133,18 +134,29 @@ func (s *Server) nextEvents(ctx context.Context, id string, cursor int64, check 
 	if !check {
 		return evs, false, nil
 	}
-	done, err := s.expEnded(ctx, id)
-	if err != nil {
-		return nil, false, err
+	for {
+		done, err := s.expEnded(ctx, id)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(evs) > 0 {
+			cursor = evs[len(evs)-1].Seq
+		}
+		more, err := s.eventsAfter(ctx, id, cursor)
+		if err != nil {
+			return nil, false, err
+		}
+		evs = append(evs, more...)
+		// An entity that ended after the state was read: read it again,
+		// or that end would be sent and never checked.
+		again := false
+		for _, e := range more {
+			again = again || endsEntity(e)
+		}
+		if done || !again {
+			return evs, done, nil
+		}
 	}
-	if len(evs) > 0 {
-		cursor = evs[len(evs)-1].Seq
-	}
-	more, err := s.eventsAfter(ctx, id, cursor)
-	if err != nil {
-		return nil, false, err
-	}
-	return append(evs, more...), done, nil
 }
 
 // eventsAfter reads every event after cursor, page by page.

@@ -8,14 +8,23 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/apiserver"
+	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+	"github.com/falconhq/falcon/internal/store/sqlstore"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
 
@@ -209,5 +218,82 @@ func TestWatchExpNDJSON(t *testing.T) {
 	}
 	if ev := next(); ev["status"] != "Failed" || ev["reason"] != "JobFailed" || ev["message"] != "exit code 3" {
 		t.Errorf("live event over HTTP: %v", ev)
+	}
+}
+
+// racingStore runs hook once, right after the second read of an
+// experiment that finds it Running (the first is WatchExp's check that it
+// exists; the second its read of the state): the experiment then ends
+// between the watcher's read of its state and its next read of events.
+type racingStore struct {
+	store.Store
+	mu    sync.Mutex
+	reads int
+	hook  func()
+}
+
+func (r *racingStore) GetExp(ctx context.Context, id string) (*store.Experiment, error) {
+	e, err := r.Store.GetExp(ctx, id)
+	if err == nil && e.Status == lifecycle.Running {
+		r.mu.Lock()
+		r.reads++
+		fire := r.reads == 2
+		r.mu.Unlock()
+		if fire {
+			r.hook()
+		}
+	}
+	return e, err
+}
+
+// An end written after the watcher read the state, and read with the
+// events that follow, is checked again: the stream still ends.
+func TestWatchExpEndsWhenTheEndRacesTheCheck(t *testing.T) {
+	st, err := sqlstore.Open(context.Background(), "sqlite", sqlstore.SQLiteDSN(filepath.Join(t.TempDir(), "falcon.db")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	exp := &store.Experiment{ID: ids.New(ids.Experiment), Name: "race", Status: lifecycle.Running}
+	job := &store.Job{ID: ids.New(ids.Job), Role: "main", Status: lifecycle.Running}
+	if err := st.CreateExp(ctx, exp, []*store.Job{job}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rs := &racingStore{Store: st}
+	srv := apiserver.New(rs)
+	rs.hook = func() {
+		if _, err := st.UpdateExpStatus(ctx, store.StatusUpdate{ID: exp.ID, Expected: lifecycle.Running, Status: lifecycle.Succeeded}); err != nil {
+			t.Error(err)
+		}
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	running, err := srv.Serve(sctx, "127.0.0.1:0", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stop(); _ = running.Wait() }()
+	conn, err := grpc.NewClient(running.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	// The job ends first; reading the state for that end finds the
+	// experiment Running, and then it ends.
+	if _, err := st.UpdateJobStatus(ctx, store.StatusUpdate{ID: job.ID, Expected: lifecycle.Running, Status: lifecycle.Succeeded}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := falconv1.NewExperimentServiceClient(conn).WatchExp(ctx, &falconv1.WatchExpRequest{Id: exp.ID, AfterSeq: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := recvEvents(t, s, 2)
+	if got[0].Status != "Succeeded" || got[1].Kind != "experiment" || got[1].Status != "Succeeded" || !got[1].Terminal {
+		t.Fatalf("events %+v, want the job's end and then the experiment's, marked terminal", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/cp"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/create"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/delete"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/events"
 	execcmd "github.com/falconhq/falcon/internal/cli/cmd/exp/exec"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/extend"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/get"
@@ -31,6 +32,7 @@ func NewCmdExp(f *factory.Factory) *cobra.Command {
 		get.NewCmdGet(f, nil),
 		list.NewCmdList(f, nil),
 		logs.NewCmdLogs(f, nil),
+		events.NewCmdEvents(f, nil),
 		metrics.NewCmdMetrics(f, nil),
 		wait.NewCmdWait(f, nil),
 		execcmd.NewCmdExec(f, nil),
