@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the committed protobuf, gRPC, gateway and OpenAPI code from
-# api/falcon/v1/falcon.proto. Plugin versions are pinned by go.mod's tool block,
-# so everyone produces byte-identical output.
+# api/falcon/v1/falcon.proto, and the protobuf code of the XProf profile
+# format from api/xplane/v1/xplane.proto. Plugin versions are pinned by go.mod's
+# tool block, so everyone produces byte-identical output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,3 +25,7 @@ PATH="$bin:$PATH" protoc -I "$dir" -I /usr/include \
   --openapiv2_out="$dir" \
   --openapiv2_opt=grpc_api_configuration="$dir/gateway.yaml",generate_unbound_methods=false,json_names_for_fields=false,allow_merge=true,merge_file_name=falcon \
   "$dir/falcon.proto"
+
+# XProf's profile format, as Falcon reads it (messages only: no service).
+dir=api/xplane/v1
+PATH="$bin:$PATH" protoc -I "$dir" --go_out=paths=source_relative:"$dir" "$dir/xplane.proto"
