@@ -63,6 +63,7 @@ type options struct {
 	extraArgs    map[string][]string
 	logf         func(format string, args ...any)
 	podLogs      bool
+	podExec      bool
 }
 
 // WithName names the cluster: the kubeconfig's cluster and context are called
@@ -112,6 +113,7 @@ type Cluster struct {
 	stopOnce sync.Once
 
 	podLogs  bool // WithPodLogs: kwok serves pods/log from files
+	podExec  bool // WithPodExec: kwok serves pods/exec too
 	kwokPort int  // kwok's kubelet-like server, when podLogs
 }
 
@@ -185,7 +187,7 @@ func StartCluster(ctx context.Context, dir string, opts ...Option) (*Cluster, er
 	etcdPort, peerPort, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
 	var podLogArgs podLogArgs
 	if o.podLogs {
-		c.podLogs, c.kwokPort = true, ports[5]
+		c.podLogs, c.podExec, c.kwokPort = true, o.podExec, ports[5]
 		if podLogArgs, err = c.podLogArgs(); err != nil {
 			return nil, fmt.Errorf("pod logs: %w", err)
 		}

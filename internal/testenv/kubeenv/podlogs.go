@@ -86,9 +86,17 @@ func (c *Cluster) podLogArgs() (podLogArgs, error) {
 			"--node-port=" + port,
 			"--tls-cert-file=" + cert,
 			"--tls-private-key-file=" + key,
-			"--enable-crds=Logs,ClusterLogs",
+			"--enable-crds=" + c.crds(),
 		},
 	}, nil
+}
+
+// crds are the kwok resources kwok watches in the apiserver.
+func (c *Cluster) crds() string {
+	if c.podExec {
+		return "Logs,ClusterLogs,Exec,ClusterExec"
+	}
+	return "Logs,ClusterLogs"
 }
 
 // addKubeletEndpoint gives a node's status what the apiserver needs to reach
@@ -108,12 +116,19 @@ func (c *Cluster) installLogCRDs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range []struct {
+	kinds := []struct {
 		kind, plural, scope string
 	}{
 		{"Logs", "logs", "Namespaced"},
 		{"ClusterLogs", "clusterlogs", "Cluster"},
-	} {
+	}
+	served := []schema.GroupVersionResource{gvrLogs, gvrClusterLogs}
+	if c.podExec {
+		kinds = append(kinds, struct{ kind, plural, scope string }{"Exec", "execs", "Namespaced"},
+			struct{ kind, plural, scope string }{"ClusterExec", "clusterexecs", "Cluster"})
+		served = append(served, gvrExecs, schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "clusterexecs"})
+	}
+	for _, d := range kinds {
 		crd := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apiextensions.k8s.io/v1",
 			"kind":       "CustomResourceDefinition",
@@ -138,7 +153,7 @@ func (c *Cluster) installLogCRDs(ctx context.Context) error {
 		}
 	}
 	// Established is not enough: the resource is served a moment later.
-	for _, gvr := range []schema.GroupVersionResource{gvrLogs, gvrClusterLogs} {
+	for _, gvr := range served {
 		for {
 			_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
 			if err == nil {

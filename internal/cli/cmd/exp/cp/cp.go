@@ -307,6 +307,10 @@ func localSum(p string) (sum, error) {
 	return sum{crc: c.Sum32(), size: n}, err
 }
 
+// resumeBlock is dd's block when an upload resumes: the offset is rounded
+// down to it.
+const resumeBlock = 64 << 10
+
 // partSuffix names a file while it is being received.
 const partSuffix = ".falcon-part"
 
@@ -353,13 +357,17 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 	}()
 	part := target + partSuffix
 	err := cp.retry(ctx, "sending "+src, func(attempt int) error {
+		// A resumed stream writes at its offset (dd seek), never appends:
+		// the cut session's cat may still be writing its last bytes when
+		// the next one starts, and both then write the same bytes to the
+		// same places.
 		var off int64
 		if attempt > 0 {
 			s, err := cp.remoteSize(ctx, part)
 			if err != nil {
 				return err
 			}
-			off = s
+			off = s / resumeBlock * resumeBlock
 		}
 		f, err := os.Open(src)
 		if err != nil {
@@ -369,11 +377,10 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
 			return err
 		}
-		script := `mkdir -p "$(dirname "$1")" && exec cat > "$1"`
-		if off > 0 {
-			script = `exec cat >> "$1"`
+		if off == 0 {
+			return cp.r.sh(ctx, `mkdir -p "$(dirname "$1")" && exec cat > "$1"`, f, nil, part)
 		}
-		return cp.r.sh(ctx, script, f, nil, part)
+		return cp.r.sh(ctx, `exec dd of="$1" bs=`+strconv.Itoa(resumeBlock)+` seek="$2" conv=notrunc 2>/dev/null`, f, nil, part, strconv.FormatInt(off/resumeBlock, 10))
 	})
 	if err != nil {
 		return err

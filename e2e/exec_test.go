@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// startDevExec is falcon dev with a running experiment of two ranks, real
+// processes on this machine.
+func startDevExec(t testing.TB, name string) (*dev, string, string) {
+	t.Helper()
+	d := startDev(t, "")
+	exp := d.create(fmt.Sprintf(`name: %s
+role_to_task_spec:
+  main:
+    command: sleep 600
+    replica: 2
+    device_type: cpu
+    envs: {GREETING: hello}
+`, name))
+	id := exp["id"].(string)
+	d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
+	return d, id, jobsOf(exp)[0]["id"].(string)
+}
+
+// On falcon dev exec runs beside the rank's process, in its environment and
+// directory, and cp moves files both ways.
+func TestDevExecAndCp(t *testing.T) {
+	d, id, job := startDevExec(t, "dev-exec")
+	rankDir := filepath.Join(d.dataDir, "run", job, "1")
+	for _, tt := range []struct {
+		name   string
+		stdin  string
+		args   []string
+		code   int
+		stdout string
+	}{
+		{name: "the rank's environment", args: []string{"--rank", "1", "--", "sh", "-c", "echo $GREETING $FALCON_RANK $FALCON_WORLD_SIZE; pwd"}, stdout: "hello 1 2\n" + rankDir + "\n"},
+		{name: "exit 3", args: []string{"--", "sh", "-c", "exit 3"}, code: 3},
+		{name: "killed by SIGKILL", args: []string{"--", "sh", "-c", "kill -9 $$"}, code: 137},
+		{name: "stdin", stdin: "abc", args: []string{"-i", "--", "cat"}, stdout: "abc"},
+		{name: "a terminal", args: []string{"-t", "--", "sh", "-c", "test -t 0 && echo tty"}, stdout: "tty\r\n"},
+		{name: "no command", args: []string{}, code: 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := d.with(t).run(tt.stdin, append([]string{"exp", "exec", id}, tt.args...)...)
+			if r.code != tt.code || (tt.code == 0 && r.stdout != tt.stdout) {
+				t.Errorf("exit %d stdout %q stderr %q; want %d %q", r.code, r.stdout, r.stderr, tt.code, tt.stdout)
+			}
+		})
+	}
+	h := sha256.New()
+	if r := d.runTo(h, "exp", "exec", id, "--", "sh", "-c", "head -c 104857600 /dev/zero"); r.code != 0 || fmt.Sprintf("%x", h.Sum(nil)) != fmt.Sprintf("%x", sha256.Sum256(make([]byte, 100<<20))) {
+		t.Errorf("100 MiB: exit %d %s", r.code, r.stderr)
+	}
+
+	local := t.TempDir()
+	big := filepath.Join(local, "data.bin")
+	writeRandom(t, big, envMiB(t, "FALCON_CP_MIB", 16))
+	tree := filepath.Join(local, "src")
+	for p, body := range map[string]string{"x": "1", "d/y": "22", "d/e/z": strings.Repeat("z", 100000)} {
+		os.MkdirAll(filepath.Dir(filepath.Join(tree, p)), 0o755)
+		writeFile(t, filepath.Join(tree, p), body)
+	}
+	dst := filepath.Join(t.TempDir(), "remote")
+	for _, args := range [][]string{{big, id + ":" + dst + "/a/b/data.bin"}, {tree, id + ":" + dst + "/tree"}, {tree, id + ":" + dst + "/tree"}} {
+		if r := d.run("", append([]string{"exp", "cp"}, args...)...); r.code != 0 {
+			t.Fatalf("cp %v: %d %s", args, r.code, r.stderr)
+		}
+	}
+	sameFile(t, big, filepath.Join(dst, "a/b/data.bin"))
+	// The second copy into an existing directory lands inside it, as cp -r does.
+	sameTree(t, tree, filepath.Join(dst, "tree/src"))
+	os.RemoveAll(filepath.Join(dst, "tree/src"))
+	sameTree(t, tree, filepath.Join(dst, "tree"))
+	back := t.TempDir()
+	for _, args := range [][]string{{id + ":" + dst + "/a/b/data.bin", back}, {id + ":" + dst + "/tree", back + "/t"}} {
+		if r := d.run("", append([]string{"exp", "cp"}, args...)...); r.code != 0 {
+			t.Fatalf("cp %v: %d %s", args, r.code, r.stderr)
+		}
+	}
+	sameFile(t, big, filepath.Join(back, "data.bin"))
+	sameTree(t, tree, filepath.Join(back, "t"))
+	for _, args := range [][]string{{big, back}, {id + ":/a", id + ":/b"}} {
+		if r := d.run("", append([]string{"exp", "cp"}, args...)...); r.code != 2 {
+			t.Errorf("cp %v: exit %d %s; want 2", args, r.code, r.stderr)
+		}
+	}
+}
