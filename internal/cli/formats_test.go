@@ -81,6 +81,9 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 	writeFile(t, mkdirFor(t, logFile), "hello from rank 0\n")
 	artDir := strings.TrimPrefix(done.GetArtifactPath(), "file://")
 	writeFile(t, mkdirFor(t, filepath.Join(artDir, "metrics.jsonl")), `{"step": 1, "loss": 0.5}`+"\n")
+	// A second experiment with the same metric, for compare.
+	other := env.Create(t, "formats-other", map[string]*falconv1.TaskSpec{"w": {Command: "false", Replica: 2}})
+	writeFile(t, mkdirFor(t, filepath.Join(strings.TrimPrefix(other.GetArtifactPath(), "file://"), "metrics.jsonl")), `{"step": 1, "loss": 0.6}`+"\n")
 
 	manifest := filepath.Join(dir, "exp-%s.yaml")
 	for _, format := range []string{"table", "json", "yaml"} {
@@ -103,6 +106,8 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"exp", "abort", "{force}", "--force", "--yes"},
 		{"exp", "delete", "{del}", "--yes"},
 		{"exp", "metrics", "{exp}", "--series", "loss"},
+		{"exp", "diff", "{exp}", "{other}"},
+		{"exp", "compare", "{exp}", "{other}"},
 		{"exp", "logs", "export", "{exp}", "--to", "file://" + filepath.Join(dir, "export-{fmt}")},
 		{"artifact", "ls", "{exp}"},
 		{"artifact", "get", "{exp}", "--to", filepath.Join(dir, "get-{fmt}")},
@@ -126,7 +131,7 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		for _, c := range commands {
 			args := make([]string, 0, len(c)+2)
 			for _, a := range c {
-				a = strings.NewReplacer("{exp}", done.GetId(), "{job}", job, "{del}", deletable[format], "{force}", forceable[format], "{fmt}", format).Replace(a)
+				a = strings.NewReplacer("{exp}", done.GetId(), "{job}", job, "{del}", deletable[format], "{force}", forceable[format], "{other}", other.GetId(), "{fmt}", format).Replace(a)
 				args = append(args, a)
 			}
 			args = append(args, "-o", format)

@@ -191,7 +191,7 @@ func TestMetricsVerdicts(t *testing.T) {
 			}
 			v := res.Metrics[0].Values[1]
 			if v.Verdict != tt.verdict {
-				t.Errorf("verdict %q (%s; rel %+.3f, p %.3g), want %q", v.Verdict, v.Why, v.Relative, v.P, tt.verdict)
+				t.Errorf("verdict %q (%s; rel %+.3f, p %v), want %q", v.Verdict, v.Why, v.Relative, v.P, tt.verdict)
 			}
 			if res.Regressed != (tt.verdict == Regression) {
 				t.Errorf("Regressed = %v", res.Regressed)

@@ -55,9 +55,10 @@ type Value struct {
 	// Against the baseline (the first experiment); zero for it.
 	Delta    float64 `json:"delta"`
 	Relative float64 `json:"relative"` // Delta / baseline median
-	P        float64 `json:"p"`        // rank test's two-sided p-value
-	Verdict  string  `json:"verdict"`
-	Why      string  `json:"why,omitempty"`
+	// P is the rank test's two-sided p-value; nil without a verdict.
+	P       *float64 `json:"p,omitempty"`
+	Verdict string   `json:"verdict"`
+	Why     string   `json:"why,omitempty"`
 }
 
 // MetricResult is one metric across the experiments; Values[0] is the
@@ -138,7 +139,11 @@ func Metrics(ids []string, series []map[string]Series, metrics []string, o Optio
 			if bmed != 0 {
 				v.Relative = v.Delta / math.Abs(bmed)
 			}
-			v.Verdict, v.Why, v.P = verdict(base, cand, v.Relative, better, o)
+			var p float64
+			v.Verdict, v.Why, p = verdict(base, cand, v.Relative, better, o)
+			if !math.IsNaN(p) {
+				v.P = &p
+			}
 			if v.Verdict == Regression {
 				res.Regressed = true
 			}
@@ -179,9 +184,10 @@ func steady(v []float64, skip int) ([]float64, int) {
 	return v[skip:], skip
 }
 
+// median is 0 for no values, which only go with a TooFewSteps verdict.
 func median(v []float64) float64 {
 	if len(v) == 0 {
-		return math.NaN()
+		return 0
 	}
 	s := slices.Clone(v)
 	slices.Sort(s)

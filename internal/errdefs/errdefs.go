@@ -170,6 +170,7 @@ const (
 	ExitUnavailable  = 6 // the server could not be reached
 	ExitNotSucceeded = 7 // `exp wait`: the experiment ended but did not succeed
 	ExitTimeout      = 8 // `exp wait`: gave up before the experiment ended
+	ExitRegression   = 9 // `exp compare --fail-on-regression`: a metric regressed
 )
 
 // ExitCode maps a gRPC code to the CLI's exit code.

@@ -12,10 +12,13 @@ const (
 	Table Format = "table"
 	JSON  Format = "json"
 	YAML  Format = "yaml"
+	// Markdown renders tables as Markdown, for pasting into a review or
+	// an issue; views without a table print as they do for table.
+	Markdown Format = "md"
 )
 
 // Formats lists the accepted formats in the order help text shows them.
-var Formats = []Format{Table, JSON, YAML}
+var Formats = []Format{Table, JSON, YAML, Markdown}
 
 // ParseFormat accepts a format name case-insensitively.
 func ParseFormat(s string) (Format, error) {

@@ -35,7 +35,7 @@ func TestParseFormat(t *testing.T) {
 	}
 	var ff FormatFlag
 	err := ff.Set("xml")
-	if err == nil || err.Error() != "must be one of table, json, yaml" {
+	if err == nil || err.Error() != "must be one of table, json, yaml, md" {
 		t.Errorf("Set(xml) = %v, want the allowed values", err)
 	}
 	if err := ff.Set("yaml"); err != nil || ff.Value != YAML {
@@ -213,5 +213,16 @@ func TestCell(t *testing.T) {
 	}
 	if got := []rune(Cell(strings.Repeat("x", 200))); len(got) != maxCell || got[maxCell-1] != '…' {
 		t.Errorf("Cell long = %q", string(got))
+	}
+}
+
+func TestWriteMarkdown(t *testing.T) {
+	var b strings.Builder
+	if err := WriteMarkdown(&b, []string{"KEY", "A"}, [][]string{{"role.main.command", "a | b\nc"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "| KEY | A |\n| --- | --- |\n| role.main.command | a \\| b<br>c |\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

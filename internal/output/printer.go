@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"sigs.k8s.io/yaml"
 )
 
@@ -25,6 +26,8 @@ type View struct {
 	Notes io.Writer
 	// Now is the reference time for ages such as "5m".
 	Now time.Time
+	// Markdown asks for tables in Markdown (-o md).
+	Markdown bool
 }
 
 // TableFunc renders the human (table) form of a message.
@@ -103,7 +106,7 @@ func (p *Printer) PrintItem(msg proto.Message, text TableFunc) error {
 }
 
 func (p *Printer) view() View {
-	return View{Out: p.Out, Notes: p.Notes, Now: p.Now()}
+	return View{Out: p.Out, Notes: p.Notes, Now: p.Now(), Markdown: p.Format == Markdown}
 }
 
 // MarshalJSON returns msg as indented JSON with a trailing newline.
@@ -152,4 +155,19 @@ func Text(format string, args ...any) TableFunc {
 		_, err := fmt.Fprintf(v.Out, format+"\n", args...)
 		return err
 	}
+}
+
+// Struct turns a plain Go result (a struct with json tags) into the
+// message Print writes as JSON or YAML, for commands whose answer is
+// computed by the CLI rather than returned by the API.
+func Struct(v any) (*structpb.Struct, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return structpb.NewStruct(m)
 }

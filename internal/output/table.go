@@ -36,6 +36,31 @@ func WriteTable[T any](w io.Writer, cols []Column[T], rows []T) error {
 	return tw.Flush()
 }
 
+// WriteMarkdown writes a Markdown table. Pipes and newlines in cells are
+// escaped, so a command line or a config value cannot break the table.
+func WriteMarkdown(w io.Writer, headers []string, rows [][]string) error {
+	esc := strings.NewReplacer("|", `\|`, "\n", "<br>", "\r", "")
+	line := func(cells []string) string {
+		out := make([]string, len(cells))
+		for i, c := range cells {
+			out[i] = esc.Replace(c)
+		}
+		return "| " + strings.Join(out, " | ") + " |\n"
+	}
+	sep := make([]string, len(headers))
+	for i := range sep {
+		sep[i] = "---"
+	}
+	var b strings.Builder
+	b.WriteString(line(headers))
+	b.WriteString(line(sep))
+	for _, r := range rows {
+		b.WriteString(line(r))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // Field is one line of a key/value block.
 type Field struct {
 	Key, Value string

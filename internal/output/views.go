@@ -83,7 +83,22 @@ func writeList[T any](v View, noun string, items []T, cols []Column[T], next str
 		_, err := fmt.Fprintf(v.Notes, "No %s found.\n", noun)
 		return err
 	}
-	if err := WriteTable(v.Out, cols, items); err != nil {
+	if v.Markdown {
+		headers := make([]string, len(cols))
+		for i, c := range cols {
+			headers[i] = c.Header
+		}
+		rows := make([][]string, len(items))
+		for j, it := range items {
+			rows[j] = make([]string, len(cols))
+			for i, c := range cols {
+				rows[j][i] = c.Value(it)
+			}
+		}
+		if err := WriteMarkdown(v.Out, headers, rows); err != nil {
+			return err
+		}
+	} else if err := WriteTable(v.Out, cols, items); err != nil {
 		return err
 	}
 	if next != "" {

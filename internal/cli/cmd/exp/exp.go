@@ -4,9 +4,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/abort"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/compare"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/cp"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/create"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/delete"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/diff"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/events"
 	execcmd "github.com/falconhq/falcon/internal/cli/cmd/exp/exec"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/extend"
@@ -34,6 +36,8 @@ func NewCmdExp(f *factory.Factory) *cobra.Command {
 		logs.NewCmdLogs(f, nil),
 		events.NewCmdEvents(f, nil),
 		metrics.NewCmdMetrics(f, nil),
+		diff.NewCmdDiff(f, nil),
+		compare.NewCmdCompare(f, nil),
 		wait.NewCmdWait(f, nil),
 		execcmd.NewCmdExec(f, nil),
 		cp.NewCmdCp(f, nil),
