@@ -76,6 +76,22 @@ type Spec struct {
 
 	// DefaultGPUs is the GPU count per host that device_count 0 means.
 	DefaultGPUs int
+
+	// Peak figures of one chip (TPU) or one GPU as the vendor publishes
+	// them, for profile analysis (utilization = achieved / peak): dense
+	// bf16 FLOP/s (without sparsity) and HBM bandwidth in bytes/s. The
+	// source of each row is beside it. Zero for cpu.
+	PeakFLOPS             float64
+	PeakHBMBytesPerSecond float64
+}
+
+// DevicePeak returns the peak dense bf16 FLOP/s and HBM bytes/s of one
+// device as a profile sees it: a TPU profile has a plane per JAX device,
+// and a v7x chip is two of them, so the chip's figures are divided by
+// DevicesPerChip; a GPU is one device. Zero for cpu.
+func (s Spec) DevicePeak() (flops, hbmBytesPerSecond float64) {
+	n := float64(max(s.DevicesPerChip, 1))
+	return s.PeakFLOPS / n, s.PeakHBMBytesPerSecond / n
 }
 
 // Names returns Name followed by Aliases.
@@ -91,6 +107,8 @@ var table = []Spec{
 		NodeLabel:    "tpu-v5-lite-podslice",
 		MachineTypes: []MachineType{{"ct5lp-hightpu-1t", 1}, {"ct5lp-hightpu-4t", 4}, {"ct5lp-hightpu-8t", 8}},
 		TopologyDims: 2, ChipsPerHost: 4, DevicesPerChip: 1, HostTopology: "2x2",
+		// docs.cloud.google.com/tpu/docs/v5e: 197 TFLOPs bf16, HBM2 819 GBps.
+		PeakFLOPS: 197e12, PeakHBMBytesPerSecond: 819e9,
 	},
 	{
 		Name:         "v5p",
@@ -99,6 +117,8 @@ var table = []Spec{
 		NodeLabel:    "tpu-v5p-slice",
 		MachineTypes: []MachineType{{"ct5p-hightpu-4t", 4}},
 		TopologyDims: 3, ChipsPerHost: 4, DevicesPerChip: 1, HostTopology: "2x2x1",
+		// docs.cloud.google.com/tpu/docs/v5p: 459 TFLOPs bf16, HBM2e 2765 GBps.
+		PeakFLOPS: 459e12, PeakHBMBytesPerSecond: 2765e9,
 	},
 	{
 		Name:         "v6e",
@@ -107,6 +127,8 @@ var table = []Spec{
 		NodeLabel:    "tpu-v6e-slice",
 		MachineTypes: []MachineType{{"ct6e-standard-1t", 1}, {"ct6e-standard-4t", 4}, {"ct6e-standard-8t", 8}},
 		TopologyDims: 2, ChipsPerHost: 4, DevicesPerChip: 1, HostTopology: "2x2",
+		// docs.cloud.google.com/tpu/docs/v6e: 918 TFLOPs bf16, HBM 1638 GBps.
+		PeakFLOPS: 918e12, PeakHBMBytesPerSecond: 1638e9,
 	},
 	{
 		Name:         "v7x",
@@ -116,6 +138,9 @@ var table = []Spec{
 		MachineTypes: []MachineType{{"tpu7x-standard-4t", 4}},
 		TopologyDims: 3, ChipsPerHost: 4, DevicesPerChip: 2, HostTopology: "2x2x1",
 		PlacementPolicy: true,
+		// docs.cloud.google.com/tpu/docs/tpu7x: 2307 TFLOPs bf16 (4614 fp8),
+		// HBM 7380 GBps, per chip of two TensorCores (two JAX devices).
+		PeakFLOPS: 2307e12, PeakHBMBytesPerSecond: 7380e9,
 	},
 	{
 		Name:         "nvidia-l4",
@@ -124,6 +149,8 @@ var table = []Spec{
 		NodeLabel:    "nvidia-l4",
 		MachineTypes: []MachineType{{"g2-standard-4", 1}, {"g2-standard-24", 2}, {"g2-standard-48", 4}, {"g2-standard-96", 8}},
 		DefaultGPUs:  8,
+		// NVIDIA L4 datasheet: 242 TFLOPS bf16 with sparsity (121 dense), 300 GB/s.
+		PeakFLOPS: 121e12, PeakHBMBytesPerSecond: 300e9,
 	},
 	{
 		Name:         "nvidia-tesla-a100",
@@ -132,6 +159,8 @@ var table = []Spec{
 		NodeLabel:    "nvidia-tesla-a100",
 		MachineTypes: []MachineType{{"a2-highgpu-1g", 1}, {"a2-highgpu-2g", 2}, {"a2-highgpu-4g", 4}, {"a2-highgpu-8g", 8}, {"a2-megagpu-16g", 16}},
 		DefaultGPUs:  8,
+		// NVIDIA A100 datasheet (40GB SXM): 312 TFLOPS bf16 dense, HBM2 1555 GB/s.
+		PeakFLOPS: 312e12, PeakHBMBytesPerSecond: 1555e9,
 	},
 	{
 		Name:         "nvidia-a100-80gb",
@@ -140,6 +169,8 @@ var table = []Spec{
 		NodeLabel:    "nvidia-a100-80gb",
 		MachineTypes: []MachineType{{"a2-ultragpu-1g", 1}, {"a2-ultragpu-2g", 2}, {"a2-ultragpu-4g", 4}, {"a2-ultragpu-8g", 8}},
 		DefaultGPUs:  8,
+		// NVIDIA A100 datasheet (80GB SXM): 312 TFLOPS bf16 dense, HBM2e 2039 GB/s.
+		PeakFLOPS: 312e12, PeakHBMBytesPerSecond: 2039e9,
 	},
 	{
 		Name:         "nvidia-h100-80gb",
@@ -148,6 +179,8 @@ var table = []Spec{
 		NodeLabel:    "nvidia-h100-80gb",
 		MachineTypes: []MachineType{{"a3-highgpu-1g", 1}, {"a3-highgpu-2g", 2}, {"a3-highgpu-4g", 4}, {"a3-highgpu-8g", 8}},
 		DefaultGPUs:  8,
+		// NVIDIA H100 datasheet (SXM): 1979 TFLOPS bf16 with sparsity (989 dense), HBM3 3.35 TB/s.
+		PeakFLOPS: 989e12, PeakHBMBytesPerSecond: 3350e9,
 	},
 	{
 		Name:         "nvidia-h100-mega-80gb",
@@ -156,6 +189,8 @@ var table = []Spec{
 		NodeLabel:    "nvidia-h100-mega-80gb",
 		MachineTypes: []MachineType{{"a3-megagpu-8g", 8}},
 		DefaultGPUs:  8,
+		// The same H100 SXM as nvidia-h100-80gb (A3 Mega differs in networking).
+		PeakFLOPS: 989e12, PeakHBMBytesPerSecond: 3350e9,
 	},
 	{
 		Name:         "nvidia-h200-141gb",
@@ -164,6 +199,8 @@ var table = []Spec{
 		NodeLabel:    "nvidia-h200-141gb",
 		MachineTypes: []MachineType{{"a3-ultragpu-8g", 8}},
 		DefaultGPUs:  8,
+		// NVIDIA H200 datasheet (SXM): 989 TFLOPS bf16 dense, HBM3e 4.8 TB/s.
+		PeakFLOPS: 989e12, PeakHBMBytesPerSecond: 4800e9,
 	},
 	{
 		Name:         "nvidia-b200",
@@ -172,6 +209,8 @@ var table = []Spec{
 		NodeLabel:    "nvidia-b200",
 		MachineTypes: []MachineType{{"a4-highgpu-8g", 8}},
 		DefaultGPUs:  8,
+		// NVIDIA HGX B200 datasheet: 4.5 PFLOPS bf16 with sparsity per GPU (2.25 dense), HBM3e 8 TB/s.
+		PeakFLOPS: 2250e12, PeakHBMBytesPerSecond: 8000e9,
 	},
 	{
 		Name: "cpu",

@@ -462,3 +462,33 @@ func TestSpecsAreCopies(t *testing.T) {
 		t.Errorf("Specs() shares memory with the table: %+v", s)
 	}
 }
+
+// TestDevicePeak checks that every accelerator has its peak figures, and
+// that a TPU's are divided among the JAX devices of a chip.
+func TestDevicePeak(t *testing.T) {
+	for _, s := range Specs() {
+		flops, bw := s.DevicePeak()
+		if (s.Kind == KindCPU) != (flops == 0 || bw == 0) {
+			t.Errorf("%s: DevicePeak() = %g FLOP/s, %g B/s", s.Name, flops, bw)
+		}
+	}
+	tests := []struct {
+		name      string
+		wantFLOPS float64
+		wantBW    float64
+	}{
+		{"v5p", 459e12, 2765e9},
+		{"v7x", 2307e12 / 2, 7380e9 / 2},
+		{"h100", 989e12, 3350e9},
+		{"cpu", 0, 0},
+	}
+	for _, tt := range tests {
+		s, err := Lookup(tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if flops, bw := s.DevicePeak(); flops != tt.wantFLOPS || bw != tt.wantBW {
+			t.Errorf("%s: DevicePeak() = %g, %g; want %g, %g", tt.name, flops, bw, tt.wantFLOPS, tt.wantBW)
+		}
+	}
+}

@@ -21,4 +21,9 @@
 // (--placement-policy) instead of --tpu-topology. Topologies are checked for
 // shape (dimensions, whole hosts), not against GKE's list of offered sizes,
 // which changes faster than this table.
+//
+// Each row also carries the vendor's published peak dense bf16 FLOP/s and
+// HBM bandwidth of one chip or GPU (the source is beside the row), which
+// profile analysis divides achieved figures by; DevicePeak gives them per
+// JAX device, as a profile's device planes count them.
 package accelerator
