@@ -97,3 +97,37 @@ func TestDiffAndCompare(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkExpCompare100k times `falcon exp compare` of two experiments
+// with 10^5 steps each on falcon dev, against the baseline of reading one
+// experiment's series (`falcon exp metrics --series step_time`) in the
+// same run: what the comparison costs beyond fetching its data.
+func BenchmarkExpCompare100k(b *testing.B) {
+	d := startDev(b, "")
+	var ids []string
+	for i, mean := range []string{"1.00", "1.01"} {
+		m := strings.Replace(fmt.Sprintf(compareManifest, fmt.Sprintf("big-%d", i), "0.001", mean, i+1), "i<=60", "i<=100000", 1)
+		exp := d.create(m)
+		ids = append(ids, exp["id"].(string))
+	}
+	for _, id := range ids {
+		d.waitFor(id, "Succeeded", func(e map[string]any) bool { return e["status"] == "Succeeded" })
+		if r := d.run("", "exp", "metrics", id, "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"count": 100000`) {
+			b.Fatalf("metrics of %s: exit %d %s", id, r.code, r.stdout)
+		}
+	}
+	b.Run("baseline=metrics-series", func(b *testing.B) {
+		for b.Loop() {
+			if r := d.run("", "exp", "metrics", ids[0], "--series", "step_time", "-o", "json"); r.code != 0 {
+				b.Fatalf("exit %d %s", r.code, r.stderr)
+			}
+		}
+	})
+	b.Run("compare", func(b *testing.B) {
+		for b.Loop() {
+			if r := d.run("", "exp", "compare", ids[0], ids[1], "-o", "json"); r.code != 0 {
+				b.Fatalf("exit %d %s", r.code, r.stderr)
+			}
+		}
+	})
+}

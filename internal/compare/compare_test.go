@@ -226,3 +226,17 @@ func TestKnownDirection(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMetrics100k: one metric of 10^5 steps in each of two
+// experiments, the size for exp compare (the rank test sorts both
+// samples together: O(n log n)).
+func BenchmarkMetrics100k(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	base := map[string]Series{"step_time": {Name: "step_time", Values: noisy(r, 100_000, 1.0, 0.05)}}
+	cand := map[string]Series{"step_time": {Name: "step_time", Values: noisy(r, 100_000, 1.01, 0.05)}}
+	for b.Loop() {
+		if _, err := Metrics([]string{"a", "b"}, []map[string]Series{base, cand}, nil, DefaultOptions); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
