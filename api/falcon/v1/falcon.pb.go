@@ -6231,6 +6231,513 @@ func (x *ListAuditEventsResponse) GetNextPageToken() string {
 	return ""
 }
 
+type Analysis struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "accuracy" (numeric dumps of two experiments), "profile" (one
+	// experiment's XProf profile) or "profile_compare" (two).
+	Kind   string   `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	ExpIds []string `protobuf:"bytes,3,rep,name=exp_ids,json=expIds,proto3" json:"exp_ids,omitempty"`
+	// The kind's options, e.g. path, rtol, atol; rank, session.
+	Params map[string]string `protobuf:"bytes,4,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Pending, Running, Succeeded or Failed.
+	Status  string `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	// The result's headline figures, as JSON (at most 64 KiB).
+	Summary string `protobuf:"bytes,7,opt,name=summary,proto3" json:"summary,omitempty"`
+	// report.json's URI; report.md is beside it.
+	ReportPath    string                 `protobuf:"bytes,8,opt,name=report_path,json=reportPath,proto3" json:"report_path,omitempty"`
+	Creator       string                 `protobuf:"bytes,9,opt,name=creator,proto3" json:"creator,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Analysis) Reset() {
+	*x = Analysis{}
+	mi := &file_falcon_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Analysis) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Analysis) ProtoMessage() {}
+
+func (x *Analysis) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Analysis.ProtoReflect.Descriptor instead.
+func (*Analysis) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *Analysis) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Analysis) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Analysis) GetExpIds() []string {
+	if x != nil {
+		return x.ExpIds
+	}
+	return nil
+}
+
+func (x *Analysis) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+func (x *Analysis) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Analysis) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Analysis) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *Analysis) GetReportPath() string {
+	if x != nil {
+		return x.ReportPath
+	}
+	return ""
+}
+
+func (x *Analysis) GetCreator() string {
+	if x != nil {
+		return x.Creator
+	}
+	return ""
+}
+
+func (x *Analysis) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Analysis) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *Analysis) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
+type CreateAnalysisRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	ExpIds        []string               `protobuf:"bytes,2,rep,name=exp_ids,json=expIds,proto3" json:"exp_ids,omitempty"`
+	Params        map[string]string      `protobuf:"bytes,3,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateAnalysisRequest) Reset() {
+	*x = CreateAnalysisRequest{}
+	mi := &file_falcon_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateAnalysisRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateAnalysisRequest) ProtoMessage() {}
+
+func (x *CreateAnalysisRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateAnalysisRequest.ProtoReflect.Descriptor instead.
+func (*CreateAnalysisRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *CreateAnalysisRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CreateAnalysisRequest) GetExpIds() []string {
+	if x != nil {
+		return x.ExpIds
+	}
+	return nil
+}
+
+func (x *CreateAnalysisRequest) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+type GetAnalysisRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAnalysisRequest) Reset() {
+	*x = GetAnalysisRequest{}
+	mi := &file_falcon_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAnalysisRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAnalysisRequest) ProtoMessage() {}
+
+func (x *GetAnalysisRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAnalysisRequest.ProtoReflect.Descriptor instead.
+func (*GetAnalysisRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *GetAnalysisRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ListAnalysesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The analyses of this experiment (any of their exp_ids).
+	ExpId         string `protobuf:"bytes,1,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAnalysesRequest) Reset() {
+	*x = ListAnalysesRequest{}
+	mi := &file_falcon_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAnalysesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAnalysesRequest) ProtoMessage() {}
+
+func (x *ListAnalysesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAnalysesRequest.ProtoReflect.Descriptor instead.
+func (*ListAnalysesRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *ListAnalysesRequest) GetExpId() string {
+	if x != nil {
+		return x.ExpId
+	}
+	return ""
+}
+
+type ListAnalysesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*Analysis            `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAnalysesResponse) Reset() {
+	*x = ListAnalysesResponse{}
+	mi := &file_falcon_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAnalysesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAnalysesResponse) ProtoMessage() {}
+
+func (x *ListAnalysesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAnalysesResponse.ProtoReflect.Descriptor instead.
+func (*ListAnalysesResponse) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *ListAnalysesResponse) GetItems() []*Analysis {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type ClaimAnalysisRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Who takes it, for the record.
+	Worker        string `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimAnalysisRequest) Reset() {
+	*x = ClaimAnalysisRequest{}
+	mi := &file_falcon_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimAnalysisRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimAnalysisRequest) ProtoMessage() {}
+
+func (x *ClaimAnalysisRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimAnalysisRequest.ProtoReflect.Descriptor instead.
+func (*ClaimAnalysisRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *ClaimAnalysisRequest) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
+type ClaimAnalysisResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset when nothing is pending.
+	Analysis *Analysis `protobuf:"bytes,1,opt,name=analysis,proto3" json:"analysis,omitempty"`
+	// Where each experiment's artifacts are, in exp_ids' order.
+	ArtifactPaths []string `protobuf:"bytes,2,rep,name=artifact_paths,json=artifactPaths,proto3" json:"artifact_paths,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimAnalysisResponse) Reset() {
+	*x = ClaimAnalysisResponse{}
+	mi := &file_falcon_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimAnalysisResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimAnalysisResponse) ProtoMessage() {}
+
+func (x *ClaimAnalysisResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimAnalysisResponse.ProtoReflect.Descriptor instead.
+func (*ClaimAnalysisResponse) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *ClaimAnalysisResponse) GetAnalysis() *Analysis {
+	if x != nil {
+		return x.Analysis
+	}
+	return nil
+}
+
+func (x *ClaimAnalysisResponse) GetArtifactPaths() []string {
+	if x != nil {
+		return x.ArtifactPaths
+	}
+	return nil
+}
+
+type FinishAnalysisRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "Succeeded" or "Failed".
+	Status        string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Summary       string `protobuf:"bytes,4,opt,name=summary,proto3" json:"summary,omitempty"`
+	ReportPath    string `protobuf:"bytes,5,opt,name=report_path,json=reportPath,proto3" json:"report_path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishAnalysisRequest) Reset() {
+	*x = FinishAnalysisRequest{}
+	mi := &file_falcon_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishAnalysisRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishAnalysisRequest) ProtoMessage() {}
+
+func (x *FinishAnalysisRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishAnalysisRequest.ProtoReflect.Descriptor instead.
+func (*FinishAnalysisRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *FinishAnalysisRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FinishAnalysisRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *FinishAnalysisRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *FinishAnalysisRequest) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *FinishAnalysisRequest) GetReportPath() string {
+	if x != nil {
+		return x.ReportPath
+	}
+	return ""
+}
+
 var File_falcon_proto protoreflect.FileDescriptor
 
 const file_falcon_proto_rawDesc = "" +
@@ -6761,7 +7268,53 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06method\x18\x05 \x01(\tR\x06method\"n\n" +
 	"\x17ListAuditEventsResponse\x12+\n" +
 	"\x05items\x18\x01 \x03(\v2\x15.falcon.v1.AuditEventR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x93\a\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xf5\x03\n" +
+	"\bAnalysis\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x17\n" +
+	"\aexp_ids\x18\x03 \x03(\tR\x06expIds\x127\n" +
+	"\x06params\x18\x04 \x03(\v2\x1f.falcon.v1.Analysis.ParamsEntryR\x06params\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x12\x18\n" +
+	"\asummary\x18\a \x01(\tR\asummary\x12\x1f\n" +
+	"\vreport_path\x18\b \x01(\tR\n" +
+	"reportPath\x12\x18\n" +
+	"\acreator\x18\t \x01(\tR\acreator\x129\n" +
+	"\n" +
+	"created_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"started_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
+	"\vfinished_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x01\n" +
+	"\x15CreateAnalysisRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x17\n" +
+	"\aexp_ids\x18\x02 \x03(\tR\x06expIds\x12D\n" +
+	"\x06params\x18\x03 \x03(\v2,.falcon.v1.CreateAnalysisRequest.ParamsEntryR\x06params\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"$\n" +
+	"\x12GetAnalysisRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\",\n" +
+	"\x13ListAnalysesRequest\x12\x15\n" +
+	"\x06exp_id\x18\x01 \x01(\tR\x05expId\"A\n" +
+	"\x14ListAnalysesResponse\x12)\n" +
+	"\x05items\x18\x01 \x03(\v2\x13.falcon.v1.AnalysisR\x05items\".\n" +
+	"\x14ClaimAnalysisRequest\x12\x16\n" +
+	"\x06worker\x18\x01 \x01(\tR\x06worker\"o\n" +
+	"\x15ClaimAnalysisResponse\x12/\n" +
+	"\banalysis\x18\x01 \x01(\v2\x13.falcon.v1.AnalysisR\banalysis\x12%\n" +
+	"\x0eartifact_paths\x18\x02 \x03(\tR\rartifactPaths\"\x94\x01\n" +
+	"\x15FinishAnalysisRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x18\n" +
+	"\asummary\x18\x04 \x01(\tR\asummary\x12\x1f\n" +
+	"\vreport_path\x18\x05 \x01(\tR\n" +
+	"reportPath2\x93\a\n" +
 	"\x11ExperimentService\x12?\n" +
 	"\tCreateExp\x12\x1b.falcon.v1.CreateExpRequest\x1a\x15.falcon.v1.Experiment\x129\n" +
 	"\x06GetExp\x12\x18.falcon.v1.GetExpRequest\x1a\x15.falcon.v1.Experiment\x12C\n" +
@@ -6809,7 +7362,13 @@ const file_falcon_proto_rawDesc = "" +
 	"\n" +
 	"RelinkUser\x12\x1c.falcon.v1.RelinkUserRequest\x1a\x1d.falcon.v1.RelinkUserResponse2h\n" +
 	"\fAuditService\x12X\n" +
-	"\x0fListAuditEvents\x12!.falcon.v1.ListAuditEventsRequest\x1a\".falcon.v1.ListAuditEventsResponseB3Z1github.com/falconhq/falcon/api/falcon/v1;falconv1b\x06proto3"
+	"\x0fListAuditEvents\x12!.falcon.v1.ListAuditEventsRequest\x1a\".falcon.v1.ListAuditEventsResponse2\x8b\x03\n" +
+	"\x0fAnalysisService\x12G\n" +
+	"\x0eCreateAnalysis\x12 .falcon.v1.CreateAnalysisRequest\x1a\x13.falcon.v1.Analysis\x12A\n" +
+	"\vGetAnalysis\x12\x1d.falcon.v1.GetAnalysisRequest\x1a\x13.falcon.v1.Analysis\x12O\n" +
+	"\fListAnalyses\x12\x1e.falcon.v1.ListAnalysesRequest\x1a\x1f.falcon.v1.ListAnalysesResponse\x12R\n" +
+	"\rClaimAnalysis\x12\x1f.falcon.v1.ClaimAnalysisRequest\x1a .falcon.v1.ClaimAnalysisResponse\x12G\n" +
+	"\x0eFinishAnalysis\x12 .falcon.v1.FinishAnalysisRequest\x1a\x13.falcon.v1.AnalysisB3Z1github.com/falconhq/falcon/api/falcon/v1;falconv1b\x06proto3"
 
 var (
 	file_falcon_proto_rawDescOnce sync.Once
@@ -6823,7 +7382,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 90)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 100)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Resources)(nil),                   // 1: falcon.v1.Resources
@@ -6909,53 +7468,63 @@ var file_falcon_proto_goTypes = []any{
 	(*AuditEvent)(nil),                  // 81: falcon.v1.AuditEvent
 	(*ListAuditEventsRequest)(nil),      // 82: falcon.v1.ListAuditEventsRequest
 	(*ListAuditEventsResponse)(nil),     // 83: falcon.v1.ListAuditEventsResponse
-	nil,                                 // 84: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 85: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 86: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 87: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 88: falcon.v1.Cluster.LabelsEntry
-	nil,                                 // 89: falcon.v1.ExpEvent.DetailEntry
-	(*timestamppb.Timestamp)(nil),       // 90: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),         // 91: google.protobuf.Duration
+	(*Analysis)(nil),                    // 84: falcon.v1.Analysis
+	(*CreateAnalysisRequest)(nil),       // 85: falcon.v1.CreateAnalysisRequest
+	(*GetAnalysisRequest)(nil),          // 86: falcon.v1.GetAnalysisRequest
+	(*ListAnalysesRequest)(nil),         // 87: falcon.v1.ListAnalysesRequest
+	(*ListAnalysesResponse)(nil),        // 88: falcon.v1.ListAnalysesResponse
+	(*ClaimAnalysisRequest)(nil),        // 89: falcon.v1.ClaimAnalysisRequest
+	(*ClaimAnalysisResponse)(nil),       // 90: falcon.v1.ClaimAnalysisResponse
+	(*FinishAnalysisRequest)(nil),       // 91: falcon.v1.FinishAnalysisRequest
+	nil,                                 // 92: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 93: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 94: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 95: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 96: falcon.v1.Cluster.LabelsEntry
+	nil,                                 // 97: falcon.v1.ExpEvent.DetailEntry
+	nil,                                 // 98: falcon.v1.Analysis.ParamsEntry
+	nil,                                 // 99: falcon.v1.CreateAnalysisRequest.ParamsEntry
+	(*timestamppb.Timestamp)(nil),       // 100: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),         // 101: google.protobuf.Duration
 }
 var file_falcon_proto_depIdxs = []int32{
-	84,  // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	92,  // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
 	1,   // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	85,  // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	86,  // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	87,  // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	90,  // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	90,  // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	90,  // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	90,  // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	90,  // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	90,  // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	93,  // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	94,  // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	95,  // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	100, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	100, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	100, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	100, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	100, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	100, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	4,   // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	5,   // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	3,   // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
-	91,  // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
-	91,  // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
-	90,  // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
-	90,  // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
+	101, // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
+	101, // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
+	100, // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
+	100, // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
 	0,   // 18: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	90,  // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	90,  // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	90,  // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	90,  // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	90,  // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	90,  // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	90,  // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	90,  // 26: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	90,  // 27: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	90,  // 28: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
-	90,  // 29: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
-	90,  // 30: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	100, // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	100, // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	100, // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	100, // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	100, // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	100, // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	100, // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	100, // 26: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	100, // 27: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	100, // 28: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	100, // 29: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	100, // 30: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	8,   // 31: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	88,  // 32: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	90,  // 33: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	90,  // 34: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
-	89,  // 35: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
-	91,  // 36: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
+	96,  // 32: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	100, // 33: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	100, // 34: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
+	97,  // 35: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
+	101, // 36: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
 	2,   // 37: falcon.v1.EnforceTTLResponse.experiment:type_name -> falcon.v1.Experiment
 	16,  // 38: falcon.v1.ExecRequest.start:type_name -> falcon.v1.ExecStart
 	17,  // 39: falcon.v1.ExecRequest.resize:type_name -> falcon.v1.TerminalSize
@@ -6965,10 +7534,10 @@ var file_falcon_proto_depIdxs = []int32{
 	2,   // 43: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
 	2,   // 44: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
 	2,   // 45: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	90,  // 46: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	90,  // 47: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	100, // 46: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	100, // 47: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
 	30,  // 48: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
-	90,  // 49: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	100, // 49: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
 	34,  // 50: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
 	37,  // 51: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
 	38,  // 52: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
@@ -6981,13 +7550,13 @@ var file_falcon_proto_depIdxs = []int32{
 	6,   // 59: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
 	6,   // 60: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
 	63,  // 61: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	90,  // 62: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	100, // 62: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
 	65,  // 63: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
 	66,  // 64: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
 	67,  // 65: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
 	63,  // 66: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	90,  // 67: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	90,  // 68: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	100, // 67: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	100, // 68: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
 	7,   // 69: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
 	7,   // 70: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
 	7,   // 71: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
@@ -6995,88 +7564,105 @@ var file_falcon_proto_depIdxs = []int32{
 	7,   // 73: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
 	9,   // 74: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
 	9,   // 75: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
-	90,  // 76: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	100, // 76: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	81,  // 77: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	0,   // 78: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	21,  // 79: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	22,  // 80: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	23,  // 81: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	25,  // 82: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	27,  // 83: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	29,  // 84: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	32,  // 85: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	35,  // 86: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	12,  // 87: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
-	40,  // 88: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	13,  // 89: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
-	10,  // 90: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
-	15,  // 91: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
-	41,  // 92: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	42,  // 93: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	44,  // 94: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	45,  // 95: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	49,  // 96: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	48,  // 97: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	50,  // 98: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	52,  // 99: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	53,  // 100: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	55,  // 101: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	57,  // 102: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	58,  // 103: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	60,  // 104: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	68,  // 105: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	69,  // 106: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	71,  // 107: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	72,  // 108: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	75,  // 109: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	61,  // 110: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	62,  // 111: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	76,  // 112: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	77,  // 113: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	79,  // 114: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
-	82,  // 115: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	2,   // 116: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,   // 117: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	24,  // 118: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	26,  // 119: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	28,  // 120: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	31,  // 121: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	33,  // 122: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	36,  // 123: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,   // 124: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
-	2,   // 125: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	14,  // 126: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
-	11,  // 127: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
-	18,  // 128: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
-	4,   // 129: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	43,  // 130: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	4,   // 131: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	46,  // 132: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,   // 133: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,   // 134: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	51,  // 135: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	5,   // 136: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	54,  // 137: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	56,  // 138: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	59,  // 139: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	6,   // 140: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	5,   // 141: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	7,   // 142: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	70,  // 143: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	7,   // 144: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	74,  // 145: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	7,   // 146: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	63,  // 147: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	63,  // 148: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	9,   // 149: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	78,  // 150: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	80,  // 151: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
-	83,  // 152: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	116, // [116:153] is the sub-list for method output_type
-	79,  // [79:116] is the sub-list for method input_type
-	79,  // [79:79] is the sub-list for extension type_name
-	79,  // [79:79] is the sub-list for extension extendee
-	0,   // [0:79] is the sub-list for field type_name
+	98,  // 78: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
+	100, // 79: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
+	100, // 80: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
+	100, // 81: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
+	99,  // 82: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
+	84,  // 83: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
+	84,  // 84: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
+	0,   // 85: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	21,  // 86: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	22,  // 87: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	23,  // 88: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	25,  // 89: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	27,  // 90: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	29,  // 91: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	32,  // 92: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	35,  // 93: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	12,  // 94: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
+	40,  // 95: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	13,  // 96: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
+	10,  // 97: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
+	15,  // 98: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
+	41,  // 99: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	42,  // 100: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	44,  // 101: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	45,  // 102: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	49,  // 103: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	48,  // 104: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	50,  // 105: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	52,  // 106: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	53,  // 107: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	55,  // 108: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	57,  // 109: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	58,  // 110: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	60,  // 111: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	68,  // 112: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	69,  // 113: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	71,  // 114: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	72,  // 115: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	75,  // 116: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	61,  // 117: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	62,  // 118: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	76,  // 119: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	77,  // 120: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	79,  // 121: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	82,  // 122: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	85,  // 123: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
+	86,  // 124: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
+	87,  // 125: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
+	89,  // 126: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
+	91,  // 127: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
+	2,   // 128: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,   // 129: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	24,  // 130: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	26,  // 131: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	28,  // 132: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	31,  // 133: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	33,  // 134: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	36,  // 135: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,   // 136: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
+	2,   // 137: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	14,  // 138: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
+	11,  // 139: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
+	18,  // 140: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
+	4,   // 141: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	43,  // 142: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	4,   // 143: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	46,  // 144: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,   // 145: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,   // 146: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	51,  // 147: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	5,   // 148: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	54,  // 149: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	56,  // 150: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	59,  // 151: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	6,   // 152: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	5,   // 153: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	7,   // 154: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	70,  // 155: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	7,   // 156: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	74,  // 157: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	7,   // 158: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	63,  // 159: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	63,  // 160: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	9,   // 161: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	78,  // 162: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	80,  // 163: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	83,  // 164: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	84,  // 165: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
+	84,  // 166: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
+	88,  // 167: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
+	90,  // 168: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
+	84,  // 169: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
+	128, // [128:170] is the sub-list for method output_type
+	86,  // [86:128] is the sub-list for method input_type
+	86,  // [86:86] is the sub-list for extension type_name
+	86,  // [86:86] is the sub-list for extension extendee
+	0,   // [0:86] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -7104,9 +7690,9 @@ func file_falcon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   90,
+			NumMessages:   100,
 			NumExtensions: 0,
-			NumServices:   6,
+			NumServices:   7,
 		},
 		GoTypes:           file_falcon_proto_goTypes,
 		DependencyIndexes: file_falcon_proto_depIdxs,

@@ -1950,3 +1950,275 @@ var AuditService_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "falcon.proto",
 }
+
+const (
+	AnalysisService_CreateAnalysis_FullMethodName = "/falcon.v1.AnalysisService/CreateAnalysis"
+	AnalysisService_GetAnalysis_FullMethodName    = "/falcon.v1.AnalysisService/GetAnalysis"
+	AnalysisService_ListAnalyses_FullMethodName   = "/falcon.v1.AnalysisService/ListAnalyses"
+	AnalysisService_ClaimAnalysis_FullMethodName  = "/falcon.v1.AnalysisService/ClaimAnalysis"
+	AnalysisService_FinishAnalysis_FullMethodName = "/falcon.v1.AnalysisService/FinishAnalysis"
+)
+
+// AnalysisServiceClient is the client API for AnalysisService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// AnalysisService runs analyses next to the data: a request is queued and
+// an analysis controller (in falcon controller and falcon dev) reads the
+// experiments' artifacts from their storage, so a large profile or dump
+// never travels to the caller. Each analysis keeps its summary here and
+// its full result as report.json and report.md under the first
+// experiment's artifacts, reports/<analysis id>/.
+type AnalysisServiceClient interface {
+	CreateAnalysis(ctx context.Context, in *CreateAnalysisRequest, opts ...grpc.CallOption) (*Analysis, error)
+	GetAnalysis(ctx context.Context, in *GetAnalysisRequest, opts ...grpc.CallOption) (*Analysis, error)
+	ListAnalyses(ctx context.Context, in *ListAnalysesRequest, opts ...grpc.CallOption) (*ListAnalysesResponse, error)
+	// Internal: the analysis controller takes the oldest pending analysis
+	// (or one whose taker stopped renewing it) and reports how it ended.
+	ClaimAnalysis(ctx context.Context, in *ClaimAnalysisRequest, opts ...grpc.CallOption) (*ClaimAnalysisResponse, error)
+	FinishAnalysis(ctx context.Context, in *FinishAnalysisRequest, opts ...grpc.CallOption) (*Analysis, error)
+}
+
+type analysisServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewAnalysisServiceClient(cc grpc.ClientConnInterface) AnalysisServiceClient {
+	return &analysisServiceClient{cc}
+}
+
+func (c *analysisServiceClient) CreateAnalysis(ctx context.Context, in *CreateAnalysisRequest, opts ...grpc.CallOption) (*Analysis, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Analysis)
+	err := c.cc.Invoke(ctx, AnalysisService_CreateAnalysis_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *analysisServiceClient) GetAnalysis(ctx context.Context, in *GetAnalysisRequest, opts ...grpc.CallOption) (*Analysis, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Analysis)
+	err := c.cc.Invoke(ctx, AnalysisService_GetAnalysis_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *analysisServiceClient) ListAnalyses(ctx context.Context, in *ListAnalysesRequest, opts ...grpc.CallOption) (*ListAnalysesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAnalysesResponse)
+	err := c.cc.Invoke(ctx, AnalysisService_ListAnalyses_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *analysisServiceClient) ClaimAnalysis(ctx context.Context, in *ClaimAnalysisRequest, opts ...grpc.CallOption) (*ClaimAnalysisResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClaimAnalysisResponse)
+	err := c.cc.Invoke(ctx, AnalysisService_ClaimAnalysis_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *analysisServiceClient) FinishAnalysis(ctx context.Context, in *FinishAnalysisRequest, opts ...grpc.CallOption) (*Analysis, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Analysis)
+	err := c.cc.Invoke(ctx, AnalysisService_FinishAnalysis_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AnalysisServiceServer is the server API for AnalysisService service.
+// All implementations must embed UnimplementedAnalysisServiceServer
+// for forward compatibility.
+//
+// AnalysisService runs analyses next to the data: a request is queued and
+// an analysis controller (in falcon controller and falcon dev) reads the
+// experiments' artifacts from their storage, so a large profile or dump
+// never travels to the caller. Each analysis keeps its summary here and
+// its full result as report.json and report.md under the first
+// experiment's artifacts, reports/<analysis id>/.
+type AnalysisServiceServer interface {
+	CreateAnalysis(context.Context, *CreateAnalysisRequest) (*Analysis, error)
+	GetAnalysis(context.Context, *GetAnalysisRequest) (*Analysis, error)
+	ListAnalyses(context.Context, *ListAnalysesRequest) (*ListAnalysesResponse, error)
+	// Internal: the analysis controller takes the oldest pending analysis
+	// (or one whose taker stopped renewing it) and reports how it ended.
+	ClaimAnalysis(context.Context, *ClaimAnalysisRequest) (*ClaimAnalysisResponse, error)
+	FinishAnalysis(context.Context, *FinishAnalysisRequest) (*Analysis, error)
+	mustEmbedUnimplementedAnalysisServiceServer()
+}
+
+// UnimplementedAnalysisServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedAnalysisServiceServer struct{}
+
+func (UnimplementedAnalysisServiceServer) CreateAnalysis(context.Context, *CreateAnalysisRequest) (*Analysis, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateAnalysis not implemented")
+}
+func (UnimplementedAnalysisServiceServer) GetAnalysis(context.Context, *GetAnalysisRequest) (*Analysis, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetAnalysis not implemented")
+}
+func (UnimplementedAnalysisServiceServer) ListAnalyses(context.Context, *ListAnalysesRequest) (*ListAnalysesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAnalyses not implemented")
+}
+func (UnimplementedAnalysisServiceServer) ClaimAnalysis(context.Context, *ClaimAnalysisRequest) (*ClaimAnalysisResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClaimAnalysis not implemented")
+}
+func (UnimplementedAnalysisServiceServer) FinishAnalysis(context.Context, *FinishAnalysisRequest) (*Analysis, error) {
+	return nil, status.Error(codes.Unimplemented, "method FinishAnalysis not implemented")
+}
+func (UnimplementedAnalysisServiceServer) mustEmbedUnimplementedAnalysisServiceServer() {}
+func (UnimplementedAnalysisServiceServer) testEmbeddedByValue()                         {}
+
+// UnsafeAnalysisServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to AnalysisServiceServer will
+// result in compilation errors.
+type UnsafeAnalysisServiceServer interface {
+	mustEmbedUnimplementedAnalysisServiceServer()
+}
+
+func RegisterAnalysisServiceServer(s grpc.ServiceRegistrar, srv AnalysisServiceServer) {
+	// If the following call panics, it indicates UnimplementedAnalysisServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&AnalysisService_ServiceDesc, srv)
+}
+
+func _AnalysisService_CreateAnalysis_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateAnalysisRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AnalysisServiceServer).CreateAnalysis(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AnalysisService_CreateAnalysis_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AnalysisServiceServer).CreateAnalysis(ctx, req.(*CreateAnalysisRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AnalysisService_GetAnalysis_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetAnalysisRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AnalysisServiceServer).GetAnalysis(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AnalysisService_GetAnalysis_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AnalysisServiceServer).GetAnalysis(ctx, req.(*GetAnalysisRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AnalysisService_ListAnalyses_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAnalysesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AnalysisServiceServer).ListAnalyses(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AnalysisService_ListAnalyses_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AnalysisServiceServer).ListAnalyses(ctx, req.(*ListAnalysesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AnalysisService_ClaimAnalysis_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClaimAnalysisRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AnalysisServiceServer).ClaimAnalysis(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AnalysisService_ClaimAnalysis_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AnalysisServiceServer).ClaimAnalysis(ctx, req.(*ClaimAnalysisRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AnalysisService_FinishAnalysis_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FinishAnalysisRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AnalysisServiceServer).FinishAnalysis(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AnalysisService_FinishAnalysis_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AnalysisServiceServer).FinishAnalysis(ctx, req.(*FinishAnalysisRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// AnalysisService_ServiceDesc is the grpc.ServiceDesc for AnalysisService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var AnalysisService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "falcon.v1.AnalysisService",
+	HandlerType: (*AnalysisServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "CreateAnalysis",
+			Handler:    _AnalysisService_CreateAnalysis_Handler,
+		},
+		{
+			MethodName: "GetAnalysis",
+			Handler:    _AnalysisService_GetAnalysis_Handler,
+		},
+		{
+			MethodName: "ListAnalyses",
+			Handler:    _AnalysisService_ListAnalyses_Handler,
+		},
+		{
+			MethodName: "ClaimAnalysis",
+			Handler:    _AnalysisService_ClaimAnalysis_Handler,
+		},
+		{
+			MethodName: "FinishAnalysis",
+			Handler:    _AnalysisService_FinishAnalysis_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "falcon.proto",
+}
