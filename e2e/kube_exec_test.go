@@ -106,8 +106,13 @@ func TestKubernetesExecAndCp(t *testing.T) {
 		{name: "exit 0, stdout and stderr apart", args: []string{"--", "sh", "-c", "echo out; echo err >&2"}, stdout: "out\n", stderrIs: "err\n"},
 		{name: "exit 3", args: []string{"--", "sh", "-c", "exit 3"}, code: 3},
 		{name: "killed by SIGKILL", args: []string{"--", "sh", "-c", "kill -9 $$"}, code: 137},
-		{name: "stdin", stdin: "to the pod\n", args: []string{"-i", "--", "tr", "a-z", "A-Z"}, stdout: "TO THE POD\n"},
-		{name: "a terminal", args: []string{"-t", "--", "sh", "-c", "test -t 1 && echo tty"}, stdout: "tty\r\n"},
+		// kwok never closes a command's stdin (it copies into the pipe and
+		// leaves it open), so the command reads what it needs, not to EOF.
+		{name: "stdin", stdin: "to the pod\n", args: []string{"-i", "--", "sh", "-c", "head -n 1 | tr a-z A-Z"}, stdout: "TO THE POD\n"},
+		// With -i: kwok's terminal needs a stdin (without one it crashes,
+		// where a kubelet gives the command none). The terminal echoes
+		// the input line.
+		{name: "a terminal", stdin: "ok\n", args: []string{"-it", "--", "sh", "-c", "read x; test -t 1 && echo tty $x"}, stdout: "ok\r\ntty ok\r\n"},
 		{name: "rank 1", args: []string{"--rank", "1", "--", "sh", "-c", "echo $FALCON_RANK $POD; pwd"}, stdout: "1 " + k.pods[1] + "\n" + k.work[1] + "\n"},
 		{name: "an unknown rank", args: []string{"--rank", "2", "--", "true"}, code: 2},
 	} {

@@ -28,7 +28,7 @@ import (
 // directory and environment an Exec object names (ServePodExec). kwok also
 // watches the Exec and ClusterExec resources (--enable-crds).
 //
-// kwok v0.8.0 reports a non-zero exit only in an error message ("exit
+// kwok v0.8.0 never closes a command's stdin, and reports a non-zero exit only in an error message ("exit
 // status 3", "signal: killed"), not as the kubelet's exit-code cause: a
 // client reading codes must read that message too (podexec does).
 func WithPodExec() Option { return func(o *options) { o.podLogs, o.podExec = true, true } }

@@ -307,6 +307,10 @@ func localSum(p string) (sum, error) {
 	return sum{crc: c.Sum32(), size: n}, err
 }
 
+// maxResend bounds the files one download round asks for again, as
+// arguments of tar.
+const maxResend = 1000
+
 // resumeBlock is dd's block when an upload resumes: the offset is rounded
 // down to it.
 const resumeBlock = 64 << 10
@@ -348,6 +352,10 @@ func (cp *copier) upload(ctx context.Context, src, dst string) error {
 // uploadFile sends a file's bytes to target's part file, appending from
 // where a dropped stream stopped, checks its cksum and renames it.
 func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
 	want := make(chan sum, 1)
 	wantErr := make(chan error, 1)
 	go func() {
@@ -356,7 +364,7 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 		wantErr <- err
 	}()
 	part := target + partSuffix
-	err := cp.retry(ctx, "sending "+src, func(attempt int) error {
+	err = cp.retry(ctx, "sending "+src, func(attempt int) error {
 		// A resumed stream writes at its offset (dd seek), never appends:
 		// the cut session's cat may still be writing its last bytes when
 		// the next one starts, and both then write the same bytes to the
@@ -377,10 +385,13 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
 			return err
 		}
+		// head -c stops after the bytes it is owed: the far side never
+		// depends on seeing stdin end, which not every runtime passes on.
+		left := strconv.FormatInt(fi.Size()-off, 10)
 		if off == 0 {
-			return cp.r.sh(ctx, `mkdir -p "$(dirname "$1")" && exec cat > "$1"`, f, nil, part)
+			return cp.r.sh(ctx, `mkdir -p "$(dirname "$1")" && head -c "$2" > "$1"`, f, nil, part, left)
 		}
-		return cp.r.sh(ctx, `exec dd of="$1" bs=`+strconv.Itoa(resumeBlock)+` seek="$2" conv=notrunc 2>/dev/null`, f, nil, part, strconv.FormatInt(off/resumeBlock, 10))
+		return cp.r.sh(ctx, `head -c "$3" | dd of="$1" bs=`+strconv.Itoa(resumeBlock)+` seek="$2" conv=notrunc 2>/dev/null`, f, nil, part, strconv.FormatInt(off/resumeBlock, 10), left)
 	})
 	if err != nil {
 		return err
@@ -549,7 +560,9 @@ func (cp *copier) downloadDir(ctx context.Context, src, target string) error {
 			if todo == nil {
 				err = cp.r.sh(ctx, `cd "$1" && exec tar cf - .`, nil, pw, src)
 			} else {
-				err = cp.r.sh(ctx, `cd "$1" && exec tar cf - -T -`, strings.NewReader(strings.Join(todo, "\n")+"\n"), pw, src)
+				// Names as arguments, not a list on stdin (-T -): stdin's
+				// end may never reach the far side (see uploadFile).
+				err = cp.r.sh(ctx, `cd "$1" && shift && exec tar cf - -- "$@"`, nil, pw, append([]string{src}, todo[:min(len(todo), maxResend)]...)...)
 			}
 			pw.CloseWithError(errors.Join(err, io.EOF))
 			if terr := <-done; err == nil {

@@ -83,7 +83,8 @@ func (t *tree) missing(got map[string]sum) []*entry {
 // writeTar writes entries of the directory root as a tar stream whose
 // names start with name, and notes each regular file's cksum as it goes.
 func writeTar(w io.Writer, root, name string, entries []*entry) error {
-	tw := tar.NewWriter(w)
+	cw := &countWriter{w: w}
+	tw := tar.NewWriter(cw)
 	buf := make([]byte, 1<<20)
 	for _, e := range entries {
 		h, err := tar.FileInfoHeader(e.info, e.link)
@@ -120,7 +121,29 @@ func writeTar(w io.Writer, root, name string, entries []*entry) error {
 		}
 		e.sum = &sum{crc: c.Sum32(), size: n}
 	}
-	return tw.Close()
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	// tar on the far side reads whole records of 20 blocks and stops at
+	// the record holding the end marker: pad to one, as tar itself writes,
+	// so it ends without waiting for stdin to close.
+	_, err := w.Write(make([]byte, (tarRecord-int(cw.n%tarRecord))%tarRecord))
+	return err
+}
+
+// tarRecord is tar's default record: 20 blocks of 512 bytes.
+const tarRecord = 20 * 512
+
+// countWriter counts what goes through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // readTar extracts a tar stream into target, noting each regular file's
