@@ -12,6 +12,7 @@ const (
 	Job        = "job-"
 	Artifact   = "art-"
 	Cluster    = "cl-"
+	Analysis   = "ana-"
 )
 
 const (

@@ -161,3 +161,20 @@ func (e *IllegalTransitionError) Error() string {
 // TTLWarning is how long before an experiment's ttl ends that its warning
 // is given: time to extend it, or to copy out what is needed.
 const TTLWarning = 10 * time.Minute
+
+// KindAnalysis names analyses in errors.
+const KindAnalysis Kind = "analysis"
+
+// AnalysisMachine: Pending -> Running -> Succeeded/Failed. A Running
+// analysis whose controller stopped is claimed again while Running (the
+// self-move every machine allows), so none is left stuck.
+var AnalysisMachine = Machine{
+	Kind:     KindAnalysis,
+	Initial:  Pending,
+	Terminal: []Status{Succeeded, Failed},
+	Transitions: []Transition{
+		{Sources: []Status{Pending}, Destination: Running},
+		{Sources: []Status{Running}, Destination: Succeeded},
+		{Sources: []Status{Pending, Running}, Destination: Failed},
+	},
+}

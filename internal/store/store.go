@@ -405,6 +405,17 @@ type Store interface {
 	// TouchExpActivity moves the experiment's last activity forward to at.
 	TouchExpActivity(ctx context.Context, id string, at time.Time) error
 
+	// CreateAnalysis queues a, Pending, indexed by each of its experiments.
+	CreateAnalysis(ctx context.Context, a *Analysis) error
+	GetAnalysis(ctx context.Context, id string) (*Analysis, error)
+	// ListAnalyses returns an experiment's analyses, newest first.
+	ListAnalyses(ctx context.Context, expID string) ([]*Analysis, error)
+	// ClaimAnalysis makes the oldest Pending analysis, or a Running one
+	// claimed before staleBefore, Running for worker; nil when none.
+	ClaimAnalysis(ctx context.Context, worker string, staleBefore time.Time) (*Analysis, error)
+	// FinishAnalysis ends a Running analysis Succeeded or Failed.
+	FinishAnalysis(ctx context.Context, id string, status lifecycle.Status, message, summary, reportPath string) (*Analysis, error)
+
 	GetJob(ctx context.Context, id string) (*Job, error)
 	ListJobs(ctx context.Context, f JobFilter) (items []*Job, next string, err error)
 	UpdateJobStatus(ctx context.Context, u StatusUpdate) (*Job, error)

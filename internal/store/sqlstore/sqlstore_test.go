@@ -81,6 +81,7 @@ func runSuite(t *testing.T, open opener) {
 		{"AppendEventsRefuses", testAppendEventsRefuses},
 		{"EventsBounded", testEventsBounded},
 		{"EventsCommitInOrder", testEventsCommitInOrder},
+		{"Analyses", testAnalyses},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
