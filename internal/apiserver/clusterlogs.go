@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -60,22 +61,12 @@ func parseResume(tok string) (logCursor, error) {
 // the pod log API while the job's pods exist, else from the log objects
 // its pods left in the cluster's bucket. With follow, jobs are read at
 // once and their lines interleave; each pod's lines stay in order.
-func (s *Server) clusterLogs(ctx context.Context, req *falconv1.GetExpLogsRequest, jobs []*store.Job, b *lineBatcher) error {
-	resume, err := parseResume(req.GetResume())
-	if err != nil {
-		return err
-	}
-	// The cursor moves with every line but is encoded once per batch, on
-	// its last line: that is the line a client has printed last when a
-	// stream breaks (a batch arrives whole or not at all), and a token per
-	// line cost a JSON encoding of every pod's position per line.
-	b.setSeal(func(last *falconv1.LogLine) { last.Resume = resume.token() })
+// resume holds a cursor for every job (see GetExpLogs); lines move it
+// under b's lock.
+func (s *Server) clusterLogs(ctx context.Context, req *falconv1.GetExpLogsRequest, jobs []*store.Job, b *lineBatcher, resume logCursor) error {
 	emitFor := func(j *store.Job) func(podlogs.Line) error {
 		return func(l podlogs.Line) error {
 			return b.addFunc(func() *falconv1.LogLine {
-				if resume[j.ID] == nil {
-					resume[j.ID] = podlogs.Cursor{}
-				}
 				resume[j.ID].Advance(l)
 				out := &falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: int32(l.Rank), Pod: l.Pod, Line: strings.ToValidUTF8(l.Text, "\uFFFD")}
 				if !l.Time.IsZero() {
@@ -86,7 +77,11 @@ func (s *Server) clusterLogs(ctx context.Context, req *falconv1.GetExpLogsReques
 		}
 	}
 	read := func(j *store.Job) error {
-		opts := podlogs.Options{Tail: int(req.GetTail()), Grep: req.GetGrep(), Follow: req.GetFollow(), Resume: resume[j.ID]}
+		// A copy: the reader reads its start while lines move the cursor.
+		b.mu.Lock()
+		start := maps.Clone(resume[j.ID])
+		b.mu.Unlock()
+		opts := podlogs.Options{Tail: int(req.GetTail()), Grep: req.GetGrep(), Follow: req.GetFollow(), Resume: start}
 		if req.Rank != nil {
 			opts.Ranks = []int{int(req.GetRank())}
 		}

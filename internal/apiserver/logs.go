@@ -19,6 +19,7 @@ import (
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/podlogs"
 	"github.com/falconhq/falcon/internal/store"
 )
 
@@ -89,7 +90,6 @@ func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.Exp
 			}
 		}()
 	}
-	send := b.add
 	local, remote, err := s.splitByBackend(ctx, jobs)
 	if err != nil {
 		return err
@@ -97,18 +97,32 @@ func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.Exp
 	if len(local) > 0 && req.GetSince() != nil {
 		return errdefs.Invalid("since", "falcon dev's logs carry no timestamps to filter on; use --tail")
 	}
-	if len(local) > 0 && req.GetResume() != "" && len(remote) == 0 {
-		return errdefs.Invalid("resume", "falcon dev's logs cannot be resumed; follow again with --tail")
+	resume, err := parseResume(req.GetResume())
+	if err != nil {
+		return err
 	}
+	// Every job has its cursor before any reader starts: readers then only
+	// move positions inside them, under the batcher's lock, while the
+	// map of jobs is only read.
+	for _, j := range jobs {
+		if resume[j.ID] == nil {
+			resume[j.ID] = podlogs.Cursor{}
+		}
+	}
+	// The cursor moves with every line but is encoded once per batch, on
+	// its last line: that is the line a client has printed last when a
+	// stream breaks (a batch arrives whole or not at all), and a token per
+	// line cost a JSON encoding of every pod's position per line.
+	b.setSeal(func(last *falconv1.LogLine) { last.Resume = resume.token() })
 	if len(remote) == 0 {
-		return s.localLogs(ctx, req, local, grep, send)
+		return s.localLogs(ctx, req, local, grep, b, resume)
 	}
 	if len(local) == 0 {
-		return s.clusterLogs(ctx, req, remote, b)
+		return s.clusterLogs(ctx, req, remote, b, resume)
 	}
 	errc := make(chan error, 2)
-	go func() { errc <- s.localLogs(ctx, req, local, grep, send) }()
-	go func() { errc <- s.clusterLogs(ctx, req, remote, b) }()
+	go func() { errc <- s.localLogs(ctx, req, local, grep, b, resume) }()
+	go func() { errc <- s.clusterLogs(ctx, req, remote, b, resume) }()
 	return errors.Join(<-errc, <-errc)
 }
 
@@ -227,7 +241,10 @@ func (s *Server) splitByBackend(ctx context.Context, jobs []*store.Job) (local, 
 }
 
 // localLogs streams the files falcon dev writes, <logDir>/<job_id>/<pod>.log.
-func (s *Server) localLogs(ctx context.Context, req *falconv1.GetExpLogsRequest, jobs []*store.Job, grep *regexp.Regexp, send func(*falconv1.LogLine) error) error {
+// A pod's position in resume is the byte offset after the last line sent:
+// a resumed read starts there, so lines are neither lost nor repeated
+// across a broken stream or a restart of the server (the files outlive it).
+func (s *Server) localLogs(ctx context.Context, req *falconv1.GetExpLogsRequest, jobs []*store.Job, grep *regexp.Regexp, b *lineBatcher, resume logCursor) error {
 	readers := map[string]*podReader{}
 	defer func() {
 		for _, pr := range readers {
@@ -251,26 +268,38 @@ func (s *Server) localLogs(ctx context.Context, req *falconv1.GetExpLogsRequest,
 					}
 					pr = &podReader{f: f, r: bufio.NewReader(f)}
 					readers[key] = pr
-					if first && req.GetTail() > 0 {
+					pos, resumed := s.logPosition(b, resume, j.ID, pod)
+					switch {
+					case resumed:
+						if err := pr.seek(pos); err != nil {
+							return err
+						}
+					case first && req.GetTail() > 0:
 						if err := pr.skipToTail(int(req.GetTail())); err != nil {
 							return err
 						}
 					}
+					// The pod's start counts as read: a resume after lines
+					// of other pods must not print what --tail skipped here.
+					s.setLogPosition(b, resume, j.ID, pod, pr.offset)
 				}
 				for {
 					line, ok := pr.next(req.GetFollow())
 					if !ok {
 						break
 					}
-					{
-						if grep != nil && !grep.MatchString(strings.TrimSuffix(line, "\n")) {
-							continue
-						}
-						// A protobuf string must be valid UTF-8: a log
-						// with binary output would otherwise end the stream.
-						if err := send(&falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: rank, Pod: pod, Line: strings.ToValidUTF8(line, "\uFFFD")}); err != nil {
-							return err
-						}
+					if grep != nil && !grep.MatchString(strings.TrimSuffix(line, "\n")) {
+						continue
+					}
+					// A protobuf string must be valid UTF-8: a log
+					// with binary output would otherwise end the stream.
+					out := &falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: rank, Pod: pod, Line: strings.ToValidUTF8(line, "\uFFFD")}
+					next := pr.offset
+					if err := b.addFunc(func() *falconv1.LogLine {
+						resume[j.ID][pod] = podlogs.Position{Offset: next}
+						return out
+					}); err != nil {
+						return err
 					}
 				}
 			}
@@ -337,6 +366,8 @@ type podReader struct {
 	r       *bufio.Reader
 	partial []byte
 	flush   bool // the writer is gone: a trailing line without newline is complete
+	// offset is where the line after the last one returned starts.
+	offset int64
 }
 
 // next returns the next complete line. While following, a line still being
@@ -346,11 +377,13 @@ func (p *podReader) next(follow bool) (string, bool) {
 	p.partial = append(p.partial, b...)
 	if err == nil {
 		line := strings.TrimSuffix(string(p.partial), "\n")
+		p.offset += int64(len(p.partial))
 		p.partial = p.partial[:0]
 		return line, true
 	}
 	if (!follow || p.flush) && len(p.partial) > 0 {
 		line := string(p.partial)
+		p.offset += int64(len(p.partial))
 		p.partial = p.partial[:0]
 		return line, true
 	}
@@ -401,7 +434,23 @@ func (p *podReader) seek(off int64) error {
 		return fmt.Errorf("seek log: %w", err)
 	}
 	p.r.Reset(p.f)
+	p.offset = off
 	return nil
+}
+
+// logPosition is where a resumed read of a local pod's log starts, read
+// under the batcher's lock, which guards the cursor.
+func (s *Server) logPosition(b *lineBatcher, resume logCursor, jobID, pod string) (int64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	pos, ok := resume[jobID][pod]
+	return pos.Offset, ok
+}
+
+func (s *Server) setLogPosition(b *lineBatcher, resume logCursor, jobID, pod string, off int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	resume[jobID][pod] = podlogs.Position{Offset: off}
 }
 
 func (p *podReader) close() { _ = p.f.Close() }

@@ -139,11 +139,14 @@ func logsRun(ctx context.Context, opts *Options) error {
 	p := opts.Printer()
 	// A followed stream that breaks (the server restarted, a proxy cut an
 	// idle connection) is opened again after the last line received, by its
-	// resume token, so no line is lost or printed twice.
+	// resume token, so no line is lost or printed twice; before any line
+	// (no token yet) the same request is simply made again. Every server
+	// issues tokens, falcon dev's included (byte offsets in its log files,
+	// which outlive it).
 	for attempt := 0; ; {
 		stream, err := c.GetExpLogs(ctx, req)
 		if err != nil {
-			if retry := opts.Follow && req.Resume != "" && errdefs.Code(err) == codes.Unavailable && attempt < maxReconnects; retry {
+			if retry := opts.Follow && errdefs.Code(err) == codes.Unavailable && attempt < maxReconnects; retry {
 				attempt++
 				if !sleep(ctx, reconnectDelay(attempt)) {
 					return nil
@@ -152,14 +155,18 @@ func logsRun(ctx context.Context, opts *Options) error {
 			}
 			return err
 		}
+		before := req.Resume
 		err = printStream(ctx, stream, p, prefix, opts.Timestamps, req)
 		stream.Close()
 		if err == nil || ctx.Err() != nil {
 			// Done, or interrupted (Ctrl-C while following): the usual way to stop.
 			return nil
 		}
-		if !opts.Follow || req.Resume == "" || errdefs.Code(err) != codes.Unavailable || attempt >= maxReconnects {
+		if !opts.Follow || errdefs.Code(err) != codes.Unavailable || attempt >= maxReconnects {
 			return err
+		}
+		if req.Resume != before {
+			attempt = 0 // it delivered lines: only breaks in a row count
 		}
 		attempt++
 		fmt.Fprintf(opts.IO.ErrOut, "falcon: log stream broke (%v); resuming\n", err)
