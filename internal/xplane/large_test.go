@@ -24,8 +24,8 @@ func (c *counter) Plane(p *xplane.Plane) []int {
 	return idx
 }
 func (c *counter) Line(*xplane.Plane, *xplane.LineHeader) { c.lines++ }
-func (c *counter) Event(*xplane.Event)                   { c.events++ }
-func (c *counter) EndLine()                              {}
+func (c *counter) Event(*xplane.Event)                    { c.events++ }
+func (c *counter) EndLine()                               {}
 
 // syntheticSpec is a TPU step of nested and flat ops in four categories.
 func syntheticSpec() xplanetest.Synthetic {
