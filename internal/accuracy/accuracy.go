@@ -7,6 +7,7 @@ import (
 	"math"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/falconhq/falcon/internal/npy"
 )
@@ -265,4 +266,37 @@ func unravel(i int, shape []int) []int {
 		}
 	}
 	return idx
+}
+
+// Markdown renders a report for people: a table of the tensors compared,
+// then what could not be.
+func Markdown(r *Report, a, b string) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "# Accuracy: %s against %s\n\n", a, b)
+	fmt.Fprintf(&s, "rtol %g, atol %g: %d of %d tensors allclose.\n\n", r.Tolerances.RTol, r.Tolerances.ATol, r.AllClose, len(r.Tensors))
+	if len(r.Tensors) > 0 {
+		s.WriteString("| tensor | shape | dtypes | max abs | max rel | mean abs | cosine | allclose | first mismatch |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, t := range r.Tensors {
+			first := ""
+			if t.FirstMismatch != nil {
+				first = fmt.Sprint(t.FirstMismatch)
+			}
+			fmt.Fprintf(&s, "| %s | %v | %s/%s | %.3g | %.3g | %.3g | %.6f | %v | %s |\n",
+				t.Path, t.Shape, t.DTypeA, t.DTypeB, t.MaxAbsError, t.MaxRelError, t.MeanAbsError, t.Cosine, t.AllClose, first)
+		}
+	}
+	for _, m := range r.ShapeMismatch {
+		fmt.Fprintf(&s, "\n- shapes differ: %s %v against %v", m.Path, m.ShapeA, m.ShapeB)
+	}
+	for _, f := range r.OnlyInA {
+		fmt.Fprintf(&s, "\n- only in %s: %s", a, f)
+	}
+	for _, f := range r.OnlyInB {
+		fmt.Fprintf(&s, "\n- only in %s: %s", b, f)
+	}
+	for _, why := range r.UnreadableWhy {
+		fmt.Fprintf(&s, "\n- unreadable: %s", why)
+	}
+	s.WriteString("\n")
+	return s.String()
 }

@@ -114,6 +114,17 @@ var rules = map[string]rule{
 	}},
 
 	falconv1.AuditService_ListAuditEvents_FullMethodName: {callers: forAdmins},
+
+	falconv1.AnalysisService_CreateAnalysis_FullMethodName: {forUsers, func(r any) (string, bool) {
+		if ids := r.(*falconv1.CreateAnalysisRequest).GetExpIds(); len(ids) > 0 {
+			return ids[0], true
+		}
+		return "", true
+	}},
+	falconv1.AnalysisService_GetAnalysis_FullMethodName:    {callers: forAll},
+	falconv1.AnalysisService_ListAnalyses_FullMethodName:   {callers: forAll},
+	falconv1.AnalysisService_ClaimAnalysis_FullMethodName:  {callers: forControllers},
+	falconv1.AnalysisService_FinishAnalysis_FullMethodName: {callers: forControllers},
 }
 
 // authorize decides whether p (an admin when admin is set) may call method

@@ -85,6 +85,7 @@ func Gateway(ctx context.Context, conn *grpc.ClientConn, files FileOpener) (http
 		falconv1.RegisterClusterServiceHandler,
 		falconv1.RegisterUserServiceHandler,
 		falconv1.RegisterAuditServiceHandler,
+		falconv1.RegisterAnalysisServiceHandler,
 	} {
 		if err := reg(ctx, mux, conn); err != nil {
 			return nil, err

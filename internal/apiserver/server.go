@@ -38,6 +38,7 @@ type Server struct {
 	falconv1.UnimplementedClusterServiceServer
 	falconv1.UnimplementedUserServiceServer
 	falconv1.UnimplementedAuditServiceServer
+	falconv1.UnimplementedAnalysisServiceServer
 
 	store        store.Store
 	auth         auth.Authenticator
@@ -177,6 +178,7 @@ func (s *Server) GRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	falconv1.RegisterClusterServiceServer(g, s)
 	falconv1.RegisterUserServiceServer(g, s)
 	falconv1.RegisterAuditServiceServer(g, s)
+	falconv1.RegisterAnalysisServiceServer(g, s)
 	if s.grpcMetrics != nil {
 		// Every method appears in the metrics at zero, so dashboards and
 		// alerts see a rate of 0 rather than no series.

@@ -33,6 +33,7 @@ var notADocument = map[string]string{
 	"falcon controller":   "runs Falcon in the foreground",
 	"falcon migrate":      "needs a database flag; its -o json is checked by the MariaDB end-to-end test",
 	"falcon artifact cat": "writes the file's bytes as they are, whatever -o says, so it can be piped",
+	"falcon report cat":   "writes the report file (report.md or report.json) as the analysis stored it; covered end to end in e2e TestAnalyzeAccuracy",
 }
 
 // TestEveryCommandSpeaksEveryFormat runs each client command against a real
@@ -108,6 +109,8 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"exp", "metrics", "{exp}", "--series", "loss"},
 		{"exp", "diff", "{exp}", "{other}"},
 		{"exp", "compare", "{exp}", "{other}"},
+		{"analyze", "accuracy", "{exp}", "{other}", "--no-wait"}, // queued; no analysis controller runs here
+		{"report", "ls", "{exp}"},
 		{"exp", "logs", "export", "{exp}", "--to", "file://" + filepath.Join(dir, "export-{fmt}")},
 		{"artifact", "ls", "{exp}"},
 		{"artifact", "get", "{exp}", "--to", filepath.Join(dir, "get-{fmt}")},

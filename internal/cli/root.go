@@ -6,12 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/falconhq/falcon/internal/cli/cmd/analyze"
 	"github.com/falconhq/falcon/internal/cli/cmd/artifact"
 	"github.com/falconhq/falcon/internal/cli/cmd/audit"
 	authcmd "github.com/falconhq/falcon/internal/cli/cmd/auth"
 	"github.com/falconhq/falcon/internal/cli/cmd/cluster"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp"
 	"github.com/falconhq/falcon/internal/cli/cmd/job"
+	"github.com/falconhq/falcon/internal/cli/cmd/report"
 	"github.com/falconhq/falcon/internal/cli/cmd/user"
 	"github.com/falconhq/falcon/internal/cli/cmd/version"
 	"github.com/falconhq/falcon/internal/cli/credentials"
@@ -86,12 +88,14 @@ Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.server, "server", server, "Falcon API server URL (env "+ServerEnv+")")
-	pf.VarP(&g.output, "output", "o", "Output format: table, json or yaml (default: table on a terminal, json otherwise)")
+	pf.VarP(&g.output, "output", "o", "Output format: table, json, yaml or md (Markdown tables) (default: table on a terminal, json otherwise)")
 
 	root.AddCommand(
 		exp.NewCmdExp(f),
 		job.NewCmdJob(f),
 		artifact.NewCmdArtifact(f),
+		analyze.NewCmdAnalyze(f),
+		report.NewCmdReport(f),
 		cluster.NewCmdCluster(f),
 		authcmd.NewCmdAuth(f),
 		audit.NewCmdAudit(f),

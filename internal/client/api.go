@@ -166,3 +166,23 @@ func (c *Client) ListAuditEvents(ctx context.Context, req *falconv1.ListAuditEve
 	out := new(falconv1.ListAuditEventsResponse)
 	return out, c.do(ctx, http.MethodGet, "/v1/audit", q, nil, out)
 }
+
+// CreateAnalysis queues an analysis.
+func (c *Client) CreateAnalysis(ctx context.Context, req *falconv1.CreateAnalysisRequest) (*falconv1.Analysis, error) {
+	out := new(falconv1.Analysis)
+	return out, c.do(ctx, http.MethodPost, "/v1/analyses", nil, req, out)
+}
+
+// GetAnalysis returns an analysis.
+func (c *Client) GetAnalysis(ctx context.Context, req *falconv1.GetAnalysisRequest) (*falconv1.Analysis, error) {
+	out := new(falconv1.Analysis)
+	return out, c.do(ctx, http.MethodGet, idPath("/v1/analyses", req.GetId()), nil, nil, out)
+}
+
+// ListAnalyses returns an experiment's analyses.
+func (c *Client) ListAnalyses(ctx context.Context, req *falconv1.ListAnalysesRequest) (*falconv1.ListAnalysesResponse, error) {
+	q := url.Values{}
+	setString(q, "exp_id", req.GetExpId())
+	out := new(falconv1.ListAnalysesResponse)
+	return out, c.do(ctx, http.MethodGet, "/v1/analyses", q, nil, out)
+}

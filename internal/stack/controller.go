@@ -14,6 +14,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/certfile"
+	anactl "github.com/falconhq/falcon/internal/controller/analysis"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/leader"
@@ -75,6 +76,8 @@ type loop interface {
 var _ loop = (*expctl.Controller)(nil)
 
 var _ loop = (*resourcemanager.Manager)(nil)
+
+var _ loop = (*anactl.Controller)(nil)
 
 // Controller runs the expController and the resource manager against an API
 // server until ctx is done, while cfg.Elector says this replica leads.
@@ -213,7 +216,8 @@ func (t *controllerTerm) lead(stop, held context.Context) error {
 	t.obs.mgr.Store(mgr)
 	defer t.obs.mgr.Store(nil)
 	ec := expctl.New(t.conn, expctl.WithLogger(log), expctl.WithInterval(cfg.Interval))
-	loops := []loop{mgr, ec}
+	ac := anactl.New(t.conn, anactl.WithLogger(log), anactl.WithInterval(cfg.Interval))
+	loops := []loop{mgr, ec, ac}
 
 	failed := make(chan error, len(loops))
 	var running sync.WaitGroup

@@ -26,6 +26,7 @@ import (
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/changefeed"
+	anactl "github.com/falconhq/falcon/internal/controller/analysis"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
@@ -275,6 +276,7 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	defer closeBackends()
 	obs.mgr.Store(mgr)
 	ec := expctl.New(conn, expctl.WithLogger(log), expctl.WithInterval(interval))
+	ac := anactl.New(conn, anactl.WithLogger(log), anactl.WithInterval(interval))
 
 	if cfg.Ready != nil {
 		cfg.Ready(running.HTTPAddr, running.GRPCAddr)
@@ -282,6 +284,7 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return mgr.Run(gctx) })
 	g.Go(func() error { return ec.Run(gctx) })
+	g.Go(func() error { return ac.Run(gctx) })
 	g.Go(func() error {
 		err := running.Wait()
 		cancel()
