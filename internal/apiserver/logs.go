@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/status"
+
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
@@ -330,7 +332,11 @@ func (s *Server) localLogs(ctx context.Context, req *falconv1.GetExpLogsRequest,
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			// Not a clean end: the experiment still runs. If the client
+			// left, nobody reads this; if the server is stopping, the
+			// client learns to resume rather than take the close for the
+			// end of the logs.
+			return status.FromContextError(ctx.Err()).Err()
 		case <-time.After(s.logPoll):
 		}
 	}

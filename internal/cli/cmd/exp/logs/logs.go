@@ -146,7 +146,7 @@ func logsRun(ctx context.Context, opts *Options) error {
 	for attempt := 0; ; {
 		stream, err := c.GetExpLogs(ctx, req)
 		if err != nil {
-			if retry := opts.Follow && errdefs.Code(err) == codes.Unavailable && attempt < maxReconnects; retry {
+			if retry := opts.Follow && resumable(err) && ctx.Err() == nil && attempt < maxReconnects; retry {
 				attempt++
 				if !sleep(ctx, reconnectDelay(attempt)) {
 					return nil
@@ -162,7 +162,7 @@ func logsRun(ctx context.Context, opts *Options) error {
 			// Done, or interrupted (Ctrl-C while following): the usual way to stop.
 			return nil
 		}
-		if !opts.Follow || errdefs.Code(err) != codes.Unavailable || attempt >= maxReconnects {
+		if !opts.Follow || !resumable(err) || attempt >= maxReconnects {
 			return err
 		}
 		if req.Resume != before {
@@ -174,6 +174,17 @@ func logsRun(ctx context.Context, opts *Options) error {
 			return nil
 		}
 	}
+}
+
+// resumable errors end a stream the server did not mean to end: it is
+// unreachable or restarting, or stopped the stream as it shut down (the
+// gateway's connection closing reaches the client as Canceled).
+func resumable(err error) bool {
+	switch errdefs.Code(err) {
+	case codes.Unavailable, codes.Canceled, codes.Aborted:
+		return true
+	}
+	return false
 }
 
 // maxReconnects bounds how often one `logs -f` resumes a broken stream.
