@@ -102,6 +102,8 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"exp", "list"},
 		{"exp", "logs", "{exp}"},
 		{"exp", "wait", "{exp}"},
+		{"exp", "events", "{exp}"},
+		{"exp", "get", "{exp}", "-w"}, // it has ended: printed once
 		{"exp", "extend", "{force}", "--ttl", "1h"}, // before it is aborted
 		{"exp", "abort", "{exp}", "--yes"},
 		{"exp", "abort", "{force}", "--force", "--yes"},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -41,6 +42,19 @@ func testAPI() *clitest.API {
 				return &falconv1.Experiment{Id: r.GetId(), Status: "Failed", Reason: "RoleFailed"}, nil
 			}
 			return nil, status.Errorf(codes.NotFound, "experiment %q not found", r.GetId())
+		},
+		WatchExpFunc: func(r *falconv1.WatchExpRequest, s grpc.ServerStreamingServer[falconv1.ExpEvent]) error {
+			switch r.GetId() {
+			case "exp-q7odgo8q9x":
+				if err := s.Send(&falconv1.ExpEvent{Seq: 1, ExpId: r.GetId(), Kind: "experiment", Id: r.GetId(), Status: "Running"}); err != nil {
+					return err
+				}
+				<-s.Context().Done()
+				return nil
+			case "exp-failed":
+				return s.Send(&falconv1.ExpEvent{Seq: 1, ExpId: r.GetId(), Kind: "experiment", Id: r.GetId(), Status: "Failed", Reason: "RoleFailed", Terminal: true})
+			}
+			return status.Errorf(codes.NotFound, "experiment %q not found", r.GetId())
 		},
 		ListExpsFunc: func(context.Context, *falconv1.ListExpsRequest) (*falconv1.ListExpsResponse, error) {
 			return &falconv1.ListExpsResponse{Items: []*falconv1.Experiment{{Id: "exp-q7odgo8q9x", ExpType: "benchmark", Status: "Running"}}, NextPageToken: ""}, nil

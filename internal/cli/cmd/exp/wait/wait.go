@@ -262,13 +262,8 @@ func (w *waiter) timedOut(ctx context.Context, c *client.Client, ids []string) e
 		if ok {
 			s = "last seen status " + describe(ev.GetStatus(), ev.GetReason(), ev.GetMessage())
 		}
-		if len(ids) > 1 {
-			s = id + ": " + s
-		}
-		if err := w.errs[id]; err != nil {
-			s += "; last error: " + status.Convert(err).Message()
-		}
-		seen = append(seen, s)
+		// The experiment as it is now, when the server answers: printed
+		// for the script, and the freshest status for the message.
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		exp, err := c.GetExp(rctx, &falconv1.GetExpRequest{Id: id})
 		cancel()
@@ -276,7 +271,15 @@ func (w *waiter) timedOut(ctx context.Context, c *client.Client, ids []string) e
 			if err := w.opts.Printer().Print(exp, output.ExperimentDetail(exp)); err != nil {
 				return err
 			}
+			s = "last seen status " + describe(exp.GetStatus(), exp.GetReason(), exp.GetMessage())
 		}
+		if len(ids) > 1 {
+			s = id + ": " + s
+		}
+		if err := w.errs[id]; err != nil {
+			s += "; last error: " + status.Convert(err).Message()
+		}
+		seen = append(seen, s)
 	}
 	what := ids[0]
 	if len(ids) > 1 {
