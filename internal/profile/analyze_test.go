@@ -385,7 +385,9 @@ func TestCompare(t *testing.T) {
 	copy4 := profile.OpDiff{Name: "copy.4", Category: "data formatting", A: 43_750, B: 100_000, Delta: 56_250, Relative: rel(43_750, 100_000)}
 	flopsCapA := 4.5e-6*1e14 + 4.5e-6*459e12
 	bytesCapA := 4.5e-6*1e12 + 4.5e-6*2765e9
-	d := func(a, b float64) *profile.Delta { return &profile.Delta{A: a, B: b, Delta: b - a, Relative: rel(a, b)} }
+	d := func(a, b float64) *profile.Delta {
+		return &profile.Delta{A: a, B: b, Delta: b - a, Relative: rel(a, b)}
+	}
 	want := &profile.Diff{
 		A: a.File, B: b.File, Basis: "per device-step",
 		StepTimeMean:            d(1_175_000, 1_000_000),
