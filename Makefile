@@ -54,6 +54,7 @@ bench: kube-bins
 	$(GO) test -run '^$$' -bench KubeDispatch -benchtime 1x -timeout 60m ./e2e/
 	$(GO) test -run '^$$' -bench Results -benchtime 3x -timeout 30m ./e2e/
 	$(GO) test -run '^$$' -bench ServerColdStart -benchtime 10x -timeout 10m ./e2e/
+	$(GO) test -run '^$$' -bench WatchExpLatency -benchtime 1x -timeout 10m ./internal/apiserver/
 	$(GO) test -run '^$$' -bench 'ExecDev|ExecKube' -benchtime 1x -timeout 30m ./e2e/
 	$(GO) test -run '^$$' -bench ExpCompare100k -benchtime 5x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench Metrics100k -benchtime 20x ./internal/compare/
