@@ -27,21 +27,11 @@ func (c *counter) Line(*xplane.Plane, *xplane.LineHeader) { c.lines++ }
 func (c *counter) Event(*xplane.Event)                    { c.events++ }
 func (c *counter) EndLine()                               {}
 
-// syntheticSpec is a TPU step of nested and flat ops in four categories.
+// syntheticSpec is xplanetest.TPUSteps of 10 steps on 2 devices.
 func syntheticSpec() xplanetest.Synthetic {
-	return xplanetest.Synthetic{
-		Devices: 2, Steps: 10, Repeat: 200, Variants: 50, LeadPs: 10_000, TailPs: 5_000,
-		Pattern: []xplanetest.SyntheticOp{
-			{Op: xplanetest.Op{Name: "while.1", Category: "control flow"}, DurationPs: 40_000, Children: []xplanetest.SyntheticOp{
-				{Op: xplanetest.Op{Name: "fusion.2", Category: "convolution fusion", Flops: 3_000_000, Bytes: 400_000}, DurationPs: 15_000},
-				{Op: xplanetest.Op{Name: "fusion.3", Category: "loop fusion", Flops: 50_000, Bytes: 300_000}, DurationPs: 10_000},
-			}},
-			{Op: xplanetest.Op{Name: "convolution.4", Category: "convolution", Flops: 9_000_000, ModelFlops: 8_000_000, Bytes: 1_000_000}, DurationPs: 30_000},
-			{Op: xplanetest.Op{Name: "all-reduce.5", Category: "all-reduce", Bytes: 500_000}, DurationPs: 20_000},
-			{Op: xplanetest.Op{Name: "copy.6", Category: "data formatting", Bytes: 200_000}, DurationPs: 5_000},
-		},
-		HostEvents: 100, EventStats: true, PeakTeraflops: 459, PeakHBMGBps: 2765,
-	}
+	s := xplanetest.TPUSteps()
+	s.Devices, s.Steps = 2, 10
+	return s
 }
 
 // profileMiB is the size of the large generated profile: 64 MiB in

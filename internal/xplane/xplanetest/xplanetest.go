@@ -166,6 +166,27 @@ type Synthetic struct {
 	PeakTeraflops, PeakHBMGBps float64
 }
 
+// TPUSteps is the synthetic profile of the tests and benchmarks: per
+// step, 200 runs of a while loop (two fusions nested in it), a
+// convolution, an all-reduce and a copy, in 50 variants (300 distinct
+// ops), with a group_id stat on every event and 100 host events per step;
+// peaks of a v5p. Set Devices and Steps (StepsFor sizes a file).
+func TPUSteps() Synthetic {
+	return Synthetic{
+		Devices: 1, Steps: 1, Repeat: 200, Variants: 50, LeadPs: 10_000, TailPs: 5_000,
+		Pattern: []SyntheticOp{
+			{Op: Op{Name: "while.1", Category: "control flow"}, DurationPs: 40_000, Children: []SyntheticOp{
+				{Op: Op{Name: "fusion.2", Category: "convolution fusion", Flops: 3_000_000, Bytes: 400_000}, DurationPs: 15_000},
+				{Op: Op{Name: "fusion.3", Category: "loop fusion", Flops: 50_000, Bytes: 300_000}, DurationPs: 10_000},
+			}},
+			{Op: Op{Name: "convolution.4", Category: "convolution", Flops: 9_000_000, ModelFlops: 8_000_000, Bytes: 1_000_000}, DurationPs: 30_000},
+			{Op: Op{Name: "all-reduce.5", Category: "all-reduce", Bytes: 500_000}, DurationPs: 20_000},
+			{Op: Op{Name: "copy.6", Category: "data formatting", Bytes: 200_000}, DurationPs: 5_000},
+		},
+		HostEvents: 100, EventStats: true, PeakTeraflops: 459, PeakHBMGBps: 2765,
+	}
+}
+
 // OpTotals are what one device's profile holds of one op.
 type OpTotals struct {
 	Category      string
