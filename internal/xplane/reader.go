@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -524,8 +525,10 @@ func (w *walker) events(l *LineHeader, visit bool) error {
 		if err != nil {
 			return err
 		}
-		if err := w.event(e); err != nil {
-			return err
+		if !w.eventFast(e) {
+			if err := w.event(e); err != nil {
+				return err
+			}
 		}
 		w.sum.Events++
 		if visit {
@@ -540,6 +543,141 @@ func (w *walker) events(l *LineHeader, visit bool) error {
 		}
 	}
 	return nil
+}
+
+// eventFast decodes the XEvent ending at end into w.ev from the buffer,
+// when all of it is there and it holds only the fields XProf writes; it
+// reports false, having consumed nothing, for anything else, which event
+// then decodes (and refuses, with the offset) field by field. Most
+// events take this path: it is the same decoding without the bounds
+// bookkeeping of the cursor.
+func (w *walker) eventFast(end int64) bool {
+	c := w.c
+	n := end - c.off()
+	if n > int64(len(c.buf)) {
+		return false
+	}
+	if c.w-c.r < int(n) {
+		if c.fill(int(n)) != nil || c.w-c.r < int(n) {
+			return false
+		}
+	}
+	b := c.buf[c.r : c.r+int(n)]
+	ev := &w.ev
+	stats := ev.Stats[:0]
+	var meta, off, dur, occ int64
+	for len(b) > 0 {
+		v, k := uvarint(b)
+		if k <= 0 {
+			return false
+		}
+		b = b[k:]
+		switch v {
+		case 1<<3 | 0, 2<<3 | 0, 3<<3 | 0, 5<<3 | 0:
+			x, k := uvarint(b)
+			if k <= 0 {
+				return false
+			}
+			b = b[k:]
+			switch v >> 3 {
+			case 1:
+				meta = int64(x)
+			case 2:
+				off, occ = int64(x), 0
+			case 3:
+				dur = int64(x)
+			case 5:
+				occ, off = int64(x), 0
+			}
+		case 4<<3 | 2:
+			l, k := uvarint(b)
+			if k <= 0 || l > uint64(len(b)-k) {
+				return false
+			}
+			stats = append(stats, Stat{})
+			if !statFast(b[k:k+int(l)], &stats[len(stats)-1]) {
+				ev.Stats = stats[:0]
+				return false
+			}
+			b = b[k+int(l):]
+		default:
+			ev.Stats = stats[:0]
+			return false
+		}
+	}
+	*ev = Event{MetadataID: meta, OffsetPs: off, NumOccurrences: occ, DurationPs: dur, Stats: stats}
+	c.r += int(n)
+	return true
+}
+
+// statFast decodes an XStat of eventFast.
+func statFast(b []byte, s *Stat) bool {
+	*s = Stat{}
+	for len(b) > 0 {
+		v, k := uvarint(b)
+		if k <= 0 {
+			return false
+		}
+		b = b[k:]
+		switch v {
+		case 1<<3 | 0, 3<<3 | 0, 4<<3 | 0, 7<<3 | 0:
+			x, k := uvarint(b)
+			if k <= 0 {
+				return false
+			}
+			b = b[k:]
+			switch v >> 3 {
+			case 1:
+				s.MetadataID = int64(x)
+			case 3:
+				s.setValue(KindUint64)
+				s.Uint64 = x
+			case 4:
+				s.setValue(KindInt64)
+				s.Int64 = int64(x)
+			case 7:
+				s.setValue(KindRef)
+				s.Ref = x
+			}
+		case 2<<3 | 1:
+			if len(b) < 8 {
+				return false
+			}
+			x, _ := protowire.ConsumeFixed64(b)
+			b = b[8:]
+			s.setValue(KindDouble)
+			s.Double = float64bits(x)
+		case 5<<3 | 2, 6<<3 | 2:
+			l, k := uvarint(b)
+			if k <= 0 || l > uint64(len(b)-k) || l > MaxString {
+				return false
+			}
+			val := b[k : k+int(l)]
+			b = b[k+int(l):]
+			if v>>3 == 6 {
+				s.setValue(KindBytes)
+				s.Len = len(val)
+				continue
+			}
+			if !utf8.Valid(val) {
+				return false
+			}
+			s.setValue(KindStr)
+			s.Str = string(val)
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// uvarint decodes a varint at the start of b, with a fast path for one
+// byte; k <= 0 when b does not start with one.
+func uvarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	return protowire.ConsumeVarint(b)
 }
 
 // event decodes one XEvent ending at end into w.ev.
