@@ -453,11 +453,14 @@ func (d *device) op(e *xplane.Event) {
 	start := d.lineBase + e.OffsetPs
 	end := start + e.DurationPs
 	if start < d.last {
+		// Unsorted: start over as if a new sorted run began here, which is
+		// right for sorted runs concatenated out of order.
 		d.disorder++
 		for len(d.stack) > 0 {
 			d.pop()
 		}
 		d.si = sort.Search(len(d.steps), func(i int) bool { return d.steps[i].end > start })
+		d.covered = math.MinInt64
 	}
 	d.last = start
 	for len(d.stack) > 0 {

@@ -448,3 +448,34 @@ func TestMarkdown(t *testing.T) {
 		}
 	}
 }
+
+// TestOutOfOrderOps: ops a writer left unsorted are not nested into the
+// wrong parent; the report says nesting may be off.
+func TestOutOfOrderOps(t *testing.T) {
+	b := xplanetest.NewPlane(1, "/device:TPU:0")
+	ops := b.Line(1, "XLA Ops", t0)
+	xplanetest.Event(ops, b.OpID(fusion2), 5_000, 1_000)
+	xplanetest.Event(ops, b.OpID(copy4), 1_000, 2_000)
+	got := analyze(t, write(t, b.Plane), profile.Options{})
+	s := got.Summary
+	if s.SelfTimePs != 3_000 || s.BusyPs != 2_000 || s.WindowPs != 5_000 {
+		t.Errorf("self %d, busy %d, window %d", s.SelfTimePs, s.BusyPs, s.WindowPs)
+	}
+	if !strings.Contains(strings.Join(got.Warnings, "\n"), "1 op events started before the one before them") {
+		t.Errorf("warnings: %q", got.Warnings)
+	}
+}
+
+// TestMaxOps: a summary cut to MaxOps ops says so, and a comparison of it
+// warns that ops only in one run may be missed.
+func TestMaxOps(t *testing.T) {
+	path := write(t, device0())
+	a := analyze(t, path, profile.Options{MaxOps: 1, DeviceOps: -1})
+	if a.Summary.OpCount != 4 || len(a.Summary.Ops) != 1 || len(a.Devices[0].Ops) != 4 {
+		t.Errorf("summary lists %d of %d ops; device lists %d", len(a.Summary.Ops), a.Summary.OpCount, len(a.Devices[0].Ops))
+	}
+	d := profile.Compare(a, analyze(t, path, profile.Options{}))
+	if !strings.Contains(strings.Join(d.Warnings, "\n"), "a summary lists 1 of its 4 ops") {
+		t.Errorf("warnings: %q", d.Warnings)
+	}
+}

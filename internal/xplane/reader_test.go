@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	xplanev1 "github.com/falconhq/falcon/api/xplane/v1"
@@ -145,6 +146,13 @@ func everyField() *xplanev1.XSpace {
 	ops := dev.Line(3, "XLA Ops", 1_700_000_000_123_456_789)
 	xplanetest.Event(ops, op, 100, 900, &xplanev1.XStat{MetadataId: dev.StatID("x"), Value: &xplanev1.XStat_DoubleValue{DoubleValue: -0.5}})
 	ops.Events = append(ops.Events, &xplanev1.XEvent{MetadataId: op, Data: &xplanev1.XEvent_NumOccurrences{NumOccurrences: 12}, DurationPs: 12_000})
+	xplanetest.Event(ops, op, 2_000, 10,
+		&xplanev1.XStat{MetadataId: dev.StatID("name"), Value: &xplanev1.XStat_StrValue{StrValue: "ünïcode"}},
+		&xplanev1.XStat{MetadataId: dev.StatID("blob"), Value: &xplanev1.XStat_BytesValue{BytesValue: make([]byte, 300)}},
+		&xplanev1.XStat{MetadataId: dev.StatID("ref"), Value: &xplanev1.XStat_RefValue{RefValue: 3}})
+	// A field this version of the format does not know is stepped over.
+	odd := xplanetest.Event(ops, op, 3_000, 10)
+	odd.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 9, protowire.VarintType), 7))
 	dev.Line(4, "empty", 0)
 
 	host := xplanetest.NewPlane(8, "/host:CPU")
@@ -198,7 +206,7 @@ func TestWalkReadsEveryField(t *testing.T) {
 	if diff := cmp.Diff(want(space), r.planes, cmpOpts...); diff != "" {
 		t.Errorf("walk mismatch (-want +got):\n%s", diff)
 	}
-	wantSum := xplane.Summary{Bytes: int64(len(raw)), BytesRead: int64(len(raw)), Planes: 2, PlanesVisited: 2, Events: 5, EventsVisited: 5,
+	wantSum := xplane.Summary{Bytes: int64(len(raw)), BytesRead: int64(len(raw)), Planes: 2, PlanesVisited: 2, Events: 7, EventsVisited: 7,
 		Hostnames: []string{"host-0"}, Errors: []string{"lost 3 events"}, Warnings: []string{"clock skew"}}
 	if diff := cmp.Diff(wantSum, sum); diff != "" {
 		t.Errorf("summary mismatch (-want +got):\n%s", diff)
@@ -226,11 +234,11 @@ func TestWalkSelectsPlanesAndOrdersLines(t *testing.T) {
 			t.Errorf("skip=%v: walk mismatch (-want +got):\n%s", skip, diff)
 		}
 		// Without Skip the host plane is decoded too; with it, it is jumped over.
-		wantEvents := int64(5)
+		wantEvents := int64(7)
 		if skip {
-			wantEvents = 4
+			wantEvents = 6
 		}
-		if sum.PlanesVisited != 1 || sum.EventsVisited != 4 || sum.Events != wantEvents {
+		if sum.PlanesVisited != 1 || sum.EventsVisited != 6 || sum.Events != wantEvents {
 			t.Errorf("skip=%v: summary %+v", skip, sum)
 		}
 	}
