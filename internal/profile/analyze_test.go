@@ -458,7 +458,7 @@ func TestOutOfOrderOps(t *testing.T) {
 	xplanetest.Event(ops, b.OpID(copy4), 1_000, 2_000)
 	got := analyze(t, write(t, b.Plane), profile.Options{})
 	s := got.Summary
-	if s.SelfTimePs != 3_000 || s.BusyPs != 2_000 || s.WindowPs != 5_000 {
+	if s.SelfTimePs != 3_000 || s.BusyPs != 3_000 || s.WindowPs != 5_000 {
 		t.Errorf("self %d, busy %d, window %d", s.SelfTimePs, s.BusyPs, s.WindowPs)
 	}
 	if !strings.Contains(strings.Join(got.Warnings, "\n"), "1 op events started before the one before them") {
