@@ -117,6 +117,7 @@ func relayExec(ctx context.Context, cancel context.CancelFunc, client falconv1.E
 			}
 		}
 	}()
+	var out []byte // one message, reused
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -132,13 +133,13 @@ func relayExec(ctx context.Context, cancel context.CancelFunc, client falconv1.E
 			fail(err)
 			return
 		}
-		data, err := proto.Marshal(resp)
+		out, err = proto.MarshalOptions{}.MarshalAppend(out[:0], resp)
 		if err != nil {
 			fail(err)
 			return
 		}
 		wmu.Lock()
-		err = ws.WriteMessage(websocket.BinaryMessage, data)
+		err = ws.WriteMessage(websocket.BinaryMessage, out)
 		wmu.Unlock()
 		if err != nil {
 			return

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,9 +28,10 @@ const execStdinChunk = 64 << 10
 // requests after start, Recv the replies. Send and Recv may be called from
 // one goroutine each.
 type ExecSession struct {
-	ws  *websocket.Conn
-	wmu sync.Mutex
-	c   *Client
+	ws   *websocket.Conn
+	wmu  sync.Mutex
+	c    *Client
+	rbuf bytes.Buffer // one message read, reused: output is most of a session
 }
 
 // ExecExp opens an exec session and sends start. The session has no
@@ -97,7 +99,12 @@ func (s *ExecSession) Send(r *falconv1.ExecRequest) error {
 // Recv returns the next reply; io.EOF once the server has closed the
 // session after the exit, and the call's status when it failed.
 func (s *ExecSession) Recv() (*falconv1.ExecResponse, error) {
-	typ, data, err := s.ws.ReadMessage()
+	typ, rd, err := s.ws.NextReader()
+	if err == nil {
+		s.rbuf.Reset()
+		_, err = s.rbuf.ReadFrom(rd)
+	}
+	data := s.rbuf.Bytes()
 	if err != nil {
 		if websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 			return nil, io.EOF
