@@ -17,6 +17,10 @@ import (
 	"github.com/falconhq/falcon/internal/store"
 )
 
+// serverKubeQPS is the API server's request rate to one cluster's
+// apiserver (pod lookups for exec, pod logs).
+const serverKubeQPS = 50
+
 // kubeClients gives the API server one client per cluster for reading pod
 // logs and finding pods to exec into, built on kubeConfigs.
 func kubeClients(configs apiserver.KubeConfigs) apiserver.KubeClients {
@@ -32,7 +36,12 @@ func kubeClients(configs apiserver.KubeConfigs) apiserver.KubeClients {
 		if cl, ok := cache[cfg]; ok {
 			return cl, ns, nil
 		}
-		cl, err := kubernetes.NewForConfig(cfg)
+		// client-go's default of 5 requests a second (burst 10) made the
+		// eleventh exec in a second wait 200 ms for its pod lookup: the
+		// server reads for every user of the cluster.
+		lc := rest.CopyConfig(cfg)
+		lc.QPS, lc.Burst = serverKubeQPS, 2*serverKubeQPS
+		cl, err := kubernetes.NewForConfig(lc)
 		if err != nil {
 			return nil, "", fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
