@@ -70,7 +70,8 @@ type Figures struct {
 	ModelFlops    uint64 `json:"model_flops"`
 	BytesAccessed uint64 `json:"bytes_accessed"`
 	Peak          Peak   `json:"peak"`
-	// Utilizations: achieved ÷ (WindowPs × peak); absent without a peak.
+	// Utilizations: achieved ÷ (WindowPs × peak), in a Summary the sums
+	// of both over the devices; absent without a peak.
 	FlopsUtilization        *float64 `json:"flops_utilization,omitempty"`
 	ModelFlopsUtilization   *float64 `json:"model_flops_utilization,omitempty"`
 	HBMBandwidthUtilization *float64 `json:"hbm_bandwidth_utilization,omitempty"`

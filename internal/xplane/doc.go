@@ -17,9 +17,10 @@
 // plane in three steps over its bytes: its id and name; its stats,
 // metadata and line headers (jumping over each event by its length); then
 // the events of the lines the visitor asks for, in the order it asks.
-// That needs random access, which a file or a ranged blob reader gives.
-// Open takes a path, and decompresses a gzip file to an unnamed temporary
-// file first.
+// That needs random access: Open takes a path (and decompresses a gzip
+// file to an unnamed temporary file first); RangeReaderAt reads an object
+// in a bucket through ranged streams, opening a new one only when a read
+// jumps back or far ahead, so a profile is analysed where it is stored.
 //
 // Everything Walk decodes is checked against the format: wire types of
 // known fields, lengths within their parent message, varints, UTF-8
