@@ -62,6 +62,8 @@ bench: kube-bins
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/runmetrics/
 	$(GO) test -run '^$$' -bench . -benchtime 500x ./internal/logjson/
 	$(GO) test -run '^$$' -bench Export -benchtime 3x ./internal/cloudlog/
+	FALCON_PROFILE_MIB=1024 $(GO) test -run '^$$' -bench Walk -benchtime 2x -timeout 30m ./internal/xplane/
+	FALCON_PROFILE_MIB=1024 $(GO) test -run '^$$' -bench Analyze -benchtime 2x -timeout 30m ./internal/profile/
 	FALCON_CRASH_EXPS=500 FALCON_CRASH_KILLS=50 $(GO) test -count=1 -run '^TestControllerKilledAtRandomPoints$$' -timeout 60m -v ./internal/provider/gke/
 	FALCON_ABORT_RACE_ROUNDS=1000 CI=true $(GO) test -count=1 -run '^Test(SQLite|MySQL)$$/^AbortRacesStatusUpdate$$' -timeout 30m -v ./internal/store/sqlstore/
 	FALCON_DB_OUTAGE=60s CI=true $(GO) test -count=1 -run '^TestDatabaseOutage$$' -timeout 30m -v ./e2e/
