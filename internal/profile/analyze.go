@@ -94,6 +94,7 @@ func Analyze(ctx context.Context, r *xplane.Reader, opts Options) (*Report, erro
 	if len(a.devices) == 0 {
 		return nil, &NoDevicesError{File: r.Name(), Planes: planes}
 	}
+	a.cur.release()
 	rep := &Report{File: r.Name(), Bytes: sum.Bytes, Events: sum.Events, Hostnames: sum.Hostnames}
 	deviceOps := opts.DeviceOps
 	if deviceOps == 0 {
@@ -192,6 +193,9 @@ type device struct {
 // Plane starts a device: it finds the stat ids and the peaks, and asks for
 // the Steps lines and then the XLA Ops lines.
 func (a *analysis) Plane(p *xplane.Plane) []int {
+	if a.cur != nil {
+		a.cur.release()
+	}
 	d := &device{plane: p.Name, p: p, byName: map[string]*opAgg{}, infoMap: map[int64]*opInfo{}}
 	d.kind = "tpu"
 	if strings.HasPrefix(p.Name, "/device:GPU:") {
@@ -246,6 +250,12 @@ func (a *analysis) Plane(p *xplane.Plane) []int {
 	a.devices = append(a.devices, d)
 	a.cur = d
 	return append(steps, ops...)
+}
+
+// release drops what only the walk of the device's plane needs (its
+// metadata), so that devices read before the last hold only their totals.
+func (d *device) release() {
+	d.p, d.infos, d.infoMap, d.stack = nil, nil, nil, nil
 }
 
 func maxKey[V any](m map[int64]V) int64 {

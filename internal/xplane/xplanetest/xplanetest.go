@@ -1,7 +1,3 @@
-// Package xplanetest writes XSpace profiles for tests and benchmarks, with
-// the generated types of api/xplane/v1: small ones whole (Builder), and
-// large ones streaming to disk (WriteSynthetic), each with the figures an
-// analysis of it must find.
 package xplanetest
 
 import (
