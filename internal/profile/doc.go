@@ -39,6 +39,11 @@
 // category self time per device-step, the ops that changed most in
 // absolute and relative terms, and the ops only one run has.
 //
+// bytes_accessed counts every memory space XLA's cost analysis sees;
+// XProf's own HBM figure takes the HBM share from memory_access_breakdown,
+// which is not read here, so this HBM utilization is an upper bound when
+// ops also move data through on-chip memory.
+//
 // Not read (yet): GPU kernels on stream lines (a GPU plane without the
 // "XLA Ops" line XProf derives gets step figures only), SparseCore planes,
 // the XLA Modules line, device_offset_ps/device_duration_ps corrections,
