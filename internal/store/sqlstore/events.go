@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/lifecycle"
@@ -111,32 +112,26 @@ func (s *Store) lockExps(ctx context.Context, tx *sql.Tx, ids []string) error {
 }
 
 // lockJobsExps takes the row locks of the experiments the jobs belong to
-// (see lockExps).
+// (see lockExps), in one statement: the subquery on jobs is a plain read
+// (a locking clause does not reach into it), which cannot be stale since
+// a job's exp_id never changes.
 func (s *Store) lockJobsExps(ctx context.Context, tx *sql.Tx, jobIDs []string) error {
 	if s.d.forUpdate == "" || len(jobIDs) == 0 {
 		return nil
 	}
 	var c conds
 	c.in("id", slices.Compact(slices.Sorted(slices.Values(jobIDs))))
-	// exp_id never changes, so this plain read cannot be stale.
-	rows, err := tx.QueryContext(ctx, "SELECT exp_id FROM jobs"+c.sql(), c.args...)
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM experiments WHERE id IN (SELECT exp_id FROM jobs"+c.sql()+") ORDER BY id"+s.d.forUpdate, c.args...)
 	if err != nil {
 		return dbErr("lock experiments", err)
 	}
-	var expIDs []string
+	defer rows.Close()
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return dbErr("lock experiments", err)
-		}
-		expIDs = append(expIDs, id)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
 		return dbErr("lock experiments", err)
 	}
-	return s.lockExps(ctx, tx, expIDs)
+	return nil
 }
 
 // appendEvents numbers and writes events inside tx, whose caller holds the
@@ -158,43 +153,73 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, events []store.Eve
 	for _, expID := range order {
 		evs := byExp[expID]
 		n := int64(len(evs))
-		res, err := tx.ExecContext(ctx, "UPDATE experiments SET last_event_seq = last_event_seq + ? WHERE id = ?", n, expID)
+		last, err := s.takeEventSeqs(ctx, tx, expID, n)
 		if err != nil {
-			return dbErr("number events", err)
+			return err
+		}
+		if err := s.insertEvents(ctx, tx, expID, last-n+1, evs, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// takeEventSeqs moves the experiment's last event seq n further and
+// returns it, in one round trip: MySQL hands the new value back as
+// LAST_INSERT_ID(expr), SQLite with RETURNING. Either way it is the value
+// this transaction wrote, whatever the isolation level's snapshot.
+func (s *Store) takeEventSeqs(ctx context.Context, tx *sql.Tx, expID string, n int64) (int64, error) {
+	var last int64
+	if s.d.isMySQL() {
+		res, err := tx.ExecContext(ctx, "UPDATE experiments SET last_event_seq = LAST_INSERT_ID(last_event_seq + ?) WHERE id = ?", n, expID)
+		if err != nil {
+			return 0, dbErr("number events", err)
 		}
 		if k, err := res.RowsAffected(); err != nil {
-			return dbErr("number events", err)
+			return 0, dbErr("number events", err)
 		} else if k == 0 {
-			return errdefs.NotFound("experiment", expID)
+			return 0, errdefs.NotFound("experiment", expID)
 		}
-		var last int64
-		// The row this transaction just wrote: its own value, whatever
-		// the isolation level's snapshot.
-		if err := tx.QueryRowContext(ctx, "SELECT last_event_seq FROM experiments WHERE id = ?", expID).Scan(&last); err != nil {
-			return dbErr("number events", err)
+		if last, err = res.LastInsertId(); err != nil {
+			return 0, dbErr("number events", err)
 		}
-		args := make([]any, 0, len(evs)*9)
-		for i, e := range evs {
-			at := e.Time
-			if at.IsZero() {
-				at = now
-			}
-			detail := e.Detail
-			if detail == nil {
-				detail = map[string]string{}
-			}
-			args = append(args, expID, last-n+1+int64(i), s.d.timeArg(at), e.Kind, e.EntityID, string(e.Status),
-				cut(e.Reason, 128), cut(e.Message, store.MaxEventMessage), jsonArg(detail))
+		return last, nil
+	}
+	err := tx.QueryRowContext(ctx, "UPDATE experiments SET last_event_seq = last_event_seq + ? WHERE id = ? RETURNING last_event_seq", n, expID).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, errdefs.NotFound("experiment", expID)
+	}
+	if err != nil {
+		return 0, dbErr("number events", err)
+	}
+	return last, nil
+}
+
+// insertEvents writes evs, numbered from first, as one statement, and drops
+// the experiment's events beyond the newest MaxEventsPerExp. A zero Time is
+// now.
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, expID string, first int64, evs []store.Event, now time.Time) error {
+	args := make([]any, 0, len(evs)*numCols(eventCols))
+	for i, e := range evs {
+		at := e.Time
+		if at.IsZero() {
+			at = now
 		}
-		q := "INSERT INTO exp_events (" + eventCols + ") VALUES " +
-			strings.TrimSuffix(strings.Repeat(placeholders(numCols(eventCols))+", ", len(evs)), ", ")
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return dbErr("append events", err)
+		detail := e.Detail
+		if detail == nil {
+			detail = map[string]string{}
 		}
-		if last > store.MaxEventsPerExp {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM exp_events WHERE exp_id = ? AND seq <= ?", expID, last-store.MaxEventsPerExp); err != nil {
-				return dbErr("trim events", err)
-			}
+		args = append(args, expID, first+int64(i), s.d.timeArg(at), e.Kind, e.EntityID, string(e.Status),
+			cut(e.Reason, 128), cut(e.Message, store.MaxEventMessage), jsonArg(detail))
+	}
+	q := "INSERT INTO exp_events (" + eventCols + ") VALUES " +
+		strings.TrimSuffix(strings.Repeat(placeholders(numCols(eventCols))+", ", len(evs)), ", ")
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		return dbErr("append events", err)
+	}
+	if last := first + int64(len(evs)) - 1; last > store.MaxEventsPerExp {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM exp_events WHERE exp_id = ? AND seq <= ?", expID, last-store.MaxEventsPerExp); err != nil {
+			return dbErr("trim events", err)
 		}
 	}
 	return nil

@@ -67,9 +67,12 @@ func (s *Store) CreateExp(ctx context.Context, exp *store.Experiment, jobs []*st
 	if err := s.prepareCreate(exp, jobs, art); err != nil {
 		return err
 	}
+	// The first events are numbered 1..n with the insert itself: no other
+	// writer can know the experiment yet.
+	events := createdEvents(exp, jobs)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, insertSQL("experiments", expInsertCols),
-			s.expArgs(exp)...); err != nil {
+		if _, err := tx.ExecContext(ctx, insertSQL("experiments", expInsertCols+", last_event_seq"),
+			append(s.expArgs(exp), len(events))...); err != nil {
 			switch col, _ := uniqueViolation(err); col {
 			case "name":
 				return store.NameTakenError(exp.Name)
@@ -96,7 +99,7 @@ func (s *Store) CreateExp(ctx context.Context, exp *store.Experiment, jobs []*st
 				return dbErr("insert artifact", err)
 			}
 		}
-		return s.appendEvents(ctx, tx, createdEvents(exp, jobs))
+		return s.insertEvents(ctx, tx, exp.ID, 1, events, exp.CreatedAt)
 	})
 }
 
