@@ -12,6 +12,11 @@
 //     re-reads.
 //   - Lists use keyset pagination over an internal sequence, so page N costs
 //     the same as page 1 at any table size.
+//   - Every change of an experiment's or a job's status, reason, message or
+//     node pool is recorded as an Event in the transaction that makes it,
+//     numbered per experiment in commit order, so a watcher that resumes
+//     after the last seq it saw misses none; a write that changes nothing
+//     records nothing, and each experiment keeps its newest MaxEventsPerExp.
 //
 // Errors are errdefs kinds (ErrNotFound, ErrFailedPrecondition, ...), never
 // driver errors, so callers do not depend on the backend. Implementations
