@@ -31,8 +31,8 @@ var analysisKinds = map[string]struct {
 	params []string
 }{
 	"accuracy":        {2, []string{"path", "rtol", "atol"}},
-	"profile":         {1, []string{"rank", "session"}},
-	"profile_compare": {2, []string{"rank", "session"}},
+	"profile":         {1, []string{"rank", "session", "device_type"}},
+	"profile_compare": {2, []string{"rank", "session", "device_type"}},
 }
 
 // CreateAnalysis queues an analysis; the analysis controller runs it.
@@ -59,18 +59,34 @@ func (s *Server) CreateAnalysis(ctx context.Context, req *falconv1.CreateAnalysi
 			return nil, errdefs.Invalid("exp_ids", "%v", err)
 		}
 	}
+	var first *store.Experiment
 	for i, id := range expIDs {
 		if err := checkID("exp_ids["+strconv.Itoa(i)+"]", ids.Experiment, id); err != nil {
 			return nil, err
 		}
-		if _, err := s.store.GetExp(ctx, id); err != nil {
+		e, err := s.store.GetExp(ctx, id)
+		if err != nil {
 			return nil, err
+		}
+		if first == nil {
+			first = e
 		}
 	}
 	if err := checkAnalysisParams(req.GetKind(), k.params, req.GetParams()); err != nil {
 		return nil, err
 	}
-	a := &store.Analysis{ID: ids.New(ids.Analysis), Kind: req.GetKind(), ExpIDs: expIDs, Params: req.GetParams(),
+	params := map[string]string{}
+	for k, v := range req.GetParams() {
+		params[k] = v
+	}
+	if slices.Contains(k.params, "device_type") && params["device_type"] == "" {
+		// The peaks a profile may not carry come from the accelerator the
+		// experiment ran on.
+		if dt := deviceTypeOf(first); dt != "" {
+			params["device_type"] = dt
+		}
+	}
+	a := &store.Analysis{ID: ids.New(ids.Analysis), Kind: req.GetKind(), ExpIDs: expIDs, Params: params,
 		Creator: p.Display(), CreatorID: p.UserID}
 	if err := s.store.CreateAnalysis(ctx, a); err != nil {
 		return nil, err
@@ -79,6 +95,22 @@ func (s *Server) CreateAnalysis(ctx context.Context, req *falconv1.CreateAnalysi
 	s.changed(changefeed.Change{Kind: "analysis", ID: a.ID, ExpID: expIDs[0]})
 	s.log.Info("analysis queued", "analysis", a.ID, "kind", a.Kind, "exp", expIDs[0], "by", p.Display())
 	return analysisToAPI(a), nil
+}
+
+// deviceTypeOf is the accelerator of an experiment's roles (the first in
+// role order that names one).
+func deviceTypeOf(e *store.Experiment) string {
+	roles := make([]string, 0, len(e.RoleToTaskSpec))
+	for r := range e.RoleToTaskSpec {
+		roles = append(roles, r)
+	}
+	slices.Sort(roles)
+	for _, r := range roles {
+		if dt := e.RoleToTaskSpec[r].DeviceType; dt != "" && dt != "cpu" {
+			return dt
+		}
+	}
+	return ""
 }
 
 // checkAnalysisParams refuses at create what would fail in the controller.

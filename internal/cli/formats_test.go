@@ -33,6 +33,8 @@ var notADocument = map[string]string{
 	"falcon controller":   "runs Falcon in the foreground",
 	"falcon migrate":      "needs a database flag; its -o json is checked by the MariaDB end-to-end test",
 	"falcon artifact cat": "writes the file's bytes as they are, whatever -o says, so it can be piped",
+	"falcon exp exec":     "relays the remote command's stdout, stderr and exit code as they are, whatever -o says; covered by e2e TestDevExecAndCp and TestKubernetesExecAndCp",
+	"falcon exp cp":       "copies files and prints nothing on stdout; covered by e2e TestDevExecAndCp and TestKubernetesExecAndCp",
 	"falcon report cat":   "writes the report file (report.md or report.json) as the analysis stored it; covered end to end in e2e TestAnalyzeAccuracy",
 }
 
@@ -112,6 +114,8 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"exp", "diff", "{exp}", "{other}"},
 		{"exp", "compare", "{exp}", "{other}"},
 		{"analyze", "accuracy", "{exp}", "{other}", "--no-wait"}, // queued; no analysis controller runs here
+		{"analyze", "profile", "{exp}", "--no-wait"},
+		{"analyze", "compare", "{exp}", "{other}", "--no-wait"},
 		{"report", "ls", "{exp}"},
 		{"exp", "logs", "export", "{exp}", "--to", "file://" + filepath.Join(dir, "export-{fmt}")},
 		{"artifact", "ls", "{exp}"},

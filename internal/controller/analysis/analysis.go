@@ -81,7 +81,7 @@ func New(conn grpcConn, opts ...Option) *Controller {
 		jobs:     falconv1.NewJobServiceClient(conn),
 		log:      slog.Default(),
 		interval: 5 * time.Second,
-		runners:  map[string]Runner{"accuracy": runAccuracy},
+		runners:  map[string]Runner{"accuracy": runAccuracy, "profile": runProfile, "profile_compare": runProfileCompare},
 		worker:   host + "_" + strconv.Itoa(os.Getpid()),
 		stop:     make(chan struct{}),
 		stopped:  make(chan struct{}),

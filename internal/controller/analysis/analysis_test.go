@@ -2,6 +2,7 @@ package analysis_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/controller/analysis"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
+	"github.com/falconhq/falcon/internal/xplane/xplanetest"
 )
 
 // TestController: queued analyses are each run once, in order, their
@@ -82,5 +84,78 @@ func TestController(t *testing.T) {
 	ran = nil
 	if err := c.Reconcile(ctx); err != nil || len(ran) != 0 {
 		t.Errorf("second cycle: ran %v, %v", ran, err)
+	}
+}
+
+// TestProfileRunners: the built-in profile and profile_compare runners
+// find the newest session's profile under the artifacts, analyse it in
+// place and store the figures; a run without a profile fails saying where
+// it looked.
+func TestProfileRunners(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	ctx := context.Background()
+	a := env.Create(t, "base", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
+	b := env.Create(t, "cand", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
+	none := env.Create(t, "none", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
+	write := func(x *falconv1.Experiment, session string, steps int, lead int64) *xplanetest.Totals {
+		t.Helper()
+		dir := filepath.Join(strings.TrimPrefix(x.GetArtifactPath(), "file://"), "plugins", "profile", session)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s := xplanetest.TPUSteps()
+		s.Steps, s.Repeat, s.Variants, s.HostEvents, s.LeadPs = steps, 2, 1, 0, lead
+		tot, err := xplanetest.WriteSynthetic(filepath.Join(dir, "host0.xplane.pb"), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tot
+	}
+	write(a, "2026_12_01_10_00_00", 3, 10_000) // older session
+	want := write(a, "2026_12_01_11_00_00", 4, 10_000)
+	slower := write(b, "2026_12_01_11_30_00", 4, 1_010_000)
+
+	users := falconv1.NewAnalysisServiceClient(env.UserConn)
+	queue := func(kind string, ids ...string) string {
+		x, err := users.CreateAnalysis(ctx, &falconv1.CreateAnalysisRequest{Kind: kind, ExpIds: ids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.GetId()
+	}
+	p := queue("profile", a.GetId())
+	c := queue("profile_compare", a.GetId(), b.GetId())
+	missing := queue("profile", none.GetId())
+	if err := analysis.New(env.Conn).Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	get := func(id string) *falconv1.Analysis {
+		x, err := users.GetAnalysis(ctx, &falconv1.GetAnalysisRequest{Id: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	var sum struct {
+		Steps struct {
+			Count    int     `json:"count"`
+			MedianPs float64 `json:"median_ps"`
+		} `json:"steps"`
+	}
+	x := get(p)
+	if x.GetStatus() != "Succeeded" || json.Unmarshal([]byte(x.GetSummary()), &sum) != nil || sum.Steps.Count != 4 || sum.Steps.MedianPs != float64(want.StepPs) {
+		t.Fatalf("profile: %s %q summary %s; want 4 steps of %d ps", x.GetStatus(), x.GetMessage(), x.GetSummary(), want.StepPs)
+	}
+	y := get(c)
+	var diff struct {
+		Median struct {
+			A, B float64
+		} `json:"step_time_median_ps"`
+	}
+	if y.GetStatus() != "Succeeded" || json.Unmarshal([]byte(y.GetSummary()), &diff) != nil || diff.Median.A != float64(want.StepPs) || diff.Median.B != float64(slower.StepPs) {
+		t.Fatalf("profile_compare: %s %q summary %s", y.GetStatus(), y.GetMessage(), y.GetSummary())
+	}
+	if z := get(missing); z.GetStatus() != "Failed" || !strings.Contains(z.GetMessage(), "no *.xplane.pb under file:///") || !strings.Contains(z.GetMessage(), "plugins/profile/<session>/") {
+		t.Fatalf("no profile: %s %q", z.GetStatus(), z.GetMessage())
 	}
 }

@@ -45,7 +45,7 @@ under the first experiment's artifacts (falcon report ls / cat). Each
 command waits for the analysis and prints its report; --no-wait prints the
 analysis ID at once.`,
 	})
-	cmd.AddCommand(newAccuracy(f, nil))
+	cmd.AddCommand(newAccuracy(f, nil), newProfile(f, nil), newCompare(f, nil))
 	return cmd
 }
 
@@ -93,6 +93,87 @@ only and files that cannot be read are listed, not fatal.`,
 	cmd.Flags().Float64Var(&rtol, "rtol", 1e-5, "Relative tolerance, as numpy.allclose")
 	cmd.Flags().Float64Var(&atol, "atol", 1e-8, "Absolute tolerance, as numpy.allclose")
 	cmd.Flags().BoolVar(&opts.NoWait, "no-wait", false, "Print the analysis ID and return at once")
+	return cmd
+}
+
+func profileFlags(cmd *cobra.Command, opts *Options, rank *int, session *string) {
+	cmd.Flags().IntVar(rank, "rank", 0, "The rank whose profile to read")
+	cmd.Flags().StringVar(session, "session", "", "The profile session (plugins/profile/<session>/); default: the newest")
+	cmd.Flags().BoolVar(&opts.NoWait, "no-wait", false, "Print the analysis ID and return at once")
+}
+
+func setProfileParams(cmd *cobra.Command, opts *Options, rank int, session string) error {
+	if cmd.Flags().Changed("rank") {
+		if rank < 0 {
+			return errdefs.Invalid("--rank", "must be 0 or more, got %d", rank)
+		}
+		opts.Params["rank"] = strconv.Itoa(rank)
+	}
+	if session != "" {
+		opts.Params["session"] = session
+	}
+	return nil
+}
+
+func newProfile(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := newOptions(f)
+	var rank int
+	var session string
+	cmd := &cobra.Command{
+		Use:   "profile EXP [--rank N] [--session S]",
+		Short: "Analyse an experiment's XProf profile: step time, top ops, FLOPS and HBM utilization",
+		Long: `Analyse the XProf profile a job wrote under its artifacts,
+plugins/profile/<session>/<host>.xplane.pb (jax.profiler.start_trace with
+$FALCON_ARTIFACT_DIR as the log dir): step time statistics from each
+device's Steps line; per-op total and self time from its XLA Ops line,
+grouped by HLO category, and the top ops; FLOPS utilization (the ops' flops
+over step time times the device's peak, from the profile or the
+accelerator the experiment ran on); HBM bandwidth utilization from bytes
+accessed; and the device's idle time. The profile is read where it is
+stored, in ranged reads, with bounded memory.`,
+		Example: `  falcon analyze profile exp-q7odgo8q9x
+  falcon analyze profile exp-q7odgo8q9x --rank 3 --session 2026_12_01_17_02_11 -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Kind, opts.IDs = "profile", args
+			if err := setProfileParams(cmd, opts, rank, session); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return Run(cmd.Context(), opts)
+		},
+	}
+	profileFlags(cmd, opts, &rank, &session)
+	return cmd
+}
+
+func newCompare(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := newOptions(f)
+	var rank int
+	var session string
+	cmd := &cobra.Command{
+		Use:   "compare A B [--rank N] [--session S]",
+		Short: "A/B two experiments' profiles: step time and utilization deltas, the ops that changed most",
+		Long: `Analyse the profiles of two experiments (as falcon analyze profile does)
+and compare them: step time and FLOPS and HBM utilization deltas, category
+and op self time per step, the ops whose self time changed most (absolute
+and relative), and the ops found in one run only.`,
+		Example: `  falcon analyze compare exp-base01234 exp-cand56789 -o md`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Kind, opts.IDs = "profile_compare", args
+			if err := setProfileParams(cmd, opts, rank, session); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return Run(cmd.Context(), opts)
+		},
+	}
+	profileFlags(cmd, opts, &rank, &session)
 	return cmd
 }
 
