@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/falconhq/falcon/internal/npy"
+	"github.com/falconhq/falcon/internal/xplane/xplanetest"
 )
 
 // writeNpy writes a .npy file under an experiment's (file://) artifacts,
@@ -90,5 +91,53 @@ func TestAnalyzeAccuracy(t *testing.T) {
 		if r := d.run("", bad.args...); r.code != bad.code || !strings.Contains(r.stderr, bad.says) {
 			t.Errorf("%v: exit %d %q; want %d saying %q", bad.args, r.code, r.stderr, bad.code, bad.says)
 		}
+	}
+}
+
+// TestAnalyzeProfile on falcon dev: two runs' XProf profiles (the second
+// with a longer idle lead per step) analysed by the analysis controller
+// next to the data, one alone and then A against B, through the CLI.
+func TestAnalyzeProfile(t *testing.T) {
+	d := startDev(t, "")
+	var exps []map[string]any
+	for _, name := range []string{"prof-a", "prof-b"} {
+		e := d.create("name: " + name + "\nrole_to_task_spec:\n  main: {command: 'true', replica: 1, device_type: v5p, device_topo: 2x2x1}\n")
+		exps = append(exps, d.waitFor(e["id"].(string), "ended", func(x map[string]any) bool {
+			return x["status"] == "Succeeded" || x["status"] == "Failed"
+		}))
+	}
+	var steps []int64
+	for i, e := range exps {
+		dir := filepath.Join(strings.TrimPrefix(e["artifact_path"].(string), "file://"), "plugins", "profile", "2026_12_01_12_00_00")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s := xplanetest.TPUSteps()
+		s.Steps, s.Repeat, s.Variants = 5, 4, 2
+		s.LeadPs += int64(i) * 500_000
+		tot, err := xplanetest.WriteSynthetic(filepath.Join(dir, "host0.xplane.pb"), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, tot.StepPs)
+	}
+	a, b := exps[0]["id"].(string), exps[1]["id"].(string)
+	one := d.mustJSON("analyze", "profile", a)
+	var sum struct {
+		Steps struct {
+			Count    int
+			MedianPs float64 `json:"median_ps"`
+		}
+		FlopsUtilization *float64 `json:"flops_utilization"`
+	}
+	if err := json.Unmarshal([]byte(one["summary"].(string)), &sum); err != nil || sum.Steps.Count != 5 || sum.Steps.MedianPs != float64(steps[0]) || sum.FlopsUtilization == nil {
+		t.Fatalf("analyze profile: %v (%v)", one["summary"], err)
+	}
+	md := d.run("", "analyze", "compare", a, b, "-o", "table")
+	if md.code != 0 || !strings.Contains(md.stdout, "# Profile A/B") {
+		t.Fatalf("analyze compare: exit %d\n%s%s", md.code, md.stdout, md.stderr)
+	}
+	if r := d.run("", "analyze", "profile", a, "--session", "nope"); r.code != 7 || !strings.Contains(r.stderr, `no profile session "nope"`) {
+		t.Errorf("unknown session: exit %d %s", r.code, r.stderr)
 	}
 }
