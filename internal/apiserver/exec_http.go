@@ -1,18 +1,20 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gorilla/websocket"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -35,17 +37,15 @@ const ExecPathSuffix = "/exec"
 // execBuffer is the size of a WebSocket read and write buffer.
 const execBuffer = 64 << 10
 
-// execHandler serves the exec route and hands everything else to next. It
-// relays between the WebSocket and ExecExp over the gateway's connection,
-// so the caller goes through the same interceptors as any call
-// (authentication, access rules, registration) and the session is the
-// gRPC handler's: one implementation, audited once. The upgrade request's
-// credentials (Authorization, the Access header or cookie) travel with
-// that call as the gateway's would. Browsers send cookies with a WebSocket
-// from any page, so an upgrade whose Origin is another host is refused
-// (gorilla's default): another site cannot exec with a user's cookie.
-func execHandler(conn *grpc.ClientConn, next http.Handler) http.Handler {
-	client := falconv1.NewExperimentServiceClient(conn)
+// ExecSessions runs one exec session for an upgraded WebSocket of the
+// exec route (id is the URL's experiment).
+type ExecSessions func(ws *websocket.Conn, r *http.Request, id string)
+
+// execHandler serves the exec route and hands everything else to next.
+// Browsers send cookies with a WebSocket from any page, so an upgrade
+// whose Origin is another host is refused (gorilla's default): another
+// site cannot exec with a user's cookie.
+func execHandler(sessions ExecSessions, next http.Handler) http.Handler {
 	up := websocket.Upgrader{ReadBufferSize: execBuffer, WriteBufferSize: execBuffer, Subprotocols: []string{ExecSubprotocol}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := execPath(r)
@@ -63,88 +63,130 @@ func execHandler(conn *grpc.ClientConn, next http.Handler) http.Handler {
 		}
 		defer ws.Close()
 		ws.SetReadLimit(MaxRequestBytes)
-		ctx, cancel := context.WithCancel(forwardedFor(r))
-		defer cancel()
-		relayExec(ctx, cancel, client, ws, id)
+		sessions(ws, r, id)
 	})
 }
 
-// relayExec copies messages both ways until the gRPC stream ends.
-func relayExec(ctx context.Context, cancel context.CancelFunc, client falconv1.ExperimentServiceClient, ws *websocket.Conn, id string) {
-	var wmu sync.Mutex
-	fail := func(err error) {
-		wmu.Lock()
-		defer wmu.Unlock()
-		st, _ := status.FromError(errdefs.ToStatus(err))
-		var b strings.Builder
-		writeStreamError(&b, st.Err())
-		_ = ws.WriteMessage(websocket.TextMessage, []byte(strings.TrimSpace(b.String())))
-		_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+// serveExecWS runs a WebSocket's exec session in this process: ExecExp
+// behind the same stream interceptors as a gRPC call (request log,
+// metrics, authentication from the upgrade request's Authorization,
+// Access header or cookie, admission), one implementation audited once.
+// The session is not relayed through the server's own gRPC port, which
+// cost every byte a protobuf encoding, an HTTP/2 frame and a loopback
+// copy more than the WebSocket itself.
+func (s *Server) serveExecWS(ws *websocket.Conn, r *http.Request, id string) {
+	md, _ := metadata.FromOutgoingContext(forwardedFor(r))
+	ctx, cancel := context.WithCancel(metadata.NewIncomingContext(r.Context(), md))
+	defer cancel()
+	if addr, err := net.ResolveTCPAddr("tcp", r.RemoteAddr); err == nil {
+		ctx = peer.NewContext(ctx, &peer.Peer{Addr: addr})
 	}
-	stream, err := client.ExecExp(ctx)
-	if err != nil {
-		fail(err)
+	st := &wsExecStream{ctx: ctx, cancel: cancel, ws: ws, id: id}
+	info := &grpc.StreamServerInfo{FullMethod: falconv1.ExperimentService_ExecExp_FullMethodName, IsClientStream: true, IsServerStream: true}
+	h := chainStream(s.streamInterceptors(), info, func(_ any, ss grpc.ServerStream) error {
+		return s.ExecExp(&grpc.GenericServerStream[falconv1.ExecRequest, falconv1.ExecResponse]{ServerStream: ss})
+	})
+	if err := h(s, st); err != nil {
+		if st.gone.Load() {
+			return // the client went away: nobody reads an error
+		}
+		st.fail(err)
 		return
 	}
-	go func() {
-		for {
-			typ, data, err := ws.ReadMessage()
-			if err != nil {
-				// The client went away (or closed): nothing more comes,
-				// and nobody reads the output.
-				cancel()
-				return
-			}
-			req := &falconv1.ExecRequest{}
-			if typ != websocket.BinaryMessage {
-				err = errdefs.Invalid("message", "send binary messages holding ExecRequest (subprotocol %s)", ExecSubprotocol)
-			} else if uerr := proto.Unmarshal(data, req); uerr != nil {
-				err = errdefs.Invalid("message", "not an ExecRequest: %v", uerr)
-			} else if st := req.GetStart(); st != nil {
-				if st.ExpId == "" {
-					st.ExpId = id
-				} else if st.ExpId != id {
-					err = errdefs.Invalid("start.exp_id", "%q differs from the experiment of the URL, %s", st.ExpId, id)
-				}
-			}
-			if err != nil {
-				fail(err)
-				cancel()
-				return
-			}
-			if err := stream.Send(req); err != nil {
-				return // the stream has ended; Recv below says how
-			}
+	st.wmu.Lock()
+	_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+	st.wmu.Unlock()
+}
+
+// wsExecStream is a WebSocket seen as ExecExp's server stream: each
+// binary message one ExecRequest in, one ExecResponse out.
+type wsExecStream struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	ws     *websocket.Conn
+	id     string
+	wmu    sync.Mutex
+	out    []byte       // one message, reused
+	in     bytes.Buffer // one message, reused
+	gone   atomic.Bool
+}
+
+func (w *wsExecStream) Context() context.Context     { return w.ctx }
+func (w *wsExecStream) SetHeader(metadata.MD) error  { return nil }
+func (w *wsExecStream) SendHeader(metadata.MD) error { return nil }
+func (w *wsExecStream) SetTrailer(metadata.MD)       {}
+
+// RecvMsg reads the next request. The first (start) names the URL's
+// experiment, or none, which means it.
+func (w *wsExecStream) RecvMsg(m any) error {
+	typ, rd, err := w.ws.NextReader()
+	if err == nil {
+		// One buffer for every message: stdin arrives a megabyte at a
+		// time, and proto.Unmarshal copies what it keeps.
+		w.in.Reset()
+		_, err = w.in.ReadFrom(rd)
+	}
+	data := w.in.Bytes()
+	if err != nil {
+		// The client closed or went away: nothing more comes, and nobody
+		// reads the output, so the session stops.
+		w.gone.Store(!websocket.IsCloseError(err, websocket.CloseNormalClosure))
+		w.cancel()
+		if websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+			return io.EOF
 		}
-	}()
-	var out []byte // one message, reused
-	for {
-		resp, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			wmu.Lock()
-			_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
-			wmu.Unlock()
-			return
-		}
-		if err != nil {
-			if status.Code(err) == codes.Canceled && ctx.Err() != nil {
-				return
-			}
-			fail(err)
-			return
-		}
-		out, err = proto.MarshalOptions{}.MarshalAppend(out[:0], resp)
-		if err != nil {
-			fail(err)
-			return
-		}
-		wmu.Lock()
-		err = ws.WriteMessage(websocket.BinaryMessage, out)
-		wmu.Unlock()
-		if err != nil {
-			return
+		return status.Error(codes.Canceled, "the client closed the exec session")
+	}
+	req, ok := m.(*falconv1.ExecRequest)
+	if !ok {
+		return status.Errorf(codes.Internal, "exec stream: cannot receive %T", m)
+	}
+	if typ != websocket.BinaryMessage {
+		return errdefs.Invalid("message", "send binary messages holding ExecRequest (subprotocol %s)", ExecSubprotocol)
+	}
+	if err := proto.Unmarshal(data, req); err != nil {
+		return errdefs.Invalid("message", "not an ExecRequest: %v", err)
+	}
+	if st := req.GetStart(); st != nil {
+		if st.ExpId == "" {
+			st.ExpId = w.id
+		} else if st.ExpId != w.id {
+			return errdefs.Invalid("start.exp_id", "%q differs from the experiment of the URL, %s", st.ExpId, w.id)
 		}
 	}
+	return nil
+}
+
+// SendMsg writes one response.
+func (w *wsExecStream) SendMsg(m any) error {
+	msg, ok := m.(proto.Message)
+	if !ok {
+		return status.Errorf(codes.Internal, "exec stream: cannot send %T", m)
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	var err error
+	if w.out, err = (proto.MarshalOptions{}).MarshalAppend(w.out[:0], msg); err != nil {
+		return err
+	}
+	if err := w.ws.WriteMessage(websocket.BinaryMessage, w.out); err != nil {
+		w.gone.Store(true)
+		w.cancel()
+		return status.Error(codes.Canceled, "the client went away")
+	}
+	return nil
+}
+
+// fail ends the session with the error as the gateway writes a failed
+// stream's, then closes.
+func (w *wsExecStream) fail(err error) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	st, _ := status.FromError(errdefs.ToStatus(err))
+	var b strings.Builder
+	writeStreamError(&b, st.Err())
+	_ = w.ws.WriteMessage(websocket.TextMessage, []byte(strings.TrimSpace(b.String())))
+	_ = w.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 }
 
 // execPath recognises GET /v1/experiments/{id}/exec.

@@ -45,12 +45,32 @@ func WithTLS(cfg *tls.Config) Option { return func(s *Server) { s.tls = cfg } }
 // refused ones included, with the code its caller gets.
 func (s *Server) observeInterceptors() []grpc.ServerOption {
 	unary := []grpc.UnaryServerInterceptor{s.logUnary}
-	stream := []grpc.StreamServerInterceptor{s.logStream}
 	if s.grpcMetrics != nil {
 		unary = append(unary, s.grpcMetrics.UnaryServerInterceptor())
+	}
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...)}
+}
+
+// streamInterceptors are every stream's, outermost first: the request log,
+// the metrics, then authentication and admission. The gRPC server and the
+// exec WebSocket (which runs its sessions in this process) share them, so
+// a session is treated the same whichever way it came.
+func (s *Server) streamInterceptors() []grpc.StreamServerInterceptor {
+	stream := []grpc.StreamServerInterceptor{s.logStream}
+	if s.grpcMetrics != nil {
 		stream = append(stream, s.grpcMetrics.StreamServerInterceptor())
 	}
-	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...)}
+	return append(stream, s.streamInterceptor)
+}
+
+// chainStream runs h behind interceptors, as grpc.ChainStreamInterceptor
+// would.
+func chainStream(interceptors []grpc.StreamServerInterceptor, info *grpc.StreamServerInfo, h grpc.StreamHandler) grpc.StreamHandler {
+	for i := len(interceptors) - 1; i >= 0; i-- {
+		ic, next := interceptors[i], h
+		h = func(srv any, ss grpc.ServerStream) error { return ic(srv, ss, info, next) }
+	}
+	return h
 }
 
 // callInfo is filled in by the authenticating interceptor further down the

@@ -75,7 +75,7 @@ func forwardHeader(key string) (string, bool) {
 // document at /openapi.json and a health check at /healthz. It reaches the
 // gRPC services through conn, so HTTP callers go through exactly the same
 // interceptors as gRPC callers.
-func Gateway(ctx context.Context, conn *grpc.ClientConn, files FileOpener) (http.Handler, error) {
+func Gateway(ctx context.Context, conn *grpc.ClientConn, files FileOpener, exec ExecSessions) (http.Handler, error) {
 	mux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, JSONMarshaler()),
 		runtime.WithIncomingHeaderMatcher(forwardHeader))
 	for _, reg := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
@@ -102,7 +102,7 @@ func Gateway(ctx context.Context, conn *grpc.ClientConn, files FileOpener) (http
 	// "//" out of the path and redirect: the file handler must see the path
 	// as sent to refuse it by name.
 	// Exec is a WebSocket relayed to ExecExp (exec_http.go).
-	return execHandler(conn, logsHandler(conn, fileHandler(conn, files, h))), nil
+	return execHandler(exec, logsHandler(conn, fileHandler(conn, files, h))), nil
 }
 
 // gatewayRecvBytes bounds one response the gateway relays: a full page of
@@ -186,7 +186,7 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 		hl.Close()
 		return nil, err
 	}
-	gw, err := Gateway(ctx, conn, s.openFile)
+	gw, err := Gateway(ctx, conn, s.openFile, s.serveExecWS)
 	if err != nil {
 		gl.Close()
 		hl.Close()

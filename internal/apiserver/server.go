@@ -169,7 +169,7 @@ const MaxRequestBytes = 16 << 20
 func (s *Server) GRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	opts := append(s.observeInterceptors(),
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
-		grpc.ChainStreamInterceptor(s.streamInterceptor),
+		grpc.ChainStreamInterceptor(s.streamInterceptors()...),
 		grpc.MaxRecvMsgSize(MaxRequestBytes))
 	g := grpc.NewServer(append(opts, extra...)...)
 	falconv1.RegisterExperimentServiceServer(g, s)

@@ -21,8 +21,11 @@ import (
 // (apiserver.ExecSubprotocol) is the same string.
 const ExecSubprotocol = "v1.exec.falcon.dev"
 
-// execStdinChunk is the most stdin one message carries.
-const execStdinChunk = 64 << 10
+// execStdinChunk is the most stdin one message carries: large enough that
+// an upload of gigabytes is thousands of messages, not millions (each
+// costs an encoding and a frame on both sides), far under the server's
+// message limit.
+const execStdinChunk = 1 << 20
 
 // ExecSession is one ExecExp over the server's WebSocket route: Send the
 // requests after start, Recv the replies. Send and Recv may be called from

@@ -169,16 +169,23 @@ func (r *remote) run(ctx context.Context, argv []string, stdin io.Reader, stdout
 // sh runs a shell script with args and fails unless it exits 0; the
 // shell's missing is said by name.
 func (r *remote) sh(ctx context.Context, script string, stdin io.Reader, stdout io.Writer, args ...string) error {
+	_, err := r.shErr(ctx, script, stdin, stdout, args...)
+	return err
+}
+
+// shErr is sh that also returns the tail of the script's stderr, for
+// scripts that answer there beside a stream on stdout.
+func (r *remote) shErr(ctx context.Context, script string, stdin io.Reader, stdout io.Writer, args ...string) (string, error) {
 	code, errs, err := r.run(ctx, append([]string{"/bin/sh", "-c", script, "sh"}, args...), stdin, stdout)
 	switch {
 	case err != nil:
-		return err
+		return errs, err
 	case code == rankexec.NotFoundCode && strings.Contains(errs, "/bin/sh"):
-		return errdefs.Precondition("%s has no /bin/sh, which falcon exp cp needs: %s", r.where(), strings.TrimSpace(errs))
+		return errs, errdefs.Precondition("%s has no /bin/sh, which falcon exp cp needs: %s", r.where(), strings.TrimSpace(errs))
 	case code != 0:
-		return fmt.Errorf("%s: exit code %d: %s", r.where(), code, strings.TrimSpace(errs))
+		return errs, fmt.Errorf("%s: exit code %d: %s", r.where(), code, strings.TrimSpace(errs))
 	}
-	return nil
+	return errs, nil
 }
 
 // probeScript says what the path is and whether tar is there.
@@ -249,14 +256,19 @@ func (r *remote) fileSum(ctx context.Context, p string) (sum, error) {
 	if err := r.sh(ctx, `cksum < "$1"`, nil, &out, p); err != nil {
 		return sum{}, err
 	}
-	f := strings.Fields(out.String())
+	return r.parseSum(out.String())
+}
+
+// parseSum reads cksum's answer for one input: "CRC SIZE".
+func (r *remote) parseSum(out string) (sum, error) {
+	f := strings.Fields(out)
 	if len(f) < 2 {
-		return sum{}, fmt.Errorf("%s: cannot read cksum's answer %q", r.where(), out.String())
+		return sum{}, fmt.Errorf("%s: cannot read cksum's answer %q", r.where(), out)
 	}
 	crc, err1 := strconv.ParseUint(f[0], 10, 32)
 	size, err2 := strconv.ParseInt(f[1], 10, 64)
 	if err1 != nil || err2 != nil {
-		return sum{}, fmt.Errorf("%s: cannot read cksum's answer %q", r.where(), out.String())
+		return sum{}, fmt.Errorf("%s: cannot read cksum's answer %q", r.where(), out)
 	}
 	return sum{crc: uint32(crc), size: size}, nil
 }
@@ -364,6 +376,10 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 		wantErr <- err
 	}()
 	part := target + partSuffix
+	// The first stream writes the part file and sums what it wrote in one
+	// pipeline (tee into cksum), so the check costs no second read of the
+	// file and no second exec; a resumed one is summed after, whole.
+	var piped *sum
 	err = cp.retry(ctx, "sending "+src, func(attempt int) error {
 		// A resumed stream writes at its offset (dd seek), never appends:
 		// the cut session's cat may still be writing its last bytes when
@@ -389,8 +405,22 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 		// depends on seeing stdin end, which not every runtime passes on.
 		left := strconv.FormatInt(fi.Size()-off, 10)
 		if off == 0 {
-			return cp.r.sh(ctx, `mkdir -p "$(dirname "$1")" && head -c "$2" > "$1"`, f, nil, part, left)
+			var out bytes.Buffer
+			// A pipeline's status is its last command's, so a tee that
+			// could not write (a full disk) would pass unseen: it kills
+			// the script instead, and the size is checked too.
+			if err := cp.r.sh(ctx, `mkdir -p "$(dirname "$1")" && { head -c "$2" | tee "$1" || kill $$; } | cksum && [ "$(wc -c < "$1")" -eq "$2" ]`, f, &out, part, left); err != nil {
+				piped = nil
+				return err
+			}
+			got, err := cp.r.parseSum(out.String())
+			if err != nil {
+				return err
+			}
+			piped = &got
+			return nil
 		}
+		piped = nil
 		return cp.r.sh(ctx, `head -c "$3" | dd of="$1" bs=`+strconv.Itoa(resumeBlock)+` seek="$2" conv=notrunc 2>/dev/null`, f, nil, part, strconv.FormatInt(off/resumeBlock, 10), left)
 	})
 	if err != nil {
@@ -401,7 +431,9 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 		return werr
 	}
 	var got sum
-	if err := cp.retry(ctx, "checking "+target, func(int) (err error) { got, err = cp.r.fileSum(ctx, part); return err }); err != nil {
+	if piped != nil {
+		got = *piped
+	} else if err := cp.retry(ctx, "checking "+target, func(int) (err error) { got, err = cp.r.fileSum(ctx, part); return err }); err != nil {
 		return err
 	}
 	if got != w {
@@ -495,10 +527,6 @@ func (cp *copier) download(ctx context.Context, src, dst string) error {
 // a dropped stream reached, checks its cksum against the far side's and
 // renames it.
 func (cp *copier) downloadFile(ctx context.Context, src, target string) error {
-	var want sum
-	if err := cp.retry(ctx, "checking "+src, func(int) (err error) { want, err = cp.r.fileSum(ctx, src); return err }); err != nil {
-		return err
-	}
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
 	}
@@ -508,12 +536,35 @@ func (cp *copier) downloadFile(ctx context.Context, src, target string) error {
 		return err
 	}
 	defer os.Remove(part)
-	err = cp.retry(ctx, "receiving "+src, func(int) error {
+	// The first stream sends the file on stdout while the far side's
+	// cksum of it runs beside, answering on stderr, and this side sums the
+	// bytes as they arrive: the check costs no other exec and no pass over
+	// the file before or after. A resumed stream is checked whole after.
+	running := newCksum()
+	resumed := false
+	var want *sum
+	err = cp.retry(ctx, "receiving "+src, func(attempt int) error {
 		off, err := f.Seek(0, io.SeekEnd)
 		if err != nil {
 			return err
 		}
-		return cp.r.sh(ctx, `exec tail -c +"$2" "$1"`, nil, f, src, strconv.FormatInt(off+1, 10))
+		if attempt > 0 {
+			resumed = true // what a cut stream wrote is summed from the file
+		}
+		if off == 0 {
+			errs, err := cp.r.shErr(ctx, `cksum < "$1" >&2 & tail -c +1 "$1"; s=$?; wait $! || exit 1; exit $s`, nil, io.MultiWriter(f, running), src)
+			if err != nil {
+				return err
+			}
+			lines := strings.Split(strings.TrimSpace(errs), "\n")
+			got, err := cp.r.parseSum(lines[len(lines)-1])
+			if err != nil {
+				return err
+			}
+			want = &got
+			return nil
+		}
+		return cp.r.sh(ctx, `exec tail -c +"$2" "$1"`, nil, io.MultiWriter(f, running), src, strconv.FormatInt(off+1, 10))
 	})
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -521,12 +572,21 @@ func (cp *copier) downloadFile(ctx context.Context, src, target string) error {
 	if err != nil {
 		return err
 	}
-	got, err := localSum(part)
-	if err != nil {
-		return err
+	got := sum{crc: running.Sum32(), size: int64(running.n)}
+	if resumed {
+		if got, err = localSum(part); err != nil {
+			return err
+		}
 	}
-	if got != want {
-		return fmt.Errorf("%s arrived damaged (%s; %s:%s has %s): nothing was replaced", target, got, cp.r.exp, src, want)
+	if want == nil || resumed {
+		var w sum
+		if err := cp.retry(ctx, "checking "+src, func(int) (err error) { w, err = cp.r.fileSum(ctx, src); return err }); err != nil {
+			return err
+		}
+		want = &w
+	}
+	if got != *want {
+		return fmt.Errorf("%s arrived damaged (%s; %s:%s has %s): nothing was replaced", target, got, cp.r.exp, src, *want)
 	}
 	return os.Rename(part, target)
 }
