@@ -38,9 +38,13 @@ type Tensor struct {
 	// and Mismatches how many there are.
 	FirstMismatch []int `json:"first_mismatch,omitempty"`
 	Mismatches    int   `json:"mismatches"`
-	// NaNMismatches counts elements where one side is NaN and the other
-	// is not (numpy.allclose refuses them).
+	// NaNMismatches counts elements where either side is NaN: numpy's
+	// allclose refuses them (equal_nan is off by default), both NaN too.
 	NaNMismatches int `json:"nan_mismatches"`
+	// NonFinite counts elements with an infinity on either side; equal
+	// infinities are close, others are mismatches. None of them enter the
+	// errors or the cosine, which stay finite numbers.
+	NonFinite int `json:"non_finite"`
 }
 
 // ShapeMismatch is a pair that could not be compared element by element.
@@ -207,14 +211,19 @@ func CompareArrays(a, b *npy.Reader, tol Tolerances) (*Tensor, error) {
 		if errB != nil {
 			return nil, &sideErr{true, fmt.Errorf("B: %w", errB)}
 		}
-		n++
 		if math.IsNaN(x) || math.IsNaN(y) {
-			if math.IsNaN(x) != math.IsNaN(y) {
-				t.NaNMismatches++
+			t.NaNMismatches++
+			t.mismatch(i)
+			continue
+		}
+		if math.IsInf(x, 0) || math.IsInf(y, 0) {
+			t.NonFinite++
+			if x != y {
 				t.mismatch(i)
 			}
 			continue
 		}
+		n++
 		d := math.Abs(x - y)
 		sumAbs += d
 		t.MaxAbsError = math.Max(t.MaxAbsError, d)

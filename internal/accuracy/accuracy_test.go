@@ -1,6 +1,7 @@
 package accuracy
 
 import (
+	"encoding/json"
 	"io"
 	"math"
 	"os"
@@ -60,6 +61,12 @@ func TestCompare(t *testing.T) {
 	// NaN on one side.
 	write(t, a, "nan.npy", "float32", []int{3}, []float64{1, math.NaN(), 3})
 	write(t, b, "nan.npy", "float32", []int{3}, []float64{1, 2, 3})
+	write(t, a, "bothnan.npy", "float32", []int{2}, []float64{math.NaN(), math.NaN()})
+	write(t, b, "bothnan.npy", "float32", []int{2}, []float64{math.NaN(), math.NaN()})
+	write(t, a, "inf.npy", "float32", []int{2}, []float64{math.Inf(1), 1})
+	write(t, b, "inf.npy", "float32", []int{2}, []float64{math.Inf(1), 1})
+	write(t, a, "infoff.npy", "float32", []int{2}, []float64{math.Inf(1), 1})
+	write(t, b, "infoff.npy", "float32", []int{2}, []float64{1, 1})
 	write(t, a, "shape.npy", "float32", []int{4}, []float64{1, 2, 3, 4})
 	write(t, b, "shape.npy", "float32", []int{2, 2}, []float64{1, 2, 3, 4})
 	write(t, a, "only_a.npy", "float32", []int{1}, []float64{1})
@@ -94,6 +101,21 @@ func TestCompare(t *testing.T) {
 	if n := byPath["nan.npy"]; n.AllClose || n.NaNMismatches != 1 || !slices.Equal(n.FirstMismatch, []int{1}) {
 		t.Errorf("NaN on one side: %+v", n)
 	}
+	// As numpy.allclose: NaN against NaN is not close; equal infinities
+	// are; the errors stay finite, so the report can be written as JSON.
+	if n := byPath["bothnan.npy"]; n.AllClose || n.NaNMismatches != 2 {
+		t.Errorf("NaN on both sides: %+v", n)
+	}
+	inf := byPath["inf.npy"]
+	if !inf.AllClose || inf.NonFinite != 1 || inf.MaxAbsError != 0 || math.IsNaN(inf.Cosine) {
+		t.Errorf("equal infinities: %+v", inf)
+	}
+	if o := byPath["infoff.npy"]; o.AllClose || o.NonFinite != 1 || math.IsInf(o.MaxAbsError, 0) || math.IsNaN(o.MaxRelError) {
+		t.Errorf("an infinity against a number: %+v", o)
+	}
+	if _, err := json.Marshal(r); err != nil {
+		t.Errorf("the report does not encode as JSON: %v", err)
+	}
 	if len(r.ShapeMismatch) != 1 || r.ShapeMismatch[0].Path != "shape.npy" {
 		t.Errorf("shape mismatches %+v", r.ShapeMismatch)
 	}
@@ -103,7 +125,7 @@ func TestCompare(t *testing.T) {
 	if !slices.Equal(r.UnreadableB, []string{"broken.npy"}) || !strings.Contains(r.UnreadableWhy[0], "B:broken.npy") {
 		t.Errorf("unreadable %v %v", r.UnreadableB, r.UnreadableWhy)
 	}
-	if r.ComparedFiles != 4 || r.AllClose != 1 || r.NotClose != 3 {
+	if r.ComparedFiles != 7 || r.AllClose != 2 || r.NotClose != 5 {
 		t.Errorf("compared %d, close %d, not %d", r.ComparedFiles, r.AllClose, r.NotClose)
 	}
 

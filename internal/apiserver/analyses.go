@@ -32,7 +32,7 @@ var analysisKinds = map[string]struct {
 }{
 	"accuracy":        {2, []string{"path", "rtol", "atol"}},
 	"profile":         {1, []string{"rank", "session", "device_type"}},
-	"profile_compare": {2, []string{"rank", "session", "device_type"}},
+	"profile_compare": {2, []string{"rank", "session", "device_type", "device_type_b"}},
 }
 
 // CreateAnalysis queues an analysis; the analysis controller runs it.
@@ -59,7 +59,7 @@ func (s *Server) CreateAnalysis(ctx context.Context, req *falconv1.CreateAnalysi
 			return nil, errdefs.Invalid("exp_ids", "%v", err)
 		}
 	}
-	var first *store.Experiment
+	var exps []*store.Experiment
 	for i, id := range expIDs {
 		if err := checkID("exp_ids["+strconv.Itoa(i)+"]", ids.Experiment, id); err != nil {
 			return nil, err
@@ -68,9 +68,7 @@ func (s *Server) CreateAnalysis(ctx context.Context, req *falconv1.CreateAnalysi
 		if err != nil {
 			return nil, err
 		}
-		if first == nil {
-			first = e
-		}
+		exps = append(exps, e)
 	}
 	if err := checkAnalysisParams(req.GetKind(), k.params, req.GetParams()); err != nil {
 		return nil, err
@@ -79,11 +77,13 @@ func (s *Server) CreateAnalysis(ctx context.Context, req *falconv1.CreateAnalysi
 	for k, v := range req.GetParams() {
 		params[k] = v
 	}
-	if slices.Contains(k.params, "device_type") && params["device_type"] == "" {
-		// The peaks a profile may not carry come from the accelerator the
-		// experiment ran on.
-		if dt := deviceTypeOf(first); dt != "" {
-			params["device_type"] = dt
+	// The peaks a profile may not carry come from the accelerator each
+	// experiment ran on.
+	for i, key := range []string{"device_type", "device_type_b"} {
+		if i < len(exps) && slices.Contains(k.params, key) && params[key] == "" {
+			if dt := deviceTypeOf(exps[i]); dt != "" {
+				params[key] = dt
+			}
 		}
 	}
 	a := &store.Analysis{ID: ids.New(ids.Analysis), Kind: req.GetKind(), ExpIDs: expIDs, Params: params,
@@ -178,7 +178,7 @@ func (s *Server) ClaimAnalysis(ctx context.Context, req *falconv1.ClaimAnalysisR
 		if err != nil {
 			if errdefs.Code(err) == errdefs.Code(errdefs.ErrNotFound) {
 				// Deleted since it was queued: the analysis cannot run.
-				if _, ferr := s.store.FinishAnalysis(ctx, a.ID, lifecycle.Failed, "experiment "+id+" was deleted", "", ""); ferr != nil {
+				if _, ferr := s.store.FinishAnalysis(ctx, a.ID, a.Worker, lifecycle.Failed, "experiment "+id+" was deleted", "", ""); ferr != nil {
 					return nil, ferr
 				}
 				return &falconv1.ClaimAnalysisResponse{}, nil
@@ -196,7 +196,7 @@ func (s *Server) FinishAnalysis(ctx context.Context, req *falconv1.FinishAnalysi
 	if err := checkID("id", ids.Analysis, req.GetId()); err != nil {
 		return nil, err
 	}
-	a, err := s.store.FinishAnalysis(ctx, req.GetId(), lifecycle.Status(req.GetStatus()), req.GetMessage(), req.GetSummary(), req.GetReportPath())
+	a, err := s.store.FinishAnalysis(ctx, req.GetId(), req.GetWorker(), lifecycle.Status(req.GetStatus()), req.GetMessage(), req.GetSummary(), req.GetReportPath())
 	if err != nil {
 		return nil, err
 	}

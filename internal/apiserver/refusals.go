@@ -75,8 +75,8 @@ func callerHost(ctx context.Context) string {
 // gateway forwarded for, or the gRPC peer's host without its port (a
 // client's every connection has a port of its own).
 func sourceHost(ctx context.Context, md metadata.MD) string {
-	if xff := md.Get("x-forwarded-for"); len(xff) > 0 {
-		return xff[0]
+	if f := forwardedClient(ctx, md); f != "" {
+		return f
 	}
 	if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
 		a := pr.Addr.String()

@@ -179,17 +179,23 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 	}
 	// The gateway relays whole responses: a page of experiments may carry a
 	// config of up to MaxConfigBytes each, far past grpc-go's 4 MiB default.
+	closeAll := func() {
+		gl.Close()
+		hl.Close()
+		if il != nil {
+			il.Close()
+		}
+	}
 	conn, err := grpc.NewClient(gatewayAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(gatewayRecvBytes), grpc.MaxCallSendMsgSize(MaxRequestBytes)))
 	if err != nil {
-		gl.Close()
-		hl.Close()
+		closeAll()
 		return nil, err
 	}
 	gw, err := Gateway(ctx, conn, s.openFile, s.serveExecWS)
 	if err != nil {
-		gl.Close()
-		hl.Close()
+		conn.Close()
+		closeAll()
 		return nil, err
 	}
 	root := http.NewServeMux()

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -234,13 +235,34 @@ func (s *Server) isAdmin(p auth.Principal) bool {
 // caller is where a call came from, for logs: the client the gateway
 // forwarded for, or the gRPC peer.
 func caller(ctx context.Context, md metadata.MD) string {
-	if xff := md.Get("x-forwarded-for"); len(xff) > 0 {
-		return xff[0]
+	if f := forwardedClient(ctx, md); f != "" {
+		return f
 	}
 	if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
 		return pr.Addr.String()
 	}
 	return ""
+}
+
+// forwardedClient is the client the gateway forwarded for, or "". Only
+// a call from loopback (the gateway in this process, or the exec route)
+// is believed, and only the last entry of X-Forwarded-For, which the
+// gateway appended: a client sets the others, and a gRPC client any.
+func forwardedClient(ctx context.Context, md metadata.MD) string {
+	xff := md.Get("x-forwarded-for")
+	if len(xff) == 0 {
+		return ""
+	}
+	pr, ok := peer.FromContext(ctx)
+	if !ok || pr.Addr == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(pr.Addr.String())
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return ""
+	}
+	all := strings.Split(strings.Join(xff, ","), ",")
+	return strings.TrimSpace(all[len(all)-1])
 }
 
 // admit runs after authentication: may p call method at all, and is p

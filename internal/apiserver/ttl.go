@@ -97,7 +97,13 @@ func (s *Server) EnforceTTL(ctx context.Context, req *falconv1.EnforceTTLRequest
 		case exp.IdleTTL > 0 && exp.StartedAt != nil:
 			last := s.lastActivity(ctx, exp)
 			if now.Sub(last) >= exp.IdleTTL {
-				action, msg = "idle", fmt.Sprintf("idle_ttl of %s expired: no exec session and no output since %s", shortDuration(exp.IdleTTL), last.UTC().Format(time.RFC3339))
+				seen := "no exec session and no output"
+				if s.logDir == "" {
+					// Pods' output is not read for idle_ttl yet: only
+					// sessions count on Kubernetes and GKE (README).
+					seen = "no exec session"
+				}
+				action, msg = "idle", fmt.Sprintf("idle_ttl of %s expired: %s since %s", shortDuration(exp.IdleTTL), seen, last.UTC().Format(time.RFC3339))
 			} else if exp.ActiveAt == nil || last.After(*exp.ActiveAt) {
 				// Recorded, so the expController sees the activity and
 				// does not ask again until the new idle time is up.

@@ -240,3 +240,25 @@ func BenchmarkMetrics100k(b *testing.B) {
 		}
 	}
 }
+
+func TestZeroBaselineAndNaN(t *testing.T) {
+	zeros := make([]float64, 20)
+	fifties := make([]float64, 20)
+	for i := range fifties {
+		fifties[i] = 50
+	}
+	o := DefaultOptions
+	o.SkipSteps = 0
+	res, err := Metrics([]string{"a", "b"}, []map[string]Series{
+		{"oom_time": {Values: zeros}}, {"oom_time": {Values: fifties}},
+	}, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := res.Metrics[0].Values[1]; v.Verdict != Regression {
+		t.Errorf("0 to 50 of a lower-is-better metric: %+v, want a regression", v)
+	}
+	if p := MannWhitneyP([]float64{1, math.NaN(), 2, 3, 4, 5}, []float64{6, 7, 8, 9, 10}); math.IsNaN(p) || p > 0.05 {
+		t.Errorf("with a NaN sample: p = %v", p)
+	}
+}

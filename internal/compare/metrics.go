@@ -140,7 +140,7 @@ func Metrics(ids []string, series []map[string]Series, metrics []string, o Optio
 				v.Relative = v.Delta / math.Abs(bmed)
 			}
 			var p float64
-			v.Verdict, v.Why, p = verdict(base, cand, v.Relative, better, o)
+			v.Verdict, v.Why, p = verdict(base, cand, v.Relative, bmed == 0 && v.Delta != 0, better, o)
 			if !math.IsNaN(p) {
 				v.P = &p
 			}
@@ -154,11 +154,17 @@ func Metrics(ids []string, series []map[string]Series, metrics []string, o Optio
 	return res, nil
 }
 
-func verdict(base, cand []float64, rel float64, better string, o Options) (string, string, float64) {
+// verdict judges a change; fromZero is a change from a baseline of 0,
+// which no relative threshold can measure: it counts as beyond it, and the
+// rank test decides.
+func verdict(base, cand []float64, rel float64, fromZero bool, better string, o Options) (string, string, float64) {
 	if len(base) < MinSamples || len(cand) < MinSamples {
 		return TooFewSteps, fmt.Sprintf("%d and %d steps after warm-up; a verdict needs at least %d each", len(base), len(cand), MinSamples), math.NaN()
 	}
 	p := MannWhitneyP(base, cand)
+	if fromZero {
+		rel = math.Copysign(math.Inf(1), mean(cand)) // for the direction only
+	}
 	if math.Abs(rel) < o.Threshold {
 		return WithinNoise, fmt.Sprintf("%+.2f%% is under the %.2g%% threshold", rel*100, o.Threshold*100), p
 	}
@@ -182,6 +188,14 @@ func steady(v []float64, skip int) ([]float64, int) {
 	}
 	skip = min(skip, len(v))
 	return v[skip:], skip
+}
+
+func mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
 }
 
 // median is 0 for no values, which only go with a TooFewSteps verdict.

@@ -11,6 +11,7 @@ import (
 // checkpoint, a recompile) move it little, and no distribution is assumed.
 // Equal samples (every value tied) give 1.
 func MannWhitneyP(a, b []float64) float64 {
+	a, b = finite(a), finite(b) // a NaN is equal to nothing, not even itself: it has no rank
 	n1, n2 := float64(len(a)), float64(len(b))
 	if n1 == 0 || n2 == 0 {
 		return math.NaN()
@@ -55,4 +56,14 @@ func MannWhitneyP(a, b []float64) float64 {
 		z = 0
 	}
 	return math.Erfc(z / math.Sqrt2)
+}
+
+func finite(v []float64) []float64 {
+	out := v[:0:0]
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

@@ -413,8 +413,9 @@ type Store interface {
 	// ClaimAnalysis makes the oldest Pending analysis, or a Running one
 	// claimed before staleBefore, Running for worker; nil when none.
 	ClaimAnalysis(ctx context.Context, worker string, staleBefore time.Time) (*Analysis, error)
-	// FinishAnalysis ends a Running analysis Succeeded or Failed.
-	FinishAnalysis(ctx context.Context, id string, status lifecycle.Status, message, summary, reportPath string) (*Analysis, error)
+	// FinishAnalysis ends a Running analysis Succeeded or Failed, if
+	// worker (when not empty) still holds it.
+	FinishAnalysis(ctx context.Context, id, worker string, status lifecycle.Status, message, summary, reportPath string) (*Analysis, error)
 
 	GetJob(ctx context.Context, id string) (*Job, error)
 	ListJobs(ctx context.Context, f JobFilter) (items []*Job, next string, err error)

@@ -6665,10 +6665,13 @@ type FinishAnalysisRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// "Succeeded" or "Failed".
-	Status        string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
-	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
-	Summary       string `protobuf:"bytes,4,opt,name=summary,proto3" json:"summary,omitempty"`
-	ReportPath    string `protobuf:"bytes,5,opt,name=report_path,json=reportPath,proto3" json:"report_path,omitempty"`
+	Status     string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Message    string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Summary    string `protobuf:"bytes,4,opt,name=summary,proto3" json:"summary,omitempty"`
+	ReportPath string `protobuf:"bytes,5,opt,name=report_path,json=reportPath,proto3" json:"report_path,omitempty"`
+	// The worker that claimed it: a controller whose claim went stale and
+	// was given to another may no longer finish it.
+	Worker        string `protobuf:"bytes,6,opt,name=worker,proto3" json:"worker,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6734,6 +6737,13 @@ func (x *FinishAnalysisRequest) GetSummary() string {
 func (x *FinishAnalysisRequest) GetReportPath() string {
 	if x != nil {
 		return x.ReportPath
+	}
+	return ""
+}
+
+func (x *FinishAnalysisRequest) GetWorker() string {
+	if x != nil {
+		return x.Worker
 	}
 	return ""
 }
@@ -7307,14 +7317,15 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\"o\n" +
 	"\x15ClaimAnalysisResponse\x12/\n" +
 	"\banalysis\x18\x01 \x01(\v2\x13.falcon.v1.AnalysisR\banalysis\x12%\n" +
-	"\x0eartifact_paths\x18\x02 \x03(\tR\rartifactPaths\"\x94\x01\n" +
+	"\x0eartifact_paths\x18\x02 \x03(\tR\rartifactPaths\"\xac\x01\n" +
 	"\x15FinishAnalysisRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x18\n" +
 	"\asummary\x18\x04 \x01(\tR\asummary\x12\x1f\n" +
 	"\vreport_path\x18\x05 \x01(\tR\n" +
-	"reportPath2\x93\a\n" +
+	"reportPath\x12\x16\n" +
+	"\x06worker\x18\x06 \x01(\tR\x06worker2\x93\a\n" +
 	"\x11ExperimentService\x12?\n" +
 	"\tCreateExp\x12\x1b.falcon.v1.CreateExpRequest\x1a\x15.falcon.v1.Experiment\x129\n" +
 	"\x06GetExp\x12\x18.falcon.v1.GetExpRequest\x1a\x15.falcon.v1.Experiment\x12C\n" +

@@ -26,6 +26,10 @@ type Result struct {
 	Markdown string
 }
 
+// RunTimeout bounds one analysis: under the API server's 10 minutes after
+// which a claim is stale and given to another controller.
+const RunTimeout = 8 * time.Minute
+
 // Runner runs one kind of analysis over the experiments' artifact
 // locations (in the analysis' exp_ids order).
 type Runner func(ctx context.Context, a *falconv1.Analysis, locs []blobstore.Location, blobs *blobstore.Opener) (*Result, error)
@@ -160,8 +164,16 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 func (c *Controller) runOne(ctx context.Context, a *falconv1.Analysis, paths []string) {
 	log := c.log.With("analysis", a.GetId(), "kind", a.GetKind(), "exp", first(a.GetExpIds()))
 	start := time.Now()
-	finish := &falconv1.FinishAnalysisRequest{Id: a.GetId(), Status: "Failed"}
-	res, reportPath, err := c.run(ctx, a, paths)
+	finish := &falconv1.FinishAnalysisRequest{Id: a.GetId(), Status: "Failed", Worker: c.worker}
+	// Bounded, so a hung read of a bucket cannot hold up the analyses
+	// queued behind it, and it ends before its claim goes stale and
+	// another controller takes it.
+	rctx, cancel := context.WithTimeout(ctx, RunTimeout)
+	defer cancel()
+	res, reportPath, err := c.run(rctx, a, paths)
+	if err != nil && rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		err = fmt.Errorf("stopped after %s (the limit of one analysis): %w", RunTimeout, err)
+	}
 	if err != nil {
 		finish.Message = err.Error()
 		log.Warn("analysis failed", "err", err)

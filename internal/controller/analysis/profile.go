@@ -53,8 +53,25 @@ func findProfile(ctx context.Context, blobs *blobstore.Opener, loc blobstore.Loc
 	if len(all) == 0 {
 		return blobstore.File{}, fmt.Errorf("no *.xplane.pb under %s%s<session>/: jobs write profiles to $FALCON_ARTIFACT_DIR (e.g. jax.profiler.start_trace($FALCON_ARTIFACT_DIR))", loc, profileDir)
 	}
-	sessions := map[string]bool{}
+	// The rank first: each host names its sessions by its own clock, so
+	// the newest session is the rank's own newest, not the artifacts'.
+	byRankDir := false
+	var mine []cand
 	for _, c := range all {
+		if m := rankDir.FindStringSubmatch(c.f.Path); m != nil {
+			byRankDir = true
+			if n, _ := strconv.Atoi(m[2]); n == rank {
+				mine = append(mine, c)
+			}
+		}
+	}
+	if !byRankDir {
+		mine = all
+	} else if len(mine) == 0 {
+		return blobstore.File{}, fmt.Errorf("no *.xplane.pb of rank %d under %s (ranks write under rank-N/ there)", rank, loc)
+	}
+	sessions := map[string]bool{}
+	for _, c := range mine {
 		sessions[c.session] = true
 	}
 	names := make([]string, 0, len(sessions))
@@ -68,19 +85,16 @@ func findProfile(ctx context.Context, blobs *blobstore.Opener, loc blobstore.Loc
 		return blobstore.File{}, fmt.Errorf("no profile session %q under %s; sessions: %s", session, loc, strings.Join(names, ", "))
 	}
 	var files []blobstore.File
-	for _, c := range all {
-		if c.session != session {
-			continue
+	for _, c := range mine {
+		if c.session == session {
+			files = append(files, c.f)
 		}
-		if m := rankDir.FindStringSubmatch(c.f.Path); m != nil {
-			if n, _ := strconv.Atoi(m[2]); n == rank {
-				return c.f, nil
-			}
-			continue
-		}
-		files = append(files, c.f)
 	}
 	slices.SortFunc(files, func(a, b blobstore.File) int { return strings.Compare(a.Path, b.Path) })
+	if byRankDir {
+		return files[0], nil
+	}
+	// A shared directory: one file per host, in name order.
 	if rank >= len(files) {
 		return blobstore.File{}, fmt.Errorf("session %s under %s has %d profile files; no rank %d", session, loc, len(files), rank)
 	}
@@ -149,7 +163,11 @@ func runProfileCompare(ctx context.Context, a *falconv1.Analysis, locs []blobsto
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", a.GetExpIds()[i], err)
 		}
-		if reports[i], err = analyzeProfile(ctx, blobs, locs[i], f, deviceTypeOf(a, a.GetParams())); err != nil {
+		dt := a.GetParams()["device_type"]
+		if b := a.GetParams()["device_type_b"]; i == 1 && b != "" {
+			dt = b // B ran on another accelerator: its own peaks
+		}
+		if reports[i], err = analyzeProfile(ctx, blobs, locs[i], f, dt); err != nil {
 			return nil, err
 		}
 	}

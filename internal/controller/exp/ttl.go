@@ -65,12 +65,12 @@ func (c *Controller) enforceTTL(ctx context.Context, exps []*falconv1.Experiment
 			logUpdate(c.log, "experiment ttl", id, err)
 			continue
 		}
-		if x := resp.GetExperiment(); x.ExpiresAt != nil && resp.GetAction() != "expired" && resp.GetAction() != "idle" {
-			// Warned now, or before (another replica, a previous term):
-			// either way, not again for this expiry.
-			if at := x.GetExpiresAt().AsTime(); at.Sub(c.now()) <= lifecycle.TTLWarning {
-				c.warned[id] = at
-			}
+		// Only the server's word counts: by its clock the warning may not
+		// be due yet, and it is asked again next cycle. (A warning given
+		// by another replica answers "" too: asking again is one call a
+		// cycle, and the server never warns twice.)
+		if x := resp.GetExperiment(); resp.GetAction() == "warned" && x.ExpiresAt != nil {
+			c.warned[id] = x.GetExpiresAt().AsTime()
 		}
 	}
 }

@@ -125,8 +125,9 @@ func (s *Store) ClaimAnalysis(ctx context.Context, worker string, staleBefore ti
 }
 
 // FinishAnalysis implements store.Store: a Running analysis ends with
-// status; FailedPrecondition if it is not Running.
-func (s *Store) FinishAnalysis(ctx context.Context, id string, status lifecycle.Status, message, summary, reportPath string) (*store.Analysis, error) {
+// status; FailedPrecondition if it is not Running, or another worker than
+// worker (when named) holds it.
+func (s *Store) FinishAnalysis(ctx context.Context, id, worker string, status lifecycle.Status, message, summary, reportPath string) (*store.Analysis, error) {
 	if err := lifecycle.AnalysisMachine.Check(lifecycle.Running, status); err != nil || !lifecycle.AnalysisMachine.IsTerminal(status) {
 		return nil, errdefs.Invalid("status", "must be Succeeded or Failed, got %q", status)
 	}
@@ -134,8 +135,8 @@ func (s *Store) FinishAnalysis(ctx context.Context, id string, status lifecycle.
 		return nil, errdefs.Invalid("summary", "is %d bytes, the limit is %d: keep the full result in the report", len(summary), store.MaxAnalysisSummary)
 	}
 	now := s.now()
-	res, err := s.wdb.ExecContext(ctx, "UPDATE analyses SET status = ?, message = ?, summary = ?, report_path = ?, finished_at = ?, updated_at = ? WHERE id = ? AND status = ?",
-		string(status), message, summary, reportPath, s.d.timeArg(now), s.d.timeArg(now), id, string(lifecycle.Running))
+	res, err := s.wdb.ExecContext(ctx, "UPDATE analyses SET status = ?, message = ?, summary = ?, report_path = ?, finished_at = ?, updated_at = ? WHERE id = ? AND status = ? AND (? = '' OR worker = ?)",
+		string(status), message, summary, reportPath, s.d.timeArg(now), s.d.timeArg(now), id, string(lifecycle.Running), worker, worker)
 	if err != nil {
 		return nil, dbErr("finish analysis", err)
 	}
@@ -143,6 +144,9 @@ func (s *Store) FinishAnalysis(ctx context.Context, id string, status lifecycle.
 		a, err := s.GetAnalysis(ctx, id)
 		if err != nil {
 			return nil, err
+		}
+		if a.Status == lifecycle.Running {
+			return nil, errdefs.Precondition("analysis %s was given to %s, not %s (its claim had gone stale)", id, a.Worker, worker)
 		}
 		return nil, errdefs.Precondition("analysis %s is %s, not Running", id, a.Status)
 	}

@@ -58,18 +58,22 @@ func testAnalyses(t *testing.T, e env) {
 		t.Fatalf("stale claim: %+v, %v", again, err)
 	}
 
-	done, err := e.s.FinishAnalysis(ctx, "ana-one", lifecycle.Succeeded, "", `{"allclose": 3}`, "file:///x/reports/ana-one/report.json")
+	// The worker whose claim went stale may not finish it.
+	if _, err := e.s.FinishAnalysis(ctx, "ana-one", "w1", lifecycle.Failed, "late", "", ""); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+		t.Errorf("finish by the stale worker: %v", err)
+	}
+	done, err := e.s.FinishAnalysis(ctx, "ana-one", "w4", lifecycle.Succeeded, "", `{"allclose": 3}`, "file:///x/reports/ana-one/report.json")
 	if err != nil || done.Status != lifecycle.Succeeded || done.FinishedAt == nil || done.Summary != `{"allclose": 3}` {
 		t.Fatalf("finish: %+v, %v", done, err)
 	}
-	if _, err := e.s.FinishAnalysis(ctx, "ana-one", lifecycle.Failed, "late", "", ""); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+	if _, err := e.s.FinishAnalysis(ctx, "ana-one", "", lifecycle.Failed, "late", "", ""); !errors.Is(err, errdefs.ErrFailedPrecondition) {
 		t.Errorf("finishing twice: %v", err)
 	}
-	if _, err := e.s.FinishAnalysis(ctx, "ana-two", lifecycle.Running, "", "", ""); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := e.s.FinishAnalysis(ctx, "ana-two", "", lifecycle.Running, "", "", ""); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("finish as Running: %v", err)
 	}
 	big := make([]byte, store.MaxAnalysisSummary+1)
-	if _, err := e.s.FinishAnalysis(ctx, "ana-two", lifecycle.Succeeded, "", string(big), ""); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := e.s.FinishAnalysis(ctx, "ana-two", "", lifecycle.Succeeded, "", string(big), ""); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("summary over the limit: %v", err)
 	}
 	if got, _ := e.s.GetAnalysis(ctx, "ana-two"); got.Status != lifecycle.Running {
