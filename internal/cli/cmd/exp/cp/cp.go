@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -368,13 +369,9 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 	if err != nil {
 		return err
 	}
-	want := make(chan sum, 1)
-	wantErr := make(chan error, 1)
-	go func() {
-		s, err := localSum(src)
-		want <- s
-		wantErr <- err
-	}()
+	// The first stream sums the bytes as it reads them to send; only a
+	// resumed one reads the file again for its sum.
+	var sent *sum
 	part := target + partSuffix
 	// The first stream writes the part file and sums what it wrote in one
 	// pipeline (tee into cksum), so the check costs no second read of the
@@ -406,10 +403,11 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 		left := strconv.FormatInt(fi.Size()-off, 10)
 		if off == 0 {
 			var out bytes.Buffer
+			local := &lockedSum{c: newCksum()}
 			// A pipeline's status is its last command's, so a tee that
 			// could not write (a full disk) would pass unseen: it kills
 			// the script instead, and the size is checked too.
-			if err := cp.r.sh(ctx, `mkdir -p "$(dirname "$1")" && { head -c "$2" | tee "$1" || kill $$; } | cksum && [ "$(wc -c < "$1")" -eq "$2" ]`, f, &out, part, left); err != nil {
+			if err := cp.r.sh(ctx, `mkdir -p "$(dirname "$1")" && { head -c "$2" | tee "$1" || kill $$; } | cksum && [ "$(wc -c < "$1")" -eq "$2" ]`, io.TeeReader(f, local), &out, part, left); err != nil {
 				piped = nil
 				return err
 			}
@@ -418,17 +416,21 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 				return err
 			}
 			piped = &got
+			sent = local.sum()
 			return nil
 		}
+		sent = nil
 		piped = nil
 		return cp.r.sh(ctx, `head -c "$3" | dd of="$1" bs=`+strconv.Itoa(resumeBlock)+` seek="$2" conv=notrunc 2>/dev/null`, f, nil, part, strconv.FormatInt(off/resumeBlock, 10), left)
 	})
 	if err != nil {
 		return err
 	}
-	w, werr := <-want, <-wantErr
-	if werr != nil {
-		return werr
+	var w sum
+	if sent != nil && sent.size == fi.Size() {
+		w = *sent
+	} else if w, err = localSum(src); err != nil {
+		return err
 	}
 	var got sum
 	if piped != nil {
@@ -440,6 +442,27 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 		return fmt.Errorf("%s:%s arrived damaged (%s; %s has %s): nothing was replaced", cp.r.exp, target, got, src, w)
 	}
 	return cp.retry(ctx, "renaming "+part, func(int) error { return cp.r.sh(ctx, `exec mv -f "$1" "$2"`, nil, nil, part, target) })
+}
+
+// lockedSum sums what passes through it. The exec client reads stdin on a
+// goroutine of its own that may still be running when the exec returns,
+// so the sum is read under the lock; every byte the far side received was
+// summed before it was sent.
+type lockedSum struct {
+	mu sync.Mutex
+	c  *cksum
+}
+
+func (l *lockedSum) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c.Write(p)
+}
+
+func (l *lockedSum) sum() *sum {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return &sum{crc: l.c.Sum32(), size: int64(l.c.n)}
 }
 
 // remoteSize is a remote file's size, 0 if it does not exist.
