@@ -293,6 +293,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 // (its row says so, or is gone with its experiment).
 func (m *Manager) sweep(ctx context.Context, c *cycle) {
 	budget := sweepPerCycle
+	m.snap.sweepAgain = false
 	for name, cl := range c.clusters {
 		sw, ok := m.backends[cl.GetBackend()].(Sweeper)
 		if _, pooled := m.backends[cl.GetBackend()].(PoolBackend); !ok || !pooled || c.health[name].Err != nil {
@@ -303,6 +304,7 @@ func (m *Manager) sweep(ctx context.Context, c *cycle) {
 		}
 		ids, err := sw.Residents(cl)
 		if err != nil {
+			m.snap.sweepAgain = true
 			continue
 		}
 		for _, id := range ids {
@@ -328,6 +330,10 @@ func (m *Manager) sweep(ctx context.Context, c *cycle) {
 	}
 }
 
+// sweepRetry is how soon a resync comes again for a sweep that could not
+// see what a cluster holds.
+const sweepRetry = 2 * time.Second
+
 // sweepPerCycle bounds the leftovers one resync removes: each costs calls to
 // the cluster, and the cycle has queues to hand over.
 const sweepPerCycle = 16
@@ -340,7 +346,10 @@ func (m *Manager) refresh(ctx context.Context) (look map[string]bool, full bool,
 	m.touched, m.touchAll = map[string]bool{}, false
 	m.touchMu.Unlock()
 	var exps []string
-	resync := m.follower == nil || m.now().Sub(m.snap.resyncedAt) >= m.resyncEvery
+	since := m.now().Sub(m.snap.resyncedAt)
+	// A sweep that could not look asks again soon, not at every cycle: a
+	// cluster whose caches never sync must not make every cycle a resync.
+	resync := m.follower == nil || since >= m.resyncEvery || (m.snap.sweepAgain && since >= sweepRetry)
 	if m.follower != nil {
 		var feedResync bool
 		exps, feedResync = m.follower.Take()

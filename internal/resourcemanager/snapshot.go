@@ -22,6 +22,11 @@ type snapshot struct {
 	// local fallback cluster must offer (see candidates).
 	types      map[string]int
 	resyncedAt time.Time
+	// sweepAgain asks for a resync next cycle: a sweep could not see
+	// what a cluster holds (its caches not synced yet, after a start), and
+	// a sweep runs only on a resync, when the snapshot holds every live
+	// job.
+	sweepAgain bool
 }
 
 func newSnapshot() *snapshot {

@@ -131,7 +131,7 @@ func (s fusedStream) SendMsg(m any) error {
 }
 
 // fusedBackend is the gke backend under the fuse: every method the manager
-// can call. NeedsPool reads the job alone and Health the backend's memory,
+// can call (TestFusedBackendHasEveryMethod holds it to that). NeedsPool reads the job alone and Health the backend's memory,
 // so they cost no call; a dead backend still reports itself unreachable.
 type fusedBackend struct {
 	b *gke.Backend
@@ -141,7 +141,18 @@ type fusedBackend struct {
 var (
 	_ resourcemanager.PoolBackend    = fusedBackend{}
 	_ resourcemanager.HealthReporter = fusedBackend{}
+	_ resourcemanager.Sweeper        = fusedBackend{}
 )
+
+// Residents reads the informer caches, as Health reads memory. Without it
+// the manager would never sweep here, and a Job that a kill left between
+// its job's end and its delete would stay.
+func (x fusedBackend) Residents(c *falconv1.Cluster) ([]string, error) {
+	if x.f.blown() {
+		return nil, errKilled
+	}
+	return x.b.Residents(c)
+}
 
 func (x fusedBackend) NeedsPool(j *falconv1.Job) bool { return x.b.NeedsPool(j) }
 
@@ -486,10 +497,12 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 				}
 			}
 		}
-		// Settled once every pool is gone: the last job's Kubernetes Job
-		// is deleted before its pool is released, so whatever Job is
-		// left by then is left for good.
-		if len(stuck) == 0 && len(f.fake.PoolNames()) == 0 {
+		// Settled once every pool is gone and no Kubernetes Job of an
+		// ended job is left: one that a kill left between the job's end
+		// and its cleanup is removed by the next resync's sweep, which a
+		// fresh controller runs as soon as its caches have synced; past
+		// settleBy, whatever is left is left for good.
+		if len(stuck) == 0 && len(f.fake.PoolNames()) == 0 && f.kubeJobsLeft() == 0 {
 			break
 		}
 		if time.Now().After(settleBy) {
@@ -656,5 +669,22 @@ func (f *fixture) dumpKube(t *testing.T) {
 	}
 	for _, p := range pods.Items {
 		t.Logf("pod %s: %s on %q, deleting %v, finalizers %v", p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil, p.Finalizers)
+	}
+}
+
+// TestFusedBackendHasEveryMethod: the fuse must not hide a capability of
+// the real backend from the manager, or the crash test would test a
+// manager that production never runs (it once hid the sweep).
+func TestFusedBackendHasEveryMethod(t *testing.T) {
+	var real any = &gke.Backend{}
+	var fused any = fusedBackend{}
+	for name, has := range map[string]func(any) bool{
+		"Sweeper":        func(v any) bool { _, ok := v.(resourcemanager.Sweeper); return ok },
+		"PoolBackend":    func(v any) bool { _, ok := v.(resourcemanager.PoolBackend); return ok },
+		"HealthReporter": func(v any) bool { _, ok := v.(resourcemanager.HealthReporter); return ok },
+	} {
+		if has(real) && !has(fused) {
+			t.Errorf("gke.Backend is a %s and fusedBackend is not", name)
+		}
 	}
 }

@@ -429,7 +429,9 @@ func (b *Backend) Residents(c *falconv1.Cluster) ([]string, error) {
 		return nil, err
 	}
 	if !e.synced() {
-		return nil, nil
+		// Not "none": a sweep that took an empty cache for an empty
+		// cluster would leave an ended job's Job until the next resync.
+		return nil, errNotSynced
 	}
 	jobs, err := e.jobs.Jobs(e.namespace).List(labels.Everything())
 	if err != nil {
@@ -443,6 +445,9 @@ func (b *Backend) Residents(c *falconv1.Cluster) ([]string, error) {
 	}
 	return out, nil
 }
+
+// errNotSynced: the cluster's informer caches have not synced yet.
+var errNotSynced = errors.New("the cluster's caches have not synced yet")
 
 // Observe reports the job from the informer caches.
 func (b *Backend) Observe(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) (resourcemanager.Observation, error) {
