@@ -61,6 +61,20 @@ func WriteMarkdown(w io.Writer, headers []string, rows [][]string) error {
 	return err
 }
 
+// WriteRows writes a table of plain rows: Markdown when the view asks for
+// it (-o md), else aligned columns whose cells are cut to one line
+// (Cell), for tables a command computes rather than lists.
+func WriteRows(v View, headers []string, rows [][]string) error {
+	if v.Markdown {
+		return WriteMarkdown(v.Out, headers, rows)
+	}
+	cols := make([]Column[[]string], len(headers))
+	for i, h := range headers {
+		cols[i] = Column[[]string]{Header: h, Value: func(r []string) string { return r[i] }}
+	}
+	return WriteTable(v.Out, cols, rows)
+}
+
 // Field is one line of a key/value block.
 type Field struct {
 	Key, Value string

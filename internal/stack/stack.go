@@ -332,17 +332,10 @@ func dial(addr, controllerSecret string, tc *tls.Config) (*grpc.ClientConn, erro
 // checkLoopback refuses to expose an unauthenticated API (of what, e.g.
 // "falcon dev") beyond this machine; flag names the address's flag.
 func checkLoopback(flag, addr string, insecureOK bool, what string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return errdefs.Invalid(flag, "%q: %v", addr, err)
 	}
-	if insecureOK {
-		return nil
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if insecureOK || isLoopback(addr) {
 		return nil
 	}
 	return errdefs.Invalid(flag, "%q is not loopback: %s has no authentication, so it listens on 127.0.0.1 only (pass --insecure to override)", addr, what)

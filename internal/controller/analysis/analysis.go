@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -44,11 +43,7 @@ type Controller struct {
 	interval time.Duration
 	worker   string
 
-	// Draining, as the expController does: stop is closed by Shutdown,
-	// stopped by Run on its way out.
-	stopOnce sync.Once
-	stop     chan struct{}
-	stopped  chan struct{}
+	loop watch.Loop
 }
 
 // Option configures a Controller.
@@ -87,8 +82,6 @@ func New(conn grpcConn, opts ...Option) *Controller {
 		interval: 5 * time.Second,
 		runners:  map[string]Runner{"accuracy": runAccuracy, "profile": runProfile, "profile_compare": runProfileCompare},
 		worker:   host + "_" + strconv.Itoa(os.Getpid()),
-		stop:     make(chan struct{}),
-		stopped:  make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(c)
@@ -101,50 +94,19 @@ func New(conn grpcConn, opts ...Option) *Controller {
 
 // Run claims and runs analyses until ctx is done or Shutdown is called.
 func (c *Controller) Run(ctx context.Context) error {
-	defer close(c.stopped)
-	wake := watch.Changes(ctx, c.jobs, c.log)
-	t := time.NewTicker(c.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return nil
-		default:
-		}
-		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("analysis cycle failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.stop:
-			return nil
-		case <-wake:
-		case <-t.C:
-		}
-	}
+	return c.loop.Run(ctx, c.jobs, c.log, c.interval, "analysis", c.Reconcile)
 }
 
 // Shutdown lets the analysis in flight finish and stops Run, or gives up
 // when ctx ends (cancel Run's context then: the cut analysis is claimed
 // again once stale).
-func (c *Controller) Shutdown(ctx context.Context) error {
-	c.stopOnce.Do(func() { close(c.stop) })
-	select {
-	case <-c.stopped:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (c *Controller) Shutdown(ctx context.Context) error { return c.loop.Shutdown(ctx) }
 
 // Reconcile runs every analysis there is to claim now, one at a time.
 func (c *Controller) Reconcile(ctx context.Context) error {
 	for ctx.Err() == nil {
-		select {
-		case <-c.stop:
+		if c.loop.Stopping() {
 			return nil
-		default:
 		}
 		resp, err := c.analyses.ClaimAnalysis(ctx, &falconv1.ClaimAnalysisRequest{Worker: c.worker})
 		if err != nil {

@@ -135,20 +135,15 @@ func summaryOf(f profile.Figures) map[string]any {
 	return m
 }
 
-// deviceTypeOf is the accelerator whose peak FLOPS and bandwidth apply
-// when a profile carries none: the API server fills it from the
-// experiment's roles at create.
-func deviceTypeOf(_ *falconv1.Analysis, p map[string]string) string {
-	return p["device_type"]
-}
-
 func runProfile(ctx context.Context, a *falconv1.Analysis, locs []blobstore.Location, blobs *blobstore.Opener) (*Result, error) {
 	session, rank := profileParams(a)
 	f, err := findProfile(ctx, blobs, locs[0], session, rank)
 	if err != nil {
 		return nil, err
 	}
-	r, err := analyzeProfile(ctx, blobs, locs[0], f, deviceTypeOf(a, a.GetParams()))
+	// device_type is filled in at create from the experiment's roles: the
+	// peaks a profile may not carry.
+	r, err := analyzeProfile(ctx, blobs, locs[0], f, a.GetParams()["device_type"])
 	if err != nil {
 		return nil, err
 	}

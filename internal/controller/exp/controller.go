@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -28,11 +27,7 @@ type Controller struct {
 	// one inside its warning window is not asked about every cycle.
 	warned map[string]time.Time
 
-	// Draining, like http.Server.Shutdown: stop is closed by Shutdown,
-	// stopped by Run on its way out.
-	stopOnce sync.Once
-	stop     chan struct{}
-	stopped  chan struct{}
+	loop watch.Loop
 }
 
 // Option configures a Controller.
@@ -58,8 +53,6 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 		interval: 5 * time.Second,
 		now:      time.Now,
 		warned:   map[string]time.Time{},
-		stop:     make(chan struct{}),
-		stopped:  make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(c)
@@ -72,43 +65,11 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 // also cuts the cycle in flight; Shutdown lets it finish. Run is called
 // once per Controller.
 func (c *Controller) Run(ctx context.Context) error {
-	defer close(c.stopped)
-	wake := watch.Changes(ctx, c.jobs, c.log)
-	t := time.NewTicker(c.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return nil
-		default:
-		}
-		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("expController cycle failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.stop:
-			return nil
-		case <-wake:
-		case <-t.C:
-		}
-	}
+	return c.loop.Run(ctx, c.jobs, c.log, c.interval, "expController", c.Reconcile)
 }
 
-// Shutdown drains the controller: Run starts no new cycle, and Shutdown
-// waits until the one in flight has ended and Run returned, or until ctx is
-// done (then cancel Run's context to cut the cycle). It does not wait for a
-// Run that was never started beyond ctx.
-func (c *Controller) Shutdown(ctx context.Context) error {
-	c.stopOnce.Do(func() { close(c.stop) })
-	select {
-	case <-c.stopped:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// Shutdown drains the controller (watch.Loop.Shutdown).
+func (c *Controller) Shutdown(ctx context.Context) error { return c.loop.Shutdown(ctx) }
 
 // Reconcile runs one cycle:
 //  1. list live experiments (Created, Running, Aborting), and the

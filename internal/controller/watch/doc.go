@@ -5,5 +5,6 @@
 // from the last change seen, and says resync whenever it cannot vouch that
 // the set is complete, so a loop can read only what changed. Loops keep
 // their periodic poll either way; a broken stream is re-opened with backoff
-// and never stops the loop.
+// and never stops the loop. Loop runs a controller's cycles on those
+// wake-ups and its interval, and drains on Shutdown.
 package watch

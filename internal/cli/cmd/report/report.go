@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -75,7 +76,7 @@ func newCat(f *factory.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !containsID(a.GetExpIds(), args[0]) {
+			if !slices.Contains(a.GetExpIds(), args[0]) {
 				return errdefs.NotFoundf("report %s is not an analysis of %s (it analysed %s); falcon report ls %s lists them", args[1], args[0], strings.Join(a.GetExpIds(), ", "), args[0])
 			}
 			if a.GetStatus() != "Succeeded" {
@@ -86,13 +87,4 @@ func newCat(f *factory.Factory) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&format, "format", "md", "md or json")
 	return cmd
-}
-
-func containsID(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }

@@ -182,12 +182,5 @@ func render(v output.View, res *compare.Result) error {
 				strconv.FormatFloat(val.Median, 'g', 6, 64), delta, change, verdict})
 		}
 	}
-	if v.Markdown {
-		return output.WriteMarkdown(v.Out, headers, rows)
-	}
-	cols := make([]output.Column[[]string], len(headers))
-	for i, h := range headers {
-		cols[i] = output.Column[[]string]{Header: h, Value: func(r []string) string { return r[i] }}
-	}
-	return output.WriteTable(v.Out, cols, rows)
+	return output.WriteRows(v, headers, rows)
 }

@@ -86,10 +86,7 @@ func diffRun(ctx context.Context, opts *Options) error {
 		for i, r := range d.Rows {
 			rows[i] = append([]string{r.Key}, cells(r)...)
 		}
-		if v.Markdown {
-			return output.WriteMarkdown(v.Out, headers, rows)
-		}
-		return writeText(v, headers, rows)
+		return output.WriteRows(v, headers, rows)
 	})
 }
 
@@ -107,20 +104,4 @@ func cells(r compare.Row) []string {
 		}
 	}
 	return out
-}
-
-// writeText is a table with multi-line values cut to their first line, so
-// a command or a config block keeps the table readable.
-func writeText(v output.View, headers []string, rows [][]string) error {
-	cols := make([]output.Column[[]string], len(headers))
-	for i, h := range headers {
-		cols[i] = output.Column[[]string]{Header: h, Value: func(r []string) string {
-			first, _, more := strings.Cut(r[i], "\n")
-			if more {
-				first += " …"
-			}
-			return first
-		}}
-	}
-	return output.WriteTable(v.Out, cols, rows)
 }
