@@ -21,6 +21,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/web"
 )
 
 // JSONMarshaler is how the gateway (and the CLI) write JSON: proto field
@@ -201,6 +202,9 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 	root := http.NewServeMux()
 	root.Handle(LoginPath, s.loginHandler())
 	root.Handle("/", gw)
+	// The read-only dashboard calls the services through the gateway's
+	// connection, as its caller, like every HTTP route.
+	root.Handle(web.Prefix, web.New(conn, forwarded, web.WithFeed(s.feed), web.WithClock(s.now), web.WithLogger(s.log)))
 	for pattern, h := range s.extra {
 		root.Handle(pattern, h)
 	}
