@@ -49,15 +49,15 @@ func parsePages() map[string]*template.Template {
 			}
 			return d.AsDuration().String()
 		},
-		"lower": strings.ToLower,
-		"join":  strings.Join,
-		"bytes": output.Bytes,
-		"num":   func(v float64) string { return strconv.FormatFloat(v, 'g', 5, 64) },
-		"pct":   func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" },
-		"in":    func(list []string, s string) bool { return slices.Contains(list, s) },
-		"shape": shape,
+		"lower":   strings.ToLower,
+		"join":    strings.Join,
+		"bytes":   output.Bytes,
+		"num":     func(v float64) string { return strconv.FormatFloat(v, 'g', 5, 64) },
+		"pct":     func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" },
+		"in":      func(list []string, s string) bool { return slices.Contains(list, s) },
+		"shape":   shape,
 		"fileURL": fileURL,
-		"expURL": func(id string) string { return Prefix + "experiments/" + url.PathEscape(id) },
+		"expURL":  func(id string) string { return Prefix + "experiments/" + url.PathEscape(id) },
 		"compareURL": func(ids []string, all bool) string {
 			q := url.Values{"id": ids}
 			if all {
