@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"path"
-	"sort"
 	"strconv"
 )
 
@@ -50,16 +49,6 @@ func AssetSizes() map[string]int {
 	return out
 }
 
-// assetNames lists the assets in a stable order.
-func assetNames() []string {
-	var out []string
-	for name := range assets {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // assetURL is the URL of an asset with its version, so a new binary's
 // assets are fetched again while an unchanged one is cached for good.
 func assetURL(name string) string {
@@ -70,20 +59,20 @@ func assetURL(name string) string {
 	return Prefix + "assets/" + name + "?v=" + a.version
 }
 
-func serveAsset(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) serveAsset(w http.ResponseWriter, r *http.Request) {
 	a, ok := assets[r.PathValue("name")]
 	if !ok {
-		http.NotFound(w, r)
+		h.fail(w, r, httpError{http.StatusNotFound, "Not found", "No asset " + r.PathValue("name") + "."})
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", a.ctype)
-	h.Set("Content-Length", strconv.Itoa(len(a.body)))
-	h.Set("ETag", strconv.Quote(a.version))
+	hd := w.Header()
+	hd.Set("Content-Type", a.ctype)
+	hd.Set("Content-Length", strconv.Itoa(len(a.body)))
+	hd.Set("ETag", strconv.Quote(a.version))
 	if r.URL.Query().Get("v") == a.version {
-		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+		hd.Set("Cache-Control", "public, max-age=31536000, immutable")
 	} else {
-		h.Set("Cache-Control", "no-cache")
+		hd.Set("Cache-Control", "no-cache")
 	}
 	if r.Header.Get("If-None-Match") == strconv.Quote(a.version) {
 		w.WriteHeader(http.StatusNotModified)

@@ -230,11 +230,9 @@ func ticks(s span, n int) []float64 {
 		}
 	}
 	var out []float64
-	for t := math.Ceil(s.lo/step) * step; t <= s.hi+step*1e-9; t += step {
-		if math.Abs(t) < step*1e-9 {
-			t = 0 // not -1.2e-17
-		}
-		out = append(out, t)
+	// Multiples of step, each computed afresh: adding step up would drift.
+	for k := math.Ceil(s.lo/step - 1e-9); k*step <= s.hi+step*1e-9; k++ {
+		out = append(out, k*step+0) // +0: a tick at -0 would read "-0"
 	}
 	return out
 }

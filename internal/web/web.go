@@ -98,7 +98,7 @@ func New(conn grpc.ClientConnInterface, forward Forward, opts ...Option) *Handle
 	m.HandleFunc("GET /ui/experiments/{id}/live", h.expLive)
 	m.HandleFunc("GET /ui/clusters", h.clustersPage)
 	m.HandleFunc("GET /ui/compare", h.comparePage)
-	m.HandleFunc("GET /ui/assets/{name}", serveAsset)
+	m.HandleFunc("GET /ui/assets/{name}", h.serveAsset)
 	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			h.fail(w, r, httpError{http.StatusMethodNotAllowed, "Method not allowed", "The dashboard only reads: " + r.Method + " is not served here."})
