@@ -95,6 +95,11 @@ var rules = map[string]rule{
 	falconv1.ClusterService_ListClusters_FullMethodName:        {callers: forAll},
 	falconv1.ClusterService_GetClusterStatus_FullMethodName:    {callers: forAll},
 	falconv1.ClusterService_ReportClusterStatus_FullMethodName: {callers: forControllers},
+	falconv1.ClusterService_ListClusterProbes_FullMethodName:   {callers: forAll},
+	// Probing on demand costs every cluster a call, not a write of
+	// anyone's data: anyone who may read the registry may ask.
+	falconv1.ClusterService_ProbeClusters_FullMethodName:       {callers: forAll},
+	falconv1.ClusterService_ReportClusterProbes_FullMethodName: {callers: forControllers},
 	falconv1.ClusterService_RegisterCluster_FullMethodName: {forAdminsAndControllers, func(r any) (string, bool) {
 		return r.(*falconv1.RegisterClusterRequest).GetCluster().GetName(), true
 	}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -56,7 +57,7 @@ func (s *Server) GetClusterStatus(ctx context.Context, req *falconv1.GetClusterS
 	}
 	raw, at, err := s.store.GetClusterReport(ctx, c.Name)
 	if errors.Is(err, errdefs.ErrNotFound) {
-		return &falconv1.ClusterStatus{ClusterName: c.Name}, nil
+		return s.withProbe(ctx, &falconv1.ClusterStatus{ClusterName: c.Name})
 	}
 	if err != nil {
 		return nil, err
@@ -67,7 +68,127 @@ func (s *Server) GetClusterStatus(ctx context.Context, req *falconv1.GetClusterS
 	}
 	out.ClusterName = c.Name
 	out.ReportedAt = timestamppb.New(at)
+	return s.withProbe(ctx, out)
+}
+
+// withProbe adds the cluster's last probe to its status, when it has one.
+func (s *Server) withProbe(ctx context.Context, st *falconv1.ClusterStatus) (*falconv1.ClusterStatus, error) {
+	probes, err := s.store.ListClusterProbes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range probes {
+		if p.Cluster == st.GetClusterName() {
+			st.Probe = probeToAPI(p)
+		}
+	}
+	return st, nil
+}
+
+// ClusterProber probes clusters on demand (ProbeClusters): each cluster in
+// parallel, each within its own time limit. It never fails as a whole; a
+// cluster it cannot reach is a result saying so.
+type ClusterProber interface {
+	Probe(ctx context.Context, clusters []*falconv1.Cluster) []*falconv1.ClusterProbe
+}
+
+// WithClusterProber lets ProbeClusters probe from this server, with its
+// credentials for the clusters.
+func WithClusterProber(p ClusterProber) Option { return func(s *Server) { s.prober = p } }
+
+// ListClusterProbes returns the last probe of every probed cluster.
+func (s *Server) ListClusterProbes(ctx context.Context, _ *falconv1.ListClusterProbesRequest) (*falconv1.ListClusterProbesResponse, error) {
+	probes, err := s.store.ListClusterProbes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &falconv1.ListClusterProbesResponse{Items: make([]*falconv1.ClusterProbe, 0, len(probes))}
+	for _, p := range probes {
+		out.Items = append(out.Items, probeToAPI(p))
+	}
 	return out, nil
+}
+
+// ProbeClusters probes the named clusters now (every active one when none
+// is named), stores the results and returns them, by cluster name.
+func (s *Server) ProbeClusters(ctx context.Context, req *falconv1.ProbeClustersRequest) (*falconv1.ListClusterProbesResponse, error) {
+	if s.prober == nil {
+		return nil, errdefs.Precondition("this server does not probe clusters itself; the controller probes them on its schedule (falcon cluster status shows the last probe)")
+	}
+	var targets []*falconv1.Cluster
+	if len(req.GetNames()) == 0 {
+		rows, err := s.store.ListClusters(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if r.Status == store.ClusterActive {
+				targets = append(targets, clusterToAPI(r))
+			}
+		}
+	}
+	for i, n := range req.GetNames() {
+		c, err := s.store.GetCluster(ctx, n)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return nil, errdefs.Invalid(fmt.Sprintf("names[%d]", i), "no cluster is named %q", n)
+		}
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, clusterToAPI(c))
+	}
+	results := s.prober.Probe(ctx, targets)
+	if err := s.storeProbes(ctx, results); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(results, func(a, b *falconv1.ClusterProbe) int { return strings.Compare(a.GetCluster(), b.GetCluster()) })
+	return &falconv1.ListClusterProbesResponse{Items: results}, nil
+}
+
+// ReportClusterProbes stores the controller's scheduled probes.
+func (s *Server) ReportClusterProbes(ctx context.Context, req *falconv1.ReportClusterProbesRequest) (*falconv1.ListClusterProbesResponse, error) {
+	for i, p := range req.GetItems() {
+		if p.GetCluster() == "" {
+			return nil, errdefs.Invalid(fmt.Sprintf("items[%d].cluster", i), "is required")
+		}
+		if p.GetProbedAt() == nil {
+			return nil, errdefs.Invalid(fmt.Sprintf("items[%d].probed_at", i), "is required")
+		}
+	}
+	if err := s.storeProbes(ctx, req.GetItems()); err != nil {
+		return nil, err
+	}
+	return &falconv1.ListClusterProbesResponse{Items: req.GetItems()}, nil
+}
+
+func (s *Server) storeProbes(ctx context.Context, in []*falconv1.ClusterProbe) error {
+	rows := make([]store.ClusterProbe, 0, len(in))
+	for _, p := range in {
+		r := store.ClusterProbe{Cluster: p.GetCluster(), Reachable: p.GetReachable(), Error: p.GetError(), ProbedAt: p.GetProbedAt().AsTime()}
+		if p.QueueDepth != nil {
+			n := int(p.GetQueueDepth())
+			r.QueueDepth = &n
+		}
+		if p.RunningCount != nil {
+			n := int(p.GetRunningCount())
+			r.RunningCount = &n
+		}
+		rows = append(rows, r)
+	}
+	return s.store.PutClusterProbes(ctx, rows)
+}
+
+func probeToAPI(p store.ClusterProbe) *falconv1.ClusterProbe {
+	out := &falconv1.ClusterProbe{Cluster: p.Cluster, Reachable: p.Reachable, Error: p.Error, ProbedAt: timestamppb.New(p.ProbedAt)}
+	if p.QueueDepth != nil {
+		n := int32(*p.QueueDepth)
+		out.QueueDepth = &n
+	}
+	if p.RunningCount != nil {
+		n := int32(*p.RunningCount)
+		out.RunningCount = &n
+	}
+	return out
 }
 
 // ReportClusterStatus stores the resource manager's view of a cluster.
@@ -118,6 +239,9 @@ func (s *Server) RegisterCluster(ctx context.Context, req *falconv1.RegisterClus
 		return nil, errdefs.Invalid("cluster", "is required")
 	}
 	c, errs := clusterconfig.Normalize(req.GetCluster())
+	if c != nil {
+		errs = append(errs, clusterconfig.CheckXpkPath(c, exec.LookPath)...)
+	}
 	if err := prefixed("cluster", errs).Err(); err != nil {
 		return nil, err
 	}
@@ -356,6 +480,7 @@ func checkApply(in []*falconv1.Cluster) ([]*falconv1.Cluster, error) {
 		errs = append(errs, prefixed(path, ferrs)...)
 		if n != nil {
 			n.Id, n.CreatedAt = "", nil // the registry's to set
+			errs = append(errs, prefixed(path, clusterconfig.CheckXpkPath(n, exec.LookPath))...)
 		}
 		if name := c.GetName(); name != "" {
 			if j, dup := first[name]; dup {
@@ -412,11 +537,12 @@ func clusterFromAPI(c *falconv1.Cluster) *store.Cluster {
 		Spec: store.ClusterSpec{
 			Namespace: c.GetNamespace(), Kubeconfig: c.GetKubeconfig(), KubeContext: c.GetKubeContext(),
 			GKECluster: c.GetGkeCluster(), MaxQueueDepth: int(c.GetMaxQueueDepth()), Labels: c.GetLabels(),
-			ServiceAccount: c.GetServiceAccount(),
+			ServiceAccount: c.GetServiceAccount(), XpkPath: c.GetXpkPath(), ProbeTimeoutS: int(c.GetProbeTimeoutS()),
+			ExtraArgs: c.GetExtraArgs(),
 		},
 	}
 	for _, a := range c.GetAccelerators() {
-		out.Spec.Accelerators = append(out.Spec.Accelerators, store.AcceleratorSlot{Type: a.GetType(), Priority: int(a.GetPriority())})
+		out.Spec.Accelerators = append(out.Spec.Accelerators, store.AcceleratorSlot{Type: a.GetType(), Priority: int(a.GetPriority()), DeviceClass: a.GetDeviceClass()})
 	}
 	return out
 }

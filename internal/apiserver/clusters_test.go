@@ -116,7 +116,7 @@ func TestApplyClusters(t *testing.T) {
 	}
 	wantTPU := &falconv1.Cluster{
 		Name: "tpu-a", Backend: "gke", Project: "p", Location: "us-east5-a", GkeCluster: "tpu-a",
-		Accelerators:     []*falconv1.AcceleratorSlot{{Type: "v7x", Priority: 1}, {Type: "v6e", Priority: 2}},
+		Accelerators:     []*falconv1.AcceleratorSlot{{Type: "v7x", Priority: 1, DeviceClass: "tpu"}, {Type: "v6e", Priority: 2}},
 		AcceleratorTypes: []string{"v7x", "v6e"}, Namespace: "falcon", GcsBucket: "bkt-a", MaxQueueDepth: 4,
 		Labels: map[string]string{"env": "prod"}, Status: "active",
 	}
@@ -313,7 +313,12 @@ func TestRegisterCluster(t *testing.T) {
 	}{
 		{nil, "cluster: is required"},
 		{&falconv1.Cluster{Name: "k", Backend: "kubernetes"}, "cluster.kube_context: is required for backend kubernetes"},
-		{&falconv1.Cluster{Name: "k", Backend: "xpk"}, `cluster.backend: "xpk" is not a backend; one of local, kubernetes, gke`},
+		{&falconv1.Cluster{Name: "k", Backend: "aws"}, `cluster.backend: "aws" is not a backend; one of local, kubernetes, gke, xpk`},
+		{&falconv1.Cluster{Name: "k", Backend: "xpk"}, "cluster.project: is required for backend xpk; cluster.location: is required for backend xpk; cluster.gke_cluster: is required for backend xpk"},
+		{&falconv1.Cluster{Name: "k", Backend: "xpk", Project: "p", Location: "us-east5-a", GkeCluster: "c", XpkPath: "/nonexistent/bin/xpk"},
+			`cluster.xpk_path: "/nonexistent/bin/xpk" cannot be run on this machine`},
+		{&falconv1.Cluster{Name: "k", Backend: "xpk", Project: "p", Location: "us-east5-a", GkeCluster: "c", ExtraArgs: []string{"--spot", "--zone=us-west1-a"}},
+			`cluster.extra_args[1]: "--zone=us-west1-a" sets --zone, which Falcon sets itself`},
 		{&falconv1.Cluster{Name: "k", Backend: "local", Status: "down"}, `cluster.status: "down" is not a cluster status; allowed: active, maintenance, offline`},
 		{&falconv1.Cluster{Name: "k", Backend: "local", MaxQueueDepth: -1}, "cluster.max_queue_depth: must be 0 (no limit) or positive"},
 		{&falconv1.Cluster{Name: "k", Backend: "local", ServiceAccount: "Jobs"}, `cluster.service_account: "Jobs" must be a DNS-1123 subdomain`},

@@ -117,10 +117,11 @@ func clusterToAPI(c *store.Cluster) *falconv1.Cluster {
 		DefaultReservation: c.DefaultReservation, Status: c.Status, CreatedAt: ts(c.CreatedAt),
 		Namespace: c.Spec.Namespace, Kubeconfig: c.Spec.Kubeconfig, KubeContext: c.Spec.KubeContext,
 		GkeCluster: c.Spec.GKECluster, MaxQueueDepth: int32(c.Spec.MaxQueueDepth), Labels: c.Spec.Labels,
-		ServiceAccount: c.Spec.ServiceAccount,
+		ServiceAccount: c.Spec.ServiceAccount, XpkPath: c.Spec.XpkPath, ProbeTimeoutS: int32(c.Spec.ProbeTimeoutS),
+		ExtraArgs: c.Spec.ExtraArgs,
 	}
 	for _, a := range c.Spec.Accelerators {
-		out.Accelerators = append(out.Accelerators, &falconv1.AcceleratorSlot{Type: a.Type, Priority: int32(a.Priority)})
+		out.Accelerators = append(out.Accelerators, &falconv1.AcceleratorSlot{Type: a.Type, Priority: int32(a.Priority), DeviceClass: a.DeviceClass})
 	}
 	if len(out.Accelerators) == 0 {
 		for i, t := range c.AcceleratorTypes {

@@ -62,6 +62,7 @@ type Server struct {
 	tls          *tls.Config             // nil: plaintext
 	grpcMetrics  *grpcprom.ServerMetrics // nil: not exported
 	maxTTL       time.Duration           // 0: no cap
+	prober       ClusterProber           // nil: ProbeClusters is unavailable
 
 	copied     sync.Map        // artifact ID -> struct{}: its .falcon/experiment.json exists
 	knownUsers sync.Map        // user_id -> time.Time registered: skip the upsert for knownUserTTL

@@ -133,7 +133,11 @@ func toFile(t *testing.T, cs []*falconv1.Cluster) []byte {
 	for _, c := range cs {
 		slots := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 		for _, s := range c.GetAccelerators() {
-			slots.Content = append(slots.Content, mapping("type", str(s.GetType()), "priority", integer(s.GetPriority())))
+			slots.Content = append(slots.Content, mapping("type", str(s.GetType()), "device_class", str(s.GetDeviceClass()), "priority", integer(s.GetPriority())))
+		}
+		extra := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		for _, a := range c.GetExtraArgs() {
+			extra.Content = append(extra.Content, str(a))
 		}
 		labels := mapping()
 		for _, k := range slices.Sorted(maps.Keys(c.GetLabels())) {
@@ -152,6 +156,9 @@ func toFile(t *testing.T, cs []*falconv1.Cluster) []byte {
 			"gcs_bucket", str(c.GetGcsBucket()),
 			"default_reservation", str(c.GetDefaultReservation()),
 			"max_queue_depth", integer(c.GetMaxQueueDepth()),
+			"probe_timeout_s", integer(c.GetProbeTimeoutS()),
+			"xpk_path", str(c.GetXpkPath()),
+			"extra_args", extra,
 			"labels", labels,
 			"status", str(c.GetStatus()),
 		))

@@ -62,17 +62,17 @@ func design001Clusters() []*falconv1.Cluster {
 	return []*falconv1.Cluster{
 		{
 			Name: "gpu-a100", Backend: "gke", Project: "primatrix-gpu", Location: "us-central1-a", GkeCluster: "gpu-cluster",
-			Accelerators:     []*falconv1.AcceleratorSlot{{Type: "nvidia-a100-80gb", Priority: 1}},
+			Accelerators:     []*falconv1.AcceleratorSlot{{Type: "nvidia-a100-80gb", Priority: 1, DeviceClass: "gpu"}},
 			AcceleratorTypes: []string{"nvidia-a100-80gb"},
-			Namespace:        "benchmark", GcsBucket: "falcon-gpu", MaxQueueDepth: 5, Status: "active",
+			Namespace:        "benchmark", GcsBucket: "falcon-gpu", MaxQueueDepth: 5, ProbeTimeoutS: 15, Status: "active",
 			Labels: map[string]string{"env": "prod", "team": "gpu"},
 		},
 		{
 			Name: "tpu-v4-prod", Backend: "gke", Project: "primatrix-tpu", Location: "us-central2-b", GkeCluster: "tpu-v4-cluster",
 			// Canonical names, ordered by priority then name.
-			Accelerators:     []*falconv1.AcceleratorSlot{{Type: "v5p", Priority: 1}, {Type: "v6e", Priority: 1}},
+			Accelerators:     []*falconv1.AcceleratorSlot{{Type: "v5p", Priority: 1, DeviceClass: "tpu"}, {Type: "v6e", Priority: 1, DeviceClass: "tpu"}},
 			AcceleratorTypes: []string{"v5p", "v6e"},
-			Namespace:        "default", GcsBucket: "falcon-tpu-v4", MaxQueueDepth: 5, Status: "active",
+			Namespace:        "default", GcsBucket: "falcon-tpu-v4", MaxQueueDepth: 5, ProbeTimeoutS: 15, Status: "active",
 			Labels: map[string]string{"env": "prod", "team": "pretrain"},
 		},
 	}
@@ -130,7 +130,7 @@ func TestParseExampleFile(t *testing.T) {
 	lab := got[1]
 	want := &falconv1.Cluster{
 		Name: "lab-h100", Backend: "kubernetes", Kubeconfig: "/home/op/.kube/config", KubeContext: "lab-h100",
-		Accelerators:     []*falconv1.AcceleratorSlot{{Type: "nvidia-h100-80gb", Priority: 2}},
+		Accelerators:     []*falconv1.AcceleratorSlot{{Type: "nvidia-h100-80gb", Priority: 2, DeviceClass: "gpu"}},
 		AcceleratorTypes: []string{"nvidia-h100-80gb"}, Namespace: "falcon", Status: "maintenance",
 	}
 	if diff := cmp.Diff(want, lab, protocmp.Transform()); diff != "" {
@@ -172,7 +172,7 @@ clusters:
     context: edge
     accelerator_types:
       - type: nvidia-l4
-      - {type: cpu, device_class: cpu, priority: 3}
+      - {type: cpu, priority: 3}
 `,
 			want: &falconv1.Cluster{Name: "edge", Backend: "kubernetes", Kubeconfig: "/home/op/kube/edge.yaml", KubeContext: "edge",
 				Accelerators:     []*falconv1.AcceleratorSlot{{Type: "nvidia-l4", Priority: 1}, {Type: "cpu", Priority: 3}},
@@ -274,15 +274,15 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown provider",
 			yaml: "clusters:\n  k:\n    provider: aws\n",
-			want: [][2]string{{"clusters.k.provider", `"aws" is not a backend; one of local, kubernetes, gke (line 3)`}},
+			want: [][2]string{{"clusters.k.provider", `"aws" is not a backend; one of local, kubernetes, gke, xpk (line 3)`}},
 		},
 		{
 			name: "fields of another provider",
 			yaml: "clusters:\n  l:\n    provider: local\n    context: c\n    cluster_id: g\n  k:\n    provider: kubernetes\n    context: c\n    cluster_id: g\n",
 			want: [][2]string{
 				{"clusters.l.context", "is only for provider kubernetes, not local (line 4)"},
-				{"clusters.l.cluster_id", "is only for provider gke, not local (line 5)"},
-				{"clusters.k.cluster_id", "is only for provider gke, not kubernetes (line 9)"},
+				{"clusters.l.cluster_id", "is only for provider gke or xpk, not local (line 5)"},
+				{"clusters.k.cluster_id", "is only for provider gke or xpk, not kubernetes (line 9)"},
 			},
 		},
 		{
@@ -369,13 +369,13 @@ func TestParseErrors(t *testing.T) {
 `,
 			want: [][2]string{
 				{"clusters.a.accelerator_types[2].type", "is required (line 9)"},
-				{"clusters.a.accelerator_types[3].device_class", `"fpga" is not a device class; one of tpu, gpu, cpu (line 10)`},
 				{"clusters.a.accelerator_types[5].size", "unknown field; allowed: type, device_class, priority (line 12)"},
 				// The rules run too, and report what the structure errors did not.
 				{"clusters.a.accelerator_types[0].priority", "must be at least 1 (1 is the most preferred), got 0 (line 7)"},
 				{"clusters.a.accelerator_types[1].type", "v7x is listed twice (also clusters.a.accelerator_types[0]); give each type once (line 8)"},
 				{"clusters.a.accelerator_types[4].type", `unknown device type "warp-drive"`},
 				{"clusters.a.accelerator_types[0].device_class", "is gpu, but v7x is a tpu type (line 6)"},
+				{"clusters.a.accelerator_types[3].device_class", `"fpga" is not a device class; one of tpu, gpu (line 10)`},
 			},
 		},
 		{
@@ -424,7 +424,7 @@ func TestParseErrors(t *testing.T) {
 				{"clusters.a.max_queue_depth", "must be 0 (no limit) or positive, got -1 (line 8)"},
 				{`clusters.a.labels.""`, "key must be at most 63 letters, digits and '-_./', starting and ending with a letter or digit (line 12)"},
 				{"clusters.a.labels.team", `value "a b" must be empty or at most 63 letters`},
-				{"clusters.a.probe_timeout_s", "must be 0 (the default) or positive, got -3 (line 10)"},
+				{"clusters.a.probe_timeout_s", "must be 0 (the default) or positive, at most 300, got -3 (line 10)"},
 				{"clusters.b.gcs_bucket", `"B" is not a GCS bucket name: 3-222 lower-case letters`},
 			},
 		},
@@ -447,7 +447,7 @@ func TestParseErrors(t *testing.T) {
 			want: [][2]string{
 				{"base", "unknown field; allowed: clusters (line 1)"},
 				{"clusters.a.<<", "YAML merge keys are not supported"},
-				{"clusters.a.provider", "is required; one of local, kubernetes, gke (line 3)"},
+				{"clusters.a.provider", "is required; one of local, kubernetes, gke, xpk (line 3)"},
 				{"clusters.?", "keys must be strings, got a list"},
 			},
 		},
@@ -527,7 +527,7 @@ func TestNormalize(t *testing.T) {
 		{
 			name: "nil is an empty cluster",
 			in:   nil,
-			errs: []string{"name: is required", "backend: is required; one of local, kubernetes, gke"},
+			errs: []string{"name: is required", "backend: is required; one of local, kubernetes, gke, xpk"},
 		},
 		{
 			name: "API vocabulary in paths and messages",

@@ -27,10 +27,35 @@ const (
 	BackendKubernetes = "kubernetes"
 	// BackendGKE finds a GKE cluster's endpoint through the GKE API.
 	BackendGKE = "gke"
+	// BackendXpk runs jobs through the xpk CLI on a GKE cluster (design
+	// 001's XpkWorkloadManager).
+	BackendXpk = "xpk"
 )
 
 // Backends lists the backends, in the order messages show them.
-var Backends = []string{BackendLocal, BackendKubernetes, BackendGKE}
+var Backends = []string{BackendLocal, BackendKubernetes, BackendGKE, BackendXpk}
+
+// DeviceClasses are the values of an accelerator slot's device_class: which
+// xpk flag names the type (--tpu-type or --device-type).
+var DeviceClasses = []string{string(accelerator.KindTPU), string(accelerator.KindGPU)}
+
+// Probe timeouts, in seconds: what probe_timeout_s 0 means, and the most
+// it may be (a probe that takes longer than a few minutes says the cluster
+// is unusable anyway, and would hold the probe round that long).
+const (
+	DefaultProbeTimeoutS = 15
+	MaxProbeTimeoutS     = 300
+)
+
+// XpkFlags are the flags Falcon sets on `xpk workload create` (see package
+// xpk); extra_args may not set them again, since argparse would let the
+// later one win silently, or fail the command (--env-file is exclusive with
+// --env, which Falcon always sets).
+var XpkFlags = []string{
+	"--cluster", "--project", "--zone", "--workload", "--docker-image", "--command",
+	"--tpu-type", "--device-type", "--priority", "--namespace", "--env", "--env-file",
+	"--num-slices", "--num-nodes",
+}
 
 // Statuses lists the cluster statuses. Only an active cluster receives new
 // jobs; maintenance and offline keep what they run.
@@ -107,12 +132,17 @@ func normalize(in *falconv1.Cluster, v vocabulary) (*falconv1.Cluster, errdefs.F
 	// an ignored field is an error, since whoever wrote it expected an effect.
 	required := map[string][]string{
 		BackendGKE:        {"project", "location", "gke_cluster"},
+		BackendXpk:        {"project", "location", "gke_cluster"},
 		BackendKubernetes: {"kube_context"},
 	}
-	owner := map[string]string{"kubeconfig": BackendKubernetes, "kube_context": BackendKubernetes, "gke_cluster": BackendGKE}
+	owners := map[string][]string{
+		"kubeconfig": {BackendKubernetes}, "kube_context": {BackendKubernetes}, "gke_cluster": {BackendGKE, BackendXpk},
+		"xpk_path": {BackendXpk}, "extra_args": {BackendXpk},
+	}
 	values := map[string]string{
 		"project": c.GetProject(), "location": c.GetLocation(), "gke_cluster": c.GetGkeCluster(),
-		"kubeconfig": c.GetKubeconfig(), "kube_context": c.GetKubeContext(),
+		"kubeconfig": c.GetKubeconfig(), "kube_context": c.GetKubeContext(), "xpk_path": c.GetXpkPath(),
+		"extra_args": strings.Join(c.GetExtraArgs(), " "),
 	}
 	switch b := c.GetBackend(); {
 	case b == "":
@@ -125,10 +155,18 @@ func normalize(in *falconv1.Cluster, v vocabulary) (*falconv1.Cluster, errdefs.F
 				errs.Add(v.at(f), "is required for %s", backendIs(b))
 			}
 		}
-		for _, f := range []string{"kubeconfig", "kube_context", "gke_cluster"} {
-			if values[f] != "" && owner[f] != b {
-				errs.Add(v.at(f), "is only for %s, not %s", backendIs(owner[f]), b)
+		for _, f := range []string{"kubeconfig", "kube_context", "gke_cluster", "xpk_path", "extra_args"} {
+			if own := owners[f]; (values[f] != "" || (f == "extra_args" && len(c.GetExtraArgs()) > 0)) && !slices.Contains(own, b) {
+				errs.Add(v.at(f), "is only for %s, not %s", backendIs(strings.Join(own, " or ")), b)
 			}
+		}
+	}
+	if p := c.GetXpkPath(); p != "" && !filepath.IsAbs(p) && strings.ContainsRune(p, filepath.Separator) {
+		errs.Add(v.at("xpk_path"), "%q must be an absolute path on the controller's machine, or a command name found on its PATH", p)
+	}
+	for i, a := range c.GetExtraArgs() {
+		if msg := extraArgProblem(a); msg != "" {
+			errs.Add(fmt.Sprintf("%s[%d]", v.at("extra_args"), i), "%s", msg)
 		}
 	}
 	if k := c.GetKubeconfig(); k != "" && !filepath.IsAbs(k) {
@@ -165,6 +203,13 @@ func normalize(in *falconv1.Cluster, v vocabulary) (*falconv1.Cluster, errdefs.F
 
 	c.Accelerators = normalizeSlots(&errs, c, v)
 	c.AcceleratorTypes = AcceleratorTypes(c.Accelerators)
+	if c.GetBackend() == BackendXpk {
+		for i, s := range c.GetAccelerators() {
+			if spec, err := accelerator.Lookup(s.GetType()); err == nil && spec.Kind == accelerator.KindCPU {
+				errs.Add(fmt.Sprintf("%s[%d].type", v.at("accelerators"), i), "%s is not an accelerator; an xpk cluster offers TPU and GPU types", s.GetType())
+			}
+		}
+	}
 
 	keys := make([]string, 0, len(c.GetLabels()))
 	for k := range c.GetLabels() {
@@ -183,10 +228,53 @@ func normalize(in *falconv1.Cluster, v vocabulary) (*falconv1.Cluster, errdefs.F
 		}
 	}
 
+	if t := c.GetProbeTimeoutS(); t < 0 || t > MaxProbeTimeoutS {
+		errs.Add(v.at("probe_timeout_s"), "must be 0 (the default) or positive, at most %d, got %d", MaxProbeTimeoutS, t)
+	}
+
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	return c, nil
+}
+
+// extraArgProblem says why an extra argument of xpk workload create is
+// refused: it sets, or abbreviates (argparse accepts any unambiguous
+// prefix), a flag Falcon sets itself.
+func extraArgProblem(a string) string {
+	if strings.TrimSpace(a) == "" {
+		return "is empty; remove it"
+	}
+	name, _, _ := strings.Cut(a, "=")
+	if !strings.HasPrefix(name, "--") || len(name) < 3 {
+		return ""
+	}
+	for _, f := range XpkFlags {
+		switch {
+		case name == f:
+			return fmt.Sprintf("%q sets %s, which Falcon sets itself; remove it (flags Falcon sets: %s)", a, f, strings.Join(XpkFlags, ", "))
+		case strings.HasPrefix(f, name):
+			return fmt.Sprintf("%q abbreviates %s, which Falcon sets itself (xpk takes an unambiguous prefix for the flag); remove it", a, f)
+		}
+	}
+	return ""
+}
+
+// CheckXpkPath reports, on the machine running it, whether the cluster's
+// xpk executable exists: a registration naming one that does not is
+// refused when it is applied, rather than failing every job later. An empty
+// xpk_path (xpk on PATH) is left to the cluster's probe, which reports it.
+// The field is named as the API names it; callers prefix it.
+func CheckXpkPath(c *falconv1.Cluster, lookPath func(string) (string, error)) errdefs.FieldErrors {
+	var errs errdefs.FieldErrors
+	p := c.GetXpkPath()
+	if c.GetBackend() != BackendXpk || p == "" {
+		return nil
+	}
+	if _, err := lookPath(p); err != nil {
+		errs.Add("xpk_path", "%q cannot be run on this machine: %v; install xpk (pip install xpk) or correct the path", p, err)
+	}
+	return errs
 }
 
 // normalizeSlots checks the accelerator slots and returns them canonical and
@@ -222,7 +310,27 @@ func normalizeSlots(errs *errdefs.FieldErrors, c *falconv1.Cluster, v vocabulary
 		if s.GetPriority() < 1 {
 			errs.Add(p+".priority", "must be at least 1 (1 is the most preferred), got %d", s.GetPriority())
 		}
-		out = append(out, &falconv1.AcceleratorSlot{Type: typ, Priority: s.GetPriority()})
+		out = append(out, &falconv1.AcceleratorSlot{Type: typ, Priority: s.GetPriority(), DeviceClass: s.GetDeviceClass()})
+	}
+	// device_class is a cross-check of the type (and, on xpk clusters, the
+	// flag that names it), so it must agree with the type's kind.
+	for i, s := range in {
+		class := s.GetDeviceClass()
+		if class == "" {
+			continue
+		}
+		p := fmt.Sprintf("%s[%d].device_class", path, i)
+		if !slices.Contains(DeviceClasses, class) {
+			errs.Add(p, "%q is not a device class; one of %s", class, strings.Join(DeviceClasses, ", "))
+			continue
+		}
+		spec, err := accelerator.Lookup(s.GetType())
+		if err != nil || s.GetType() == "" {
+			continue // the type's own error says it
+		}
+		if class != string(spec.Kind) {
+			errs.Add(p, "is %s, but %s is a %s type", class, spec.Name, spec.Kind)
+		}
 	}
 	slices.SortStableFunc(out, func(a, b *falconv1.AcceleratorSlot) int {
 		return cmp.Or(cmp.Compare(a.GetPriority(), b.GetPriority()), cmp.Compare(a.GetType(), b.GetType()))

@@ -14,7 +14,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
-	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/yamlnode"
 )
@@ -25,10 +24,9 @@ var (
 	clusterFields = []string{
 		"provider", "project", "zone", "location", "cluster_id", "kubeconfig", "context",
 		"accelerator_types", "default_namespace", "service_account", "gcs_bucket", "default_reservation",
-		"max_queue_depth", "probe_timeout_s", "labels", "status",
+		"max_queue_depth", "probe_timeout_s", "labels", "status", "xpk_path", "extra_args",
 	}
 	slotFields   = []string{"type", "device_class", "priority"}
-	deviceClass  = []string{string(accelerator.KindTPU), string(accelerator.KindGPU), string(accelerator.KindCPU)}
 	defaultPrio  = int32(1)
 	fileToAPIKey = map[string]string{
 		"provider": "backend", "zone": "location", "cluster_id": "gke_cluster", "context": "kube_context",
@@ -47,9 +45,6 @@ func WithHomeDir(dir string) Option { return func(p *parser) { p.home = dir } }
 // (see Normalize), sorted by name. The error, if any, is an
 // errdefs.FieldErrors holding every problem of the file; then no cluster is
 // returned, because applying part of a registry is worse than applying none.
-//
-// probe_timeout_s is accepted, checked and dropped: probing is the
-// controller's business and the API has no field for it.
 func Parse(data []byte, opts ...Option) ([]*falconv1.Cluster, error) {
 	p := &parser{lines: map[string]int{}}
 	for _, o := range opts {
@@ -152,11 +147,7 @@ func (p *parser) cluster(name, path string, key, n *yaml.Node) *falconv1.Cluster
 	errsBefore := len(p.Errs)
 	c := &falconv1.Cluster{Name: name}
 	p.lines[path] = key.Line
-	var (
-		wroteLocation string // "zone" or "location", whichever the file used
-		slotClasses   = map[int]*yaml.Node{}
-		probeTimeout  *yaml.Node
-	)
+	wroteLocation := "" // "zone" or "location", whichever the file used
 	p.fields(path, n, clusterFields, func(k, fpath string, kn, v *yaml.Node) {
 		p.lines[fpath] = kn.Line
 		switch k {
@@ -178,7 +169,7 @@ func (p *parser) cluster(name, path string, key, n *yaml.Node) *falconv1.Cluster
 		case "context":
 			c.KubeContext = p.Str(fpath, v)
 		case "accelerator_types":
-			c.Accelerators = p.slots(fpath, v, slotClasses)
+			c.Accelerators = p.slots(fpath, v)
 		case "default_namespace":
 			c.Namespace = p.Str(fpath, v)
 		case "service_account":
@@ -190,9 +181,11 @@ func (p *parser) cluster(name, path string, key, n *yaml.Node) *falconv1.Cluster
 		case "max_queue_depth":
 			c.MaxQueueDepth = int32(p.Integer(fpath, v, math.MinInt32, math.MaxInt32))
 		case "probe_timeout_s":
-			if p.Integer(fpath, v, math.MinInt32, math.MaxInt32) < 0 {
-				probeTimeout = v
-			}
+			c.ProbeTimeoutS = int32(p.Integer(fpath, v, math.MinInt32, math.MaxInt32))
+		case "xpk_path":
+			c.XpkPath = p.path(fpath, v)
+		case "extra_args":
+			c.ExtraArgs = p.strings(fpath, v)
 		case "labels":
 			c.Labels = p.labels(fpath, v)
 		case "status":
@@ -227,24 +220,6 @@ func (p *parser) cluster(name, path string, key, n *yaml.Node) *falconv1.Cluster
 		}
 		p.Errs = append(p.Errs, &errdefs.FieldError{Field: e.Field, Detail: fmt.Sprintf("%s (line %d)", e.Detail, line)})
 	}
-	if probeTimeout != nil {
-		p.Fail(path+".probe_timeout_s", probeTimeout, "must be 0 (the default) or positive, got %s", probeTimeout.Value)
-	}
-	// device_class is the file's own cross-check of a type, which the API has
-	// no field for.
-	for i, s := range c.GetAccelerators() {
-		cn := slotClasses[i]
-		if cn == nil || s.GetType() == "" {
-			continue
-		}
-		spec, err := accelerator.Lookup(s.GetType())
-		if err != nil {
-			continue // reported by normalize
-		}
-		if class := cn.Value; class != string(spec.Kind) {
-			p.Fail(fmt.Sprintf("%s.accelerator_types[%d].device_class", path, i), cn, "is %s, but %s is a %s type", class, spec.Name, spec.Kind)
-		}
-	}
 	if len(p.Errs) > errsBefore {
 		return nil
 	}
@@ -266,9 +241,8 @@ func nearest(path string, lines map[string]int) string {
 	return path
 }
 
-// slots decodes accelerator_types. The device_class nodes are kept, by
-// index, for the check against each type's kind once the type is known.
-func (p *parser) slots(path string, n *yaml.Node, classes map[int]*yaml.Node) []*falconv1.AcceleratorSlot {
+// slots decodes accelerator_types.
+func (p *parser) slots(path string, n *yaml.Node) []*falconv1.AcceleratorSlot {
 	if yamlnode.IsNull(n) {
 		return nil
 	}
@@ -294,11 +268,7 @@ func (p *parser) slots(path string, n *yaml.Node, classes map[int]*yaml.Node) []
 			case "type":
 				s.Type, hasType = p.Str(fpath, v), true
 			case "device_class":
-				if class := p.Str(fpath, v); class != "" && !slices.Contains(deviceClass, class) {
-					p.Fail(fpath, v, "%q is not a device class; one of %s", class, strings.Join(deviceClass, ", "))
-				} else if class != "" {
-					classes[i] = v
-				}
+				s.DeviceClass = p.Str(fpath, v)
 			case "priority":
 				s.Priority = int32(p.Integer(fpath, v, math.MinInt32, math.MaxInt32))
 			}
@@ -329,6 +299,24 @@ func (p *parser) path(fpath string, n *yaml.Node) string {
 // fields walks mapping n with yamlnode.Fields, reporting through p.Fail.
 func (p *parser) fields(path string, n *yaml.Node, allowed []string, fn func(key, path string, k, v *yaml.Node)) {
 	yamlnode.Fields(path, n, allowed, p.Fail, fn)
+}
+
+// strings reads a list of strings, such as extra_args.
+func (p *parser) strings(path string, n *yaml.Node) []string {
+	if yamlnode.IsNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.Fail(path, n, "must be a list of strings, got %s", yamlnode.Describe(n))
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, item := range n.Content {
+		ipath := fmt.Sprintf("%s[%d]", path, i)
+		p.lines[ipath] = item.Line
+		out = append(out, p.Str(ipath, yamlnode.Resolve(item)))
+	}
+	return out
 }
 
 // labels reads a mapping of strings. Values YAML reads as numbers or

@@ -229,6 +229,12 @@ type ClusterSpec struct {
 	// ServiceAccount is the Kubernetes service account job pods run as;
 	// empty is the namespace's default.
 	ServiceAccount string `json:"service_account,omitempty"`
+	// XpkPath is the xpk executable (xpk backend); empty is xpk on PATH.
+	XpkPath string `json:"xpk_path,omitempty"`
+	// ProbeTimeoutS bounds one health probe, in seconds; 0 is the default.
+	ProbeTimeoutS int `json:"probe_timeout_s,omitempty"`
+	// ExtraArgs are appended to every xpk workload create (xpk backend).
+	ExtraArgs []string `json:"extra_args,omitempty"`
 }
 
 // AcceleratorSlot is one accelerator type a cluster offers; a lower
@@ -236,6 +242,19 @@ type ClusterSpec struct {
 type AcceleratorSlot struct {
 	Type     string `json:"type"`
 	Priority int    `json:"priority"`
+	// DeviceClass is "tpu" or "gpu" when the registry gave one.
+	DeviceClass string `json:"device_class,omitempty"`
+}
+
+// ClusterProbe is the last health probe of a cluster. QueueDepth and
+// RunningCount are nil when it could not be reached.
+type ClusterProbe struct {
+	Cluster      string
+	Reachable    bool
+	QueueDepth   *int
+	RunningCount *int
+	Error        string
+	ProbedAt     time.Time
 }
 
 // User is a person or service principal, registered on first request.
@@ -465,6 +484,13 @@ type Store interface {
 	PutClusterReport(ctx context.Context, name string, report []byte, at time.Time) error
 	// GetClusterReport returns it; ErrNotFound when none was reported.
 	GetClusterReport(ctx context.Context, name string) (report []byte, at time.Time, err error)
+	// PutClusterProbes replaces the last probe of each cluster named in
+	// probes, in one transaction. A probe of a cluster that is not
+	// registered (deleted while it was probed) is dropped.
+	PutClusterProbes(ctx context.Context, probes []ClusterProbe) error
+	// ListClusterProbes returns the last probe of every probed cluster, by
+	// cluster name.
+	ListClusterProbes(ctx context.Context) ([]ClusterProbe, error)
 
 	// EnsureUser inserts the user if no row has its user_id, and returns the
 	// stored row. Concurrent first calls for one user create one row.

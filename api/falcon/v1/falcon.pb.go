@@ -1067,8 +1067,17 @@ type Cluster struct {
 	// gcs_bucket with GCS FUSE, Workload Identity must bind it to a Google
 	// service account that can read and write the bucket.
 	ServiceAccount string `protobuf:"bytes,18,opt,name=service_account,json=serviceAccount,proto3" json:"service_account,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// xpk backend: the xpk executable on the controller's machine (an
+	// absolute path); empty runs "xpk" found on PATH.
+	XpkPath string `protobuf:"bytes,19,opt,name=xpk_path,json=xpkPath,proto3" json:"xpk_path,omitempty"`
+	// Seconds one health probe of the cluster may take before it counts as
+	// unreachable; 0 is the default (15).
+	ProbeTimeoutS int32 `protobuf:"varint,20,opt,name=probe_timeout_s,json=probeTimeoutS,proto3" json:"probe_timeout_s,omitempty"`
+	// xpk backend: arguments appended verbatim to every `xpk workload
+	// create`; none may set a flag Falcon sets itself.
+	ExtraArgs     []string `protobuf:"bytes,21,rep,name=extra_args,json=extraArgs,proto3" json:"extra_args,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Cluster) Reset() {
@@ -1227,12 +1236,36 @@ func (x *Cluster) GetServiceAccount() string {
 	return ""
 }
 
+func (x *Cluster) GetXpkPath() string {
+	if x != nil {
+		return x.XpkPath
+	}
+	return ""
+}
+
+func (x *Cluster) GetProbeTimeoutS() int32 {
+	if x != nil {
+		return x.ProbeTimeoutS
+	}
+	return 0
+}
+
+func (x *Cluster) GetExtraArgs() []string {
+	if x != nil {
+		return x.ExtraArgs
+	}
+	return nil
+}
+
 // AcceleratorSlot is an accelerator type a cluster offers; a lower priority
 // is preferred when several clusters could take a job.
 type AcceleratorSlot struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Priority      int32                  `protobuf:"varint,2,opt,name=priority,proto3" json:"priority,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Type     string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Priority int32                  `protobuf:"varint,2,opt,name=priority,proto3" json:"priority,omitempty"`
+	// "tpu" or "gpu": which xpk flag names the type (--tpu-type or
+	// --device-type). Empty is the type's own kind.
+	DeviceClass   string `protobuf:"bytes,3,opt,name=device_class,json=deviceClass,proto3" json:"device_class,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1279,6 +1312,13 @@ func (x *AcceleratorSlot) GetPriority() int32 {
 		return x.Priority
 	}
 	return 0
+}
+
+func (x *AcceleratorSlot) GetDeviceClass() string {
+	if x != nil {
+		return x.DeviceClass
+	}
+	return ""
 }
 
 type User struct {
@@ -4836,6 +4876,265 @@ func (x *UpdateArtifactStatusRequest) GetMessage() string {
 	return ""
 }
 
+// ClusterProbe is one health probe of a cluster (design 001's
+// ClusterProbeResult): whether it answered, and how many of its workloads
+// wait and run.
+type ClusterProbe struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Cluster   string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Reachable bool                   `protobuf:"varint,2,opt,name=reachable,proto3" json:"reachable,omitempty"`
+	// Workloads waiting for capacity (xpk's QUEUED; Falcon's Kubernetes Jobs
+	// whose pods are not running yet); absent when unreachable.
+	QueueDepth   *int32 `protobuf:"varint,3,opt,name=queue_depth,json=queueDepth,proto3,oneof" json:"queue_depth,omitempty"`
+	RunningCount *int32 `protobuf:"varint,4,opt,name=running_count,json=runningCount,proto3,oneof" json:"running_count,omitempty"`
+	// Why the cluster is unreachable or its answer unreadable; empty when
+	// reachable.
+	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	ProbedAt      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=probed_at,json=probedAt,proto3" json:"probed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterProbe) Reset() {
+	*x = ClusterProbe{}
+	mi := &file_falcon_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterProbe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterProbe) ProtoMessage() {}
+
+func (x *ClusterProbe) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterProbe.ProtoReflect.Descriptor instead.
+func (*ClusterProbe) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *ClusterProbe) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *ClusterProbe) GetReachable() bool {
+	if x != nil {
+		return x.Reachable
+	}
+	return false
+}
+
+func (x *ClusterProbe) GetQueueDepth() int32 {
+	if x != nil && x.QueueDepth != nil {
+		return *x.QueueDepth
+	}
+	return 0
+}
+
+func (x *ClusterProbe) GetRunningCount() int32 {
+	if x != nil && x.RunningCount != nil {
+		return *x.RunningCount
+	}
+	return 0
+}
+
+func (x *ClusterProbe) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ClusterProbe) GetProbedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ProbedAt
+	}
+	return nil
+}
+
+type ListClusterProbesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListClusterProbesRequest) Reset() {
+	*x = ListClusterProbesRequest{}
+	mi := &file_falcon_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListClusterProbesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListClusterProbesRequest) ProtoMessage() {}
+
+func (x *ListClusterProbesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListClusterProbesRequest.ProtoReflect.Descriptor instead.
+func (*ListClusterProbesRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{62}
+}
+
+type ListClusterProbesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*ClusterProbe        `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListClusterProbesResponse) Reset() {
+	*x = ListClusterProbesResponse{}
+	mi := &file_falcon_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListClusterProbesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListClusterProbesResponse) ProtoMessage() {}
+
+func (x *ListClusterProbesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListClusterProbesResponse.ProtoReflect.Descriptor instead.
+func (*ListClusterProbesResponse) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ListClusterProbesResponse) GetItems() []*ClusterProbe {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type ProbeClustersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Names         []string               `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeClustersRequest) Reset() {
+	*x = ProbeClustersRequest{}
+	mi := &file_falcon_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeClustersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeClustersRequest) ProtoMessage() {}
+
+func (x *ProbeClustersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeClustersRequest.ProtoReflect.Descriptor instead.
+func (*ProbeClustersRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ProbeClustersRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+type ReportClusterProbesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*ClusterProbe        `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportClusterProbesRequest) Reset() {
+	*x = ReportClusterProbesRequest{}
+	mi := &file_falcon_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportClusterProbesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportClusterProbesRequest) ProtoMessage() {}
+
+func (x *ReportClusterProbesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportClusterProbesRequest.ProtoReflect.Descriptor instead.
+func (*ReportClusterProbesRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *ReportClusterProbesRequest) GetItems() []*ClusterProbe {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 type GetClusterStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -4845,7 +5144,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4857,7 +5156,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4870,7 +5169,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{61}
+	return file_falcon_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -4889,7 +5188,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4901,7 +5200,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4914,7 +5213,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{62}
+	return file_falcon_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -4934,14 +5233,16 @@ type ClusterStatus struct {
 	NodePools   []*NodePoolStatus    `protobuf:"bytes,4,rep,name=node_pools,json=nodePools,proto3" json:"node_pools,omitempty"`
 	Queues      []*QueueStatus       `protobuf:"bytes,5,rep,name=queues,proto3" json:"queues,omitempty"`
 	// Why part of the view is missing (the cluster could not be reached).
-	Error         string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	// The cluster's last health probe; absent when it was never probed.
+	Probe         *ClusterProbe `protobuf:"bytes,7,opt,name=probe,proto3" json:"probe,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4953,7 +5254,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4966,7 +5267,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{63}
+	return file_falcon_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -5011,6 +5312,13 @@ func (x *ClusterStatus) GetError() string {
 	return ""
 }
 
+func (x *ClusterStatus) GetProbe() *ClusterProbe {
+	if x != nil {
+		return x.Probe
+	}
+	return nil
+}
+
 // ClusterStatuses is every cluster's status, as `falcon cluster status`
 // without a name prints it.
 type ClusterStatuses struct {
@@ -5022,7 +5330,7 @@ type ClusterStatuses struct {
 
 func (x *ClusterStatuses) Reset() {
 	*x = ClusterStatuses{}
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5034,7 +5342,7 @@ func (x *ClusterStatuses) String() string {
 func (*ClusterStatuses) ProtoMessage() {}
 
 func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5047,7 +5355,7 @@ func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
 func (*ClusterStatuses) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{64}
+	return file_falcon_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ClusterStatuses) GetItems() []*ClusterStatus {
@@ -5071,7 +5379,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5083,7 +5391,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5096,7 +5404,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{65}
+	return file_falcon_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -5155,7 +5463,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5167,7 +5475,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5180,7 +5488,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{66}
+	return file_falcon_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -5265,7 +5573,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5277,7 +5585,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5290,7 +5598,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{67}
+	return file_falcon_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -5338,7 +5646,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5350,7 +5658,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5363,7 +5671,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{68}
+	return file_falcon_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -5381,7 +5689,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5393,7 +5701,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5406,7 +5714,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{69}
+	return file_falcon_proto_rawDescGZIP(), []int{74}
 }
 
 type ListClustersResponse struct {
@@ -5418,7 +5726,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5430,7 +5738,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5443,7 +5751,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{70}
+	return file_falcon_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -5462,7 +5770,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5474,7 +5782,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5487,7 +5795,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{71}
+	return file_falcon_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -5509,7 +5817,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5521,7 +5829,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5534,7 +5842,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{72}
+	return file_falcon_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -5571,7 +5879,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5583,7 +5891,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5596,7 +5904,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{73}
+	return file_falcon_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -5630,7 +5938,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5642,7 +5950,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5655,7 +5963,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{74}
+	return file_falcon_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -5683,7 +5991,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5695,7 +6003,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5708,7 +6016,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{75}
+	return file_falcon_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -5733,7 +6041,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5745,7 +6053,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5758,7 +6066,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{76}
+	return file_falcon_proto_rawDescGZIP(), []int{81}
 }
 
 type ListUsersRequest struct {
@@ -5769,7 +6077,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5781,7 +6089,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5794,7 +6102,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{77}
+	return file_falcon_proto_rawDescGZIP(), []int{82}
 }
 
 type ListUsersResponse struct {
@@ -5809,7 +6117,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5821,7 +6129,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5834,7 +6142,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{78}
+	return file_falcon_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -5864,7 +6172,7 @@ type RelinkUserRequest struct {
 
 func (x *RelinkUserRequest) Reset() {
 	*x = RelinkUserRequest{}
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5876,7 +6184,7 @@ func (x *RelinkUserRequest) String() string {
 func (*RelinkUserRequest) ProtoMessage() {}
 
 func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5889,7 +6197,7 @@ func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserRequest.ProtoReflect.Descriptor instead.
 func (*RelinkUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{79}
+	return file_falcon_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RelinkUserRequest) GetEmail() string {
@@ -5922,7 +6230,7 @@ type RelinkUserResponse struct {
 
 func (x *RelinkUserResponse) Reset() {
 	*x = RelinkUserResponse{}
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5934,7 +6242,7 @@ func (x *RelinkUserResponse) String() string {
 func (*RelinkUserResponse) ProtoMessage() {}
 
 func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5947,7 +6255,7 @@ func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserResponse.ProtoReflect.Descriptor instead.
 func (*RelinkUserResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{80}
+	return file_falcon_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *RelinkUserResponse) GetUser() *User {
@@ -6006,7 +6314,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6018,7 +6326,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6031,7 +6339,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{81}
+	return file_falcon_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -6116,7 +6424,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[82]
+	mi := &file_falcon_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6128,7 +6436,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[82]
+	mi := &file_falcon_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6141,7 +6449,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{82}
+	return file_falcon_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -6189,7 +6497,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[83]
+	mi := &file_falcon_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6201,7 +6509,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[83]
+	mi := &file_falcon_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6214,7 +6522,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{83}
+	return file_falcon_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -6257,7 +6565,7 @@ type Analysis struct {
 
 func (x *Analysis) Reset() {
 	*x = Analysis{}
-	mi := &file_falcon_proto_msgTypes[84]
+	mi := &file_falcon_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6269,7 +6577,7 @@ func (x *Analysis) String() string {
 func (*Analysis) ProtoMessage() {}
 
 func (x *Analysis) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[84]
+	mi := &file_falcon_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6282,7 +6590,7 @@ func (x *Analysis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Analysis.ProtoReflect.Descriptor instead.
 func (*Analysis) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{84}
+	return file_falcon_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *Analysis) GetId() string {
@@ -6380,7 +6688,7 @@ type CreateAnalysisRequest struct {
 
 func (x *CreateAnalysisRequest) Reset() {
 	*x = CreateAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[85]
+	mi := &file_falcon_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6392,7 +6700,7 @@ func (x *CreateAnalysisRequest) String() string {
 func (*CreateAnalysisRequest) ProtoMessage() {}
 
 func (x *CreateAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[85]
+	mi := &file_falcon_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6405,7 +6713,7 @@ func (x *CreateAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*CreateAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{85}
+	return file_falcon_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *CreateAnalysisRequest) GetKind() string {
@@ -6438,7 +6746,7 @@ type GetAnalysisRequest struct {
 
 func (x *GetAnalysisRequest) Reset() {
 	*x = GetAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[86]
+	mi := &file_falcon_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6450,7 +6758,7 @@ func (x *GetAnalysisRequest) String() string {
 func (*GetAnalysisRequest) ProtoMessage() {}
 
 func (x *GetAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[86]
+	mi := &file_falcon_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6463,7 +6771,7 @@ func (x *GetAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*GetAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{86}
+	return file_falcon_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *GetAnalysisRequest) GetId() string {
@@ -6483,7 +6791,7 @@ type ListAnalysesRequest struct {
 
 func (x *ListAnalysesRequest) Reset() {
 	*x = ListAnalysesRequest{}
-	mi := &file_falcon_proto_msgTypes[87]
+	mi := &file_falcon_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6495,7 +6803,7 @@ func (x *ListAnalysesRequest) String() string {
 func (*ListAnalysesRequest) ProtoMessage() {}
 
 func (x *ListAnalysesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[87]
+	mi := &file_falcon_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6508,7 +6816,7 @@ func (x *ListAnalysesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAnalysesRequest.ProtoReflect.Descriptor instead.
 func (*ListAnalysesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{87}
+	return file_falcon_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ListAnalysesRequest) GetExpId() string {
@@ -6527,7 +6835,7 @@ type ListAnalysesResponse struct {
 
 func (x *ListAnalysesResponse) Reset() {
 	*x = ListAnalysesResponse{}
-	mi := &file_falcon_proto_msgTypes[88]
+	mi := &file_falcon_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6539,7 +6847,7 @@ func (x *ListAnalysesResponse) String() string {
 func (*ListAnalysesResponse) ProtoMessage() {}
 
 func (x *ListAnalysesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[88]
+	mi := &file_falcon_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6552,7 +6860,7 @@ func (x *ListAnalysesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAnalysesResponse.ProtoReflect.Descriptor instead.
 func (*ListAnalysesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{88}
+	return file_falcon_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ListAnalysesResponse) GetItems() []*Analysis {
@@ -6572,7 +6880,7 @@ type ClaimAnalysisRequest struct {
 
 func (x *ClaimAnalysisRequest) Reset() {
 	*x = ClaimAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[89]
+	mi := &file_falcon_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6584,7 +6892,7 @@ func (x *ClaimAnalysisRequest) String() string {
 func (*ClaimAnalysisRequest) ProtoMessage() {}
 
 func (x *ClaimAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[89]
+	mi := &file_falcon_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6597,7 +6905,7 @@ func (x *ClaimAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*ClaimAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{89}
+	return file_falcon_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ClaimAnalysisRequest) GetWorker() string {
@@ -6619,7 +6927,7 @@ type ClaimAnalysisResponse struct {
 
 func (x *ClaimAnalysisResponse) Reset() {
 	*x = ClaimAnalysisResponse{}
-	mi := &file_falcon_proto_msgTypes[90]
+	mi := &file_falcon_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6631,7 +6939,7 @@ func (x *ClaimAnalysisResponse) String() string {
 func (*ClaimAnalysisResponse) ProtoMessage() {}
 
 func (x *ClaimAnalysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[90]
+	mi := &file_falcon_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6644,7 +6952,7 @@ func (x *ClaimAnalysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAnalysisResponse.ProtoReflect.Descriptor instead.
 func (*ClaimAnalysisResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{90}
+	return file_falcon_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ClaimAnalysisResponse) GetAnalysis() *Analysis {
@@ -6678,7 +6986,7 @@ type FinishAnalysisRequest struct {
 
 func (x *FinishAnalysisRequest) Reset() {
 	*x = FinishAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[91]
+	mi := &file_falcon_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6690,7 +6998,7 @@ func (x *FinishAnalysisRequest) String() string {
 func (*FinishAnalysisRequest) ProtoMessage() {}
 
 func (x *FinishAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[91]
+	mi := &file_falcon_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6703,7 +7011,7 @@ func (x *FinishAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*FinishAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{91}
+	return file_falcon_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *FinishAnalysisRequest) GetId() string {
@@ -6888,7 +7196,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1a\n" +
 	"\bchecksum\x18\x03 \x01(\tR\bchecksum\x124\n" +
-	"\aupdated\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\"\xd3\x05\n" +
+	"\aupdated\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\"\xb5\x06\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -6913,13 +7221,18 @@ const file_falcon_proto_rawDesc = "" +
 	"\x0fmax_queue_depth\x18\x0f \x01(\x05R\rmaxQueueDepth\x12>\n" +
 	"\faccelerators\x18\x10 \x03(\v2\x1a.falcon.v1.AcceleratorSlotR\faccelerators\x126\n" +
 	"\x06labels\x18\x11 \x03(\v2\x1e.falcon.v1.Cluster.LabelsEntryR\x06labels\x12'\n" +
-	"\x0fservice_account\x18\x12 \x01(\tR\x0eserviceAccount\x1a9\n" +
+	"\x0fservice_account\x18\x12 \x01(\tR\x0eserviceAccount\x12\x19\n" +
+	"\bxpk_path\x18\x13 \x01(\tR\axpkPath\x12&\n" +
+	"\x0fprobe_timeout_s\x18\x14 \x01(\x05R\rprobeTimeoutS\x12\x1d\n" +
+	"\n" +
+	"extra_args\x18\x15 \x03(\tR\textraArgs\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"d\n" +
 	"\x0fAcceleratorSlot\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x1a\n" +
-	"\bpriority\x18\x02 \x01(\x05R\bpriority\"\x86\x01\n" +
+	"\bpriority\x18\x02 \x01(\x05R\bpriority\x12!\n" +
+	"\fdevice_class\x18\x03 \x01(\tR\vdeviceClass\"\x86\x01\n" +
 	"\x04User\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x14\n" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x129\n" +
@@ -7181,11 +7494,28 @@ const file_falcon_proto_rawDesc = "" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"-\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\x87\x02\n" +
+	"\fClusterProbe\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x1c\n" +
+	"\treachable\x18\x02 \x01(\bR\treachable\x12$\n" +
+	"\vqueue_depth\x18\x03 \x01(\x05H\x00R\n" +
+	"queueDepth\x88\x01\x01\x12(\n" +
+	"\rrunning_count\x18\x04 \x01(\x05H\x01R\frunningCount\x88\x01\x01\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\x127\n" +
+	"\tprobed_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bprobedAtB\x0e\n" +
+	"\f_queue_depthB\x10\n" +
+	"\x0e_running_count\"\x1a\n" +
+	"\x18ListClusterProbesRequest\"J\n" +
+	"\x19ListClusterProbesResponse\x12-\n" +
+	"\x05items\x18\x01 \x03(\v2\x17.falcon.v1.ClusterProbeR\x05items\",\n" +
+	"\x14ProbeClustersRequest\x12\x14\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"K\n" +
+	"\x1aReportClusterProbesRequest\x12-\n" +
+	"\x05items\x18\x01 \x03(\v2\x17.falcon.v1.ClusterProbeR\x05items\"-\n" +
 	"\x17GetClusterStatusRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"N\n" +
 	"\x1aReportClusterStatusRequest\x120\n" +
-	"\x06status\x18\x01 \x01(\v2\x18.falcon.v1.ClusterStatusR\x06status\"\xb1\x02\n" +
+	"\x06status\x18\x01 \x01(\v2\x18.falcon.v1.ClusterStatusR\x06status\"\xe0\x02\n" +
 	"\rClusterStatus\x12!\n" +
 	"\fcluster_name\x18\x01 \x01(\tR\vclusterName\x12;\n" +
 	"\vreported_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -7194,7 +7524,8 @@ const file_falcon_proto_rawDesc = "" +
 	"\n" +
 	"node_pools\x18\x04 \x03(\v2\x19.falcon.v1.NodePoolStatusR\tnodePools\x12.\n" +
 	"\x06queues\x18\x05 \x03(\v2\x16.falcon.v1.QueueStatusR\x06queues\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05error\"A\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12-\n" +
+	"\x05probe\x18\a \x01(\v2\x17.falcon.v1.ClusterProbeR\x05probe\"A\n" +
 	"\x0fClusterStatuses\x12.\n" +
 	"\x05items\x18\x01 \x03(\v2\x18.falcon.v1.ClusterStatusR\x05items\"\x80\x01\n" +
 	"\x13ReservationCapacity\x12\x12\n" +
@@ -7357,7 +7688,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\x11ListArtifactFiles\x12#.falcon.v1.ListArtifactFilesRequest\x1a$.falcon.v1.ListArtifactFilesResponse\x12R\n" +
 	"\x10ReadArtifactFile\x12\".falcon.v1.ReadArtifactFileRequest\x1a\x18.falcon.v1.ArtifactChunk0\x01\x12O\n" +
 	"\x10StatArtifactFile\x12\".falcon.v1.StatArtifactFileRequest\x1a\x17.falcon.v1.ArtifactFile\x12S\n" +
-	"\x14UpdateArtifactStatus\x12&.falcon.v1.UpdateArtifactStatusRequest\x1a\x13.falcon.v1.Artifact2\xb5\x04\n" +
+	"\x14UpdateArtifactStatus\x12&.falcon.v1.UpdateArtifactStatusRequest\x1a\x13.falcon.v1.Artifact2\xd1\x06\n" +
 	"\x0eClusterService\x12>\n" +
 	"\n" +
 	"GetCluster\x12\x1c.falcon.v1.GetClusterRequest\x1a\x12.falcon.v1.Cluster\x12O\n" +
@@ -7366,7 +7697,10 @@ const file_falcon_proto_rawDesc = "" +
 	"\rApplyClusters\x12\x1f.falcon.v1.ApplyClustersRequest\x1a .falcon.v1.ApplyClustersResponse\x12J\n" +
 	"\x10SetClusterStatus\x12\".falcon.v1.SetClusterStatusRequest\x1a\x12.falcon.v1.Cluster\x12P\n" +
 	"\x10GetClusterStatus\x12\".falcon.v1.GetClusterStatusRequest\x1a\x18.falcon.v1.ClusterStatus\x12V\n" +
-	"\x13ReportClusterStatus\x12%.falcon.v1.ReportClusterStatusRequest\x1a\x18.falcon.v1.ClusterStatus2\xe5\x01\n" +
+	"\x13ReportClusterStatus\x12%.falcon.v1.ReportClusterStatusRequest\x1a\x18.falcon.v1.ClusterStatus\x12^\n" +
+	"\x11ListClusterProbes\x12#.falcon.v1.ListClusterProbesRequest\x1a$.falcon.v1.ListClusterProbesResponse\x12V\n" +
+	"\rProbeClusters\x12\x1f.falcon.v1.ProbeClustersRequest\x1a$.falcon.v1.ListClusterProbesResponse\x12b\n" +
+	"\x13ReportClusterProbes\x12%.falcon.v1.ReportClusterProbesRequest\x1a$.falcon.v1.ListClusterProbesResponse2\xe5\x01\n" +
 	"\vUserService\x12C\n" +
 	"\x0eGetCurrentUser\x12 .falcon.v1.GetCurrentUserRequest\x1a\x0f.falcon.v1.User\x12F\n" +
 	"\tListUsers\x12\x1b.falcon.v1.ListUsersRequest\x1a\x1c.falcon.v1.ListUsersResponse\x12I\n" +
@@ -7393,7 +7727,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 100)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Resources)(nil),                   // 1: falcon.v1.Resources
@@ -7456,86 +7790,91 @@ var file_falcon_proto_goTypes = []any{
 	(*StatArtifactFileRequest)(nil),     // 58: falcon.v1.StatArtifactFileRequest
 	(*ArtifactChunk)(nil),               // 59: falcon.v1.ArtifactChunk
 	(*UpdateArtifactStatusRequest)(nil), // 60: falcon.v1.UpdateArtifactStatusRequest
-	(*GetClusterStatusRequest)(nil),     // 61: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 62: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 63: falcon.v1.ClusterStatus
-	(*ClusterStatuses)(nil),             // 64: falcon.v1.ClusterStatuses
-	(*ReservationCapacity)(nil),         // 65: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 66: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 67: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 68: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 69: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 70: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 71: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 72: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 73: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 74: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 75: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 76: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 77: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 78: falcon.v1.ListUsersResponse
-	(*RelinkUserRequest)(nil),           // 79: falcon.v1.RelinkUserRequest
-	(*RelinkUserResponse)(nil),          // 80: falcon.v1.RelinkUserResponse
-	(*AuditEvent)(nil),                  // 81: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 82: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 83: falcon.v1.ListAuditEventsResponse
-	(*Analysis)(nil),                    // 84: falcon.v1.Analysis
-	(*CreateAnalysisRequest)(nil),       // 85: falcon.v1.CreateAnalysisRequest
-	(*GetAnalysisRequest)(nil),          // 86: falcon.v1.GetAnalysisRequest
-	(*ListAnalysesRequest)(nil),         // 87: falcon.v1.ListAnalysesRequest
-	(*ListAnalysesResponse)(nil),        // 88: falcon.v1.ListAnalysesResponse
-	(*ClaimAnalysisRequest)(nil),        // 89: falcon.v1.ClaimAnalysisRequest
-	(*ClaimAnalysisResponse)(nil),       // 90: falcon.v1.ClaimAnalysisResponse
-	(*FinishAnalysisRequest)(nil),       // 91: falcon.v1.FinishAnalysisRequest
-	nil,                                 // 92: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 93: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 94: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 95: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 96: falcon.v1.Cluster.LabelsEntry
-	nil,                                 // 97: falcon.v1.ExpEvent.DetailEntry
-	nil,                                 // 98: falcon.v1.Analysis.ParamsEntry
-	nil,                                 // 99: falcon.v1.CreateAnalysisRequest.ParamsEntry
-	(*timestamppb.Timestamp)(nil),       // 100: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),         // 101: google.protobuf.Duration
+	(*ClusterProbe)(nil),                // 61: falcon.v1.ClusterProbe
+	(*ListClusterProbesRequest)(nil),    // 62: falcon.v1.ListClusterProbesRequest
+	(*ListClusterProbesResponse)(nil),   // 63: falcon.v1.ListClusterProbesResponse
+	(*ProbeClustersRequest)(nil),        // 64: falcon.v1.ProbeClustersRequest
+	(*ReportClusterProbesRequest)(nil),  // 65: falcon.v1.ReportClusterProbesRequest
+	(*GetClusterStatusRequest)(nil),     // 66: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 67: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 68: falcon.v1.ClusterStatus
+	(*ClusterStatuses)(nil),             // 69: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),         // 70: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 71: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 72: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 73: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 74: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 75: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 76: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 77: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 78: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 79: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 80: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 81: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 82: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 83: falcon.v1.ListUsersResponse
+	(*RelinkUserRequest)(nil),           // 84: falcon.v1.RelinkUserRequest
+	(*RelinkUserResponse)(nil),          // 85: falcon.v1.RelinkUserResponse
+	(*AuditEvent)(nil),                  // 86: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 87: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 88: falcon.v1.ListAuditEventsResponse
+	(*Analysis)(nil),                    // 89: falcon.v1.Analysis
+	(*CreateAnalysisRequest)(nil),       // 90: falcon.v1.CreateAnalysisRequest
+	(*GetAnalysisRequest)(nil),          // 91: falcon.v1.GetAnalysisRequest
+	(*ListAnalysesRequest)(nil),         // 92: falcon.v1.ListAnalysesRequest
+	(*ListAnalysesResponse)(nil),        // 93: falcon.v1.ListAnalysesResponse
+	(*ClaimAnalysisRequest)(nil),        // 94: falcon.v1.ClaimAnalysisRequest
+	(*ClaimAnalysisResponse)(nil),       // 95: falcon.v1.ClaimAnalysisResponse
+	(*FinishAnalysisRequest)(nil),       // 96: falcon.v1.FinishAnalysisRequest
+	nil,                                 // 97: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 98: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 99: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 100: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 101: falcon.v1.Cluster.LabelsEntry
+	nil,                                 // 102: falcon.v1.ExpEvent.DetailEntry
+	nil,                                 // 103: falcon.v1.Analysis.ParamsEntry
+	nil,                                 // 104: falcon.v1.CreateAnalysisRequest.ParamsEntry
+	(*timestamppb.Timestamp)(nil),       // 105: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),         // 106: google.protobuf.Duration
 }
 var file_falcon_proto_depIdxs = []int32{
-	92,  // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	97,  // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
 	1,   // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	93,  // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	94,  // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	95,  // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	100, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	100, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	100, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	100, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	100, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	100, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	98,  // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	99,  // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	100, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	105, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	105, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	105, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	105, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	105, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	105, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	4,   // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	5,   // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	3,   // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
-	101, // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
-	101, // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
-	100, // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
-	100, // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
+	106, // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
+	106, // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
+	105, // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
+	105, // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
 	0,   // 18: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	100, // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	100, // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	100, // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	100, // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	100, // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	100, // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	100, // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
-	100, // 26: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	100, // 27: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	100, // 28: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
-	100, // 29: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
-	100, // 30: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	105, // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	105, // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	105, // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	105, // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	105, // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	105, // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	105, // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	105, // 26: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	105, // 27: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	105, // 28: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	105, // 29: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	105, // 30: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	8,   // 31: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	96,  // 32: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	100, // 33: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	100, // 34: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
-	97,  // 35: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
-	101, // 36: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
+	101, // 32: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	105, // 33: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	105, // 34: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
+	102, // 35: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
+	106, // 36: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
 	2,   // 37: falcon.v1.EnforceTTLResponse.experiment:type_name -> falcon.v1.Experiment
 	16,  // 38: falcon.v1.ExecRequest.start:type_name -> falcon.v1.ExecStart
 	17,  // 39: falcon.v1.ExecRequest.resize:type_name -> falcon.v1.TerminalSize
@@ -7545,10 +7884,10 @@ var file_falcon_proto_depIdxs = []int32{
 	2,   // 43: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
 	2,   // 44: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
 	2,   // 45: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	100, // 46: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	100, // 47: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	105, // 46: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	105, // 47: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
 	30,  // 48: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
-	100, // 49: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	105, // 49: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
 	34,  // 50: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
 	37,  // 51: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
 	38,  // 52: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
@@ -7560,120 +7899,130 @@ var file_falcon_proto_depIdxs = []int32{
 	5,   // 58: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
 	6,   // 59: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
 	6,   // 60: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
-	63,  // 61: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	100, // 62: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	65,  // 63: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	66,  // 64: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	67,  // 65: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	63,  // 66: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	100, // 67: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	100, // 68: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	7,   // 69: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	7,   // 70: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	7,   // 71: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	73,  // 72: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	7,   // 73: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	9,   // 74: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	9,   // 75: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
-	100, // 76: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	81,  // 77: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	98,  // 78: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
-	100, // 79: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
-	100, // 80: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
-	100, // 81: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
-	99,  // 82: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
-	84,  // 83: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
-	84,  // 84: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
-	0,   // 85: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	21,  // 86: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	22,  // 87: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	23,  // 88: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	25,  // 89: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	27,  // 90: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	29,  // 91: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	32,  // 92: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	35,  // 93: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	12,  // 94: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
-	40,  // 95: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	13,  // 96: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
-	10,  // 97: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
-	15,  // 98: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
-	41,  // 99: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	42,  // 100: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	44,  // 101: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	45,  // 102: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	49,  // 103: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	48,  // 104: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	50,  // 105: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	52,  // 106: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	53,  // 107: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	55,  // 108: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	57,  // 109: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	58,  // 110: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	60,  // 111: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	68,  // 112: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	69,  // 113: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	71,  // 114: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	72,  // 115: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	75,  // 116: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	61,  // 117: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	62,  // 118: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	76,  // 119: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	77,  // 120: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	79,  // 121: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
-	82,  // 122: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	85,  // 123: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
-	86,  // 124: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
-	87,  // 125: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
-	89,  // 126: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
-	91,  // 127: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
-	2,   // 128: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,   // 129: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	24,  // 130: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	26,  // 131: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	28,  // 132: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	31,  // 133: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	33,  // 134: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	36,  // 135: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,   // 136: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
-	2,   // 137: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	14,  // 138: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
-	11,  // 139: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
-	18,  // 140: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
-	4,   // 141: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	43,  // 142: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	4,   // 143: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	46,  // 144: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,   // 145: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,   // 146: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	51,  // 147: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	5,   // 148: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	54,  // 149: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	56,  // 150: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	59,  // 151: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	6,   // 152: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	5,   // 153: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	7,   // 154: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	70,  // 155: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	7,   // 156: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	74,  // 157: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	7,   // 158: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	63,  // 159: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	63,  // 160: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	9,   // 161: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	78,  // 162: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	80,  // 163: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
-	83,  // 164: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	84,  // 165: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
-	84,  // 166: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
-	88,  // 167: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
-	90,  // 168: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
-	84,  // 169: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
-	128, // [128:170] is the sub-list for method output_type
-	86,  // [86:128] is the sub-list for method input_type
-	86,  // [86:86] is the sub-list for extension type_name
-	86,  // [86:86] is the sub-list for extension extendee
-	0,   // [0:86] is the sub-list for field type_name
+	105, // 61: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
+	61,  // 62: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
+	61,  // 63: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
+	68,  // 64: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	105, // 65: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	70,  // 66: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	71,  // 67: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	72,  // 68: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	61,  // 69: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
+	68,  // 70: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	105, // 71: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	105, // 72: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	7,   // 73: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	7,   // 74: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	7,   // 75: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	78,  // 76: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	7,   // 77: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	9,   // 78: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	9,   // 79: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
+	105, // 80: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	86,  // 81: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	103, // 82: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
+	105, // 83: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
+	105, // 84: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
+	105, // 85: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
+	104, // 86: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
+	89,  // 87: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
+	89,  // 88: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
+	0,   // 89: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	21,  // 90: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	22,  // 91: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	23,  // 92: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	25,  // 93: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	27,  // 94: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	29,  // 95: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	32,  // 96: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	35,  // 97: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	12,  // 98: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
+	40,  // 99: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	13,  // 100: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
+	10,  // 101: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
+	15,  // 102: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
+	41,  // 103: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	42,  // 104: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	44,  // 105: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	45,  // 106: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	49,  // 107: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	48,  // 108: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	50,  // 109: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	52,  // 110: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	53,  // 111: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	55,  // 112: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	57,  // 113: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	58,  // 114: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	60,  // 115: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	73,  // 116: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	74,  // 117: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	76,  // 118: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	77,  // 119: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	80,  // 120: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	66,  // 121: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	67,  // 122: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	62,  // 123: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
+	64,  // 124: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
+	65,  // 125: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
+	81,  // 126: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	82,  // 127: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	84,  // 128: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	87,  // 129: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	90,  // 130: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
+	91,  // 131: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
+	92,  // 132: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
+	94,  // 133: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
+	96,  // 134: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
+	2,   // 135: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,   // 136: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	24,  // 137: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	26,  // 138: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	28,  // 139: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	31,  // 140: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	33,  // 141: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	36,  // 142: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,   // 143: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
+	2,   // 144: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	14,  // 145: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
+	11,  // 146: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
+	18,  // 147: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
+	4,   // 148: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	43,  // 149: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	4,   // 150: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	46,  // 151: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,   // 152: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,   // 153: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	51,  // 154: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	5,   // 155: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	54,  // 156: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	56,  // 157: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	59,  // 158: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	6,   // 159: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	5,   // 160: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	7,   // 161: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	75,  // 162: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	7,   // 163: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	79,  // 164: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	7,   // 165: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	68,  // 166: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	68,  // 167: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	63,  // 168: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	63,  // 169: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
+	63,  // 170: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	9,   // 171: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	83,  // 172: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	85,  // 173: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	88,  // 174: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	89,  // 175: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
+	89,  // 176: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
+	93,  // 177: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
+	95,  // 178: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
+	89,  // 179: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
+	135, // [135:180] is the sub-list for method output_type
+	90,  // [90:135] is the sub-list for method input_type
+	90,  // [90:90] is the sub-list for extension type_name
+	90,  // [90:90] is the sub-list for extension extendee
+	0,   // [0:90] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -7695,13 +8044,14 @@ func file_falcon_proto_init() {
 		(*ExecResponse_Exit)(nil),
 	}
 	file_falcon_proto_msgTypes[29].OneofWrappers = []any{}
+	file_falcon_proto_msgTypes[61].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   100,
+			NumMessages:   105,
 			NumExtensions: 0,
 			NumServices:   7,
 		},

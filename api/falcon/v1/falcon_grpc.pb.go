@@ -1303,6 +1303,9 @@ const (
 	ClusterService_SetClusterStatus_FullMethodName    = "/falcon.v1.ClusterService/SetClusterStatus"
 	ClusterService_GetClusterStatus_FullMethodName    = "/falcon.v1.ClusterService/GetClusterStatus"
 	ClusterService_ReportClusterStatus_FullMethodName = "/falcon.v1.ClusterService/ReportClusterStatus"
+	ClusterService_ListClusterProbes_FullMethodName   = "/falcon.v1.ClusterService/ListClusterProbes"
+	ClusterService_ProbeClusters_FullMethodName       = "/falcon.v1.ClusterService/ProbeClusters"
+	ClusterService_ReportClusterProbes_FullMethodName = "/falcon.v1.ClusterService/ReportClusterProbes"
 )
 
 // ClusterServiceClient is the client API for ClusterService service.
@@ -1327,6 +1330,13 @@ type ClusterServiceClient interface {
 	GetClusterStatus(ctx context.Context, in *GetClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatus, error)
 	// Internal: the resource manager reports what it sees of a cluster.
 	ReportClusterStatus(ctx context.Context, in *ReportClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatus, error)
+	// The last health probe of every cluster that has been probed.
+	ListClusterProbes(ctx context.Context, in *ListClusterProbesRequest, opts ...grpc.CallOption) (*ListClusterProbesResponse, error)
+	// Probes the named clusters (every active one when none is named) now,
+	// in parallel, each bounded by its probe_timeout_s, and stores the results.
+	ProbeClusters(ctx context.Context, in *ProbeClustersRequest, opts ...grpc.CallOption) (*ListClusterProbesResponse, error)
+	// Internal: the controller's scheduled probes.
+	ReportClusterProbes(ctx context.Context, in *ReportClusterProbesRequest, opts ...grpc.CallOption) (*ListClusterProbesResponse, error)
 }
 
 type clusterServiceClient struct {
@@ -1407,6 +1417,36 @@ func (c *clusterServiceClient) ReportClusterStatus(ctx context.Context, in *Repo
 	return out, nil
 }
 
+func (c *clusterServiceClient) ListClusterProbes(ctx context.Context, in *ListClusterProbesRequest, opts ...grpc.CallOption) (*ListClusterProbesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListClusterProbesResponse)
+	err := c.cc.Invoke(ctx, ClusterService_ListClusterProbes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) ProbeClusters(ctx context.Context, in *ProbeClustersRequest, opts ...grpc.CallOption) (*ListClusterProbesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListClusterProbesResponse)
+	err := c.cc.Invoke(ctx, ClusterService_ProbeClusters_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) ReportClusterProbes(ctx context.Context, in *ReportClusterProbesRequest, opts ...grpc.CallOption) (*ListClusterProbesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListClusterProbesResponse)
+	err := c.cc.Invoke(ctx, ClusterService_ReportClusterProbes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServiceServer is the server API for ClusterService service.
 // All implementations must embed UnimplementedClusterServiceServer
 // for forward compatibility.
@@ -1429,6 +1469,13 @@ type ClusterServiceServer interface {
 	GetClusterStatus(context.Context, *GetClusterStatusRequest) (*ClusterStatus, error)
 	// Internal: the resource manager reports what it sees of a cluster.
 	ReportClusterStatus(context.Context, *ReportClusterStatusRequest) (*ClusterStatus, error)
+	// The last health probe of every cluster that has been probed.
+	ListClusterProbes(context.Context, *ListClusterProbesRequest) (*ListClusterProbesResponse, error)
+	// Probes the named clusters (every active one when none is named) now,
+	// in parallel, each bounded by its probe_timeout_s, and stores the results.
+	ProbeClusters(context.Context, *ProbeClustersRequest) (*ListClusterProbesResponse, error)
+	// Internal: the controller's scheduled probes.
+	ReportClusterProbes(context.Context, *ReportClusterProbesRequest) (*ListClusterProbesResponse, error)
 	mustEmbedUnimplementedClusterServiceServer()
 }
 
@@ -1459,6 +1506,15 @@ func (UnimplementedClusterServiceServer) GetClusterStatus(context.Context, *GetC
 }
 func (UnimplementedClusterServiceServer) ReportClusterStatus(context.Context, *ReportClusterStatusRequest) (*ClusterStatus, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportClusterStatus not implemented")
+}
+func (UnimplementedClusterServiceServer) ListClusterProbes(context.Context, *ListClusterProbesRequest) (*ListClusterProbesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListClusterProbes not implemented")
+}
+func (UnimplementedClusterServiceServer) ProbeClusters(context.Context, *ProbeClustersRequest) (*ListClusterProbesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ProbeClusters not implemented")
+}
+func (UnimplementedClusterServiceServer) ReportClusterProbes(context.Context, *ReportClusterProbesRequest) (*ListClusterProbesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportClusterProbes not implemented")
 }
 func (UnimplementedClusterServiceServer) mustEmbedUnimplementedClusterServiceServer() {}
 func (UnimplementedClusterServiceServer) testEmbeddedByValue()                        {}
@@ -1607,6 +1663,60 @@ func _ClusterService_ReportClusterStatus_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClusterService_ListClusterProbes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListClusterProbesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).ListClusterProbes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_ListClusterProbes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).ListClusterProbes(ctx, req.(*ListClusterProbesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_ProbeClusters_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ProbeClustersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).ProbeClusters(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_ProbeClusters_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).ProbeClusters(ctx, req.(*ProbeClustersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_ReportClusterProbes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportClusterProbesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).ReportClusterProbes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_ReportClusterProbes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).ReportClusterProbes(ctx, req.(*ReportClusterProbesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClusterService_ServiceDesc is the grpc.ServiceDesc for ClusterService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1641,6 +1751,18 @@ var ClusterService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReportClusterStatus",
 			Handler:    _ClusterService_ReportClusterStatus_Handler,
+		},
+		{
+			MethodName: "ListClusterProbes",
+			Handler:    _ClusterService_ListClusterProbes_Handler,
+		},
+		{
+			MethodName: "ProbeClusters",
+			Handler:    _ClusterService_ProbeClusters_Handler,
+		},
+		{
+			MethodName: "ReportClusterProbes",
+			Handler:    _ClusterService_ReportClusterProbes_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

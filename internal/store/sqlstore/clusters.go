@@ -149,6 +149,9 @@ func (s *Store) DeleteCluster(ctx context.Context, name string) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM cluster_reports WHERE cluster_name = ?", name); err != nil {
 			return dbErr("delete cluster", err)
 		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM cluster_probes WHERE cluster_name = ?", name); err != nil {
+			return dbErr("delete cluster", err)
+		}
 		return nil
 	})
 }
@@ -191,4 +194,72 @@ func (s *Store) GetClusterReport(ctx context.Context, name string) ([]byte, time
 		return nil, time.Time{}, dbErr("get cluster report", err)
 	}
 	return []byte(report), at, nil
+}
+
+// PutClusterProbes implements store.Store. Delete-then-insert per cluster,
+// as PutClusterReport, in one transaction for the whole round of probes.
+func (s *Store) PutClusterProbes(ctx context.Context, probes []store.ClusterProbe) error {
+	if len(probes) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, p := range probes {
+			if p.Cluster == "" {
+				return errdefs.Invalid("cluster", "is required")
+			}
+			var n int
+			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM clusters WHERE name = ?", p.Cluster).Scan(&n); err != nil {
+				return dbErr("put cluster probes", err)
+			}
+			if n == 0 {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, "DELETE FROM cluster_probes WHERE cluster_name = ?", p.Cluster); err != nil {
+				return dbErr("put cluster probes", err)
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO cluster_probes (cluster_name, reachable, queue_depth, running_count, error, probed_at) VALUES (?, ?, ?, ?, ?, ?)",
+				p.Cluster, p.Reachable, intPtrArg(p.QueueDepth), intPtrArg(p.RunningCount), p.Error, s.d.timeArg(p.ProbedAt)); err != nil {
+				return dbErr("put cluster probes", err)
+			}
+		}
+		return nil
+	})
+}
+
+// ListClusterProbes implements store.Store.
+func (s *Store) ListClusterProbes(ctx context.Context) ([]store.ClusterProbe, error) {
+	rows, err := s.rdb.QueryContext(ctx, "SELECT cluster_name, reachable, queue_depth, running_count, error, probed_at FROM cluster_probes ORDER BY cluster_name")
+	if err != nil {
+		return nil, dbErr("list cluster probes", err)
+	}
+	defer rows.Close()
+	var out []store.ClusterProbe
+	for rows.Next() {
+		var p store.ClusterProbe
+		var queued, running sql.NullInt64
+		if err := rows.Scan(&p.Cluster, &p.Reachable, &queued, &running, &p.Error, timeCol{&p.ProbedAt}); err != nil {
+			return nil, dbErr("list cluster probes", err)
+		}
+		p.QueueDepth, p.RunningCount = nullInt(queued), nullInt(running)
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("list cluster probes", err)
+	}
+	return out, nil
+}
+
+func intPtrArg(v *int) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
+
+func nullInt(v sql.NullInt64) *int {
+	if !v.Valid {
+		return nil
+	}
+	n := int(v.Int64)
+	return &n
 }
