@@ -642,22 +642,14 @@ func (m *Manager) logTransition(j *falconv1.Job, from string) {
 }
 
 func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
-	msg := j.GetMessage()
-	if msg == "" {
-		msg = "aborted"
-	}
-	// A job that never began acquiring (dispatched_at is written before
-	// any pool or Job is asked for) has nothing on its cluster to stop, even
-	// when pinned there: its abort must not wait for a cluster that may be
-	// unreachable. Stop is idempotent for everything else.
-	if name := j.GetClusterName(); name != "" && reachedCluster(j) {
+	d := planAbort(j)
+	msg := d.message
+	if d.verb == stopThenRecord {
 		var done bool
 		if done, msg = m.stop(ctx, c, j, msg); !done {
 			return // asked again next cycle (or at the stop's backoff); the job stays Aborting
 		}
 	}
-	// Aborted carries no Reason (000 section 9); the Message keeps why,
-	// including a sibling stop's "stopped because role X failed".
 	if m.update(ctx, j, lifecycle.Aborted, "", msg, "") {
 		m.mem.forgetJob(j.GetId())
 		m.log.Info("job aborted", "job", j.GetId(), "exp", j.GetExpId(), "cluster", j.GetClusterName())
@@ -679,38 +671,35 @@ func (m *Manager) stop(ctx context.Context, c *cycle, j *falconv1.Job, msg strin
 		// this controller can ask. Say so rather than wait.
 		return true, fmt.Sprintf("%s; cluster %s could not be asked to stop it: %v", msg, name, err)
 	}
-	st := m.mem.stopFailing[j.GetId()]
+	prev := m.mem.stopFailing[j.GetId()]
 	now := m.now()
-	if st != nil && now.Before(st.next) {
-		c.deadline(st.next)
+	if next, wait := stopWait(prev, now); wait {
+		c.deadline(next)
 		return false, msg
 	}
-	backingOff := c.health[name].Backoff
-	if backingOff {
+	h := c.health[name]
+	if h.Backoff {
 		// The backend paces calls to this cluster itself; the stop is
 		// asked the first cycle after its backoff ends.
-		err = fmt.Errorf("cluster %s is unreachable: %w", name, c.health[name].Err)
-	} else if err = b.Stop(ctx, cl, j); err == nil {
-		delete(m.mem.stopFailing, j.GetId())
-		return true, msg
+		err = fmt.Errorf("cluster %s is unreachable: %w", name, h.Err)
+	} else {
+		err = b.Stop(ctx, cl, j)
 	}
+	done, outcome, st := planStopOutcome(name, msg, prev, err, h.Backoff, now)
 	if st == nil {
-		st = &backoff{since: now, interval: time.Second / 2}
-		m.mem.stopFailing[j.GetId()] = st
+		delete(m.mem.stopFailing, j.GetId())
+		return done, outcome
 	}
-	if !backingOff {
-		st.attempts++
-		st.interval = min(2*st.interval, 30*time.Second)
-		st.next = now.Add(st.interval)
+	m.mem.stopFailing[j.GetId()] = st
+	if !h.Backoff {
 		c.deadline(st.next)
 	}
-	st.lastErr = err
-	if now.Sub(st.since) >= StopRetryWindow {
+	if done {
 		m.log.Warn("cluster never confirmed stop; recording the outcome", "job", j.GetId(), "cluster", name, "attempts", st.attempts, "err", err)
-		return true, fmt.Sprintf("%s; cluster %s never confirmed the stop (%d attempts over %s): %v; anything the job started there may still be running", msg, name, st.attempts, StopRetryWindow, err)
+	} else {
+		m.log.Warn("stop job failed, retrying", "job", j.GetId(), "cluster", name, "attempt", st.attempts, "err", err)
 	}
-	m.log.Warn("stop job failed, retrying", "job", j.GetId(), "cluster", name, "attempt", st.attempts, "err", err)
-	return false, msg
+	return done, outcome
 }
 
 // reachedCluster reports whether the job may have left anything on its
@@ -854,51 +843,36 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 	if err := m.mem.sched.MarkAcquiring(schedJob(j), key); err != nil && !errors.Is(err, queue.ErrConflict) {
 		m.log.Debug("mark acquiring", "job", j.GetId(), "err", err)
 	}
-	if cl == nil {
-		// The registry refuses to delete a cluster a live job names, so
-		// this is a deletion that raced the pick. Nothing can observe or
-		// stop the job any more, nor bring it forward: waiting for its
-		// deadline would hold it forever when it has none. Fail it now,
-		// saying what may be left behind.
-		m.fail(ctx, j, lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("cluster %s is no longer registered (deleted while the job was being submitted to it); anything the job started there was not cleaned up", j.GetClusterName()))
-		return
+	b, unusable := m.backendFor(cl)
+	f := acquiringFacts{job: j, cluster: j.GetClusterName(), registered: cl != nil, unusable: unusable,
+		health: c.health[j.GetClusterName()], now: m.now()}
+	if df, failing := m.mem.dispatchFailing[j.GetId()]; failing {
+		f.failing = &df
 	}
-	b, err := m.backendFor(cl)
-	if err != nil {
-		m.log.Warn("job acquiring on an unusable cluster", "job", j.GetId(), "err", err)
-		return
-	}
-	if f, failing := m.mem.dispatchFailing[j.GetId()]; failing && !m.now().Before(f.since.Add(DispatchRetryWindow)) {
-		// Checked before anything asks the cluster: while it stays
-		// unreachable, the backoff below or a failing Observe would return
-		// before dispatch() could see the window pass, and the job would
-		// hold its queue's slot for as long as the outage lasts.
-		m.giveUpDispatch(ctx, c, cl, b, j, f)
-		return
-	}
-	if h := c.health[cl.GetName()]; h.Backoff {
-		// Every call would fail until the backend tries the cluster again;
-		// the job keeps its slot (and its deadline, enforced once the
-		// cluster answers, since timing it out means stopping it there).
-		msg := fmt.Sprintf("cluster %s is unreachable, retrying: %v", cl.GetName(), h.Err)
-		m.update(ctx, j, lifecycle.Pending, lifecycle.Reason(j.GetReason()), msg, "")
-		return
-	}
-	if t := j.GetTaskSpec().GetTimeoutSeconds(); t > 0 {
+	if d := j.GetDispatchedAt(); d != nil {
 		// The row records when acquiring began, so a restarted controller
 		// keeps the deadline; the scheduler's clock is only the fallback.
-		var since time.Time
-		if d := j.GetDispatchedAt(); d != nil {
-			since = d.AsTime()
-		} else {
-			since = m.acquiringSince(key, j.GetId())
+		f.since = d.AsTime()
+	} else if j.GetTaskSpec().GetTimeoutSeconds() > 0 {
+		f.since = m.acquiringSince(key, j.GetId())
+	}
+	d := planAcquiring(f)
+	c.deadline(d.deadline)
+	switch d.verb {
+	case keep:
+		if cl != nil {
+			m.log.Warn("job acquiring on an unusable cluster", "job", j.GetId(), "err", unusable)
 		}
-		deadline := since.Add(time.Duration(t) * time.Second)
-		if !since.IsZero() && !m.now().Before(deadline) {
-			m.stopAndFail(ctx, c, j, lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds waiting for resources on %s; the job was cancelled", t, cl.GetName()))
-			return
-		}
-		c.deadline(deadline)
+		return
+	case record:
+		m.record(ctx, j, d)
+		return
+	case giveUp:
+		m.giveUpDispatch(ctx, c, cl, b, j, d.message)
+		return
+	case stopThenRecord:
+		m.stopAndFail(ctx, c, j, d.reason, d.message)
+		return
 	}
 	if pc := c.pools[cl.GetName()]; pc != nil && pc.b.NeedsPool(j) {
 		if !m.acquirePool(ctx, c, pc, j) {
@@ -923,11 +897,9 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 			return
 		}
 	}
-	switch obs.Phase {
-	case PhasePending, PhaseUnknown:
-		m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonDispatching, obs.Message, "")
-	case PhaseRunning:
-		if m.update(ctx, j, lifecycle.Running, "", obs.Message, "") {
+	switch d := planObserved(obs); d.to {
+	case lifecycle.Running:
+		if m.update(ctx, j, lifecycle.Running, "", d.message, "") {
 			m.mem.leaveQueue(j.GetId()) // releases the slot
 			m.metrics.Dispatched.WithLabelValues(cl.GetName()).Inc()
 			if t := j.GetCreatedAt(); t != nil {
@@ -935,15 +907,27 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 			}
 			m.log.Info("job running", "job", j.GetId(), "exp", j.GetExpId(), "cluster", cl.GetName())
 		}
-	case PhaseSucceeded:
+	case lifecycle.Succeeded:
 		// Finished before we saw it run: pass through Running.
-		if m.update(ctx, j, lifecycle.Running, "", "", "") && m.update(ctx, j, lifecycle.Succeeded, "", obs.Message, "") {
+		if m.update(ctx, j, lifecycle.Running, "", "", "") && m.update(ctx, j, lifecycle.Succeeded, "", d.message, "") {
 			m.mem.forgetJob(j.GetId())
 			m.cleanUp(ctx, cl, b, j)
 		}
-	case PhaseFailed:
-		m.stopAndFail(ctx, c, j, lifecycle.ReasonJobFailed, obs.Message)
+	case lifecycle.Failed:
+		m.stopAndFail(ctx, c, j, d.reason, d.message)
+	default:
+		m.update(ctx, j, d.to, d.reason, d.message, "")
 	}
+}
+
+// record writes a decision that needs no stop: a failure takes the job out
+// of its queue.
+func (m *Manager) record(ctx context.Context, j *falconv1.Job, d decision) {
+	if d.to == lifecycle.Failed {
+		m.fail(ctx, j, d.reason, d.message)
+		return
+	}
+	m.update(ctx, j, d.to, d.reason, d.message, "")
 }
 
 func (m *Manager) acquiringSince(key queue.Key, id string) time.Time {
@@ -962,39 +946,32 @@ func (m *Manager) dispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, 
 	if !done {
 		err = m.submit(ctx, cl, b, j)
 	}
-	var changed *changedError
-	if errors.As(err, &changed) {
-		return err // aborted meanwhile: the next cycle sees it
+	var prev *dispatchFailure
+	if f, failing := m.mem.dispatchFailing[j.GetId()]; failing {
+		prev = &f
 	}
-	var retry *RetryableError
-	var unusable *UnusableError
-	switch {
-	case err == nil:
+	d, f := planDispatch(cl.GetName(), err, prev, m.now())
+	if f == nil {
 		delete(m.mem.dispatchFailing, j.GetId())
+	} else {
+		m.mem.dispatchFailing[j.GetId()] = *f
+	}
+	switch d.verb {
+	case proceed:
 		return nil
-	case errors.As(err, &unusable):
-		// No connection could be built, so nothing was created: there is
-		// nothing to stop, and waiting cannot fix a registration.
-		m.log.Warn("dispatch failed: cluster unusable", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
-		m.fail(ctx, j, lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("submit to cluster %s failed: %v; nothing was created there (fix the cluster's registration with falcon cluster apply)", cl.GetName(), err))
-		return err
-	case errors.As(err, &retry):
-		f, seen := m.mem.dispatchFailing[j.GetId()]
-		if !seen {
-			f.since = m.now()
-		}
-		f.err = err
-		m.mem.dispatchFailing[j.GetId()] = f
-		if m.now().Sub(f.since) < DispatchRetryWindow {
+	case keep:
+		return err // aborted meanwhile: the next cycle sees it
+	case record:
+		if d.to == lifecycle.Failed {
+			m.log.Warn("dispatch failed: cluster unusable", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
+		} else {
 			m.log.Warn("dispatch failed, retrying", "job", j.GetId(), "cluster", cl.GetName(), "err", err)
-			msg := fmt.Sprintf("submitting to cluster %s failed, retrying (for up to %s): %v", cl.GetName(), DispatchRetryWindow, err)
-			m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonDispatching, msg, "")
-			return err
 		}
-		err = fmt.Errorf("still failing after %s: %w", DispatchRetryWindow, err)
+		m.record(ctx, j, d)
+		return err
 	}
 	m.log.Warn("dispatch failed", "job", j.GetId(), "exp", j.GetExpId(), "cluster", cl.GetName(), "err", err)
-	m.stopAndFail(ctx, c, j, lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cl.GetName()+" failed: "+err.Error())
+	m.stopAndFail(ctx, c, j, d.reason, d.message)
 	return err
 }
 
@@ -1026,8 +1003,7 @@ func (e *changedError) Error() string { return e.err.Error() }
 // DispatchRetryWindow. Every create failed, so normally nothing exists on
 // the cluster; it is stopped all the same when the cluster answers, and
 // when it does not, the job fails anyway rather than hold its queue.
-func (m *Manager) giveUpDispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, b Backend, j *falconv1.Job, f dispatchFailure) {
-	msg := fmt.Sprintf("submit to cluster %s failed for %s: %v", cl.GetName(), DispatchRetryWindow, f.err)
+func (m *Manager) giveUpDispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, b Backend, j *falconv1.Job, msg string) {
 	switch {
 	case c.health[cl.GetName()].Backoff:
 		msg += fmt.Sprintf("; cluster %s could not be asked to remove anything a create may have left", cl.GetName())
@@ -1071,16 +1047,6 @@ func (m *Manager) fail(ctx context.Context, j *falconv1.Job, reason lifecycle.Re
 	}
 }
 
-// Position messages near the front of a queue are kept exact; further back
-// they are refreshed at most every tailRefresh. Every pick moves every
-// waiting job up by one, so rewriting all of them each time would cost a
-// write per waiting job per dispatch, and nobody 300th in line needs to see
-// each step.
-const (
-	exactPositions = 20
-	tailRefresh    = 30 * time.Second
-)
-
 // writePositions tells the waiting jobs of every queue that changed (all:
 // of every queue) where they stand, in one batch:
 // every pick moves up to exactPositions jobs of its queue, and a write
@@ -1094,35 +1060,19 @@ func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]
 	var poss []int
 	var reqs []*falconv1.UpdateJobStatusRequest
 	for _, key := range m.mem.sched.Keys() {
-		var unreachable string
-		if err := c.health[key.Cluster].Err; err != nil {
-			unreachable = fmt.Sprintf("; cluster %s is unreachable: %v", key.Cluster, err)
-		}
 		refreshTail := now.Sub(m.mem.tailWritten[key]) >= tailRefresh
 		if !all && !refreshTail && !m.mem.touched[key] {
 			continue // nothing moved in this queue
 		}
-		for _, p := range m.mem.sched.Waiting(key) {
-			j := byID[p.ID]
-			if j == nil || j.GetStatus() != string(lifecycle.Pending) || acquiring(j) {
-				continue
-			}
-			// A job whose position this controller wrote is far enough
-			// back to wait for the tail's refresh; one never written (new,
-			// or a restart forgot) is written now.
-			_, placed := m.mem.positions[p.ID]
-			if p.Pos > exactPositions && placed && !refreshTail {
-				continue
-			}
-			msg := p.Message() + unreachable
-			if j.GetReason() == string(lifecycle.ReasonWaiting) && j.GetMessage() == msg {
-				continue
-			}
-			jobs = append(jobs, j)
-			poss = append(poss, p.Pos)
+		for _, w := range planPositions(queueFacts{
+			cluster: key.Cluster, waiting: m.mem.sched.Waiting(key), jobs: byID, written: m.mem.positions,
+			unreachable: c.health[key.Cluster].Err, refreshTail: refreshTail,
+		}) {
+			jobs = append(jobs, w.job)
+			poss = append(poss, w.pos)
 			reqs = append(reqs, &falconv1.UpdateJobStatusRequest{
-				Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
-				Reason: string(lifecycle.ReasonWaiting), Message: msg,
+				Id: w.job.GetId(), ExpectedStatus: w.job.GetStatus(), Status: string(lifecycle.Pending),
+				Reason: string(lifecycle.ReasonWaiting), Message: w.msg,
 			})
 		}
 		if refreshTail {
@@ -1178,43 +1128,30 @@ func (m *Manager) writeBatch(ctx context.Context, jobs []*falconv1.Job, reqs []*
 
 func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job) {
 	cl := c.clusters[j.GetClusterName()]
-	b, err := m.backendFor(cl)
-	if err != nil {
-		m.log.Warn("running job on unusable cluster", "job", j.GetId(), "cluster", j.GetClusterName(), "err", err)
-		return
-	}
-	if c.health[cl.GetName()].Backoff {
-		// Looked at again once the cluster answers; a timeout that passes
-		// meanwhile is enforced then, since it means stopping the job there.
-		return
-	}
-	if t := j.GetTaskSpec().GetTimeoutSeconds(); t > 0 && j.GetStartedAt() != nil {
-		deadline := j.GetStartedAt().AsTime().Add(time.Duration(t) * time.Second)
-		if !m.now().Before(deadline) {
-			m.stopAndFail(ctx, c, j, lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds; the job was stopped", t))
-			return
+	b, unusable := m.backendFor(cl)
+	d := planRunning(runningFacts{job: j, unusable: unusable, health: c.health[j.GetClusterName()], now: m.now()})
+	c.deadline(d.deadline)
+	switch d.verb {
+	case keep:
+		if unusable != nil {
+			m.log.Warn("running job on unusable cluster", "job", j.GetId(), "cluster", j.GetClusterName(), "err", unusable)
 		}
-		c.deadline(deadline)
+		return
+	case stopThenRecord:
+		m.stopAndFail(ctx, c, j, d.reason, d.message)
+		return
 	}
 	obs, err := b.Observe(ctx, cl, j)
 	if err != nil {
 		m.log.Warn("observe job", "job", j.GetId(), "err", err)
 		return
 	}
-	switch obs.Phase {
-	case PhaseSucceeded:
-		c.later(j, lifecycle.Succeeded, obs.Message, func() { m.cleanUp(ctx, cl, b, j) })
-	case PhaseFailed:
-		m.stopAndFail(ctx, c, j, lifecycle.ReasonJobFailed, obs.Message)
-	case PhaseUnknown:
-		msg := obs.Message
-		if msg == "" {
-			msg = "the job's processes are gone and its outcome is unknown"
-		}
-		m.stopAndFail(ctx, c, j, lifecycle.ReasonJobFailed, msg)
+	switch d := planRunningObserved(obs); {
+	case d.verb == stopThenRecord:
+		m.stopAndFail(ctx, c, j, d.reason, d.message)
+	case d.to == lifecycle.Succeeded:
+		c.later(j, lifecycle.Succeeded, d.message, func() { m.cleanUp(ctx, cl, b, j) })
 	default:
-		// A running job whose pod restarted or is being rescheduled reports
-		// Pending: it stays Running, with the backend's account.
-		c.later(j, lifecycle.Running, obs.Message, nil)
+		c.later(j, d.to, d.message, nil)
 	}
 }

@@ -24,6 +24,23 @@
 // there is no wait for a poll between one job's pods running and the next
 // job's submission.
 //
+// # Plan and apply
+//
+// Every decision a cycle takes is a pure function in plan.go: what to do
+// with an acquiring job before and after its cluster is asked
+// (planAcquiring, planObserved), what a submission's outcome means
+// (planDispatch), the same for a Running job (planRunning,
+// planRunningObserved), how an abort ends (planAbort), what a failed stop
+// means and when to ask again (planStopOutcome), which queue positions to
+// write (planPositions) and which node pools to keep or delete
+// (planPools). Which job a free slot goes to is package queue's pick rule.
+// They read facts and the time and return decisions, so each rule is a row
+// of a table test; the cycle gathers the facts, calls them and carries the
+// decisions out, feeding what each call returned (a dispatch's error, an
+// observation) into the next decision about the same job. The cycle still
+// walks the jobs one by one rather than planning the whole snapshot at
+// once: the decisions are pure, their order is the cycle's.
+//
 // # What crosses cycles
 //
 // The job rows are the truth: status, reason (the Pending phase, see

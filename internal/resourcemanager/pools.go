@@ -382,47 +382,30 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 		if pc.err != nil {
 			continue
 		}
-		// Oldest first: the order reuse takes them in, so the pools kept
-		// for waiting jobs are the ones the next picks will take.
 		pools := make([]Pool, 0, len(pc.pools))
 		for _, p := range pc.pools {
 			pools = append(pools, p)
 		}
 		sort.Slice(pools, func(a, b int) bool { return older(pools[a], pools[b]) })
-		want := map[queue.Pool]int{}
-		for k, n := range demand[name] {
-			want[k] = n
-		}
-		for _, p := range pools {
-			k := poolKey{name, p.Name}
-			if pc.owner[p.Name] != "" {
+		for _, d := range planPools(poolFacts{
+			pools: pools, owner: pc.owner, demand: demand[name], now: now,
+			grace: m.poolTiming.Grace, noReuse: m.noReuse,
+		}) {
+			k := poolKey{name, d.pool.Name}
+			if d.verb == poolOwned {
 				delete(m.mem.idleSince, k)
 				continue
 			}
 			if _, ok := m.mem.idleSince[k]; !ok {
 				m.mem.idleSince[k] = now
 			}
-			shape := queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}
-			wanted := !m.noReuse && want[shape] > 0
-			young := now.Sub(p.CreatedAt) < m.poolTiming.Grace
-			switch {
-			case p.State == lifecycle.PoolDeleting:
-				continue
-			case p.State == lifecycle.PoolReady && wanted:
-				want[shape]-- // one waiting job, one pool kept for it
+			switch d.verb {
+			case poolKept:
 				m.keep(k)
-				continue
-			case p.State == lifecycle.PoolProvisioning && (wanted || young):
-				if wanted {
-					want[shape]--
-				}
-				m.keep(k)
-				if young {
-					c.deadline(p.CreatedAt.Add(m.poolTiming.Grace))
-				}
-				continue
+				c.deadline(d.deadline)
+			case poolDelete:
+				m.deletePool(ctx, c, pc, d.pool)
 			}
-			m.deletePool(ctx, c, pc, p)
 		}
 	}
 }

@@ -28,6 +28,15 @@ type Controller struct {
 	warned map[string]time.Time
 
 	loop watch.Loop
+	// follower reports which experiments changed; nil until Run starts
+	// it, so a bare Reconcile (as tests call it) reads every live one.
+	follower    *watch.Follower
+	resyncEvery time.Duration
+	// live is every live experiment as last read, kept current from the
+	// change feed between resyncs: TTLs are checked against it without a
+	// read. A restart loses nothing: the first cycle is a resync.
+	live       map[string]*falconv1.Experiment
+	resyncedAt time.Time
 }
 
 // Option configures a Controller.
@@ -39,6 +48,12 @@ func WithLogger(l *slog.Logger) Option { return func(c *Controller) { c.log = l 
 // WithInterval sets the safety-net poll interval (default 5s); changes
 // reported by the API server trigger a cycle at once.
 func WithInterval(d time.Duration) Option { return func(c *Controller) { c.interval = d } }
+
+// WithResync sets how often every live experiment is read again although
+// the change feed reported nothing (default 30s): the safety net for writes
+// made through another API server replica, whose changes this one's feed
+// does not carry.
+func WithResync(d time.Duration) Option { return func(c *Controller) { c.resyncEvery = d } }
 
 // WithClock replaces time.Now, for tests of time-to-live.
 func WithClock(now func() time.Time) Option { return func(c *Controller) { c.now = now } }
@@ -53,6 +68,9 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 		interval: 5 * time.Second,
 		now:      time.Now,
 		warned:   map[string]time.Time{},
+
+		resyncEvery: 30 * time.Second,
+		live:        map[string]*falconv1.Experiment{},
 	}
 	for _, o := range opts {
 		o(c)
@@ -65,26 +83,35 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 // also cuts the cycle in flight; Shutdown lets it finish. Run is called
 // once per Controller.
 func (c *Controller) Run(ctx context.Context) error {
-	return c.loop.Run(ctx, c.jobs, c.log, c.interval, "expController", c.Reconcile)
+	c.follower = watch.Follow(ctx, c.jobs, c.log)
+	return c.loop.RunOn(ctx, c.follower.Wake(), c.log, c.interval, "expController", c.Reconcile)
 }
 
 // Shutdown drains the controller (watch.Loop.Shutdown).
 func (c *Controller) Shutdown(ctx context.Context) error { return c.loop.Shutdown(ctx) }
 
 // Reconcile runs one cycle:
-//  1. list live experiments (Created, Running, Aborting), and the
-//     experiments of open artifacts (Created) to close those of experiments
-//     that ended while a previous cycle was interrupted;
+//  1. read the experiments to look at: those the change feed named since
+//     the last cycle (a job's change names its experiment), or, on a
+//     resync, every live experiment (Created, Running, Aborting) and those
+//     of open artifacts (Created), to close the artifacts of experiments
+//     that ended while a previous cycle was interrupted. A resync comes on
+//     the first cycle, whenever the feed cannot vouch for what it missed,
+//     and every resyncEvery; without a feed (a bare Reconcile) every cycle
+//     is one;
 //  2. read all their jobs and artifacts in batches (a few calls per
 //     thousand experiments, not one per experiment);
 //  3. for each experiment compute the plan (lifecycle.Propagate) and apply
 //     it in order — abort sibling jobs, update the artifact, update the
 //     experiment. A failed update is logged with the experiment and job it
 //     concerns and the cycle moves on;
-//  4. ask the API server to end or warn the experiments whose ttl or
+//  4. ask the API server to end or warn the live experiments whose ttl or
 //     idle_ttl is up or near (ttlDue).
+//
+// So a job's end reaches its experiment in the cycle its write wakes,
+// which reads that one experiment, not every live one.
 func (c *Controller) Reconcile(ctx context.Context) error {
-	exps, err := c.liveExperiments(ctx)
+	exps, err := c.toLookAt(ctx)
 	if err != nil {
 		return err
 	}
@@ -106,8 +133,63 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		}
 		c.reconcileOne(ctx, e, jobs[e.GetId()], arts[e.GetId()])
 	}
-	c.enforceTTL(ctx, exps)
+	live := make([]*falconv1.Experiment, 0, len(c.live))
+	for _, e := range c.live {
+		live = append(live, e)
+	}
+	c.enforceTTL(ctx, live)
 	return nil
+}
+
+// toLookAt reads the experiments this cycle looks at (Reconcile, step 1)
+// and brings the live set up to date with what it read.
+func (c *Controller) toLookAt(ctx context.Context) ([]*falconv1.Experiment, error) {
+	var changed []string
+	resync := c.follower == nil || time.Since(c.resyncedAt) >= c.resyncEvery
+	if c.follower != nil {
+		var feedResync bool
+		changed, feedResync = c.follower.Take()
+		resync = resync || feedResync
+	}
+	if resync {
+		exps, err := c.liveExperiments(ctx)
+		if err != nil {
+			if c.follower != nil {
+				c.follower.Again()
+			}
+			return nil, err
+		}
+		clear(c.live)
+		for _, e := range exps {
+			c.keep(e)
+		}
+		c.resyncedAt = time.Now()
+		return exps, nil
+	}
+	exps := make([]*falconv1.Experiment, 0, len(changed))
+	for i, id := range changed {
+		e, err := c.exps.GetExp(ctx, &falconv1.GetExpRequest{Id: id})
+		switch {
+		case status.Code(err) == codes.NotFound:
+			delete(c.live, id) // deleted
+			continue
+		case err != nil:
+			c.follower.Return(changed[i:])
+			return nil, err
+		}
+		c.keep(e)
+		exps = append(exps, e)
+	}
+	return exps, nil
+}
+
+// keep records e in the live set, or drops it once it is terminal.
+func (c *Controller) keep(e *falconv1.Experiment) {
+	if lifecycle.ExperimentMachine.IsTerminal(lifecycle.Status(e.GetStatus())) {
+		delete(c.live, e.GetId())
+		return
+	}
+	c.live[e.GetId()] = e
 }
 
 // batch is how many experiments' jobs one ListJobs call asks for.

@@ -28,9 +28,14 @@ func (l *Loop) init() {
 // Run calls cycle until ctx is done or Shutdown; a cycle's error is logged
 // as name's, and the loop goes on.
 func (l *Loop) Run(ctx context.Context, jobs falconv1.JobServiceClient, log *slog.Logger, interval time.Duration, name string, cycle func(context.Context) error) error {
+	return l.RunOn(ctx, Changes(ctx, jobs, log), log, interval, name, cycle)
+}
+
+// RunOn is Run woken by wake instead of a change stream of its own: for a
+// controller that follows the feed to learn what changed (Follower.Wake).
+func (l *Loop) RunOn(ctx context.Context, wake <-chan struct{}, log *slog.Logger, interval time.Duration, name string, cycle func(context.Context) error) error {
 	l.init()
 	defer close(l.stopped)
-	wake := Changes(ctx, jobs, log)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

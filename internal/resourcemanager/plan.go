@@ -1,0 +1,428 @@
+package resourcemanager
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
+)
+
+// The plan: every decision a cycle takes, as pure functions of what the
+// cycle read and the time. Each takes the facts about one job, one queue or
+// one cluster's pools and returns what to do; the cycle (cycle.go,
+// pools.go) gathers the facts, calls these, and carries the decisions out
+// against the API server and the backends, feeding what each call returned
+// into the next decision. None of them does I/O, reads a clock or changes
+// what it is given, so each rule is a row of a table test (plan_test.go),
+// and the simulator of what-if policies can drive the same rules.
+
+// verb is what a decision asks the cycle to do.
+type verb int
+
+const (
+	// keep leaves the job as it is until its deadline or the next change.
+	keep verb = iota
+	// proceed goes on to the next step: ask the cluster.
+	proceed
+	// record writes the status, reason and message; nothing on the cluster
+	// needs stopping first.
+	record
+	// stopThenRecord stops the job on its cluster (see planStopOutcome),
+	// then records the outcome.
+	stopThenRecord
+	// giveUp records a job whose dispatch failed for DispatchRetryWindow,
+	// after one try at removing anything a create may have left.
+	giveUp
+)
+
+// decision is the plan's answer for one job.
+type decision struct {
+	verb    verb
+	to      lifecycle.Status
+	reason  lifecycle.Reason
+	message string
+	// deadline is when the job must be looked at again although nothing
+	// changes (zero: none).
+	deadline time.Time
+}
+
+func (d decision) String() string {
+	names := [...]string{"keep", "proceed", "record", "stopThenRecord", "giveUp"}
+	s := names[d.verb]
+	if d.to != "" {
+		s += " " + string(d.to)
+		if d.reason != "" {
+			s += "/" + string(d.reason)
+		}
+	}
+	if d.message != "" {
+		s += fmt.Sprintf(" %q", d.message)
+	}
+	if !d.deadline.IsZero() {
+		s += " until " + d.deadline.Format(time.RFC3339)
+	}
+	return s
+}
+
+func recorded(to lifecycle.Status, reason lifecycle.Reason, msg string) decision {
+	return decision{verb: record, to: to, reason: reason, message: msg}
+}
+
+func failed(reason lifecycle.Reason, msg string) decision {
+	return decision{verb: stopThenRecord, to: lifecycle.Failed, reason: reason, message: msg}
+}
+
+// acquiringFacts is what a cycle knows of a job holding its queue's slot
+// before it asks the job's cluster anything.
+type acquiringFacts struct {
+	job     *falconv1.Job
+	cluster string
+	// registered: the job's cluster is in the registry.
+	registered bool
+	// unusable is why this controller cannot call the cluster's backend.
+	unusable error
+	// failing is the job's dispatch failing since, if it is.
+	failing *dispatchFailure
+	health  Health
+	// since is when acquiring began: the row's dispatched_at, else the
+	// scheduler's clock (zero if neither knows).
+	since time.Time
+	now   time.Time
+}
+
+// planAcquiring decides on an acquiring job before its cluster is asked:
+//   - its cluster was deleted (a deletion racing the pick): fail it now,
+//     since nothing can observe, stop or bring it forward;
+//   - this controller cannot call the backend: keep (the registry will say);
+//   - its dispatch has failed for DispatchRetryWindow: give up — checked
+//     before anything asks the cluster, since while it stays unreachable a
+//     backoff or a failing observe would return first and the job would
+//     hold its queue for as long as the outage lasts;
+//   - its cluster is backing off: say so, keeping the slot and the
+//     deadline (timing out means stopping it there);
+//   - its timeout (counted from when acquiring began) passed: stop and fail;
+//   - otherwise proceed, to be looked at again at the timeout.
+func planAcquiring(f acquiringFacts) decision {
+	reason := lifecycle.Reason(f.job.GetReason())
+	switch {
+	case !f.registered:
+		return recorded(lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("cluster %s is no longer registered (deleted while the job was being submitted to it); anything the job started there was not cleaned up", f.cluster))
+	case f.unusable != nil:
+		return decision{verb: keep}
+	case f.failing != nil && !f.now.Before(f.failing.since.Add(DispatchRetryWindow)):
+		return decision{verb: giveUp, to: lifecycle.Failed, reason: lifecycle.ReasonJobSubmitFailed,
+			message: fmt.Sprintf("submit to cluster %s failed for %s: %v", f.cluster, DispatchRetryWindow, f.failing.err)}
+	case f.health.Backoff:
+		return recorded(lifecycle.Pending, reason, fmt.Sprintf("cluster %s is unreachable, retrying: %v", f.cluster, f.health.Err))
+	}
+	d := decision{verb: proceed}
+	if t := f.job.GetTaskSpec().GetTimeoutSeconds(); t > 0 && !f.since.IsZero() {
+		deadline := f.since.Add(time.Duration(t) * time.Second)
+		if !f.now.Before(deadline) {
+			return failed(lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds waiting for resources on %s; the job was cancelled", t, f.cluster))
+		}
+		d.deadline = deadline
+	}
+	return d
+}
+
+// planObserved decides on an acquiring job from what its cluster reports:
+// still starting (or not found, after a dispatch) stays Dispatching with
+// the backend's account; all replicas running is Running, which releases
+// the queue's slot; finished before it was seen running is Succeeded (the
+// cycle passes it through Running); failed is stopped and failed.
+func planObserved(obs Observation) decision {
+	switch obs.Phase {
+	case PhaseRunning:
+		return recorded(lifecycle.Running, "", obs.Message)
+	case PhaseSucceeded:
+		return recorded(lifecycle.Succeeded, "", obs.Message)
+	case PhaseFailed:
+		return failed(lifecycle.ReasonJobFailed, obs.Message)
+	}
+	return recorded(lifecycle.Pending, lifecycle.ReasonDispatching, obs.Message)
+}
+
+// planDispatch decides what a submission's outcome means, and returns the
+// job's dispatch-failure record as it must be kept (nil: none):
+//   - it landed: proceed;
+//   - the job changed since it was read (usually an abort): keep, for the
+//     next cycle to see;
+//   - no connection could be built (UnusableError): nothing was created,
+//     so there is nothing to stop and waiting cannot fix a registration:
+//     fail now;
+//   - a failure that may pass (RetryableError): keep the job Dispatching,
+//     its Message naming the error, for DispatchRetryWindow from the first
+//     failure; then stop and fail;
+//   - any other refusal (invalid, forbidden): stop and fail now, with the
+//     cluster's own words.
+func planDispatch(cluster string, err error, failing *dispatchFailure, now time.Time) (decision, *dispatchFailure) {
+	var changed *changedError
+	var retry *RetryableError
+	var unusable *UnusableError
+	switch {
+	case err == nil:
+		return decision{verb: proceed}, nil
+	case errors.As(err, &changed):
+		return decision{verb: keep}, failing
+	case errors.As(err, &unusable):
+		return recorded(lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("submit to cluster %s failed: %v; nothing was created there (fix the cluster's registration with falcon cluster apply)", cluster, err)), failing
+	case errors.As(err, &retry):
+		f := dispatchFailure{since: now}
+		if failing != nil {
+			f.since = failing.since
+		}
+		f.err = err
+		if now.Sub(f.since) < DispatchRetryWindow {
+			return recorded(lifecycle.Pending, lifecycle.ReasonDispatching, fmt.Sprintf("submitting to cluster %s failed, retrying (for up to %s): %v", cluster, DispatchRetryWindow, err)), &f
+		}
+		err = fmt.Errorf("still failing after %s: %w", DispatchRetryWindow, err)
+		return failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cluster+" failed: "+err.Error()), &f
+	}
+	return failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cluster+" failed: "+err.Error()), failing
+}
+
+// runningFacts is what a cycle knows of a Running job before it asks its
+// cluster.
+type runningFacts struct {
+	job      *falconv1.Job
+	unusable error
+	health   Health
+	now      time.Time
+}
+
+// planRunning decides on a Running job before its cluster is asked: a
+// cluster this controller cannot call, or one backing off, leaves it to be
+// looked at once the cluster answers (a timeout that passes meanwhile is
+// enforced then, since it means stopping the job there); a timeout counted
+// from its start that has passed stops and fails it; otherwise proceed, to
+// be looked at again at the timeout.
+func planRunning(f runningFacts) decision {
+	if f.unusable != nil || f.health.Backoff {
+		return decision{verb: keep}
+	}
+	d := decision{verb: proceed}
+	if t := f.job.GetTaskSpec().GetTimeoutSeconds(); t > 0 && f.job.GetStartedAt() != nil {
+		deadline := f.job.GetStartedAt().AsTime().Add(time.Duration(t) * time.Second)
+		if !f.now.Before(deadline) {
+			return failed(lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds; the job was stopped", t))
+		}
+		d.deadline = deadline
+	}
+	return d
+}
+
+// planRunningObserved decides on a Running job from what its cluster
+// reports: finished, failed, or gone with no outcome (stopped and failed:
+// its processes are gone); a pod that restarted or is being rescheduled
+// reports Pending, and the job stays Running with the backend's account.
+func planRunningObserved(obs Observation) decision {
+	switch obs.Phase {
+	case PhaseSucceeded:
+		return recorded(lifecycle.Succeeded, "", obs.Message)
+	case PhaseFailed:
+		return failed(lifecycle.ReasonJobFailed, obs.Message)
+	case PhaseUnknown:
+		msg := obs.Message
+		if msg == "" {
+			msg = "the job's processes are gone and its outcome is unknown"
+		}
+		return failed(lifecycle.ReasonJobFailed, msg)
+	}
+	return recorded(lifecycle.Running, "", obs.Message)
+}
+
+// planAbort is what an Aborting job's end records, and whether its cluster
+// must be asked to stop it first. A job that never began acquiring
+// (dispatched_at is written before any pool or Job is asked for) has
+// nothing on its cluster to stop, even when pinned there: its abort must
+// not wait for a cluster that may be unreachable. Aborted carries no Reason
+// (000 section 9); the Message keeps why, including a sibling stop's
+// "stopped because role X failed".
+func planAbort(j *falconv1.Job) decision {
+	msg := j.GetMessage()
+	if msg == "" {
+		msg = "aborted"
+	}
+	if j.GetClusterName() != "" && reachedCluster(j) {
+		return decision{verb: stopThenRecord, to: lifecycle.Aborted, message: msg}
+	}
+	return recorded(lifecycle.Aborted, "", msg)
+}
+
+// stopWait says whether a stop that failed before may be asked again now;
+// if not, when it may.
+func stopWait(st *backoff, now time.Time) (time.Time, bool) {
+	if st != nil && now.Before(st.next) {
+		return st.next, true
+	}
+	return time.Time{}, false
+}
+
+// planStopOutcome decides what a stop's outcome means: done (the caller may
+// record the job's end) with the Message to record, and the job's stop
+// backoff as it must be kept (nil: none). stopErr is the stop's error, or,
+// when the cluster's backend is backing off (and so was not asked),
+// why it is unreachable. A failed stop is asked again with a doubling
+// interval (0.5 s to 30 s; a backend backing off paces itself, so its
+// turns are not counted) for StopRetryWindow from the first failure; then
+// the outcome is recorded anyway, saying the cluster never confirmed the
+// stop, so that no job waits for ever on a cluster that is gone.
+func planStopOutcome(cluster, msg string, prev *backoff, stopErr error, backingOff bool, now time.Time) (done bool, outcome string, next *backoff) {
+	if stopErr == nil {
+		return true, msg, nil
+	}
+	st := backoff{since: now, interval: time.Second / 2}
+	if prev != nil {
+		st = *prev
+	}
+	if !backingOff {
+		st.attempts++
+		st.interval = min(2*st.interval, 30*time.Second)
+		st.next = now.Add(st.interval)
+	}
+	st.lastErr = stopErr
+	if now.Sub(st.since) >= StopRetryWindow {
+		return true, fmt.Sprintf("%s; cluster %s never confirmed the stop (%d attempts over %s): %v; anything the job started there may still be running", msg, cluster, st.attempts, StopRetryWindow, stopErr), &st
+	}
+	return false, msg, &st
+}
+
+// Position messages near the front of a queue are kept exact; further back
+// they are refreshed at most every tailRefresh. Every pick moves every
+// waiting job up by one, so rewriting all of them each time would cost a
+// write per waiting job per dispatch, and nobody 300th in line needs to see
+// each step.
+const (
+	exactPositions = 20
+	tailRefresh    = 30 * time.Second
+)
+
+// queueFacts is what a cycle knows of one queue when it writes positions.
+type queueFacts struct {
+	cluster string
+	waiting []queue.Position // in queue order
+	// jobs are the live jobs by ID.
+	jobs map[string]*falconv1.Job
+	// written is the position last written for each job (a job missing has
+	// none this controller wrote).
+	written map[string]int
+	// unreachable is why the queue's cluster cannot be reached, if so: a
+	// job waiting there says so, or it would only see its queue not move.
+	unreachable error
+	// refreshTail: the positions behind exactPositions are due again.
+	refreshTail bool
+}
+
+// positionWrite is one waiting job's position message to write.
+type positionWrite struct {
+	job *falconv1.Job
+	pos int
+	msg string
+}
+
+// planPositions lists the position messages to write in one queue: every
+// waiting job whose message differs from what it should say, except, past
+// exactPositions, those whose position this controller wrote before until
+// the tail is due.
+func planPositions(q queueFacts) []positionWrite {
+	var out []positionWrite
+	suffix := ""
+	if q.unreachable != nil {
+		suffix = fmt.Sprintf("; cluster %s is unreachable: %v", q.cluster, q.unreachable)
+	}
+	for _, p := range q.waiting {
+		if p.Pos > exactPositions && !q.refreshTail {
+			if _, placed := q.written[p.ID]; placed {
+				continue // most of a long queue: one lookup each
+			}
+		}
+		j := q.jobs[p.ID]
+		if j == nil || j.GetStatus() != string(lifecycle.Pending) || acquiring(j) {
+			continue
+		}
+		msg := p.Message() + suffix
+		if j.GetReason() == string(lifecycle.ReasonWaiting) && j.GetMessage() == msg {
+			continue
+		}
+		out = append(out, positionWrite{job: j, pos: p.Pos, msg: msg})
+	}
+	return out
+}
+
+// poolFacts is what a cycle knows of one cluster's pools when it decides
+// which to keep.
+type poolFacts struct {
+	// pools oldest first: the order reuse takes them in, so the pools kept
+	// for waiting jobs are the ones the next picks will take.
+	pools []Pool
+	// owner is the live job owning each pool ("" or missing: none).
+	owner map[string]string
+	// demand counts the jobs waiting on this cluster, by shape.
+	demand map[queue.Pool]int
+	now    time.Time
+	// grace protects a young pool still being created (see PoolTiming).
+	grace time.Duration
+	// noReuse: every pool is deleted once its job ends (WithoutPoolReuse).
+	noReuse bool
+}
+
+// poolVerb is what planPools says of one pool.
+type poolVerb int
+
+const (
+	poolOwned    poolVerb = iota // a live job owns it
+	poolKept                     // idle, kept for a waiting job or while young
+	poolDeleting                 // already being deleted: left alone
+	poolDelete                   // idle and unwanted: delete it
+)
+
+// poolDecision is planPools' answer for one pool.
+type poolDecision struct {
+	pool Pool
+	verb poolVerb
+	// deadline is when the pool must be looked at again (a young pool's
+	// grace ending); zero for none.
+	deadline time.Time
+}
+
+// planPools decides, level-triggered, on every pool of one cluster: one no
+// live job owns is kept while a job waiting on this cluster can use it
+// (one waiting job, one pool kept for it; the next pick takes it), or while
+// it is young and still being created (it may be one a controller created
+// just before it crashed, about to be adopted); otherwise it is deleted.
+func planPools(f poolFacts) []poolDecision {
+	want := make(map[queue.Pool]int, len(f.demand))
+	for k, n := range f.demand {
+		want[k] = n
+	}
+	out := make([]poolDecision, 0, len(f.pools))
+	for _, p := range f.pools {
+		d := poolDecision{pool: p, verb: poolDelete}
+		shape := queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}
+		wanted := !f.noReuse && want[shape] > 0
+		young := f.now.Sub(p.CreatedAt) < f.grace
+		switch {
+		case f.owner[p.Name] != "":
+			d.verb = poolOwned
+		case p.State == lifecycle.PoolDeleting:
+			d.verb = poolDeleting
+		case p.State == lifecycle.PoolReady && wanted:
+			want[shape]--
+			d.verb = poolKept
+		case p.State == lifecycle.PoolProvisioning && (wanted || young):
+			if wanted {
+				want[shape]--
+			}
+			d.verb = poolKept
+			if young {
+				d.deadline = p.CreatedAt.Add(f.grace)
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}

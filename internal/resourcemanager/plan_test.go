@@ -1,0 +1,404 @@
+package resourcemanager
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
+)
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func planJob(status lifecycle.Status, reason lifecycle.Reason, timeout int32, mods ...func(*falconv1.Job)) *falconv1.Job {
+	j := &falconv1.Job{Id: "j1", Status: string(status), Reason: string(reason), ClusterName: "edge-a",
+		TaskSpec: &falconv1.TaskSpec{TimeoutSeconds: timeout}}
+	for _, m := range mods {
+		m(j)
+	}
+	return j
+}
+
+func startedAt(t time.Time) func(*falconv1.Job) {
+	return func(j *falconv1.Job) { j.StartedAt = timestamppb.New(t) }
+}
+
+// check compares a decision with the one wanted, the message by substring
+// (the messages carry errors whose wording belongs to their callers).
+func check(t *testing.T, got, want decision) {
+	t.Helper()
+	if got.verb != want.verb || got.to != want.to || got.reason != want.reason || !got.deadline.Equal(want.deadline) ||
+		!strings.Contains(got.message, want.message) {
+		t.Errorf("got  %v\nwant %v (message containing %q)", got, decision{verb: want.verb, to: want.to, reason: want.reason, deadline: want.deadline}, want.message)
+	}
+}
+
+func TestPlanAcquiring(t *testing.T) {
+	down := errors.New("dial tcp: connection refused")
+	cases := []struct {
+		name string
+		f    acquiringFacts
+		want decision
+	}{
+		{"proceeds without a timeout",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 0), registered: true, since: t0, now: t0},
+			decision{verb: proceed}},
+		{"proceeds until its timeout, to be looked at then",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonProvisioning, 600), registered: true, since: t0, now: t0.Add(time.Minute)},
+			decision{verb: proceed, deadline: t0.Add(10 * time.Minute)}},
+		{"a timeout counted from when acquiring began stops and fails it",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonProvisioning, 600), cluster: "edge-a", registered: true, since: t0, now: t0.Add(10 * time.Minute)},
+			decision{verb: stopThenRecord, to: lifecycle.Failed, reason: lifecycle.ReasonTimeout, message: "timed out after 600s waiting for resources on edge-a"}},
+		{"no known start sets no deadline",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 600), registered: true, now: t0},
+			decision{verb: proceed}},
+		{"a deleted cluster fails it at once",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 0), cluster: "edge-a", now: t0},
+			decision{verb: record, to: lifecycle.Failed, reason: lifecycle.ReasonJobSubmitFailed, message: "cluster edge-a is no longer registered"}},
+		{"a backend this controller does not run keeps it",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 0), registered: true, unusable: errors.New("no backend"), now: t0},
+			decision{verb: keep}},
+		{"a cluster backing off keeps the slot and says why",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonProvisioning, 600), cluster: "edge-a", registered: true,
+				health: Health{Err: down, Backoff: true}, since: t0, now: t0.Add(20 * time.Minute)},
+			decision{verb: record, to: lifecycle.Pending, reason: lifecycle.ReasonProvisioning, message: "cluster edge-a is unreachable, retrying: dial tcp"}},
+		{"a dispatch failing within its window proceeds (to be tried again)",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 0), registered: true,
+				failing: &dispatchFailure{since: t0, err: down}, now: t0.Add(DispatchRetryWindow - time.Second)},
+			decision{verb: proceed}},
+		{"a dispatch failing for its window gives up, even while the cluster backs off",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 0), cluster: "edge-a", registered: true,
+				failing: &dispatchFailure{since: t0, err: down}, health: Health{Err: down, Backoff: true}, now: t0.Add(DispatchRetryWindow)},
+			decision{verb: giveUp, to: lifecycle.Failed, reason: lifecycle.ReasonJobSubmitFailed, message: "submit to cluster edge-a failed for 5m0s: dial tcp"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { check(t, planAcquiring(tc.f), tc.want) })
+	}
+}
+
+func TestPlanObserved(t *testing.T) {
+	cases := []struct {
+		obs  Observation
+		want decision
+	}{
+		{Observation{Phase: PhasePending, Message: "1/4 pods running"}, recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "1/4 pods running")},
+		{Observation{Phase: PhaseUnknown}, recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "")},
+		{Observation{Phase: PhaseRunning, Message: "4/4 pods running"}, recorded(lifecycle.Running, "", "4/4 pods running")},
+		{Observation{Phase: PhaseSucceeded, Message: "4/4 pods succeeded"}, recorded(lifecycle.Succeeded, "", "4/4 pods succeeded")},
+		{Observation{Phase: PhaseFailed, Message: "pod p-0 terminated: Error (exit code 3)"}, failed(lifecycle.ReasonJobFailed, "exit code 3")},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.obs.Phase), func(t *testing.T) { check(t, planObserved(tc.obs), tc.want) })
+	}
+}
+
+func TestPlanDispatch(t *testing.T) {
+	transient := &RetryableError{Err: errors.New("apiserver overloaded")}
+	cases := []struct {
+		name        string
+		err         error
+		failing     *dispatchFailure
+		now         time.Time
+		want        decision
+		wantFailing *dispatchFailure
+	}{
+		{"landed", nil, nil, t0, decision{verb: proceed}, nil},
+		{"landed after failures forgets them", nil, &dispatchFailure{since: t0}, t0, decision{verb: proceed}, nil},
+		{"the job changed meanwhile", &changedError{errors.New("job j1 changed to Aborting")}, nil, t0, decision{verb: keep}, nil},
+		{"no connection can be built fails at once",
+			&UnusableError{Err: errors.New("kubeconfig /etc/x: no such file")}, nil, t0,
+			recorded(lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, "nothing was created there (fix the cluster's registration"), nil},
+		{"a first transient failure retries, naming the error",
+			transient, nil, t0,
+			recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "submitting to cluster edge-a failed, retrying (for up to 5m0s): apiserver overloaded"),
+			&dispatchFailure{since: t0, err: transient}},
+		{"a later transient failure keeps the first failure's time",
+			transient, &dispatchFailure{since: t0}, t0.Add(time.Minute),
+			recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "retrying"),
+			&dispatchFailure{since: t0, err: transient}},
+		{"transient for the whole window fails it",
+			transient, &dispatchFailure{since: t0}, t0.Add(DispatchRetryWindow),
+			failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster edge-a failed: still failing after 5m0s: apiserver overloaded"),
+			&dispatchFailure{since: t0, err: transient}},
+		{"a refusal that cannot pass fails at once with the cluster's words",
+			errors.New(`Job.batch "x" is invalid: spec.template.spec.containers[0].image: Required value`), nil, t0,
+			failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster edge-a failed: Job.batch \"x\" is invalid"), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, f := planDispatch("edge-a", tc.err, tc.failing, tc.now)
+			check(t, got, tc.want)
+			switch {
+			case (f == nil) != (tc.wantFailing == nil):
+				t.Errorf("failure record %+v, want %+v", f, tc.wantFailing)
+			case f != nil && (!f.since.Equal(tc.wantFailing.since) || f.err != tc.wantFailing.err):
+				t.Errorf("failure record %+v, want %+v", *f, *tc.wantFailing)
+			}
+		})
+	}
+}
+
+func TestPlanRunning(t *testing.T) {
+	cases := []struct {
+		name string
+		f    runningFacts
+		want decision
+	}{
+		{"proceeds without a timeout", runningFacts{job: planJob(lifecycle.Running, "", 0, startedAt(t0)), now: t0.Add(time.Hour)}, decision{verb: proceed}},
+		{"proceeds until its timeout", runningFacts{job: planJob(lifecycle.Running, "", 60, startedAt(t0)), now: t0.Add(time.Second)},
+			decision{verb: proceed, deadline: t0.Add(time.Minute)}},
+		{"its timeout passed: stopped and failed", runningFacts{job: planJob(lifecycle.Running, "", 60, startedAt(t0)), now: t0.Add(time.Minute)},
+			failed(lifecycle.ReasonTimeout, "timed out after 60s; the job was stopped")},
+		{"a cluster backing off leaves even a timeout for when it answers",
+			runningFacts{job: planJob(lifecycle.Running, "", 60, startedAt(t0)), health: Health{Err: errors.New("refused"), Backoff: true}, now: t0.Add(time.Hour)},
+			decision{verb: keep}},
+		{"a backend this controller does not run", runningFacts{job: planJob(lifecycle.Running, "", 0, startedAt(t0)), unusable: errors.New("no backend"), now: t0}, decision{verb: keep}},
+		{"no start recorded sets no deadline", runningFacts{job: planJob(lifecycle.Running, "", 60), now: t0}, decision{verb: proceed}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { check(t, planRunning(tc.f), tc.want) })
+	}
+}
+
+func TestPlanRunningObserved(t *testing.T) {
+	cases := []struct {
+		obs  Observation
+		want decision
+	}{
+		{Observation{Phase: PhaseRunning, Message: "4/4 pods running"}, recorded(lifecycle.Running, "", "4/4 pods running")},
+		{Observation{Phase: PhasePending, Message: "3/4 pods running; pod p-2 unschedulable"}, recorded(lifecycle.Running, "", "pod p-2 unschedulable")},
+		{Observation{Phase: PhaseSucceeded, Message: "4/4 pods succeeded"}, recorded(lifecycle.Succeeded, "", "4/4 pods succeeded")},
+		{Observation{Phase: PhaseFailed, Message: "pod p-1 terminated: OOMKilled (exit code 137)"}, failed(lifecycle.ReasonJobFailed, "OOMKilled")},
+		{Observation{Phase: PhaseUnknown}, failed(lifecycle.ReasonJobFailed, "the job's processes are gone and its outcome is unknown")},
+		{Observation{Phase: PhaseUnknown, Message: "process 4242 is gone"}, failed(lifecycle.ReasonJobFailed, "process 4242 is gone")},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.obs.Phase)+"/"+tc.obs.Message, func(t *testing.T) { check(t, planRunningObserved(tc.obs), tc.want) })
+	}
+}
+
+func TestPlanAbort(t *testing.T) {
+	dispatched := func(j *falconv1.Job) { j.DispatchedAt = timestamppb.New(t0) }
+	cases := []struct {
+		name string
+		j    *falconv1.Job
+		want decision
+	}{
+		{"never reached its cluster: no stop", planJob(lifecycle.Aborting, "", 0), recorded(lifecycle.Aborted, "", "aborted")},
+		{"pinned but never dispatched: no stop, the message kept",
+			planJob(lifecycle.Aborting, "", 0, func(j *falconv1.Job) { j.Message = "aborted by ana@example.com" }),
+			recorded(lifecycle.Aborted, "", "aborted by ana@example.com")},
+		{"acquiring: stopped first", planJob(lifecycle.Aborting, "", 0, dispatched), decision{verb: stopThenRecord, to: lifecycle.Aborted, message: "aborted"}},
+		{"running: stopped first", planJob(lifecycle.Aborting, "", 0, startedAt(t0)), decision{verb: stopThenRecord, to: lifecycle.Aborted, message: "aborted"}},
+		{"holding a pool: stopped first", planJob(lifecycle.Aborting, "", 0, func(j *falconv1.Job) { j.NodePool = "falcon-j1" }),
+			decision{verb: stopThenRecord, to: lifecycle.Aborted, message: "aborted"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { check(t, planAbort(tc.j), tc.want) })
+	}
+}
+
+func TestPlanStopOutcome(t *testing.T) {
+	refused := errors.New("connection refused")
+	cases := []struct {
+		name         string
+		prev         *backoff
+		err          error
+		backingOff   bool
+		now          time.Time
+		wantDone     bool
+		wantMsg      string
+		wantAttempts int
+		wantNext     time.Time
+		wantNil      bool
+	}{
+		{name: "stopped", err: nil, now: t0, wantDone: true, wantMsg: "aborted", wantNil: true},
+		{name: "stopped after failures forgets them", prev: &backoff{since: t0, attempts: 3}, now: t0.Add(time.Minute), wantDone: true, wantMsg: "aborted", wantNil: true},
+		{name: "a first failure waits one second", err: refused, now: t0, wantMsg: "aborted", wantAttempts: 1, wantNext: t0.Add(time.Second)},
+		{name: "the interval doubles", prev: &backoff{since: t0, interval: 4 * time.Second, attempts: 3}, err: refused, now: t0.Add(10 * time.Second),
+			wantMsg: "aborted", wantAttempts: 4, wantNext: t0.Add(18 * time.Second)},
+		{name: "at most 30 s", prev: &backoff{since: t0, interval: 30 * time.Second, attempts: 9}, err: refused, now: t0.Add(time.Minute),
+			wantMsg: "aborted", wantAttempts: 10, wantNext: t0.Add(90 * time.Second)},
+		{name: "a backend backing off paces itself: not an attempt", prev: &backoff{since: t0, interval: time.Second, attempts: 1, next: t0.Add(time.Second)},
+			err: refused, backingOff: true, now: t0.Add(2 * time.Second), wantMsg: "aborted", wantAttempts: 1, wantNext: t0.Add(time.Second)},
+		{name: "never confirmed within the window: the outcome is recorded, saying so", prev: &backoff{since: t0, interval: 30 * time.Second, attempts: 12},
+			err: refused, now: t0.Add(StopRetryWindow), wantDone: true,
+			wantMsg: "aborted; cluster edge-a never confirmed the stop (13 attempts over 5m0s): connection refused; anything the job started there may still be running",
+			wantAttempts: 13, wantNext: t0.Add(StopRetryWindow + 30*time.Second)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var before backoff
+			if tc.prev != nil {
+				before = *tc.prev
+			}
+			done, msg, st := planStopOutcome("edge-a", "aborted", tc.prev, tc.err, tc.backingOff, tc.now)
+			if done != tc.wantDone || msg != tc.wantMsg {
+				t.Errorf("done %v %q, want %v %q", done, msg, tc.wantDone, tc.wantMsg)
+			}
+			if tc.prev != nil && *tc.prev != before {
+				t.Errorf("the backoff it was given changed: %+v, was %+v", *tc.prev, before)
+			}
+			if tc.wantNil {
+				if st != nil {
+					t.Errorf("backoff %+v, want none", *st)
+				}
+				return
+			}
+			if st == nil || st.attempts != tc.wantAttempts || !st.next.Equal(tc.wantNext) || st.lastErr != tc.err {
+				t.Errorf("backoff %+v, want %d attempts, next %v", st, tc.wantAttempts, tc.wantNext)
+			}
+		})
+	}
+	if next, wait := stopWait(&backoff{next: t0.Add(time.Second)}, t0); !wait || !next.Equal(t0.Add(time.Second)) {
+		t.Errorf("stopWait before next = %v %v, want wait until next", next, wait)
+	}
+	if _, wait := stopWait(&backoff{next: t0}, t0); wait {
+		t.Error("stopWait at next waits")
+	}
+	if _, wait := stopWait(nil, t0); wait {
+		t.Error("stopWait without a backoff waits")
+	}
+}
+
+func TestPlanPositions(t *testing.T) {
+	s := queue.New(queue.WithClock(func() time.Time { return t0 }))
+	cands := []queue.Cluster{{Name: "edge-a", Active: true, Accelerators: map[string]int{"v5p": 0}}}
+	jobs := map[string]*falconv1.Job{}
+	var key queue.Key
+	for i := range 25 {
+		id := fmt.Sprintf("j%02d", i)
+		k, err := s.Enqueue(queue.Job{ID: id, Actor: "ana", AcceleratorType: "v5p", Topology: "v5p:2x2x1", Created: t0.Add(time.Duration(i) * time.Second)}, cands)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key = k
+		jobs[id] = &falconv1.Job{Id: id, Status: string(lifecycle.Pending), Reason: string(lifecycle.ReasonWaiting)}
+	}
+	waiting := s.Waiting(key)
+	all := map[string]int{}
+	for _, p := range waiting {
+		all[p.ID] = p.Pos
+	}
+	ids := func(ws []positionWrite) string {
+		var out []string
+		for _, w := range ws {
+			out = append(out, fmt.Sprintf("%s@%d", w.job.GetId(), w.pos))
+		}
+		return strings.Join(out, " ")
+	}
+
+	// Never written: every job gets its position.
+	got := planPositions(queueFacts{cluster: "edge-a", waiting: waiting, jobs: jobs, written: map[string]int{}})
+	if len(got) != 25 || got[0].pos != 1 || got[24].pos != 25 || got[0].msg != waiting[0].Message() {
+		t.Fatalf("first write: %s", ids(got))
+	}
+	// Written before, tail not due: only the front 20 (their messages are
+	// not yet on the rows here, so all 20 differ).
+	got = planPositions(queueFacts{cluster: "edge-a", waiting: waiting, jobs: jobs, written: all})
+	if len(got) != exactPositions || got[len(got)-1].pos != exactPositions {
+		t.Fatalf("written, tail not due: %s", ids(got))
+	}
+	// The tail due: everything again.
+	if got = planPositions(queueFacts{cluster: "edge-a", waiting: waiting, jobs: jobs, written: all, refreshTail: true}); len(got) != 25 {
+		t.Fatalf("tail due: %s", ids(got))
+	}
+	// Rows already saying it: nothing. An unreachable cluster: every
+	// message gains the note.
+	for _, p := range waiting {
+		jobs[p.ID].Message = p.Message()
+	}
+	if got = planPositions(queueFacts{cluster: "edge-a", waiting: waiting, jobs: jobs, written: all, refreshTail: true}); len(got) != 0 {
+		t.Fatalf("rows up to date: %s", ids(got))
+	}
+	got = planPositions(queueFacts{cluster: "edge-a", waiting: waiting, jobs: jobs, written: all, refreshTail: true, unreachable: errors.New("i/o timeout")})
+	if len(got) != 25 || !strings.HasSuffix(got[3].msg, "; cluster edge-a is unreachable: i/o timeout") {
+		t.Fatalf("unreachable: %d writes, %q", len(got), got[3].msg)
+	}
+	// A job that left Pending or holds the slot is not told a position.
+	jobs["j00"].Status = string(lifecycle.Aborting)
+	jobs["j01"].Reason = string(lifecycle.ReasonDispatching)
+	jobs["j01"].ClusterName = "edge-a"
+	delete(jobs, "j02")
+	got = planPositions(queueFacts{cluster: "edge-a", waiting: waiting, jobs: jobs, written: map[string]int{}, unreachable: errors.New("x")})
+	if len(got) != 22 || got[0].job.GetId() != "j03" {
+		t.Fatalf("left Pending, acquiring, gone: %s", ids(got))
+	}
+}
+
+func TestPlanPools(t *testing.T) {
+	v5p := func(name, topo string, st lifecycle.PoolState, age time.Duration) Pool {
+		return Pool{Name: name, AcceleratorType: "v5p", Topology: topo, State: st, CreatedAt: t0.Add(-age)}
+	}
+	shape := func(topo string) queue.Pool { return queue.Pool{AcceleratorType: "v5p", Topology: topo} }
+	grace := 10 * time.Minute
+	cases := []struct {
+		name    string
+		f       poolFacts
+		want    []poolVerb
+		due     []time.Time
+		noReuse bool
+	}{
+		{"owned pools stay, whatever their state",
+			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour), v5p("b", "2x2x1", lifecycle.PoolProvisioning, time.Minute)},
+				owner: map[string]string{"a": "j1", "b": "j2"}},
+			[]poolVerb{poolOwned, poolOwned}, nil, false},
+		{"an idle ready pool nobody waits for is deleted",
+			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}},
+			[]poolVerb{poolDelete}, nil, false},
+		{"one waiting job keeps one pool of its shape, the oldest",
+			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, 2*time.Hour), v5p("b", "2x2x1", lifecycle.PoolReady, time.Hour)},
+				demand: map[queue.Pool]int{shape("2x2x1"): 1}},
+			[]poolVerb{poolKept, poolDelete}, nil, false},
+		{"a waiting job of another shape keeps nothing",
+			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}, demand: map[queue.Pool]int{shape("2x2x4"): 3}},
+			[]poolVerb{poolDelete}, nil, false},
+		{"a young pool still being created is kept until its grace ends",
+			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolProvisioning, time.Minute)}},
+			[]poolVerb{poolKept}, []time.Time{t0.Add(grace - time.Minute)}, false},
+		{"an old one nobody waits for is deleted",
+			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolProvisioning, time.Hour)}},
+			[]poolVerb{poolDelete}, nil, false},
+		{"an old one still being created is kept for a waiting job",
+			poolFacts{pools: []Pool{v5p("a", "2x2x4", lifecycle.PoolProvisioning, time.Hour)}, demand: map[queue.Pool]int{shape("2x2x4"): 1}},
+			[]poolVerb{poolKept}, nil, false},
+		{"a pool being deleted is left alone and keeps nothing's turn",
+			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolDeleting, time.Hour), v5p("b", "2x2x1", lifecycle.PoolReady, time.Minute)},
+				demand: map[queue.Pool]int{shape("2x2x1"): 1}},
+			[]poolVerb{poolDeleting, poolKept}, nil, false},
+		{"a failed pool is deleted even when wanted",
+			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolFailed, time.Minute)}, demand: map[queue.Pool]int{shape("2x2x1"): 1}},
+			[]poolVerb{poolDelete}, nil, false},
+		{"without reuse every idle ready pool is deleted",
+			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}, demand: map[queue.Pool]int{shape("2x2x1"): 1}},
+			[]poolVerb{poolDelete}, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.f.now, tc.f.grace, tc.f.noReuse = t0, grace, tc.noReuse
+			before := fmt.Sprint(tc.f.demand)
+			got := planPools(tc.f)
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d decisions, want %d", len(got), len(tc.want))
+			}
+			for i, d := range got {
+				var due time.Time
+				if i < len(tc.due) {
+					due = tc.due[i]
+				}
+				if d.verb != tc.want[i] || !d.deadline.Equal(due) || d.pool.Name != tc.f.pools[i].Name {
+					t.Errorf("pool %s: %d until %v, want %d until %v", d.pool.Name, d.verb, d.deadline, tc.want[i], due)
+				}
+			}
+			if fmt.Sprint(tc.f.demand) != before {
+				t.Errorf("demand changed: %v, was %v", tc.f.demand, before)
+			}
+		})
+	}
+}
