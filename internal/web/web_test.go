@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -418,11 +419,17 @@ func TestClustersPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := clusters.ReportClusterProbes(ctx, &falconv1.ReportClusterProbesRequest{Items: []*falconv1.ClusterProbe{
+		{Cluster: "tpu-east", Reachable: true, QueueDepth: proto.Int32(3), RunningCount: proto.Int32(0), ProbedAt: timestamp(now)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	code, body := get(t, base, "/ui/clusters", nil)
 	if code != http.StatusOK {
 		t.Fatalf("%d:\n%s", code, body)
 	}
 	for what, want := range map[string]string{
+		"the last probe":        "reachable</span> · 3 workloads waiting · 0 running",
 		"the reservation left":  "<b>12</b> of 16 nodes free",
 		"the pool's owner":      `<td class="mono">` + jobs[0].GetId() + `</td>`,
 		"the idle pool's time":  `<td class="mono">idle</td><td>7m</td>`,
