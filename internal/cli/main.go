@@ -82,6 +82,9 @@ func message(err error) string {
 
 func printError(ios *iostreams.IOStreams, f *factory.Factory, cmd *cobra.Command, err error, code int, kind string, usage bool) {
 	msg := message(err)
+	if kind == codes.InvalidArgument.String() && cmd != nil {
+		msg = factory.NameFlags(cmd, msg)
+	}
 	if kind == codes.Unauthenticated.String() && !strings.Contains(msg, "falcon auth login") && f.Server != nil {
 		// The server refused the token (it verifies every one, whatever
 		// the CLI checked): say how to get a new one.

@@ -98,7 +98,7 @@ func TestExitCodes(t *testing.T) {
 		{"missing argument", url, []string{"exp", "get"}, errdefs.ExitInvalid, "Error: accepts 1 arg(s), received 0\n"},
 		{"unknown command", url, []string{"bogus"}, errdefs.ExitInvalid, `Error: unknown command "bogus" for "falcon"`},
 		{"unknown subcommand", url, []string{"exp", "lsit"}, errdefs.ExitInvalid, `unknown command "lsit" for "falcon exp"; did you mean list`},
-		{"bad output format", url, []string{"exp", "list", "-o", "xml"}, errdefs.ExitInvalid, `invalid argument "xml" for "-o, --output" flag: must be one of table, json, yaml`},
+		{"bad output format", url, []string{"exp", "list", "-o", "xml"}, errdefs.ExitInvalid, `invalid argument "xml" for "-o, --output" flag: must be one of table, wide, json, yaml, md, name`},
 		{"bad duration", url, []string{"exp", "wait", "x", "--timeout", "soon"}, errdefs.ExitInvalid, `invalid argument "soon" for "--timeout"`},
 		{"bad --leader-elect", down, []string{"controller", "--leader-elect", "sometimes"}, errdefs.ExitInvalid, `Error: --leader-elect: "sometimes" is not supported; allowed: auto, lease, mysql, off`},
 		{"mysql election without a DSN", down, []string{"controller", "--leader-elect", "mysql", "--leader-elect-dsn", ""}, errdefs.ExitInvalid, "Error: --leader-elect-dsn: is required with --leader-elect mysql"},
@@ -175,12 +175,12 @@ func TestDefaultOutputFollowsTheTerminal(t *testing.T) {
 		t.Errorf("list JSON lacks next_page_token: %v", list)
 	}
 	tty := invoke(t, url, true, "exp", "list")
-	if !strings.HasPrefix(tty.stdout, "ID ") {
-		t.Errorf("terminal stdout = %q, want a table", tty.stdout)
+	if !strings.HasPrefix(tty.stdout, "ID ") || !strings.Contains(tty.stdout, "\x1b[34mRunning\x1b[0m") {
+		t.Errorf("terminal stdout = %q, want a table with the status coloured", tty.stdout)
 	}
 	forced := invoke(t, url, false, "exp", "list", "-o", "table")
-	if forced.stdout != tty.stdout {
-		t.Errorf("-o table = %q, want the table", forced.stdout)
+	if want := strings.NewReplacer("\x1b[34m", "", "\x1b[0m", "").Replace(tty.stdout); forced.stdout != want {
+		t.Errorf("-o table = %q, want the table without colour %q", forced.stdout, want)
 	}
 	yaml := invoke(t, url, true, "exp", "get", "exp-q7odgo8q9x", "--output", "YAML")
 	if !strings.Contains(yaml.stdout, "exp_type: benchmark\n") {

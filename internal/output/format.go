@@ -15,10 +15,26 @@ const (
 	// Markdown renders tables as Markdown, for pasting into a review or
 	// an issue; views without a table print as they do for table.
 	Markdown Format = "md"
+	// Wide is table with the columns that do not fit a narrow terminal,
+	// above all each row's Message (why a job waits or failed).
+	Wide Format = "wide"
+	// Name prints only what identifies each resource printed, one per
+	// line (an experiment's or job's ID, a cluster's name), for xargs and
+	// shell loops.
+	Name Format = "name"
 )
 
 // Formats lists the accepted formats in the order help text shows them.
-var Formats = []Format{Table, JSON, YAML, Markdown}
+var Formats = []Format{Table, Wide, JSON, YAML, Markdown, Name}
+
+// FormatNames are the accepted formats' names, for completion and help.
+func FormatNames() []string {
+	names := make([]string, len(Formats))
+	for i, f := range Formats {
+		names[i] = string(f)
+	}
+	return names
+}
 
 // ParseFormat accepts a format name case-insensitively.
 func ParseFormat(s string) (Format, error) {
@@ -30,13 +46,7 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("unknown output format %q; allowed: %s", s, formatNames())
 }
 
-func formatNames() string {
-	names := make([]string, len(Formats))
-	for i, f := range Formats {
-		names[i] = string(f)
-	}
-	return strings.Join(names, ", ")
-}
+func formatNames() string { return strings.Join(FormatNames(), ", ") }
 
 // FormatFlag is a pflag.Value for -o/--output. Its zero value means the user
 // chose nothing, so the caller can pick a default that depends on the

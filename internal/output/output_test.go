@@ -35,7 +35,7 @@ func TestParseFormat(t *testing.T) {
 	}
 	var ff FormatFlag
 	err := ff.Set("xml")
-	if err == nil || err.Error() != "must be one of table, json, yaml, md" {
+	if err == nil || err.Error() != "must be one of table, wide, json, yaml, md, name" {
 		t.Errorf("Set(xml) = %v, want the allowed values", err)
 	}
 	if err := ff.Set("yaml"); err != nil || ff.Value != YAML {

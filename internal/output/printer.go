@@ -28,6 +28,10 @@ type View struct {
 	Now time.Time
 	// Markdown asks for tables in Markdown (-o md).
 	Markdown bool
+	// Wide asks for the columns a narrow table leaves out (-o wide).
+	Wide bool
+	// Color: statuses may be coloured (a terminal, or --color=always).
+	Color bool
 }
 
 // TableFunc renders the human (table) form of a message.
@@ -40,6 +44,10 @@ type Printer struct {
 	Format Format
 	// Now defaults to time.Now; tests fix it so ages are stable.
 	Now func() time.Time
+	// JQ, when set, filters every JSON document printed (--jq).
+	JQ *Query
+	// Color lets table views colour statuses.
+	Color bool
 }
 
 // New returns a Printer. A nil now means time.Now.
@@ -63,8 +71,7 @@ func (p *Printer) Print(msg proto.Message, table TableFunc) error {
 		if err != nil {
 			return err
 		}
-		_, err = p.Out.Write(b)
-		return err
+		return p.WriteJSON(p.Out, b)
 	case YAML:
 		b, err := MarshalYAML(msg)
 		if err != nil {
@@ -72,9 +79,22 @@ func (p *Printer) Print(msg proto.Message, table TableFunc) error {
 		}
 		_, err = p.Out.Write(b)
 		return err
+	case Name:
+		return WriteNames(p.Out, msg)
 	default:
 		return table(p.view())
 	}
+}
+
+// WriteJSON writes one JSON document a command prints to w, through --jq
+// when one was given. Commands that stream documents (events, logs, get
+// -w) call it for each.
+func (p *Printer) WriteJSON(w io.Writer, doc []byte) error {
+	if p.JQ != nil {
+		return p.JQ.Apply(w, doc)
+	}
+	_, err := w.Write(doc)
+	return err
 }
 
 // PrintItem prints one element of a stream (log lines): JSON as one compact
@@ -88,8 +108,9 @@ func (p *Printer) PrintItem(msg proto.Message, text TableFunc) error {
 		if err != nil {
 			return err
 		}
-		_, err = p.Out.Write(append(b, '\n'))
-		return err
+		return p.WriteJSON(p.Out, append(b, '\n'))
+	case Name:
+		return WriteNames(p.Out, msg)
 	case YAML:
 		b, err := MarshalYAML(msg)
 		if err != nil {
@@ -106,7 +127,7 @@ func (p *Printer) PrintItem(msg proto.Message, text TableFunc) error {
 }
 
 func (p *Printer) view() View {
-	return View{Out: p.Out, Notes: p.Notes, Now: p.Now(), Markdown: p.Format == Markdown}
+	return View{Out: p.Out, Notes: p.Notes, Now: p.Now(), Markdown: p.Format == Markdown, Wide: p.Format == Wide, Color: p.Color}
 }
 
 // MarshalJSON returns msg as indented JSON with a trailing newline.

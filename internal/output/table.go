@@ -18,22 +18,53 @@ type Column[T any] struct {
 }
 
 // WriteTable writes rows under the columns' headers, aligned. Cells are made
-// single-line and empty cells shown as "-" so columns stay readable.
+// single-line and empty cells shown as "-" so columns stay readable. A cell
+// may hold colour (View.Status): alignment counts only what a terminal
+// shows.
 func WriteTable[T any](w io.Writer, cols []Column[T], rows []T) error {
-	tw := newTabWriter(w)
+	cells := make([][]string, 0, len(rows)+1)
 	headers := make([]string, len(cols))
 	for i, c := range cols {
 		headers[i] = c.Header
 	}
-	fmt.Fprintln(tw, strings.Join(headers, "\t"))
+	cells = append(cells, headers)
 	for _, r := range rows {
-		cells := make([]string, len(cols))
+		line := make([]string, len(cols))
 		for i, c := range cols {
-			cells[i] = Cell(c.Value(r))
+			line[i] = Cell(c.Value(r))
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		cells = append(cells, line)
 	}
-	return tw.Flush()
+	return writeAligned(w, cells)
+}
+
+// writeAligned pads every cell but a line's last to its column's width
+// plus two spaces, as text/tabwriter would if it could see through colour.
+func writeAligned(w io.Writer, lines [][]string) error {
+	var widths []int
+	for _, l := range lines {
+		for i, c := range l {
+			if i == len(l)-1 {
+				break
+			}
+			for len(widths) <= i {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], visibleWidth(c))
+		}
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		for i, c := range l {
+			b.WriteString(c)
+			if i < len(l)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-visibleWidth(c)+2))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // WriteMarkdown writes a Markdown table. Pipes and newlines in cells are

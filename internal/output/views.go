@@ -16,18 +16,26 @@ import (
 // get and exp wait print an experiment's detail; exp get and job list show
 // jobs) and should show it the same way.
 
-// ExperimentColumns are the columns of `falcon exp list`.
+// ExperimentColumns are the columns of `falcon exp list`; -o wide adds the
+// Message (why it waits: it mirrors its most advanced waiting job's) and
+// the tags.
 func ExperimentColumns(v View) []Column[*falconv1.Experiment] {
-	return []Column[*falconv1.Experiment]{
+	cols := []Column[*falconv1.Experiment]{
 		{"ID", func(e *falconv1.Experiment) string { return e.GetId() }},
 		{"NAME", func(e *falconv1.Experiment) string { return e.GetName() }},
 		{"TYPE", func(e *falconv1.Experiment) string { return e.GetExpType() }},
 		{"CLUSTER", func(e *falconv1.Experiment) string { return e.GetClusterName() }},
-		{"STATUS", func(e *falconv1.Experiment) string { return e.GetStatus() }},
+		{"STATUS", func(e *falconv1.Experiment) string { return v.Status(e.GetStatus()) }},
 		{"REASON", func(e *falconv1.Experiment) string { return e.GetReason() }},
 		{"AGE", func(e *falconv1.Experiment) string { return Age(v.Now, e.GetCreatedAt()) }},
 		{"CREATOR", func(e *falconv1.Experiment) string { return e.GetCreator() }},
 	}
+	if v.Wide {
+		cols = append(cols,
+			Column[*falconv1.Experiment]{"TAGS", func(e *falconv1.Experiment) string { return strings.Join(e.GetTags(), ",") }},
+			Column[*falconv1.Experiment]{"MESSAGE", func(e *falconv1.Experiment) string { return e.GetMessage() }})
+	}
+	return cols
 }
 
 // ExperimentList is the table view of a ListExpsResponse.
@@ -37,18 +45,26 @@ func ExperimentList(resp *falconv1.ListExpsResponse) TableFunc {
 	}
 }
 
-// JobColumns are the columns of `falcon job list`.
+// JobColumns are the columns of `falcon job list`; -o wide adds the node
+// pool and the Message, which says why a job waits (its queue position,
+// what it is provisioning) or why it failed.
 func JobColumns(v View) []Column[*falconv1.Job] {
-	return []Column[*falconv1.Job]{
+	cols := []Column[*falconv1.Job]{
 		{"ID", func(j *falconv1.Job) string { return j.GetId() }},
 		{"EXP", func(j *falconv1.Job) string { return j.GetExpId() }},
 		{"ROLE", func(j *falconv1.Job) string { return j.GetRole() }},
 		{"CLUSTER", func(j *falconv1.Job) string { return j.GetClusterName() }},
-		{"STATUS", func(j *falconv1.Job) string { return j.GetStatus() }},
+		{"STATUS", func(j *falconv1.Job) string { return v.Status(j.GetStatus()) }},
 		{"REASON", func(j *falconv1.Job) string { return j.GetReason() }},
 		{"REPLICA", func(j *falconv1.Job) string { return strconv.Itoa(int(j.GetReplica())) }},
 		{"AGE", func(j *falconv1.Job) string { return Age(v.Now, j.GetCreatedAt()) }},
 	}
+	if v.Wide {
+		cols = append(cols,
+			Column[*falconv1.Job]{"NODE POOL", func(j *falconv1.Job) string { return j.GetNodePool() }},
+			Column[*falconv1.Job]{"MESSAGE", func(j *falconv1.Job) string { return j.GetMessage() }})
+	}
+	return cols
 }
 
 // JobList is the table view of a ListJobsResponse.
@@ -64,7 +80,7 @@ func ClusterColumns(v View) []Column[*falconv1.Cluster] {
 		{"NAME", func(c *falconv1.Cluster) string { return c.GetName() }},
 		{"ID", func(c *falconv1.Cluster) string { return c.GetId() }},
 		{"BACKEND", func(c *falconv1.Cluster) string { return c.GetBackend() }},
-		{"STATUS", func(c *falconv1.Cluster) string { return c.GetStatus() }},
+		{"STATUS", func(c *falconv1.Cluster) string { return v.Status(c.GetStatus()) }},
 		{"ACCELERATORS", func(c *falconv1.Cluster) string { return strings.Join(c.GetAcceleratorTypes(), ",") }},
 		{"NAMESPACE", func(c *falconv1.Cluster) string { return c.GetNamespace() }},
 		{"LOCATION", func(c *falconv1.Cluster) string { return c.GetLocation() }},
@@ -116,7 +132,7 @@ func ExperimentDetail(e *falconv1.Experiment) TableFunc {
 			{"Name", e.GetName()},
 			{"Type", e.GetExpType()},
 			{"Cluster", e.GetClusterName()},
-			{"Status", e.GetStatus()},
+			{"Status", v.Status(e.GetStatus())},
 			{"Reason", e.GetReason()},
 			{"Message", e.GetMessage()},
 			{"Creator", e.GetCreator()},
@@ -143,7 +159,7 @@ func ExperimentDetail(e *falconv1.Experiment) TableFunc {
 		}
 		if jobs := e.GetJobs(); len(jobs) > 0 {
 			fmt.Fprintln(v.Out, "\nJobs:")
-			if err := WriteTable(v.Out, expJobColumns, jobs); err != nil {
+			if err := WriteTable(v.Out, expJobColumns(v), jobs); err != nil {
 				return err
 			}
 		}
@@ -153,13 +169,15 @@ func ExperimentDetail(e *falconv1.Experiment) TableFunc {
 
 // expJobColumns are the jobs of one experiment: no EXP column (it is the
 // experiment shown) but the message, which says why a job waits or failed.
-var expJobColumns = []Column[*falconv1.Job]{
-	{"ID", func(j *falconv1.Job) string { return j.GetId() }},
-	{"ROLE", func(j *falconv1.Job) string { return j.GetRole() }},
-	{"STATUS", func(j *falconv1.Job) string { return j.GetStatus() }},
-	{"REASON", func(j *falconv1.Job) string { return j.GetReason() }},
-	{"MESSAGE", func(j *falconv1.Job) string { return j.GetMessage() }},
-	{"REPLICA", func(j *falconv1.Job) string { return strconv.Itoa(int(j.GetReplica())) }},
+func expJobColumns(v View) []Column[*falconv1.Job] {
+	return []Column[*falconv1.Job]{
+		{"ID", func(j *falconv1.Job) string { return j.GetId() }},
+		{"ROLE", func(j *falconv1.Job) string { return j.GetRole() }},
+		{"STATUS", func(j *falconv1.Job) string { return v.Status(j.GetStatus()) }},
+		{"REASON", func(j *falconv1.Job) string { return j.GetReason() }},
+		{"MESSAGE", func(j *falconv1.Job) string { return j.GetMessage() }},
+		{"REPLICA", func(j *falconv1.Job) string { return strconv.Itoa(int(j.GetReplica())) }},
+	}
 }
 
 func artifactLine(a *falconv1.Artifact) string {
@@ -226,7 +244,7 @@ func JobDetail(j *falconv1.Job) TableFunc {
 			{"Type", j.GetExpType()},
 			{"Cluster", j.GetClusterName()},
 			{"Node pool", j.GetNodePool()},
-			{"Status", j.GetStatus()},
+			{"Status", v.Status(j.GetStatus())},
 			{"Reason", j.GetReason()},
 			{"Message", j.GetMessage()},
 			{"Creator", j.GetCreator()},
@@ -301,7 +319,7 @@ func ClusterDetail(c *falconv1.Cluster) TableFunc {
 			{"Name", c.GetName()},
 			{"ID", c.GetId()},
 			{"Backend", c.GetBackend()},
-			{"Status", c.GetStatus()},
+			{"Status", v.Status(c.GetStatus())},
 			{"Accelerators", acceleratorsLine(c)},
 			{"Namespace", c.GetNamespace()},
 			{"Service account", c.GetServiceAccount()},

@@ -3,6 +3,7 @@ package factory
 import (
 	"time"
 
+	"github.com/falconhq/falcon/internal/cli/contexts"
 	"github.com/falconhq/falcon/internal/cli/credentials"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
@@ -30,12 +31,27 @@ type Factory struct {
 	OutputFormat func() output.Format
 	// Now is the clock for ages in tables and for waiting; nil means time.Now.
 	Now func() time.Time
+	// JQ is the --jq expression, nil when none was given (or unset).
+	JQ func() *output.Query
+	// Color reports whether tables may colour statuses (--color, NO_COLOR,
+	// a terminal); nil means never.
+	Color func() bool
+	// Contexts returns the configuration file of named servers; nil or an
+	// error means there is none to read or write.
+	Contexts func() (*contexts.File, error)
 }
 
 // Printer returns a printer for the user's chosen format, writing to stdout
 // with hints on stderr.
 func (f *Factory) Printer() *output.Printer {
-	return output.New(f.IOStreams.Out, f.IOStreams.ErrOut, f.OutputFormat(), f.Clock())
+	p := output.New(f.IOStreams.Out, f.IOStreams.ErrOut, f.OutputFormat(), f.Clock())
+	if f.JQ != nil {
+		p.JQ = f.JQ()
+	}
+	if f.Color != nil {
+		p.Color = f.Color()
+	}
+	return p
 }
 
 // Env reads the environment through f.Getenv.

@@ -12,6 +12,7 @@ import (
 func AddPageFlags(fl *pflag.FlagSet, limit *int32, token *string, noun string) {
 	fl.Int32VarP(limit, "limit", "L", 0, "Maximum number of "+noun+" (0: the server's default page size)")
 	fl.StringVar(token, "page-token", "", "Continue from a previous page's next_page_token")
+	SetsField(fl, "limit", "page_size")
 }
 
 // CheckLimit refuses a negative --limit, naming the flag.

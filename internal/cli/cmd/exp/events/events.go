@@ -92,7 +92,7 @@ func eventsRun(ctx context.Context, opts *Options) error {
 		}
 	}
 	err = watch.Run(ctx, func(ev *falconv1.ExpEvent) error {
-		if err := Write(w, p.Format, ev); err != nil {
+		if err := WriteEvent(w, p, ev); err != nil {
 			return err
 		}
 		// Followed changes show as they come; history goes out in bulk.
@@ -107,8 +107,21 @@ func eventsRun(ctx context.Context, opts *Options) error {
 	return err
 }
 
+// WriteEvent writes one event in p's format, through p's --jq.
+func WriteEvent(w *bufio.Writer, p *output.Printer, ev *falconv1.ExpEvent) error {
+	if p.Format == output.JSON && p.JQ != nil {
+		b, err := JSON(ev)
+		if err != nil {
+			return err
+		}
+		return p.JQ.Apply(w, b)
+	}
+	return Write(w, p.Format, ev)
+}
+
 // Write writes one event in format: JSON as one object per line, YAML as
-// a document each, text as a line for people.
+// a document each, -o name the ID of what changed, text as a line for
+// people.
 func Write(w *bufio.Writer, format output.Format, ev *falconv1.ExpEvent) error {
 	switch format {
 	case output.JSON:
@@ -120,6 +133,9 @@ func Write(w *bufio.Writer, format output.Format, ev *falconv1.ExpEvent) error {
 			return err
 		}
 		return w.WriteByte('\n')
+	case output.Name:
+		_, err := w.WriteString(ev.GetId() + "\n")
+		return err
 	case output.YAML:
 		b, err := output.MarshalYAML(ev)
 		if err != nil {

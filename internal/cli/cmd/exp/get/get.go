@@ -110,7 +110,9 @@ func print(p *output.Printer, exp *falconv1.Experiment, last []byte) ([]byte, er
 	}
 	switch p.Format {
 	case output.JSON:
-		_, err = p.Out.Write(append(b, '\n'))
+		err = p.WriteJSON(p.Out, append(b, '\n'))
+	case output.Name:
+		err = output.WriteNames(p.Out, exp)
 	case output.YAML:
 		err = p.PrintItem(exp, nil)
 	default:

@@ -68,6 +68,8 @@ JSON output carries it as next_page_token.`,
 	fl.StringVar(&opts.Status, "status", "", "Only experiments with this status (Created, Running, Succeeded, Failed, Aborting, Aborted)")
 	fl.StringVar(&opts.ExpType, "type", "", "Only experiments of this type")
 	fl.StringVar(&opts.Creator, "creator", "", "Only experiments created by this user (their email, as exp get shows it)")
+	factory.SetsField(fl, "cluster", "cluster_name")
+	factory.SetsField(fl, "type", "exp_type")
 	return cmd
 }
 

@@ -137,6 +137,9 @@ func logsRun(ctx context.Context, opts *Options) error {
 		req.Since = timestamppb.New(opts.Since)
 	}
 	p := opts.Printer()
+	if p.Format == output.Name {
+		return output.NoNames()
+	}
 	// A followed stream that breaks (the server restarted, a proxy cut an
 	// idle connection) is opened again after the last line received, by its
 	// resume token, so no line is lost or printed twice; before any line
@@ -232,7 +235,7 @@ func printStream(ctx context.Context, stream *client.LogStream, p *output.Printe
 		switch p.Format {
 		case output.JSON:
 			buf = append(logjson.AppendLine(buf[:0], line), '\n')
-			_, err = w.Write(buf)
+			err = p.WriteJSON(w, buf)
 		case output.YAML:
 			err = buffered.PrintItem(line, nil)
 		default:

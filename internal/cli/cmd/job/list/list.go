@@ -60,6 +60,9 @@ case-insensitively; a job matches any of the statuses given.`,
 	fl.StringSliceVar(&opts.Statuses, "status", nil, "Only jobs with one of these statuses (Pending, Running, Succeeded, Failed, Aborting, Aborted)")
 	fl.StringVar(&opts.Cluster, "cluster", "", "Only jobs on this cluster")
 	factory.AddPageFlags(fl, &opts.Limit, &opts.PageToken, "jobs")
+	factory.SetsField(fl, "cluster", "cluster_name")
+	factory.SetsField(fl, "exp", "exp_id")
+	factory.SetsField(fl, "status", "statuses")
 	return cmd
 }
 
