@@ -116,6 +116,9 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"audit", "list"},
 		{"user", "list"},
 		{"user", "relink", auth.LocalUser().Email, "--sub", auth.LocalUser().UserID}, // already linked: changes nothing
+		{"config", "set-context", "lab-{fmt}", "--server", url},
+		{"config", "use-context", "lab-{fmt}"},
+		{"config", "get-contexts"},
 		{"version"},
 	}
 	covered := map[string]bool{}

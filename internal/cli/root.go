@@ -12,6 +12,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/cmd/audit"
 	authcmd "github.com/falconhq/falcon/internal/cli/cmd/auth"
 	"github.com/falconhq/falcon/internal/cli/cmd/cluster"
+	"github.com/falconhq/falcon/internal/cli/cmd/config"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp"
 	"github.com/falconhq/falcon/internal/cli/cmd/job"
 	"github.com/falconhq/falcon/internal/cli/cmd/report"
@@ -156,11 +157,13 @@ Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 		report.NewCmdReport(f),
 		cluster.NewCmdCluster(f),
 		authcmd.NewCmdAuth(f),
+		config.NewCmdConfig(f),
 		audit.NewCmdAudit(f),
 		user.NewCmdUser(f),
 		version.NewCmdVersion(f, nil),
 	)
 	addServerCommands(root, f)
+	addFallbackExamples(root)
 	markRunErrors(root)
 	return root
 }

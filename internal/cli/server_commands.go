@@ -83,7 +83,9 @@ func newDevCmd() *cobra.Command {
 	var logs logFlags
 	var pools poolFlags
 	cmd := &cobra.Command{
-		Use:   "dev",
+		Use: "dev",
+		Example: `  falcon dev
+  falcon dev --data-dir /tmp/falcon-dev --http-addr 127.0.0.1:7171`,
 		Short: "Run all of Falcon on this machine: API server, controllers and the local cluster",
 		Long: `Run the API server, the controllers and a cluster named "local" in one process,
 on an embedded SQLite database in --data-dir. Jobs run as local process groups;
@@ -182,7 +184,9 @@ func newServerCmd(fac *factory.Factory) *cobra.Command {
 	var secretFile string
 	var check bool
 	cmd := &cobra.Command{
-		Use:   "server",
+		Use: "server",
+		Example: `  falcon server --db-driver mysql --db-dsn "$DSN" --auth cloudflare --cf-team-domain team.cloudflareaccess.com --cf-audience "$AUD"
+  falcon server --check-config --db-driver sqlite --db-dsn /var/lib/falcon/falcon.db`,
 		Short: "Run the API server (gRPC and HTTP gateway)",
 		Long: `Run the API server. Every call must be authenticated:
 
@@ -292,7 +296,9 @@ func newControllerCmd() *cobra.Command {
 	var pools poolFlags
 	var election stack.LeaderConfig
 	cmd := &cobra.Command{
-		Use:   "controller",
+		Use: "controller",
+		Example: `  falcon controller --api-grpc falcon-api:7443 --controller-token-file /var/run/falcon/token
+  falcon controller --local-cluster --insecure --api-grpc 127.0.0.1:7443`,
 		Short: "Run the controllers (expController and resource manager) against an API server",
 		Long: `Run the expController and the resource manager against an API server.
 
@@ -407,7 +413,9 @@ func (p *poolFlags) config() (stack.GKEConfig, error) {
 func newMigrateCmd(f *factory.Factory) *cobra.Command {
 	var driver, dsn string
 	cmd := &cobra.Command{
-		Use:   "migrate",
+		Use: "migrate",
+		Example: `  falcon migrate --db-driver mysql --db-dsn "$DSN"
+  falcon migrate --db-driver sqlite --db-dsn ./falcon.db -o json`,
 		Short: "Apply database migrations",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

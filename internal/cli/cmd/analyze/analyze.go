@@ -35,7 +35,10 @@ type Options struct {
 // NewCmdAnalyze returns `falcon analyze` with its kinds.
 func NewCmdAnalyze(f *factory.Factory) *cobra.Command {
 	cmd := factory.Group(&cobra.Command{
-		Use:   "analyze <command>",
+		Use: "analyze <command>",
+		Example: `  falcon analyze profile exp-q7odgo8q9x
+  falcon analyze compare exp-baseline0 exp-candidate -o json | jq .summary
+  falcon analyze accuracy exp-q7odgo8q9x exp-2222222222 --rtol 1e-3`,
 		Short: "Analyse experiments' artifacts next to the data (accuracy, profiles)",
 		Long: `Queue an analysis of experiments' artifacts. The analysis controller (in
 falcon controller and falcon dev) reads them from their storage, so a large

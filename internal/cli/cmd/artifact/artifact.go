@@ -12,7 +12,10 @@ import (
 // NewCmdArtifact returns `falcon artifact` with its verbs.
 func NewCmdArtifact(f *factory.Factory) *cobra.Command {
 	cmd := factory.Group(&cobra.Command{
-		Use:     "artifact <command>",
+		Use: "artifact <command>",
+		Example: `  falcon artifact ls exp-q7odgo8q9x
+  falcon artifact get exp-q7odgo8q9x --to ./results
+  falcon artifact cat exp-q7odgo8q9x metrics.jsonl | tail -1`,
 		Aliases: []string{"artifacts", "art"},
 		Short:   "List, read and download the files an experiment's job wrote",
 	})

@@ -10,7 +10,9 @@ import (
 // NewCmdAudit returns `falcon audit` with its verbs.
 func NewCmdAudit(f *factory.Factory) *cobra.Command {
 	cmd := factory.Group(&cobra.Command{
-		Use:   "audit <command>",
+		Use: "audit <command>",
+		Example: `  falcon audit list --exp exp-q7odgo8q9x
+  falcon audit list --method AbortExp -o json --jq '.items[].actor'`,
 		Short: "Read the audit log (admins)",
 	})
 	cmd.AddCommand(list.NewCmdList(f, nil))

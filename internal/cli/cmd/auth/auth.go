@@ -13,7 +13,9 @@ import (
 // NewCmdAuth returns `falcon auth` with its verbs.
 func NewCmdAuth(f *factory.Factory) *cobra.Command {
 	cmd := factory.Group(&cobra.Command{
-		Use:   "auth <command>",
+		Use: "auth <command>",
+		Example: `  falcon auth login --server https://falcon.example.com
+  falcon auth status`,
 		Short: "Log in to a Falcon server and manage the cached token",
 		Long: `Log in to a Falcon server behind Cloudflare Access and manage the token the
 CLI sends. falcon dev needs no login. Set FALCON_TOKEN to use a token

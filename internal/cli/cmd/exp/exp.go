@@ -24,7 +24,10 @@ import (
 // NewCmdExp returns `falcon exp` with its verbs.
 func NewCmdExp(f *factory.Factory) *cobra.Command {
 	cmd := factory.Group(&cobra.Command{
-		Use:     "exp <command>",
+		Use: "exp <command>",
+		Example: `  falcon exp create -f examples/hello.yaml --generate-name
+  falcon exp list -o wide
+  falcon exp wait my-run --timeout 8h`,
 		Aliases: []string{"experiment", "experiments", "exps"},
 		Short:   "Create, inspect, follow and stop experiments",
 	})

@@ -11,7 +11,9 @@ import (
 // NewCmdJob returns `falcon job` with its verbs.
 func NewCmdJob(f *factory.Factory) *cobra.Command {
 	cmd := factory.Group(&cobra.Command{
-		Use:     "job <command>",
+		Use: "job <command>",
+		Example: `  falcon job list --status pending -o wide
+  falcon job get job-ki5t2jegpi`,
 		Aliases: []string{"jobs"},
 		Short:   "Inspect the jobs of experiments",
 	})

@@ -17,7 +17,9 @@ import (
 // NewCmdReport returns `falcon report` with ls and cat.
 func NewCmdReport(f *factory.Factory) *cobra.Command {
 	cmd := factory.Group(&cobra.Command{
-		Use:   "report <command>",
+		Use: "report <command>",
+		Example: `  falcon report ls exp-q7odgo8q9x
+  falcon report cat exp-q7odgo8q9x ana-0123456789`,
 		Short: "List an experiment's analyses and read their reports",
 	})
 	cmd.AddCommand(newLs(f), newCat(f))
@@ -26,7 +28,9 @@ func NewCmdReport(f *factory.Factory) *cobra.Command {
 
 func newLs(f *factory.Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "ls EXP",
+		Use: "ls EXP",
+		Example: `  falcon report ls exp-q7odgo8q9x
+  falcon report ls exp-q7odgo8q9x --jq '.items[0].id'`,
 		Short: "List the analyses of an experiment, newest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -60,7 +64,9 @@ func newLs(f *factory.Factory) *cobra.Command {
 func newCat(f *factory.Factory) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "cat EXP REPORT [--format md|json]",
+		Use: "cat EXP REPORT [--format md|json]",
+		Example: `  falcon report cat exp-q7odgo8q9x ana-0123456789
+  falcon report cat exp-q7odgo8q9x ana-0123456789 --format json | jq .summary`,
 		Short: "Print an analysis' report",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -14,6 +14,8 @@ func NewCmdUser(f *factory.Factory) *cobra.Command {
 		Use:     "user <command>",
 		Aliases: []string{"users"},
 		Short:   "List users and relink recreated identities (admins)",
+		Example: `  falcon user list
+  falcon user relink alice@example.com --sub 0b7a-new-subject`,
 	})
 	cmd.AddCommand(list.NewCmdList(f, nil), relink.NewCmdRelink(f, nil))
 	return cmd

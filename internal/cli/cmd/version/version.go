@@ -59,7 +59,9 @@ type Options struct {
 func NewCmdVersion(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, Printer: f.Printer, Info: Current}
 	return &cobra.Command{
-		Use:   "version",
+		Use: "version",
+		Example: `  falcon version
+  falcon version -o json --jq .version`,
 		Short: "Print the CLI's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

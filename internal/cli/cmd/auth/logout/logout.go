@@ -23,7 +23,9 @@ type Options struct {
 func NewCmdLogout(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, Server: f.Server, Credentials: f.Credentials, Getenv: f.Env}
 	return &cobra.Command{
-		Use:   "logout",
+		Use: "logout",
+		Example: `  falcon auth logout
+  falcon auth logout --server https://falcon.example.com`,
 		Short: "Forget the cached login for a server",
 		Long: `Remove the token for --server from the credentials file. Logging out of a
 server you are not logged in to is not an error.`,

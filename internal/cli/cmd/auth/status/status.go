@@ -32,7 +32,9 @@ type Options struct {
 func NewCmdStatus(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{Server: f.Server, Credentials: f.Credentials, Getenv: f.Env, Printer: f.Printer, Now: f.Clock(), Client: f.Client}
 	cmd := &cobra.Command{
-		Use:   "status",
+		Use: "status",
+		Example: `  falcon auth status
+  falcon auth status -o json --jq .user`,
 		Short: "Show whom the CLI is logged in as",
 		Long: `Show the login the CLI would use for --server: the user, when the token
 expires, and where it comes from (FALCON_TOKEN or the credentials file).

@@ -27,7 +27,9 @@ type Options struct {
 func NewCmdDelete(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, Client: f.Client, Printer: f.Printer}
 	cmd := &cobra.Command{
-		Use:     "delete ID",
+		Use: "delete ID",
+		Example: `  falcon exp delete exp-q7odgo8q9x --yes
+  falcon exp delete my-old-run`,
 		Aliases: []string{"rm"},
 		Short:   "Delete an experiment",
 		Long: `Delete an experiment.

@@ -25,7 +25,9 @@ type Options struct {
 func NewCmdGet(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, Client: f.Client, Printer: f.Printer}
 	return &cobra.Command{
-		Use:     "get ID",
+		Use: "get ID",
+		Example: `  falcon job get job-ki5t2jegpi
+  falcon job get job-ki5t2jegpi --jq .message`,
 		Aliases: []string{"show", "describe"},
 		Short:   "Show a job",
 		Args:    cobra.ExactArgs(1),

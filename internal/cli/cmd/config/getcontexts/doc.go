@@ -1,0 +1,3 @@
+// Package getcontexts implements `falcon config get-contexts`: every named
+// server, and which is current.
+package getcontexts

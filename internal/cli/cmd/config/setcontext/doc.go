@@ -1,0 +1,3 @@
+// Package setcontext implements `falcon config set-context`: add a named
+// server or change the server of one.
+package setcontext
