@@ -20,6 +20,9 @@ const (
 	// it found and links to where the scan stopped, so a rare name never
 	// makes a page read all 10^5 experiments.
 	scanBudget = 2000
+	// scanPage is the server page a scan reads: a few large pages cost
+	// less than many small ones, and the Next link resumes inside one.
+	scanPage = 250
 )
 
 // listFilter is the experiment list's query: what ListExps filters on the
@@ -148,6 +151,7 @@ func (h *Handler) listPage(w http.ResponseWriter, r *http.Request) {
 // and how many of its matches were shown.
 func (h *Handler) scan(ctx context.Context, f listFilter, req *falconv1.ListExpsRequest, v *listView) error {
 	token, skip := f.Page, f.Skip
+	req.PageSize = scanPage
 	for {
 		req.PageToken = token
 		resp, err := h.exps.ListExps(ctx, req)

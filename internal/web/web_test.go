@@ -668,3 +668,40 @@ func TestAssetsAreSmallAndStayPut(t *testing.T) {
 }
 
 func timestamp(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
+
+// A name found nowhere in the newest 2,000 experiments does not make one
+// page read them all: the page says where it stopped and the next goes on.
+func TestListScanStopsAtItsBudget(t *testing.T) {
+	a := start(t)
+	base := "http://" + a.HTTPAddr
+	var exps []*store.Experiment
+	for i := range 2600 {
+		name := fmt.Sprintf("hay-%04d", i)
+		if i == 0 || i == 700 {
+			name = fmt.Sprintf("needle-%04d", i)
+		}
+		exps = append(exps, &store.Experiment{Name: name, ExpType: "training"})
+	}
+	byName := seed(t, a, exps...)
+	code, body := get(t, base, "/ui/?name=needle&limit=5", nil)
+	if code != http.StatusOK {
+		t.Fatalf("%d", code)
+	}
+	// needle-0700 is 1,900th newest, inside the budget; needle-0000 is not.
+	if diff := cmp.Diff([]string{byName["needle-0700"]}, rows(body)); diff != "" {
+		t.Errorf("first page (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(body, "Read 2000 experiments") {
+		t.Errorf("the page does not say that it stopped after 2,000:\n%s", body)
+	}
+	code, body = get(t, base, nextLink(body), nil)
+	if code != http.StatusOK {
+		t.Fatalf("%d", code)
+	}
+	if diff := cmp.Diff([]string{byName["needle-0000"]}, rows(body)); diff != "" {
+		t.Errorf("second page (-want +got):\n%s", diff)
+	}
+	if nextLink(body) != "" {
+		t.Error("the list's end links to another page")
+	}
+}
