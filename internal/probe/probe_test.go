@@ -46,7 +46,9 @@ func xpkCluster(t *testing.T, name string, rows map[string]xpktest.Row, env ...s
 // its own kubeconfig.
 type perCluster map[string]xpk.Credentials
 
-func (p perCluster) Env(ctx context.Context, c xpk.Cluster) ([]string, error) { return p[c.Name].Env(ctx, c) }
+func (p perCluster) Env(ctx context.Context, c xpk.Cluster) ([]string, error) {
+	return p[c.Name].Env(ctx, c)
+}
 
 func row(status, running, message string) xpktest.Row {
 	return xpktest.Row{Created: "2026-12-01T09:00:00Z", Priority: "medium", Needed: "4", Running: running, Status: status, Message: message, StatusTime: "2026-12-01T09:00:05Z"}
@@ -193,7 +195,9 @@ func TestClusterProberKube(t *testing.T) {
 		}
 		defer syscall.Kill(pid, syscall.SIGCONT)
 		// A new client: the old one's connection is already open.
-		stopped := probe.New(probe.WithKube(func(context.Context, *falconv1.Cluster) (*rest.Config, string, error) { return kc.RESTConfig(), "default", nil }),
+		stopped := probe.New(probe.WithKube(func(context.Context, *falconv1.Cluster) (*rest.Config, string, error) {
+			return kc.RESTConfig(), "default", nil
+		}),
 			probe.WithClock(func() time.Time { return probedAt }))
 		start := time.Now()
 		r := stopped.ProbeOne(ctx, cl)

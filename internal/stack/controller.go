@@ -18,6 +18,8 @@ import (
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/leader"
+	"github.com/falconhq/falcon/internal/probe"
+	"github.com/falconhq/falcon/internal/provider/gke"
 	"github.com/falconhq/falcon/internal/provider/local"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 )
@@ -78,6 +80,8 @@ var _ loop = (*expctl.Controller)(nil)
 var _ loop = (*resourcemanager.Manager)(nil)
 
 var _ loop = (*anactl.Controller)(nil)
+
+var _ loop = (*probe.Loop)(nil)
 
 // Controller runs the expController and the resource manager against an API
 // server until ctx is done, while cfg.Elector says this replica leads.
@@ -217,7 +221,12 @@ func (t *controllerTerm) lead(stop, held context.Context) error {
 	defer t.obs.mgr.Store(nil)
 	ec := expctl.New(t.conn, expctl.WithLogger(log), expctl.WithInterval(cfg.Interval))
 	ac := anactl.New(t.conn, anactl.WithLogger(log), anactl.WithInterval(cfg.Interval))
-	loops := []loop{mgr, ec, ac}
+	connect := cfg.GKE.Connect
+	if connect == nil {
+		connect = gke.ApplicationDefault
+	}
+	pl := probe.NewLoop(t.conn, newProber(kubeConfigs(connect)), xpkCredentials(), 0, log)
+	loops := []loop{mgr, ec, ac, pl}
 
 	failed := make(chan error, len(loops))
 	var running sync.WaitGroup

@@ -151,7 +151,8 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 	srv := apiserver.New(st, append([]apiserver.Option{apiserver.WithLogger(log),
 		apiserver.WithAuthenticator(authn), apiserver.WithControllerSecret(controllers),
 		apiserver.WithAdmins(auth.NewAdmins(cfg.Admins...)),
-		apiserver.WithArtifactRoot(root), apiserver.WithKubeClients(kubeClients(kc)), apiserver.WithKubeConfigs(kc), apiserver.WithLogDir(cfg.LogDir)}, extra...)...)
+		apiserver.WithArtifactRoot(root), apiserver.WithKubeClients(kubeClients(kc)), apiserver.WithKubeConfigs(kc), apiserver.WithLogDir(cfg.LogDir),
+		apiserver.WithClusterProber(newProber(kc))}, extra...)...)
 	if cfg.Auth == AuthNone {
 		log.Warn("authentication is off: every call is attributed to the user running the server", "user", auth.LocalUser().Email)
 	}

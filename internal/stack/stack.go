@@ -31,12 +31,15 @@ import (
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/metrics"
+	"github.com/falconhq/falcon/internal/probe"
 	"github.com/falconhq/falcon/internal/provider/gke"
 	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/provider/local"
+	xpkprovider "github.com/falconhq/falcon/internal/provider/xpk"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/store/sqlstore"
+	"github.com/falconhq/falcon/internal/xpk"
 )
 
 // Default addresses of `falcon dev`; the CLI's default --server matches.
@@ -168,7 +171,8 @@ func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, i
 	opts := []resourcemanager.Option{resourcemanager.WithLogger(log), resourcemanager.WithInterval(interval), resourcemanager.WithMetrics(rm),
 		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)),
 		resourcemanager.WithBackend(kube.BackendName, kb),
-		resourcemanager.WithBackend(gke.BackendName, gb)}
+		resourcemanager.WithBackend(gke.BackendName, gb),
+		resourcemanager.WithBackend(xpkprovider.BackendName, xpkprovider.New(xpk.New(), xpkCredentials(), xpkprovider.WithLogger(log)))}
 	if gc.PoolTiming != nil {
 		opts = append(opts, resourcemanager.WithPoolTiming(*gc.PoolTiming))
 	}
@@ -248,11 +252,12 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 		return err
 	}
 	kc := kubeConfigs(devConnect(cfg.GKE))
-	srv := apiserver.New(st, apiserver.WithControllerSecret(controllers),
+	prober := newProber(kc)
+	srv := apiserver.New(st, apiserver.WithControllerSecret(controllers), apiserver.WithClusterProber(prober),
 		apiserver.WithFeed(feed), apiserver.WithLogger(log),
 		apiserver.WithArtifactRoot(root), apiserver.WithLogDir(filepath.Join(dataDir, "logs")),
 		apiserver.WithKubeClients(kubeClients(kc)), apiserver.WithKubeConfigs(kc),
-		apiserver.WithLocalExec(exec),
+		apiserver.WithLocalExec(exec), apiserver.WithReplicaPoll(0), // alone on its data dir
 		apiserver.WithMetrics(obs.reg), apiserver.WithMaxTTL(cfg.MaxTTL),
 		apiserver.WithHTTPHandler("/metrics", obs.handler()), apiserver.WithHTTPHandler("/readyz", obs.handler()),
 		pprofHandler(cfg.Pprof))
@@ -285,6 +290,7 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	g.Go(func() error { return mgr.Run(gctx) })
 	g.Go(func() error { return ec.Run(gctx) })
 	g.Go(func() error { return ac.Run(gctx) })
+	g.Go(func() error { return probe.NewLoop(conn, prober, xpkCredentials(), 0, log).Run(gctx) })
 	g.Go(func() error {
 		err := running.Wait()
 		cancel()

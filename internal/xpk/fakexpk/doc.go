@@ -24,6 +24,7 @@
 //     seed with any status.
 //
 // FAKEXPK_DELAY (a Go duration) delays every command, FAKEXPK_FAIL
-// ("code:message") makes it print message on stderr and exit with code, and
+// ("code:message") makes it print message on stderr and exit with code
+// (only the subcommand FAKEXPK_FAIL_ON names, when set), and
 // FAKEXPK_LIST_OUTPUT replaces the table of workload list verbatim.
 package main

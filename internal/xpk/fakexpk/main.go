@@ -72,7 +72,7 @@ func xpkPrint(w io.Writer, format string, args ...any) { fmt.Fprintf(w, "[XPK] "
 
 func do(verb string, o parsed, stdout, stderr io.Writer) int {
 	xpkPrint(stdout, "Starting xpk v0.14.3")
-	if f := os.Getenv("FAKEXPK_FAIL"); f != "" {
+	if f, on := os.Getenv("FAKEXPK_FAIL"), os.Getenv("FAKEXPK_FAIL_ON"); f != "" && (on == "" || on == verb) {
 		code, msg, _ := strings.Cut(f, ":")
 		n, err := strconv.Atoi(code)
 		if err != nil || n == 0 {
