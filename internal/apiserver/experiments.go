@@ -109,7 +109,7 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 		if id, err := s.store.ExpNameTaken(ctx, exp.Name); err != nil {
 			return nil, err
 		} else if id != "" {
-			return nil, store.NameTakenError(exp.Name)
+			return nil, store.NameTakenError(exp.Name, id)
 		}
 		return validated(assemble(exp, jobs, nil)), nil
 	}
@@ -222,10 +222,15 @@ func (s *Server) ListExps(ctx context.Context, req *falconv1.ListExpsRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	name, prefix := strings.CutSuffix(req.GetName(), "*")
+	if strings.Contains(name, "*") {
+		return nil, errdefs.Invalid("name", "%q: only a trailing * is allowed (a name prefix, as in my-run*)", req.GetName())
+	}
 	items, next, err := s.store.ListExps(ctx, store.ExpFilter{
 		Page:        store.Page{Size: size, Token: req.GetPageToken()},
 		ClusterName: req.GetClusterName(), Status: status,
 		ExpType: req.GetExpType(), Creator: req.GetCreator(),
+		Name: name, NamePrefix: prefix, Tags: req.GetTags(),
 	})
 	if err != nil {
 		return nil, err

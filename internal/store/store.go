@@ -364,6 +364,11 @@ type ExpFilter struct {
 	Status      lifecycle.Status
 	ExpType     string
 	Creator     string
+	// Name is an exact name, or a prefix when NamePrefix is set.
+	Name       string
+	NamePrefix bool
+	// Tags: only experiments carrying every one.
+	Tags []string
 }
 
 // JobFilter selects jobs; empty fields match everything. Oldest first, so a
@@ -515,6 +520,11 @@ type Store interface {
 	// ListEvents returns an experiment's events after f.AfterSeq, oldest
 	// first; an unknown experiment has none.
 	ListEvents(ctx context.Context, f EventFilter) ([]Event, error)
+	// OtherWrites lists the events other Store instances on the same
+	// database (other server replicas) wrote at or after since, oldest
+	// first, at most limit: how a server learns of the changes it did not
+	// make.
+	OtherWrites(ctx context.Context, since time.Time, limit int) ([]EventRef, error)
 
 	// AppendAudit records one mutating call. A zero At means now.
 	AppendAudit(ctx context.Context, e AuditEntry) error
@@ -523,8 +533,13 @@ type Store interface {
 	Close() error
 }
 
-// NameTakenError is the error for a second experiment with a name:
-// AlreadyExists, naming the field and what to do about it.
-func NameTakenError(name string) error {
-	return errdefs.AlreadyExists("name: %q is already used by another experiment; names are unique, so pick another (e.g. add a run number)", name)
+// NameTakenError is the error for a second experiment with a name: it
+// names the experiment holding it (holder; "" when it could not be read),
+// so the user can look at it or pick another name.
+func NameTakenError(name, holder string) error {
+	by := "another experiment"
+	if holder != "" {
+		by = "experiment " + holder
+	}
+	return errdefs.AlreadyExists("name: %q is already used by %s; names are unique, so pick another (e.g. add a run number) or let falcon exp create --generate-name add a suffix", name, by)
 }

@@ -2367,13 +2367,18 @@ func (x *GetExpRequest) GetId() string {
 }
 
 type ListExpsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PageSize      int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	ClusterName   string                 `protobuf:"bytes,3,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
-	Status        string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
-	ExpType       string                 `protobuf:"bytes,5,opt,name=exp_type,json=expType,proto3" json:"exp_type,omitempty"`
-	Creator       string                 `protobuf:"bytes,6,opt,name=creator,proto3" json:"creator,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	PageSize    int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken   string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	ClusterName string                 `protobuf:"bytes,3,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
+	Status      string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	ExpType     string                 `protobuf:"bytes,5,opt,name=exp_type,json=expType,proto3" json:"exp_type,omitempty"`
+	Creator     string                 `protobuf:"bytes,6,opt,name=creator,proto3" json:"creator,omitempty"`
+	// Only the experiment of this name; with a trailing '*' ("my-run*"),
+	// those whose name starts with what comes before it.
+	Name string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
+	// Only experiments carrying every one of these tags.
+	Tags          []string `protobuf:"bytes,8,rep,name=tags,proto3" json:"tags,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2448,6 +2453,20 @@ func (x *ListExpsRequest) GetCreator() string {
 		return x.Creator
 	}
 	return ""
+}
+
+func (x *ListExpsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ListExpsRequest) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
 }
 
 type ListExpsResponse struct {
@@ -7308,7 +7327,7 @@ const file_falcon_proto_rawDesc = "" +
 	"experiment\x12#\n" +
 	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"\x1f\n" +
 	"\rGetExpRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xbd\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xe5\x01\n" +
 	"\x0fListExpsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -7316,7 +7335,9 @@ const file_falcon_proto_rawDesc = "" +
 	"\fcluster_name\x18\x03 \x01(\tR\vclusterName\x12\x16\n" +
 	"\x06status\x18\x04 \x01(\tR\x06status\x12\x19\n" +
 	"\bexp_type\x18\x05 \x01(\tR\aexpType\x12\x18\n" +
-	"\acreator\x18\x06 \x01(\tR\acreator\"g\n" +
+	"\acreator\x18\x06 \x01(\tR\acreator\x12\x12\n" +
+	"\x04name\x18\a \x01(\tR\x04name\x12\x12\n" +
+	"\x04tags\x18\b \x03(\tR\x04tags\"g\n" +
 	"\x10ListExpsResponse\x12+\n" +
 	"\x05items\x18\x01 \x03(\v2\x15.falcon.v1.ExperimentR\x05items\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"O\n" +

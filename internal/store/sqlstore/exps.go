@@ -3,8 +3,10 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/falconhq/falcon/internal/errdefs"
@@ -75,7 +77,10 @@ func (s *Store) CreateExp(ctx context.Context, exp *store.Experiment, jobs []*st
 			append(s.expArgs(exp), len(events))...); err != nil {
 			switch col, _ := uniqueViolation(err); col {
 			case "name":
-				return store.NameTakenError(exp.Name)
+				// The insert failed alone; the transaction can still read.
+				var holder string
+				_ = tx.QueryRowContext(ctx, "SELECT id FROM experiments WHERE name = ?", exp.Name).Scan(&holder)
+				return store.NameTakenError(exp.Name, holder)
 			case "id":
 				return fmt.Errorf("experiment %q: %w", exp.ID, errdefs.ErrAlreadyExists)
 			}
@@ -215,7 +220,27 @@ func (s *Store) ListExps(ctx context.Context, f store.ExpFilter) ([]*store.Exper
 	c.eq("status", string(f.Status))
 	c.eq("exp_type", f.ExpType)
 	c.eq("creator", f.Creator)
+	if f.NamePrefix {
+		c.add("name LIKE ? ESCAPE '!'", likeEscape(f.Name)+"%")
+	} else {
+		c.eq("name", f.Name)
+	}
+	for _, tag := range f.Tags {
+		// tags is a JSON array of strings: a tag is there when its JSON
+		// string, quotes included, is.
+		b, err := json.Marshal(tag)
+		if err != nil {
+			return nil, "", err
+		}
+		c.add("tags LIKE ? ESCAPE '!'", "%"+likeEscape(string(b))+"%")
+	}
 	return listPage(ctx, s.rdb, "experiments", expCols, c, f.Page, true, scanExp)
+}
+
+// likeEscape makes s match itself in a LIKE pattern with ESCAPE '!' (not a
+// backslash, which MySQL string literals would eat).
+func likeEscape(s string) string {
+	return strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(s)
 }
 
 // UpdateExpStatus implements store.Store.

@@ -309,7 +309,7 @@ func testCreateRollsBack(t *testing.T, e env) {
 		{
 			name:    "duplicate experiment name",
 			mutate:  func(exp *store.Experiment, _ []*store.Job, _ *store.Artifact) { exp.Name = "first" },
-			wantMsg: `name: "first" is already used`,
+			wantMsg: `name: "first" is already used by experiment ` + first.ID,
 		},
 		{
 			name: "duplicate experiment ID",
@@ -873,6 +873,15 @@ func testListExpsPagination(t *testing.T, e env) {
 		if i%4 == 0 {
 			exp.Status = lifecycle.Running
 		}
+		if i%2 == 0 {
+			exp.Tags = append(exp.Tags, "even")
+		}
+		if i%3 == 0 {
+			exp.Tags = append(exp.Tags, "three")
+		}
+		if i == 7 {
+			exp.Tags = append(exp.Tags, `50%_"q"`) // LIKE and JSON specials
+		}
 		mustCreate(t, e.s, exp, nil, nil)
 		all = append([]string{exp.ID}, all...)
 	}
@@ -924,6 +933,15 @@ func testListExpsPagination(t *testing.T, e env) {
 		{"type and creator", store.ExpFilter{ExpType: "eval", Creator: "bob"},
 			filtered(func(i int) bool { return i%3 == 1 && i%5 == 1 }), []int{2}},
 		{"no match", store.ExpFilter{ClusterName: "zzz"}, nil, []int{0}},
+		{"exact name", store.ExpFilter{Name: "page-03"}, filtered(func(i int) bool { return i == 3 }), []int{1}},
+		{"name prefix", store.ExpFilter{Name: "page-1", NamePrefix: true, Page: store.Page{Size: 4}},
+			filtered(func(i int) bool { return i >= 10 && i < 20 }), []int{4, 4, 2}},
+		{"a prefix's _ is no wildcard", store.ExpFilter{Name: "page_", NamePrefix: true}, nil, []int{0}},
+		{"a name is no prefix", store.ExpFilter{Name: "page-1"}, nil, []int{0}},
+		{"a tag", store.ExpFilter{Tags: []string{"three"}}, filtered(func(i int) bool { return i%3 == 0 }), []int{9}},
+		{"every tag", store.ExpFilter{Tags: []string{"even", "three"}}, filtered(func(i int) bool { return i%6 == 0 }), []int{5}},
+		{"a tag is matched whole", store.ExpFilter{Tags: []string{"eve"}}, nil, []int{0}},
+		{"a tag with specials", store.ExpFilter{Tags: []string{`50%_"q"`}}, filtered(func(i int) bool { return i == 7 }), []int{1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
