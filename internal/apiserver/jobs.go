@@ -227,8 +227,10 @@ func (s *Server) AbortJob(ctx context.Context, req *falconv1.AbortJobRequest) (*
 // starts with a hello (kind "") carrying the epoch and the latest seq; a
 // watcher that names this server's epoch and a seq it still holds gets the
 // changes it missed first, anyone else a "resync". Changes written through
-// another server replica are not seen here: watchers resynchronise
-// periodically for those (see internal/controller/watch).
+// another server replica reach this feed through FollowReplicas, which
+// tails the events the other replicas wrote (within WithReplicaPoll);
+// changes that leave no event (clusters, artifacts) do not, and watchers
+// resynchronise periodically for those (see internal/controller/watch).
 func (s *Server) WatchChanges(req *falconv1.WatchChangesRequest, stream falconv1.JobService_WatchChangesServer) error {
 	ch, cancel := s.feed.Subscribe()
 	defer cancel()

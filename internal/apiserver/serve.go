@@ -229,6 +229,9 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 		go func() { errc <- g.Serve(il) }()
 	}
 	go s.keepResults(ctx)
+	if s.replicaPoll > 0 {
+		go s.FollowReplicas(ctx, s.replicaPoll)
+	}
 	go func() {
 		serve := func() error { return hs.Serve(hl) }
 		if hs.TLSConfig != nil {

@@ -58,6 +58,7 @@ type Server struct {
 	cloudlog     *cloudlog.Retriever
 	logDir       string
 	logPoll      time.Duration
+	replicaPoll  time.Duration // FollowReplicas; 0: off
 	extra        map[string]http.Handler // more HTTP routes (metrics, readiness)
 	tls          *tls.Config             // nil: plaintext
 	grpcMetrics  *grpcprom.ServerMetrics // nil: not exported
@@ -145,6 +146,7 @@ func New(st store.Store, opts ...Option) *Server {
 		// Tests that never read artifacts need not name a root.
 		artifactRoot: blobstore.Location{Scheme: "file", Prefix: strings.TrimPrefix(filepath.ToSlash(filepath.Join(os.TempDir(), "falcon-artifacts")), "/") + "/"},
 		logPoll:      250 * time.Millisecond,
+		replicaPoll:  250 * time.Millisecond,
 	}
 	for _, o := range opts {
 		o(s)

@@ -52,3 +52,11 @@ type EventFilter struct {
 	AfterSeq int64
 	Limit    int // at most 1000; 0 means 1000
 }
+
+// EventRef names one event: the experiment it is about, its number, and
+// when it was written.
+type EventRef struct {
+	ExpID string
+	Seq   int64
+	Time  time.Time
+}

@@ -2,7 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -199,7 +201,7 @@ func (s *Store) takeEventSeqs(ctx context.Context, tx *sql.Tx, expID string, n i
 // the experiment's events beyond the newest MaxEventsPerExp. A zero Time is
 // now.
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, expID string, first int64, evs []store.Event, now time.Time) error {
-	args := make([]any, 0, len(evs)*numCols(eventCols))
+	args := make([]any, 0, len(evs)*(numCols(eventCols)+1))
 	for i, e := range evs {
 		at := e.Time
 		if at.IsZero() {
@@ -210,10 +212,10 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, expID string, firs
 			detail = map[string]string{}
 		}
 		args = append(args, expID, first+int64(i), s.d.timeArg(at), e.Kind, e.EntityID, string(e.Status),
-			cut(e.Reason, 128), cut(e.Message, store.MaxEventMessage), jsonArg(detail))
+			cut(e.Reason, 128), cut(e.Message, store.MaxEventMessage), jsonArg(detail), s.writer)
 	}
-	q := "INSERT INTO exp_events (" + eventCols + ") VALUES " +
-		strings.TrimSuffix(strings.Repeat(placeholders(numCols(eventCols))+", ", len(evs)), ", ")
+	q := "INSERT INTO exp_events (" + eventCols + ", writer) VALUES " +
+		strings.TrimSuffix(strings.Repeat(placeholders(numCols(eventCols)+1)+", ", len(evs)), ", ")
 	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 		return dbErr("append events", err)
 	}
@@ -341,4 +343,47 @@ func abortEvents(exp *store.Experiment, jobs []endingJob, status lifecycle.Statu
 		}
 	}
 	return out
+}
+
+// newWriterID names one Store instance: random, so two processes never
+// share one.
+func newWriterID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// OtherWrites lists the events that other Store instances on this database
+// (other server replicas) wrote at or after since, oldest first, at most
+// limit (1000 when 0). An event's time is its writer's clock when it
+// wrote, before its transaction committed, so a reader tailing them asks
+// again from a little before the newest time it saw.
+func (s *Store) OtherWrites(ctx context.Context, since time.Time, limit int) ([]store.EventRef, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	rows, err := s.rdb.QueryContext(ctx, "SELECT exp_id, seq, at FROM exp_events WHERE at >= ? AND writer <> ? ORDER BY at LIMIT ?",
+		s.d.timeArg(since), s.writer, limit)
+	if err != nil {
+		return nil, dbErr("list other writes", err)
+	}
+	defer rows.Close()
+	var out []store.EventRef
+	for rows.Next() {
+		var r store.EventRef
+		var at any
+		if err := rows.Scan(&r.ExpID, &r.Seq, &at); err != nil {
+			return nil, dbErr("list other writes", err)
+		}
+		t, _, err := parseTimeSrc(at)
+		if err != nil {
+			return nil, dbErr("list other writes", err)
+		}
+		r.Time = t
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("list other writes", err)
+	}
+	return out, nil
 }

@@ -38,6 +38,10 @@ type Store struct {
 	rdb *sql.DB
 	now func() time.Time
 	log *slog.Logger
+	// writer names this Store instance on the events it writes, so that
+	// another instance on the same database (a server replica) can tell
+	// the writes it did not make (OtherWrites).
+	writer string
 }
 
 // Option configures a Store.
@@ -75,7 +79,7 @@ func Open(ctx context.Context, driver, dsn string, opts ...Option) (*Store, erro
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Store{now: func() time.Time { return normTime(o.clock()) }, log: o.logger}
+	s := &Store{now: func() time.Time { return normTime(o.clock()) }, log: o.logger, writer: newWriterID()}
 
 	var err error
 	switch driver {
