@@ -92,13 +92,13 @@ type change struct {
 func (h *Handler) expLive(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	after := int64(0)
-	for _, s := range []string{query(r, "after"), strings.TrimSpace(r.Header.Get("Last-Event-ID"))} {
-		if s == "" {
+	for _, in := range [][2]string{{"after", query(r, "after")}, {"Last-Event-ID", strings.TrimSpace(r.Header.Get("Last-Event-ID"))}} {
+		if in[1] == "" {
 			continue
 		}
-		n, err := strconv.ParseInt(s, 10, 64)
+		n, err := strconv.ParseInt(in[1], 10, 64)
 		if err != nil || n < 0 {
-			h.fail(w, r, badRequest("after", "%q must be an event seq: 0 or more", s))
+			h.fail(w, r, badRequest(in[0], "%q must be an event seq: 0 or more", in[1]))
 			return
 		}
 		after = max(after, n)
