@@ -136,6 +136,19 @@ func (c *Client) GetClusterStatus(ctx context.Context, req *falconv1.GetClusterS
 	return out, c.do(ctx, http.MethodGet, idPath("/v1/clusters", req.GetName())+"/status", nil, nil, out)
 }
 
+// ListClusterProbes returns the last health probe of every probed cluster.
+func (c *Client) ListClusterProbes(ctx context.Context, _ *falconv1.ListClusterProbesRequest) (*falconv1.ListClusterProbesResponse, error) {
+	out := new(falconv1.ListClusterProbesResponse)
+	return out, c.do(ctx, http.MethodGet, "/v1/clusters:probes", nil, nil, out)
+}
+
+// ProbeClusters probes the named clusters (every active one when none is
+// named) now, and returns the results.
+func (c *Client) ProbeClusters(ctx context.Context, req *falconv1.ProbeClustersRequest) (*falconv1.ListClusterProbesResponse, error) {
+	out := new(falconv1.ListClusterProbesResponse)
+	return out, c.do(ctx, http.MethodPost, "/v1/clusters:probe", nil, req, out)
+}
+
 // GetCurrentUser returns the caller as the server sees it.
 func (c *Client) GetCurrentUser(ctx context.Context, _ *falconv1.GetCurrentUserRequest) (*falconv1.User, error) {
 	out := new(falconv1.User)

@@ -90,7 +90,7 @@ func TestApplySendsFileAndPrintsChanges(t *testing.T) {
 	want := &falconv1.ApplyClustersRequest{Prune: true, Clusters: []*falconv1.Cluster{
 		{Name: "lab", Backend: "kubernetes", Kubeconfig: "/etc/falcon/kubeconfig", KubeContext: "lab", Status: "active"},
 		{Name: "tpu-east", Backend: "gke", Project: "p", Location: "us-east5-a", GkeCluster: "tpu-east", GcsBucket: "tpu-east", Status: "active",
-			Accelerators: []*falconv1.AcceleratorSlot{{Type: "v7x", Priority: 1}}, AcceleratorTypes: []string{"v7x"}},
+			Accelerators: []*falconv1.AcceleratorSlot{{Type: "v7x", Priority: 1, DeviceClass: "tpu"}}, AcceleratorTypes: []string{"v7x"}},
 	}}
 	if diff := cmp.Diff(want, api.Requests("ApplyClusters")[0], protocmp.Transform()); diff != "" {
 		t.Errorf("request (-want +got):\n%s", diff)

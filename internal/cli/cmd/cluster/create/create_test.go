@@ -154,7 +154,7 @@ func TestCreateFromFile(t *testing.T) {
 	}
 	want := &falconv1.RegisterClusterRequest{Cluster: &falconv1.Cluster{
 		Name: "tpu-east", Backend: "gke", Project: "p", Location: "us-east5-a", GkeCluster: "tpu-east", Status: "active",
-		Accelerators: []*falconv1.AcceleratorSlot{{Type: "v7x", Priority: 1}}, AcceleratorTypes: []string{"v7x"},
+		Accelerators: []*falconv1.AcceleratorSlot{{Type: "v7x", Priority: 1, DeviceClass: "tpu"}}, AcceleratorTypes: []string{"v7x"},
 	}}
 	reqs := api.Requests("RegisterCluster")
 	if len(reqs) != 1 {

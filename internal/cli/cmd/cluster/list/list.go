@@ -2,6 +2,8 @@ package list
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -45,5 +47,33 @@ func listRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	return opts.Printer().Print(resp, output.ClusterList(resp))
+	// The probes only shape the table: -o json is the registry as stored.
+	// A server without them (older) lists the statuses alone.
+	probes := map[string]*falconv1.ClusterProbe{}
+	if pr, err := c.ListClusterProbes(ctx, &falconv1.ListClusterProbesRequest{}); err == nil {
+		for _, p := range pr.GetItems() {
+			probes[p.GetCluster()] = p
+		}
+	}
+	return opts.Printer().Print(resp, func(v output.View) error {
+		if len(resp.GetItems()) == 0 {
+			return output.ClusterList(resp)(v)
+		}
+		cols := output.ClusterColumns(v)
+		for i, col := range cols {
+			if col.Header == "STATUS" {
+				cols[i].Value = func(c *falconv1.Cluster) string { return Status(v.Now, c, probes[c.GetName()]) }
+			}
+		}
+		return output.WriteTable(v.Out, cols, resp.GetItems())
+	})
+}
+
+// Status is a cluster's status as the list shows it: an active cluster
+// whose last probe failed is not shown as plainly active.
+func Status(now time.Time, c *falconv1.Cluster, p *falconv1.ClusterProbe) string {
+	if c.GetStatus() != "active" || p == nil || p.GetReachable() {
+		return c.GetStatus()
+	}
+	return fmt.Sprintf("active (unreachable %s ago)", output.Age(now, p.GetProbedAt()))
 }

@@ -3,8 +3,10 @@ package list
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/cli/clitest"
@@ -42,5 +44,27 @@ func TestList(t *testing.T) {
 	}
 	if s.Out.String() != "{\n  \"items\": []\n}\n" {
 		t.Errorf("empty json = %q", s.Out)
+	}
+}
+
+func TestStatusShowsUnreachable(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	probed := timestamppb.New(now.Add(-2 * time.Minute))
+	active := &falconv1.Cluster{Name: "a", Status: "active"}
+	tests := []struct {
+		name  string
+		c     *falconv1.Cluster
+		probe *falconv1.ClusterProbe
+		want  string
+	}{
+		{"never probed", active, nil, "active"},
+		{"reachable", active, &falconv1.ClusterProbe{Reachable: true, ProbedAt: probed}, "active"},
+		{"unreachable is not plainly active", active, &falconv1.ClusterProbe{Error: "probe timed out after 15s", ProbedAt: probed}, "active (unreachable 2m ago)"},
+		{"maintenance stays maintenance", &falconv1.Cluster{Status: "maintenance"}, &falconv1.ClusterProbe{ProbedAt: probed}, "maintenance"},
+	}
+	for _, tt := range tests {
+		if got := Status(now, tt.c, tt.probe); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

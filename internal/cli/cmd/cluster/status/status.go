@@ -24,14 +24,16 @@ type Options struct {
 	Printer func() *output.Printer
 
 	Name string
+	// Probe probes the clusters now instead of showing the last probe.
+	Probe bool
 }
 
 // NewCmdStatus builds the command. runF replaces statusRun in tests.
 func NewCmdStatus(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, Client: f.Client, Printer: f.Printer}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "status [NAME]",
-		Short: "Show clusters' capacity: reservation, node pools and queues",
+		Short: "Show clusters' health and capacity: last probe, reservation, node pools and queues",
 		Long: `Show what the resource manager last reported of a cluster: how much of its
 default reservation is free, the node pools Falcon created on it (which job
 owns each, or how long it has been idle), and per topology how many jobs
@@ -39,9 +41,13 @@ wait, which one is acquiring capacity and how many run. Without NAME, every
 registered cluster is shown, which answers "where could my job go".
 
 The view is as old as the last report, shown at the top; a cluster no
-controller has reported on yet has none.`,
+controller has reported on yet has none. Below it is the cluster's last
+health probe (the controller probes every active cluster every 30s, each
+within its probe_timeout_s): reachable or not and why, how many workloads
+wait and run, and how long ago. --probe probes now, from the API server.`,
 		Example: `  falcon cluster status tpu-east
   falcon cluster status tpu-east -o json
+  falcon cluster status --probe          # probe every active cluster now
   falcon cluster status                  # every cluster`,
 		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,6 +60,8 @@ controller has reported on yet has none.`,
 			return statusRun(cmd.Context(), opts)
 		},
 	}
+	cmd.Flags().BoolVar(&opts.Probe, "probe", false, "probe the cluster(s) now before showing them")
+	return cmd
 }
 
 // nameArg names the missing argument, which cobra.ExactArgs ("accepts 1
@@ -69,6 +77,15 @@ func statusRun(ctx context.Context, opts *Options) error {
 	c, err := opts.Client()
 	if err != nil {
 		return err
+	}
+	if opts.Probe {
+		req := &falconv1.ProbeClustersRequest{}
+		if opts.Name != "" {
+			req.Names = []string{opts.Name}
+		}
+		if _, err := c.ProbeClusters(ctx, req); err != nil {
+			return err
+		}
 	}
 	if opts.Name != "" {
 		st, err := c.GetClusterStatus(ctx, &falconv1.GetClusterStatusRequest{Name: opts.Name})
@@ -111,6 +128,7 @@ func statusRun(ctx context.Context, opts *Options) error {
 func view(st *falconv1.ClusterStatus) output.TableFunc {
 	return func(v output.View) error {
 		fmt.Fprintln(v.Out, header(v.Now, st))
+		fmt.Fprintln(v.Out, ProbeLine(v.Now, st.GetProbe()))
 		if st.GetReportedAt() == nil {
 			// Nothing is known: "no node pools" would claim too much.
 			return nil
@@ -132,6 +150,17 @@ func header(now time.Time, st *falconv1.ClusterStatus) string {
 		h += "; error: " + e
 	}
 	return h
+}
+
+// ProbeLine is a cluster's last probe for people: its outcome and age.
+func ProbeLine(now time.Time, p *falconv1.ClusterProbe) string {
+	switch {
+	case p == nil:
+		return "Probe: none yet"
+	case !p.GetReachable():
+		return fmt.Sprintf("Probe: unreachable, %s ago: %s", output.Age(now, p.GetProbedAt()), strings.TrimSpace(p.GetError()))
+	}
+	return fmt.Sprintf("Probe: reachable, %d queued, %d running, %s ago", p.GetQueueDepth(), p.GetRunningCount(), output.Age(now, p.GetProbedAt()))
 }
 
 func reservationLine(r *falconv1.ReservationCapacity) string {

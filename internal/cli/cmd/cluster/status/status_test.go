@@ -88,6 +88,13 @@ func TestStatusRealServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	two, one := int32(2), int32(1)
+	if _, err := ctl.ReportClusterProbes(context.Background(), &falconv1.ReportClusterProbesRequest{Items: []*falconv1.ClusterProbe{
+		{Cluster: "tpu-east", Reachable: true, QueueDepth: &two, RunningCount: &one, ProbedAt: ago(20 * time.Second)},
+		{Cluster: "broken", Error: "probe timed out after 15s", ProbedAt: ago(time.Minute)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	url := "http://" + env.HTTPAddr
 
 	tests := []struct {
@@ -99,6 +106,7 @@ func TestStatusRealServer(t *testing.T) {
 			name:    "pools and queues",
 			cluster: "tpu-east",
 			want: `Cluster tpu-east: reported 3m ago
+Probe: reachable, 2 queued, 1 running, 20s ago
 Reservation res-v7x: 4/16 nodes free
 
 NODE POOLS
@@ -117,6 +125,7 @@ TOPOLOGY  ACCELERATORS         WAITING  ACQUIRING       RUNNING
 			name:    "error and empty sections",
 			cluster: "broken",
 			want: `Cluster broken: reported 90s ago; error: cannot reach the cluster: connection refused
+Probe: unreachable, 60s ago: probe timed out after 15s
 No default reservation
 
 No node pools
@@ -128,6 +137,7 @@ No queues
 			name:    "reservation unreadable, queue without pools",
 			cluster: "no-res",
 			want: `Cluster no-res: reported 30s ago
+Probe: none yet
 Reservation res-gone: capacity unknown: reservation res-gone not found
 
 No node pools
@@ -140,7 +150,7 @@ TOPOLOGY  ACCELERATORS  WAITING  ACQUIRING  RUNNING
 		{
 			name:    "never reported",
 			cluster: "fresh",
-			want:    "Cluster fresh: no report from a controller yet\n",
+			want:    "Cluster fresh: no report from a controller yet\nProbe: none yet\n",
 		},
 	}
 	for _, tt := range tests {
