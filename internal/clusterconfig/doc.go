@@ -7,12 +7,15 @@
 //
 //	clusters:
 //	  tpu-v5p-prod:
-//	    provider: gke            # gke | kubernetes | local
-//	    project: my-project      # gke: required
-//	    zone: us-east5-a         # gke: required (or location:)
-//	    cluster_id: tpu-cluster  # gke: required, the GKE cluster name
+//	    provider: gke            # gke | kubernetes | local | xpk
+//	    project: my-project      # gke, xpk: required
+//	    zone: us-east5-a         # gke, xpk: required (or location:)
+//	    cluster_id: tpu-cluster  # gke, xpk: required, the GKE cluster name
+//	    xpk_path: /usr/bin/xpk   # xpk: default xpk on PATH; must exist when applied
+//	    extra_args: [--spot]     # xpk: appended to workload create; no flag Falcon sets
+//	    probe_timeout_s: 15      # a health probe's limit (default 15, at most 300)
 //	    accelerator_types:
-//	      - {type: v5p, device_class: tpu, priority: 1}
+//	      - {type: v5p, device_class: tpu, priority: 1}  # device_class: tpu | gpu
 //	    default_namespace: falcon
 //	    service_account: falcon-jobs  # pods run as it (default: the namespace's default)
 //	    gcs_bucket: gs://falcon-tpu

@@ -31,7 +31,7 @@ var probedAt = time.Date(2026, 12, 1, 10, 30, 0, 0, time.UTC)
 
 // xpkCluster registers an xpk cluster whose xpk is the test double, its
 // state in a file seeded with rows; env steers the double.
-func xpkCluster(t *testing.T, name string, rows map[string]xpktest.Row, env ...string) (*falconv1.Cluster, xpk.Credentials) {
+func xpkCluster(t testing.TB, name string, rows map[string]xpktest.Row, env ...string) (*falconv1.Cluster, xpk.Credentials) {
 	t.Helper()
 	state := filepath.Join(t.TempDir(), "state.json")
 	if rows != nil {
