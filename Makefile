@@ -51,7 +51,9 @@ bench: kube-bins
 	$(GO) test -run '^$$' -bench Cycle10kLive -benchtime 20x -timeout 30m ./internal/resourcemanager/
 	$(GO) test -run '^$$' -bench LocalLatency -benchtime 30x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench ExpList100k -benchtime 20x -timeout 10m ./e2e/
-	$(GO) test -run '^$$' -bench KubeDispatch -benchtime 1x -timeout 60m ./e2e/
+	$(GO) test -run '^$$' -bench 'KubeDispatch$$' -benchtime 1x -timeout 60m ./e2e/
+	$(GO) test -run '^$$' -bench KubeDispatchCPU -benchtime 1x -timeout 30m ./e2e/
+	$(GO) test -run '^$$' -bench Plan100kWaiting -benchmem -benchtime 20x ./internal/resourcemanager/
 	$(GO) test -run '^$$' -bench Results -benchtime 3x -timeout 30m ./e2e/
 	$(GO) test -run '^$$' -bench ServerColdStart -benchtime 10x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench WatchExpLatency -benchtime 1x -timeout 10m ./internal/apiserver/

@@ -81,7 +81,10 @@ func TestWaitingJobsLeaveClusterOutOfService(t *testing.T) {
 			f.mgr = resourcemanager.New(f.env.Conn, resourcemanager.WithBackend("test", f.be),
 				resourcemanager.WithClock(func() time.Time { return f.now }))
 			f.be.startPhase = resourcemanager.PhasePending
-			task := func() *falconv1.TaskSpec { return &falconv1.TaskSpec{Command: "x", Replica: 1} }
+			// A slice: CPU-only jobs hold no slot (TestCPUJobsHoldNoSlot).
+			task := func() *falconv1.TaskSpec {
+				return &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
+			}
 			_, held := f.one(t, task())
 			_, moving := f.one(t, task())
 			// The registry refuses to delete a cluster a live job names, so
@@ -169,7 +172,8 @@ func TestVanishedCluster(t *testing.T) {
 }
 
 // Each GPU type and size, and CPU-only jobs, queue apart: none waits behind
-// another's acquiring job.
+// another's acquiring job (and a CPU-only job, acquiring nothing, holds its
+// queue's slot only until its cluster has it).
 func TestQueuePerAcceleratorShape(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rm := metrics.NewRM(reg)
@@ -195,7 +199,7 @@ func TestQueuePerAcceleratorShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantQueues := []*falconv1.QueueStatus{
-		{Topology: "cpu", AcceleratorTypes: []string{"cpu"}, AcquiringJobId: cpu},
+		{Topology: "cpu"},
 		{Topology: "nvidia-h100-80gb:4", AcceleratorTypes: []string{"nvidia-h100-80gb"}, AcquiringJobId: h100x4},
 		{Topology: "nvidia-h100-80gb:8", AcceleratorTypes: []string{"nvidia-h100-80gb"}, Waiting: 1, AcquiringJobId: h100},
 		{Topology: "nvidia-l4:8", AcceleratorTypes: []string{"nvidia-l4"}, AcquiringJobId: l4},
@@ -270,10 +274,13 @@ func TestAbortOfAJobQueuedForAnUnreachableCluster(t *testing.T) {
 	f.mgr = resourcemanager.New(f.env.Conn, resourcemanager.WithBackend("test", f.be),
 		resourcemanager.WithClock(func() time.Time { return f.now }))
 	f.be.startPhase = resourcemanager.PhasePending
-	dispatched := pinnedTo(t, f.env, "local", "dispatched", &falconv1.TaskSpec{Command: "x", Replica: 1})
+	slice := func() *falconv1.TaskSpec {
+		return &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
+	}
+	dispatched := pinnedTo(t, f.env, "local", "dispatched", slice())
 	f.cycle(t)
 	want(t, f.env.Job(t, dispatched), "Pending", "Dispatching", "")
-	queued := pinnedTo(t, f.env, "local", "queued", &falconv1.TaskSpec{Command: "x", Replica: 1})
+	queued := pinnedTo(t, f.env, "local", "queued", slice())
 	f.cycle(t)
 	want(t, f.env.Job(t, queued), "Pending", "Waiting", "")
 

@@ -840,7 +840,9 @@ const submitPerCluster = 4
 func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh bool) {
 	cl := c.clusters[j.GetClusterName()]
 	key := queue.Key{Cluster: j.GetClusterName(), Topology: queueKey(j)}
-	if err := m.mem.sched.MarkAcquiring(schedJob(j), key); err != nil && !errors.Is(err, queue.ErrConflict) {
+	if m.mem.submitted[j.GetId()] {
+		// Submitted without acquiring anything: its slot went to the next.
+	} else if err := m.mem.sched.MarkAcquiring(schedJob(j), key); err != nil && !errors.Is(err, queue.ErrConflict) {
 		m.log.Debug("mark acquiring", "job", j.GetId(), "err", err)
 	}
 	b, unusable := m.backendFor(cl)
@@ -901,6 +903,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 	case lifecycle.Running:
 		if m.update(ctx, j, lifecycle.Running, "", d.message, "") {
 			m.mem.leaveQueue(j.GetId()) // releases the slot
+			delete(m.mem.submitted, j.GetId())
 			m.metrics.Dispatched.WithLabelValues(cl.GetName()).Inc()
 			if t := j.GetCreatedAt(); t != nil {
 				m.metrics.DispatchLatency.WithLabelValues(cl.GetName()).Observe(m.now().Sub(t.AsTime()).Seconds())
@@ -916,9 +919,23 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 	case lifecycle.Failed:
 		m.stopAndFail(ctx, c, j, d.reason, d.message)
 	default:
-		m.update(ctx, j, d.to, d.reason, d.message, "")
+		if m.update(ctx, j, d.to, d.reason, d.message, "") && noAcquisition(j) && !m.mem.submitted[j.GetId()] {
+			// Its cluster holds it now, and nothing is left to acquire:
+			// the next job of its queue need not wait for its pods.
+			m.mem.leaveQueue(j.GetId())
+			m.mem.submitted[j.GetId()] = true
+		}
 	}
 }
+
+// noAcquisition reports whether a job acquires nothing before it runs: a
+// CPU-only job runs on the cluster's standing nodes, so there is no pool
+// to create and no slice to wait for, and the one-acquiring-job rule of
+// 000 section 4, which serializes acquiring slices of one topology, has
+// nothing to serialize. Its queue still orders submissions fairly (the
+// pick rule); the slot is handed on once the cluster has the job, not once
+// its pods run.
+func noAcquisition(j *falconv1.Job) bool { return queueKey(j) == "cpu" }
 
 // record writes a decision that needs no stop: a failure takes the job out
 // of its queue.

@@ -445,6 +445,34 @@ func TestOneJobAcquiresPerQueue(t *testing.T) {
 	want(t, f.env.Job(t, j3), "Pending", "Dispatching", "")
 }
 
+// CPU-only jobs acquire nothing: each hands its queue's slot on once its
+// cluster has it, so a burst of them is submitted at once rather than one
+// pod start after another; each is still watched until its pods run, and
+// the order of submission is the queue's.
+func TestCPUJobsHoldNoSlot(t *testing.T) {
+	f := setup(t)
+	f.be.startPhase = resourcemanager.PhasePending
+	var jobs []string
+	for range 3 {
+		_, j := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+		jobs = append(jobs, j)
+	}
+	f.cycle(t)
+	for _, j := range jobs {
+		want(t, f.env.Job(t, j), "Pending", "Dispatching", "1/1 running")
+	}
+	if len(f.be.dispatched) != 3 {
+		t.Fatalf("%d of 3 CPU-only jobs submitted in one cycle", len(f.be.dispatched))
+	}
+	f.be.set(jobs[1], resourcemanager.PhaseRunning, "1/1 pods running")
+	f.cycle(t)
+	want(t, f.env.Job(t, jobs[1]), "Running", "", "1/1 pods running")
+	want(t, f.env.Job(t, jobs[0]), "Pending", "Dispatching", "")
+	f.be.set(jobs[2], resourcemanager.PhaseFailed, "pod x: ImagePullBackOff")
+	f.cycle(t)
+	want(t, f.env.Job(t, jobs[2]), "Failed", "JobFailed", "ImagePullBackOff")
+}
+
 func TestTimeoutWhileAcquiring(t *testing.T) {
 	f := setup(t)
 	f.be.startPhase = resourcemanager.PhasePending

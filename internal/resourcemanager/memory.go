@@ -32,6 +32,9 @@ import (
 //     restart, and a failed deletion's note goes to the job it was created
 //     for rather than the last one that used it.
 //   - reportedAt: each cluster's capacity view is reported at once.
+//   - submitted: a CPU-only job submitted before the restart holds its
+//     queue's slot again until its pods run, as a job that acquires does;
+//     the next CPU-only jobs of that cluster wait for it once.
 //   - due, touched, unreachable: the first cycle after a restart reads and
 //     looks at every job, so nothing is owed.
 type memory struct {
@@ -52,6 +55,10 @@ type memory struct {
 	// stopFailing paces the Stop of a job that is Aborting or being failed
 	// while its cluster refuses or does not answer.
 	stopFailing map[string]*backoff
+	// submitted holds the CPU-only jobs whose cluster accepted them: they
+	// acquire nothing, so they gave their queue's slot back at submission
+	// (see noAcquisition) and are watched until their pods run without it.
+	submitted map[string]bool
 
 	reportedAt map[string]time.Time
 
@@ -79,6 +86,7 @@ func newMemory(now func() time.Time) *memory {
 		lastOwner:       map[poolKey]string{},
 		dispatchFailing: map[string]dispatchFailure{},
 		stopFailing:     map[string]*backoff{},
+		submitted:       map[string]bool{},
 		reportedAt:      map[string]time.Time{},
 		due:             map[string]time.Time{},
 		touched:         map[queue.Key]bool{},
@@ -90,6 +98,7 @@ func newMemory(now func() time.Time) *memory {
 func (mem *memory) forgetJob(id string) {
 	mem.leaveQueue(id)
 	delete(mem.stopFailing, id)
+	delete(mem.submitted, id)
 	delete(mem.due, id)
 }
 

@@ -229,7 +229,7 @@ func TestPlanStopOutcome(t *testing.T) {
 			err: refused, backingOff: true, now: t0.Add(2 * time.Second), wantMsg: "aborted", wantAttempts: 1, wantNext: t0.Add(time.Second)},
 		{name: "never confirmed within the window: the outcome is recorded, saying so", prev: &backoff{since: t0, interval: 30 * time.Second, attempts: 12},
 			err: refused, now: t0.Add(StopRetryWindow), wantDone: true,
-			wantMsg: "aborted; cluster edge-a never confirmed the stop (13 attempts over 5m0s): connection refused; anything the job started there may still be running",
+			wantMsg:      "aborted; cluster edge-a never confirmed the stop (13 attempts over 5m0s): connection refused; anything the job started there may still be running",
 			wantAttempts: 13, wantNext: t0.Add(StopRetryWindow + 30*time.Second)},
 	}
 	for _, tc := range cases {
