@@ -58,7 +58,7 @@ type Server struct {
 	cloudlog     *cloudlog.Retriever
 	logDir       string
 	logPoll      time.Duration
-	replicaPoll  time.Duration // FollowReplicas; 0: off
+	replicaPoll  time.Duration           // FollowReplicas; 0: off
 	extra        map[string]http.Handler // more HTTP routes (metrics, readiness)
 	tls          *tls.Config             // nil: plaintext
 	grpcMetrics  *grpcprom.ServerMetrics // nil: not exported
