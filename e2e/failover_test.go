@@ -271,8 +271,9 @@ func TestTwoServersOneDatabase(t *testing.T) {
 		t.Fatalf("server 2 list lacks %s:\n%s", id, list.stdout)
 	}
 	// The controller talks to server 2 only; the experiment came through 1.
-	// Server 2's change feed never hears of it (the feed is per process),
-	// so the controller finds it at its next full read, not at once.
+	// Server 2 learns of it by tailing the events server 1 wrote
+	// (FollowReplicas), so the controller need not wait for its next full
+	// read.
 	created := time.Now()
 	if r := c1.run("", "exp", "wait", id, "--timeout", "60s"); r.code != 0 {
 		t.Fatalf("wait on server 1: %d %s", r.code, r.stderr)
