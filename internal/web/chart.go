@@ -107,7 +107,7 @@ func newChart(title string, lines []chartLine) chart {
 			}
 			fmt.Fprintf(&d, "%s%.1f %.1f", pen, xs.scale(p.x, padL, padL+plotW), ys.scale(p.y, padT+plotH, padT))
 			pen = "L"
-			ro.Points = append(ro.Points, [2]float64{p.x, p.y})
+			ro.Points = append(ro.Points, [2]float64{p.x, sig6(p.y)})
 		}
 		fmt.Fprintf(&b, `<path class="line s%d" d="%s"><title>%s</title></path>`, l.Colour%colours, d.String(), template.HTMLEscapeString(l.Label))
 		data.Lines = append(data.Lines, ro)
@@ -235,6 +235,13 @@ func ticks(s span, n int) []float64 {
 		out = append(out, k*step+0) // +0: a tick at -0 would read "-0"
 	}
 	return out
+}
+
+// sig6 rounds v to six significant digits: the readout shows five, and
+// JSON of full float64s would be most of a long run's page.
+func sig6(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	return r
 }
 
 // label writes a tick's value in few characters: 1200, 0.25, 3.5e+06.
