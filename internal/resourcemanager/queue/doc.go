@@ -23,8 +23,12 @@
 // The resource manager drives it once per cycle:
 //
 //  1. Enqueue every Pending job not yet queued (Select picks the cluster:
-//     an idle node pool of the right shape first, else the shortest queue);
-//     an unplaceable job keeps its *UnplaceableError text as its message.
+//     by default an idle node pool of the right shape first, else the
+//     shortest queue; PolicyPriority takes design 001's priority order over
+//     reachable clusters within max_queue_depth); an unplaceable job keeps
+//     its *UnplaceableError text as its message. EnqueueExplained also
+//     returns the decision record (Selection): every cluster's facts, why
+//     each was passed over or how it ranked, the choice and its reason.
 //  2. Pick from every Ready queue and start provisioning what it returns.
 //  3. Release jobs whose pods all run; Remove jobs that ended or were aborted.
 //  4. Write each waiting job's Waiting position and Message.

@@ -35,6 +35,10 @@ const (
 	// PinnedClusterUnavailable: the job is pinned to a cluster that is not a
 	// candidate, not active, or does not offer the type.
 	PinnedClusterUnavailable Reason = "PinnedClusterUnavailable"
+	// NoAvailableCluster: under PolicyPriority, every active cluster
+	// offering the type is unreachable, not probed yet, or past its
+	// max_queue_depth (design 001's NoAvailableClusterError).
+	NoAvailableCluster Reason = "NoAvailableCluster"
 )
 
 // UnplaceableError is returned by Select and Enqueue when no cluster fits.

@@ -170,19 +170,28 @@ func (s *Scheduler) addLocked(job Job, key Key) error {
 // Pending job each cycle is safe. If no cluster fits, the error is an
 // *UnplaceableError and the job stays unassigned.
 func (s *Scheduler) Enqueue(job Job, clusters []Cluster) (Key, error) {
+	k, _, err := s.EnqueueExplained(job, clusters, PolicySpread)
+	return k, err
+}
+
+// EnqueueExplained is Enqueue under policy p, returning the decision record
+// of a job it placed now (SelectExplained's). A job already queued keeps
+// its key and gets a zero Selection: it was decided before.
+func (s *Scheduler) EnqueueExplained(job Job, clusters []Cluster, p Policy) (Key, Selection, error) {
 	if err := validateJob(job); err != nil {
-		return Key{}, err
+		return Key{}, Selection{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.jobs[job.ID]; ok {
-		return e.key, nil
+		return e.key, Selection{}, nil
 	}
-	k, err := s.selectLocked(job, clusters)
+	sel, err := Explain(job, clusters, s.depthLocked, p, s.now())
 	if err != nil {
-		return Key{}, err
+		return Key{}, sel, err
 	}
-	return k, s.addLocked(job, k)
+	k := sel.Key()
+	return k, sel, s.addLocked(job, k)
 }
 
 // MarkAcquiring records that job already holds key's slot. It exists for
