@@ -290,6 +290,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.shot("experiment")
 	})
 
+	t.Run("clusters", func(t *testing.T) {
+		b := tb.with(t)
+		b.open(base+"/ui/clusters", "#cluster-local")
+		b.until("the running job", fmt.Sprintf(`!!document.querySelector('#cluster-local table.running tr[data-job-id="%s"]')`, sleeperJob))
+		b.shot("clusters")
+	})
+
 	t.Run("experiment, live", func(t *testing.T) {
 		b, d := tb.with(t), d.with(t)
 		b.open(base+"/ui/experiments/"+s2, "#headline")
@@ -306,12 +313,6 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Error("the page was reloaded to show the change")
 		}
 		b.shot("experiment-live")
-	})
-
-	t.Run("clusters", func(t *testing.T) {
-		b := tb.with(t)
-		b.open(base+"/ui/clusters", "#cluster-local")
-		b.shot("clusters")
 	})
 
 	t.Run("compare", func(t *testing.T) {
