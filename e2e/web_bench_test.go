@@ -66,7 +66,7 @@ func BenchmarkDashboard100k(b *testing.B) {
 		{"http-first-page", "", 50},
 		{"http-status", "?status=Failed", 50},
 		{"http-creator", "?creator=user-42@example.com", 50},
-		{"http-tag", "?tag=t3", 50},                  // matched by the page: 5 server pages of 50
+		{"http-tag", "?tag=t3", 50},                  // one experiment in ten
 		{"http-name-rare", "?name=seeded-099999", 1}, // a scan of the budget, 2,000 rows
 		{"http-name-none", "?name=no-such-name", 0},  // the same, finding nothing
 		{"http-creator-200-rows", "?creator=user-7@example.com&limit=200", 200},

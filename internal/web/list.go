@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -15,10 +14,11 @@ import (
 const (
 	defaultLimit = 50
 	maxLimit     = 200
-	// scanBudget bounds the experiments one list page reads to match name
-	// and tag, which ListExps cannot filter by: past it the page shows what
-	// it found and links to where the scan stopped, so a rare name never
-	// makes a page read all 10^5 experiments.
+	// scanBudget bounds the experiments one list page reads to match a
+	// part of a name, which ListExps cannot filter by (it takes a whole
+	// name or a prefix): past it the page shows what it found and links to
+	// where the scan stopped, so a rare name never makes a page read all
+	// 10^5 experiments.
 	scanBudget = 2000
 	// scanPage is the server page a scan reads: a few large pages cost
 	// less than many small ones, and the Next link resumes inside one.
@@ -26,14 +26,14 @@ const (
 )
 
 // listFilter is the experiment list's query: what ListExps filters on the
-// server, what the page matches itself (name, tag), and where the page
-// starts.
+// server (status, creator, cluster, type, tag), what the page matches
+// itself (a part of the name, in any case), and where the page starts.
 type listFilter struct {
 	Status, Creator, Cluster, Type string
 	Name, Tag                      string
 	Limit                          int
 	// Page is ListExps's token for the page the list starts in; Skip
-	// matches of it were shown on the page before (name and tag only).
+	// matches of it were shown on the page before (name only).
 	Page string
 	Skip int
 }
@@ -62,13 +62,10 @@ func parseListFilter(r *http.Request) (listFilter, error) {
 }
 
 // local reports whether the page must match rows itself.
-func (f listFilter) local() bool { return f.Name != "" || f.Tag != "" }
+func (f listFilter) local() bool { return f.Name != "" }
 
 func (f listFilter) match(e *falconv1.Experiment) bool {
-	if f.Name != "" && !strings.Contains(strings.ToLower(e.GetName()), strings.ToLower(f.Name)) {
-		return false
-	}
-	return f.Tag == "" || slices.Contains(e.GetTags(), f.Tag)
+	return strings.Contains(strings.ToLower(e.GetName()), strings.ToLower(f.Name))
 }
 
 // url is the list at page (token, skip) with the same filters.
@@ -98,7 +95,7 @@ type listView struct {
 	Rows     []*falconv1.Experiment
 	Next     string // the next page's URL; "" on the last
 	First    string // the first page's URL, when this is not it
-	Scanned  int    // experiments read to match name and tag
+	Scanned  int    // experiments read to match the name
 	Stopped  bool   // the scan hit scanBudget before the page filled
 	Statuses []string
 	Clusters []string
@@ -120,6 +117,9 @@ func (h *Handler) listPage(w http.ResponseWriter, r *http.Request) {
 	req := &falconv1.ListExpsRequest{
 		PageSize: int32(f.Limit), PageToken: f.Page,
 		Status: f.Status, Creator: f.Creator, ClusterName: f.Cluster, ExpType: f.Type,
+	}
+	if f.Tag != "" {
+		req.Tags = []string{f.Tag}
 	}
 	if !f.local() {
 		resp, err := h.exps.ListExps(ctx, req)
@@ -144,7 +144,7 @@ func (h *Handler) listPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "list.html", page{Title: "Experiments", Nav: "experiments", Data: v})
 }
 
-// scan fills the page with experiments matching name and tag, reading
+// scan fills the page with experiments whose name holds f.Name, reading
 // ListExps pages (the server's filters applied) until the page is full, the
 // list ends, or scanBudget rows were read. A page that fills in the middle
 // of a server page resumes there: the Next link names that page's token

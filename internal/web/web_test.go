@@ -182,7 +182,7 @@ func TestListPages(t *testing.T) {
 	}{
 		{"server pages", "limit=5", func(int) bool { return true }},
 		{"name", "limit=4&name=run-1", func(i int) bool { return i >= 10 && i < 20 }},
-		{"tag, fewer per server page than the page holds", "limit=3&tag=every-third", func(i int) bool { return i%3 == 0 }},
+		{"tag, the server's filter", "limit=3&tag=every-third", func(i int) bool { return i%3 == 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want []string
