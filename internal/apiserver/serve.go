@@ -204,7 +204,7 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 	root.Handle("/", gw)
 	// The read-only dashboard calls the services through the gateway's
 	// connection, as its caller, like every HTTP route.
-	root.Handle(web.Prefix, web.New(conn, forwarded, web.WithFeed(s.feed), web.WithClock(s.now), web.WithLogger(s.log)))
+	root.Handle(web.Prefix, web.New(conn, forwarded, web.WithFeed(s.feed), web.WithLifetime(ctx), web.WithClock(s.now), web.WithLogger(s.log)))
 	for pattern, h := range s.extra {
 		root.Handle(pattern, h)
 	}

@@ -90,6 +90,8 @@ type change struct {
 // passes the last it received as Last-Event-ID, so nothing is missed or
 // shown twice.
 func (h *Handler) expLive(w http.ResponseWriter, r *http.Request) {
+	r, done := h.stream(r)
+	defer done()
 	id := r.PathValue("id")
 	after := int64(0)
 	for _, in := range [][2]string{{"after", query(r, "after")}, {"Last-Event-ID", strings.TrimSpace(r.Header.Get("Last-Event-ID"))}} {
@@ -164,6 +166,8 @@ func (h *Handler) expLive(w http.ResponseWriter, r *http.Request) {
 // The feed subscription is taken before the first read, so a change
 // written between a read and the wait still wakes the next cycle.
 func (h *Handler) listLive(w http.ResponseWriter, r *http.Request) {
+	r, done := h.stream(r)
+	defer done()
 	known := map[string]int32{}
 	for _, v := range r.URL.Query()["id"] {
 		id, ver, _ := strings.Cut(v, ":")

@@ -40,6 +40,7 @@ type Handler struct {
 	forward  Forward
 
 	feed      *changefeed.Feed // nil: the list's live status only polls
+	life      context.Context  // event streams end when it does
 	now       func() time.Time
 	log       *slog.Logger
 	poll      time.Duration // the live list's safety-net read
@@ -57,6 +58,11 @@ type Option func(*Handler)
 // WithFeed wakes the live experiment list when the server writes one of
 // the experiments shown (the API server's own change feed).
 func WithFeed(f *changefeed.Feed) Option { return func(h *Handler) { h.feed = f } }
+
+// WithLifetime ends every event stream when ctx ends: the server is
+// stopping, and its graceful shutdown would otherwise wait for streams that
+// never end by themselves. Browsers reconnect and resume where they were.
+func WithLifetime(ctx context.Context) Option { return func(h *Handler) { h.life = ctx } }
 
 // WithClock injects the clock pages compute ages with.
 func WithClock(now func() time.Time) Option { return func(h *Handler) { h.now = now } }
@@ -82,6 +88,7 @@ func New(conn grpc.ClientConnInterface, forward Forward, opts ...Option) *Handle
 		arts:      falconv1.NewArtifactServiceClient(conn),
 		clusters:  falconv1.NewClusterServiceClient(conn),
 		forward:   forward,
+		life:      context.Background(),
 		now:       func() time.Time { return time.Now().UTC() },
 		log:       slog.Default(),
 		poll:      5 * time.Second,
@@ -137,6 +144,14 @@ func (h *Handler) call(r *http.Request) context.Context {
 		ctx = metadata.AppendToOutgoingContext(ctx, "x-forwarded-for", xff)
 	}
 	return ctx
+}
+
+// stream is r with a context that also ends with the handler's lifetime,
+// for the requests that stream until the browser leaves.
+func (h *Handler) stream(r *http.Request) (*http.Request, func()) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(h.life, cancel)
+	return r.WithContext(ctx), func() { stop(); cancel() }
 }
 
 // httpError is a page that could not be shown.

@@ -705,3 +705,31 @@ func TestListScanStopsAtItsBudget(t *testing.T) {
 		t.Error("the list's end links to another page")
 	}
 }
+
+// Stopping the server ends the streams at once, instead of leaving its
+// graceful shutdown to wait for them.
+func TestStreamsEndWithTheServer(t *testing.T) {
+	a := start(t)
+	exp := a.Create(t, "open", map[string]*falconv1.TaskSpec{"w": {Command: "true", Replica: 1}})
+	life, stop := context.WithCancel(context.Background())
+	srv := httptest.NewServer(web.New(a.UserConn, func(r *http.Request) context.Context { return r.Context() }, web.WithLifetime(life)))
+	t.Cleanup(srv.Close)
+	list, _ := events(t, srv.URL+"/ui/live?id="+exp.GetId()+":"+fmt.Sprint(exp.GetVersion()), nil)
+	one, _ := events(t, srv.URL+"/ui/experiments/"+exp.GetId()+"/live", nil)
+	next(t, one, "change") // the history so far: the stream is open
+	stop()
+	for name, ch := range map[string]<-chan event{"list": list, "experiment": one} {
+		timeout := time.After(5 * time.Second)
+	drain:
+		for {
+			select {
+			case _, ok := <-ch:
+				if !ok {
+					break drain
+				}
+			case <-timeout:
+				t.Fatalf("the %s stream is still open 5 s after the server stopped", name)
+			}
+		}
+	}
+}
