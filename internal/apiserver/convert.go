@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"google.golang.org/protobuf/encoding/protojson"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -94,7 +95,23 @@ func jobToAPI(j *store.Job) *falconv1.Job {
 		StartedAt: tsp(j.StartedAt), FinishedAt: tsp(j.FinishedAt),
 		AbortingAt: tsp(j.AbortingAt), AbortedAt: tsp(j.AbortedAt),
 		DispatchedAt: tsp(j.DispatchedAt), NodePool: j.NodePool,
+		Selection: selectionToAPI(j.Selection),
 	}
+}
+
+// selectionToAPI decodes a job's stored decision record. A record this
+// build cannot read (written by a newer one) keeps the fields it knows; one
+// that is not JSON at all is left out rather than failing the job's read:
+// the record explains, it decides nothing.
+func selectionToAPI(s string) *falconv1.ClusterSelection {
+	if s == "" {
+		return nil
+	}
+	var sel falconv1.ClusterSelection
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(s), &sel); err != nil {
+		return nil
+	}
+	return &sel
 }
 
 func artifactToAPI(a *store.Artifact) *falconv1.Artifact {

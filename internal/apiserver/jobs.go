@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"google.golang.org/protobuf/encoding/protojson"
 	"slices"
 	"strings"
 
@@ -98,6 +99,13 @@ func jobStatusUpdate(r *falconv1.UpdateJobStatusRequest) (store.StatusUpdate, er
 	u, err := statusUpdate(lifecycle.JobMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage())
 	if err != nil {
 		return u, err
+	}
+	if sel := r.GetSelection(); sel != nil {
+		b, err := protojson.Marshal(sel)
+		if err != nil {
+			return u, errdefs.Invalid("selection", "cannot be encoded: %v", err)
+		}
+		u.Selection = string(b)
 	}
 	return u, checkJobReason(u.Status, u.Reason)
 }

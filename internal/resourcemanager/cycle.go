@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/accelerator"
@@ -218,6 +219,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	if full {
 		m.requeue(c, waiting)
 	}
+	probed := false // the clusters' last probes are read once, when a job is placed
 	for _, j := range waiting {
 		c.look(j)
 		if p := pinned(j); p != "" {
@@ -232,7 +234,11 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		if _, _, queued := m.mem.sched.Lookup(j.GetId()); queued {
 			continue
 		}
-		key, err := m.mem.sched.Enqueue(schedJob(j), c.cands)
+		if !probed {
+			m.addProbes(ctx, c.cands)
+			probed = true
+		}
+		key, _, err := m.mem.sched.EnqueueExplained(schedJob(j), c.cands, queue.PolicySpread)
 		if err != nil {
 			var unplaceable *queue.UnplaceableError
 			if errors.As(err, &unplaceable) {
@@ -487,6 +493,51 @@ func (m *Manager) candidates(clusters []*falconv1.Cluster) []queue.Cluster {
 	return out
 }
 
+// addProbes gives each candidate its cluster's last health probe, for the
+// decision record (and PolicyPriority). Probes that cannot be read leave
+// the candidates unprobed: a record says "never probed" rather than the
+// cycle failing for what only explains.
+func (m *Manager) addProbes(ctx context.Context, cands []queue.Cluster) {
+	resp, err := m.clusters.ListClusterProbes(ctx, &falconv1.ListClusterProbesRequest{})
+	if err != nil {
+		m.log.Debug("list cluster probes", "err", err)
+		return
+	}
+	byName := map[string]*queue.Probe{}
+	for _, p := range resp.GetItems() {
+		byName[p.GetCluster()] = &queue.Probe{
+			Reachable: p.GetReachable(), QueueDepth: int(p.GetQueueDepth()), RunningCount: int(p.GetRunningCount()),
+			Error: p.GetError(), ProbedAt: p.GetProbedAt().AsTime(),
+		}
+	}
+	for i := range cands {
+		cands[i].Probe = byName[cands[i].Name]
+	}
+}
+
+// selectionToAPI is the decision record as the job row keeps it.
+func selectionToAPI(sel queue.Selection) *falconv1.ClusterSelection {
+	out := &falconv1.ClusterSelection{
+		AcceleratorType: sel.AcceleratorType, Topology: sel.Topology, Policy: string(sel.Policy),
+		SelectedCluster: sel.Selected, Reason: sel.Reason, DecidedAt: timestamppb.New(sel.DecidedAt),
+	}
+	for _, c := range sel.Candidates {
+		sc := &falconv1.SelectionCandidate{
+			Cluster: c.Cluster, Active: c.Active, Offers: c.Offers, Priority: int32(c.Priority),
+			QueueDepth: int32(c.QueueDepth), MaxQueueDepth: int32(c.MaxQueueDepth), IdlePools: int32(c.IdlePools),
+			Rank: int32(c.Rank), Rejected: c.Rejected,
+		}
+		if p := c.Probe; p != nil {
+			sc.Probe = &falconv1.ClusterProbe{Cluster: c.Cluster, Reachable: p.Reachable, Error: p.Error, ProbedAt: timestamppb.New(p.ProbedAt)}
+			if p.Reachable {
+				sc.Probe.QueueDepth, sc.Probe.RunningCount = proto.Int32(int32(p.QueueDepth)), proto.Int32(int32(p.RunningCount))
+			}
+		}
+		out.Candidates = append(out.Candidates, sc)
+	}
+	return out
+}
+
 // deviceType is the job's accelerator under its canonical name (the
 // registry stores canonical names; users write aliases like tpu7x or h100).
 func deviceType(j *falconv1.Job) string {
@@ -737,10 +788,14 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 				continue
 			}
 			picked = append(picked, j)
-			reqs = append(reqs, &falconv1.UpdateJobStatusRequest{
+			req := &falconv1.UpdateJobStatusRequest{
 				Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
 				Reason: string(lifecycle.ReasonDispatching), Message: "submitting to cluster " + key.Cluster, ClusterName: key.Cluster,
-			})
+			}
+			if sel, ok := m.mem.sched.Selection(sj.ID); ok {
+				req.Selection = selectionToAPI(sel) // the record goes in the write that records the pick
+			}
+			reqs = append(reqs, req)
 		}
 		if len(picked) == 0 {
 			return

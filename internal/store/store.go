@@ -115,6 +115,10 @@ type Job struct {
 	// NodePool is the GKE node pool the job runs on; a pool belongs to
 	// whichever live job names it.
 	NodePool string
+	// Selection is the decision record of the job's placement as the API
+	// serves it (protojson of a ClusterSelection), written with the pick;
+	// "" when none was kept. The store keeps it opaque.
+	Selection string
 }
 
 // Artifact is where an experiment's outputs are kept; the files themselves
@@ -348,6 +352,9 @@ type StatusUpdate struct {
 	// NodePool, for jobs only: the node pool assigned to the job (empty
 	// leaves it unchanged).
 	NodePool string
+	// Selection, for jobs only: the decision record of its placement
+	// (see Job.Selection; empty leaves it unchanged).
+	Selection string
 }
 
 // Page asks for one page of a list. PageToken is opaque: the NextPageToken

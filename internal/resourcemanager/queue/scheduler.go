@@ -53,8 +53,9 @@ type entry struct {
 	job   Job
 	key   Key
 	rank  rank
-	actor *fifo     // while waiting; nil once acquiring
-	since time.Time // when it started acquiring, by the scheduler's clock
+	actor *fifo      // while waiting; nil once acquiring
+	since time.Time  // when it started acquiring, by the scheduler's clock
+	sel   *Selection // the record of placing it, when EnqueueExplained did
 }
 
 func newEntry(job Job, key Key) *entry {
@@ -191,7 +192,11 @@ func (s *Scheduler) EnqueueExplained(job Job, clusters []Cluster, p Policy) (Key
 		return Key{}, sel, err
 	}
 	k := sel.Key()
-	return k, sel, s.addLocked(job, k)
+	if err := s.addLocked(job, k); err != nil {
+		return k, sel, err
+	}
+	s.jobs[job.ID].sel = &sel
+	return k, sel, nil
 }
 
 // MarkAcquiring records that job already holds key's slot. It exists for

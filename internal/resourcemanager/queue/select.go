@@ -355,3 +355,15 @@ func unplaceable(job Job, sel Selection, clusters []Cluster, p Policy) error {
 	}
 	return e(QueuesFull, "all clusters offering %s are at max queue depth for %s", typ, topo)
 }
+
+// Selection returns the decision record EnqueueExplained kept for a queued
+// job, for the caller to store when the job is picked. A job added without
+// one (Add, MarkAcquiring: rebuilt after a restart) has none.
+func (s *Scheduler) Selection(jobID string) (Selection, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.jobs[jobID]; ok && e.sel != nil {
+		return *e.sel, true
+	}
+	return Selection{}, false
+}

@@ -216,6 +216,9 @@ func TestSelectionRecordIsComplete(t *testing.T) {
 	if err != nil || k != got.Key() || sel.Reason != got.Reason {
 		t.Errorf("EnqueueExplained = %v, %q, %v; want %v, %q", k, sel.Reason, err, got.Key(), got.Reason)
 	}
+	if kept, ok := s.Selection("new"); !ok || kept.Reason != got.Reason {
+		t.Errorf("Selection(new) = %q, %v; want the record kept", kept.Reason, ok)
+	}
 	if _, again, _ := s.EnqueueExplained(job("new", "alice", 100), clusters, queue.PolicyPriority); again.Selected != "" {
 		t.Errorf("re-enqueue made a new record %q; the job was placed before", again.Reason)
 	}

@@ -13,7 +13,7 @@ import (
 const (
 	jobInsertCols = "id, exp_id, exp_name, role, cluster_name, exp_type, priority, task_spec, " +
 		"status, reason, message, creator, artifact_id, artifact_path, version, " +
-		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at, dispatched_at, node_pool"
+		"created_at, updated_at, started_at, finished_at, aborting_at, aborted_at, dispatched_at, node_pool, selection"
 	jobCols = "seq, " + jobInsertCols
 )
 
@@ -23,7 +23,7 @@ func (s *Store) jobArgs(j *store.Job) []any {
 		string(j.Status), j.Reason, j.Message, j.Creator, j.ArtifactID, j.ArtifactPath, j.Version,
 		s.d.timeArg(j.CreatedAt), s.d.timeArg(j.UpdatedAt), s.d.timePtrArg(j.StartedAt),
 		s.d.timePtrArg(j.FinishedAt), s.d.timePtrArg(j.AbortingAt), s.d.timePtrArg(j.AbortedAt),
-		s.d.timePtrArg(j.DispatchedAt), j.NodePool,
+		s.d.timePtrArg(j.DispatchedAt), j.NodePool, nullStrArg(j.Selection),
 	}
 }
 
@@ -34,7 +34,7 @@ func scanJob(sc scanner) (*store.Job, int64, error) {
 		jsonCol{&j.TaskSpec}, &j.Status, &j.Reason, &j.Message, &j.Creator, &j.ArtifactID, &j.ArtifactPath, &j.Version,
 		timeCol{&j.CreatedAt}, timeCol{&j.UpdatedAt}, nullTimeCol{&j.StartedAt},
 		nullTimeCol{&j.FinishedAt}, nullTimeCol{&j.AbortingAt}, nullTimeCol{&j.AbortedAt},
-		nullTimeCol{&j.DispatchedAt}, &j.NodePool)
+		nullTimeCol{&j.DispatchedAt}, &j.NodePool, nullStrCol{&j.Selection})
 	return &j, seq, err
 }
 
@@ -158,8 +158,8 @@ func (s *Store) ListArtifacts(ctx context.Context, f store.ArtifactFilter) ([]*s
 
 // UpdateArtifactStatus implements store.Store.
 func (s *Store) UpdateArtifactStatus(ctx context.Context, u store.StatusUpdate) (*store.Artifact, error) {
-	if u.ClusterName != "" || u.NodePool != "" {
-		return nil, errdefs.Invalid("cluster_name", "cluster_name and node_pool apply to jobs only")
+	if u.ClusterName != "" || u.NodePool != "" || u.Selection != "" {
+		return nil, errdefs.Invalid("cluster_name", "cluster_name, node_pool and selection apply to jobs only")
 	}
 	var out *store.Artifact
 	err := s.updateStatus(ctx, artEntity, u, func(tx *sql.Tx) (err error) {

@@ -70,6 +70,31 @@ func parseTimeText(s string) (time.Time, bool, error) {
 	return normTime(t), true, nil
 }
 
+// nullStrCol scans a nullable text column; NULL is "".
+type nullStrCol struct{ dst *string }
+
+func (c nullStrCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.dst = ""
+	case string:
+		*c.dst = v
+	case []byte:
+		*c.dst = string(v)
+	default:
+		return fmt.Errorf("cannot scan %T as text", src)
+	}
+	return nil
+}
+
+// nullStrArg stores "" as NULL, so rows without a value take no space.
+func nullStrArg(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
 // jsonCol scans a JSON text column into dst (a pointer).
 type jsonCol struct{ dst any }
 

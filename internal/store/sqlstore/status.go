@@ -115,6 +115,9 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 	if u.NodePool != "" {
 		sets, args = append(sets, "node_pool = ?"), append(args, u.NodePool)
 	}
+	if u.Selection != "" {
+		sets, args = append(sets, "selection = ?"), append(args, u.Selection)
+	}
 	args = append(args, u.ID, string(u.Expected))
 	// version always changes, so a matched row is always a changed row
 	// and MySQL's affected-rows count (changed, not matched, without
