@@ -148,6 +148,7 @@ func BenchmarkKubeDispatchCPU(b *testing.B) {
 		}
 		ids = append(ids, exp.Jobs[0].ID)
 	}
+	created := time.Now()
 	// Every experiment's Kubernetes Job, seen by the informers.
 	deadline := time.Now().Add(time.Duration(n)*100*time.Millisecond + time.Minute)
 	var last time.Time
@@ -176,6 +177,11 @@ func BenchmarkKubeDispatchCPU(b *testing.B) {
 	b.ReportMetric(falconRate, "falcon-jobs/s")
 	b.ReportMetric(plainRate, "plain-jobs/s")
 	b.ReportMetric(falconRate/plainRate, "falcon/plain")
+	b.ReportMetric(float64(created.Sub(start).Milliseconds())/float64(n), "api-create-ms")
+	if m := scrape(b, base+"/metrics"); m["falcon_rm_cycles_total"] > 0 {
+		b.ReportMetric(m["falcon_rm_cycles_total"], "rm-cycles")
+		b.ReportMetric(1000*m["falcon_rm_cycle_seconds_sum"]/m["falcon_rm_cycles_total"], "rm-cycle-mean-ms")
+	}
 }
 
 // submitConcurrency is the resource manager's submissions in flight per

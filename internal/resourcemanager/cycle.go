@@ -777,25 +777,34 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 			if c.health[key.Cluster].Backoff || m.outOfService(c, key.Cluster) != "" {
 				continue
 			}
-			sj, ok := m.mem.sched.Pick(key)
-			if !ok {
-				continue
+			for range cpuBurst {
+				sj, ok := m.mem.sched.Pick(key)
+				if !ok {
+					break
+				}
+				m.mem.touched[key] = true
+				j := byID[sj.ID]
+				if j == nil {
+					_ = m.mem.sched.Remove(sj.ID)
+					continue
+				}
+				picked = append(picked, j)
+				req := &falconv1.UpdateJobStatusRequest{
+					Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
+					Reason: string(lifecycle.ReasonDispatching), Message: "submitting to cluster " + key.Cluster, ClusterName: key.Cluster,
+				}
+				if sel, ok := m.mem.sched.Selection(sj.ID); ok {
+					req.Selection = selectionToAPI(sel) // the record goes in the write that records the pick
+				}
+				reqs = append(reqs, req)
+				if !noAcquisition(j) {
+					break // it holds the slot until its pods run
+				}
+				// Acquires nothing: the slot goes to the next job at once,
+				// in the same round (see noAcquisition).
+				m.mem.leaveQueue(j.GetId())
+				m.mem.submitted[j.GetId()] = true
 			}
-			m.mem.touched[key] = true
-			j := byID[sj.ID]
-			if j == nil {
-				_ = m.mem.sched.Remove(sj.ID)
-				continue
-			}
-			picked = append(picked, j)
-			req := &falconv1.UpdateJobStatusRequest{
-				Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
-				Reason: string(lifecycle.ReasonDispatching), Message: "submitting to cluster " + key.Cluster, ClusterName: key.Cluster,
-			}
-			if sel, ok := m.mem.sched.Selection(sj.ID); ok {
-				req.Selection = selectionToAPI(sel) // the record goes in the write that records the pick
-			}
-			reqs = append(reqs, req)
 		}
 		if len(picked) == 0 {
 			return
@@ -807,6 +816,7 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 				// Aborted meanwhile, or the write failed: look again next
 				// cycle, which places it afresh if it still waits.
 				_ = m.mem.sched.Remove(j.GetId())
+				delete(m.mem.submitted, j.GetId())
 				c.look(j)
 				c.deadline(m.now())
 				c.cur = ""
@@ -887,6 +897,11 @@ func (m *Manager) submitAll(ctx context.Context, c *cycle, jobs []*falconv1.Job)
 // burst of picks does not hammer its apiserver.
 const submitPerCluster = 4
 
+// cpuBurst is how many CPU-only jobs one queue hands out per round: they
+// hold no slot, so the picks of a burst are written in one batch and
+// submitted together rather than one round each.
+const cpuBurst = 16
+
 // acquire drives a job that holds its queue's slot: dispatch it if the
 // cluster has no trace of it, then act on what the cluster reports. fresh
 // means the job was picked from its queue this cycle: it cannot have
@@ -938,6 +953,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		fresh = false // the pool may have been the job's for a while
 	}
 	obs := Observation{Phase: PhaseUnknown}
+	dispatched := false
 	if !fresh {
 		var err error
 		if obs, err = b.Observe(ctx, cl, j); err != nil {
@@ -949,6 +965,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		if err := m.dispatch(ctx, c, cl, b, j); err != nil {
 			return
 		}
+		dispatched = true
 		var err error
 		if obs, err = b.Observe(ctx, cl, j); err != nil {
 			return
@@ -974,7 +991,11 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 	case lifecycle.Failed:
 		m.stopAndFail(ctx, c, j, d.reason, d.message)
 	default:
-		if m.update(ctx, j, d.to, d.reason, d.message, "") && noAcquisition(j) && !m.mem.submitted[j.GetId()] {
+		// Just submitted and not running yet: the row already says it is
+		// being submitted, and the cluster's first report of its pods
+		// (an informer event) brings their account, so no write now.
+		written := dispatched && j.GetReason() == string(lifecycle.ReasonDispatching) || m.update(ctx, j, d.to, d.reason, d.message, "")
+		if written && noAcquisition(j) && !m.mem.submitted[j.GetId()] {
 			// Its cluster holds it now, and nothing is left to acquire:
 			// the next job of its queue need not wait for its pods.
 			m.mem.leaveQueue(j.GetId())

@@ -459,7 +459,7 @@ func TestCPUJobsHoldNoSlot(t *testing.T) {
 	}
 	f.cycle(t)
 	for _, j := range jobs {
-		want(t, f.env.Job(t, j), "Pending", "Dispatching", "1/1 running")
+		want(t, f.env.Job(t, j), "Pending", "Dispatching", "submitting to cluster local")
 	}
 	if len(f.be.dispatched) != 3 {
 		t.Fatalf("%d of 3 CPU-only jobs submitted in one cycle", len(f.be.dispatched))
