@@ -88,6 +88,7 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"exp", "logs", "{exp}"},
 		{"exp", "wait", "{exp}"},
 		{"exp", "events", "{exp}"},
+		{"exp", "explain", "{exp}"},
 		{"exp", "get", "{exp}", "-w"},               // it has ended: printed once
 		{"exp", "extend", "{force}", "--ttl", "1h"}, // before it is aborted
 		{"exp", "abort", "{exp}", "--yes"},

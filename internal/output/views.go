@@ -247,6 +247,7 @@ func JobDetail(j *falconv1.Job) TableFunc {
 			{"Status", v.Status(j.GetStatus())},
 			{"Reason", j.GetReason()},
 			{"Message", j.GetMessage()},
+			{"Selection", j.GetSelection().GetReason()},
 			{"Creator", j.GetCreator()},
 			{"Replica", strconv.Itoa(int(j.GetReplica()))},
 			{"Device", deviceLine(ts)},

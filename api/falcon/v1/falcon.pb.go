@@ -920,6 +920,235 @@ func (x *ClusterSelection) GetDecidedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// ExpExplanation is what `falcon exp explain` prints: where each job of an
+// experiment is and why. It is assembled by the client from the
+// experiment, its jobs, the registry, the clusters' reported status and
+// their last probes; no RPC returns it.
+type ExpExplanation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ExpId         string                 `protobuf:"bytes,1,opt,name=exp_id,json=expId,proto3" json:"exp_id,omitempty"`
+	ExpName       string                 `protobuf:"bytes,2,opt,name=exp_name,json=expName,proto3" json:"exp_name,omitempty"`
+	Status        string                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	Jobs          []*JobExplanation      `protobuf:"bytes,6,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpExplanation) Reset() {
+	*x = ExpExplanation{}
+	mi := &file_falcon_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpExplanation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpExplanation) ProtoMessage() {}
+
+func (x *ExpExplanation) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpExplanation.ProtoReflect.Descriptor instead.
+func (*ExpExplanation) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ExpExplanation) GetExpId() string {
+	if x != nil {
+		return x.ExpId
+	}
+	return ""
+}
+
+func (x *ExpExplanation) GetExpName() string {
+	if x != nil {
+		return x.ExpName
+	}
+	return ""
+}
+
+func (x *ExpExplanation) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ExpExplanation) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ExpExplanation) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ExpExplanation) GetJobs() []*JobExplanation {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+// JobExplanation is one job's part of an ExpExplanation.
+type JobExplanation struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Role    string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	Status  string                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	Reason  string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	Cluster string                 `protobuf:"bytes,6,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// The decision record stored with the job: why this cluster, why not
+	// the others.
+	Selection *ClusterSelection `protobuf:"bytes,7,opt,name=selection,proto3" json:"selection,omitempty"`
+	// While the job waits: its place in line (from its message) and the job
+	// holding its queue's slot, from the cluster's reported queues.
+	Position   int32  `protobuf:"varint,8,opt,name=position,proto3" json:"position,omitempty"`
+	Queue      string `protobuf:"bytes,9,opt,name=queue,proto3" json:"queue,omitempty"`
+	SlotHolder string `protobuf:"bytes,10,opt,name=slot_holder,json=slotHolder,proto3" json:"slot_holder,omitempty"`
+	// While the job waits: which clusters could take it now and why not,
+	// judged now from the registry, the reported queues and the last probes.
+	Now *ClusterSelection `protobuf:"bytes,11,opt,name=now,proto3" json:"now,omitempty"`
+	// When no cluster could take it now: design 001's NoAvailableClusterError
+	// text, every probe result included.
+	NoAvailableCluster string `protobuf:"bytes,12,opt,name=no_available_cluster,json=noAvailableCluster,proto3" json:"no_available_cluster,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *JobExplanation) Reset() {
+	*x = JobExplanation{}
+	mi := &file_falcon_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobExplanation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobExplanation) ProtoMessage() {}
+
+func (x *JobExplanation) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobExplanation.ProtoReflect.Descriptor instead.
+func (*JobExplanation) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *JobExplanation) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *JobExplanation) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *JobExplanation) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *JobExplanation) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *JobExplanation) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *JobExplanation) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *JobExplanation) GetSelection() *ClusterSelection {
+	if x != nil {
+		return x.Selection
+	}
+	return nil
+}
+
+func (x *JobExplanation) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *JobExplanation) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *JobExplanation) GetSlotHolder() string {
+	if x != nil {
+		return x.SlotHolder
+	}
+	return ""
+}
+
+func (x *JobExplanation) GetNow() *ClusterSelection {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+func (x *JobExplanation) GetNoAvailableCluster() string {
+	if x != nil {
+		return x.NoAvailableCluster
+	}
+	return ""
+}
+
 // SelectionCandidate is one cluster's facts in a ClusterSelection.
 type SelectionCandidate struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -947,7 +1176,7 @@ type SelectionCandidate struct {
 
 func (x *SelectionCandidate) Reset() {
 	*x = SelectionCandidate{}
-	mi := &file_falcon_proto_msgTypes[6]
+	mi := &file_falcon_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +1188,7 @@ func (x *SelectionCandidate) String() string {
 func (*SelectionCandidate) ProtoMessage() {}
 
 func (x *SelectionCandidate) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[6]
+	mi := &file_falcon_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1201,7 @@ func (x *SelectionCandidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectionCandidate.ProtoReflect.Descriptor instead.
 func (*SelectionCandidate) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{6}
+	return file_falcon_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SelectionCandidate) GetCluster() string {
@@ -1071,7 +1300,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_falcon_proto_msgTypes[7]
+	mi := &file_falcon_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1312,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[7]
+	mi := &file_falcon_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1325,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{7}
+	return file_falcon_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Artifact) GetId() string {
@@ -1212,7 +1441,7 @@ type ArtifactFile struct {
 
 func (x *ArtifactFile) Reset() {
 	*x = ArtifactFile{}
-	mi := &file_falcon_proto_msgTypes[8]
+	mi := &file_falcon_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1453,7 @@ func (x *ArtifactFile) String() string {
 func (*ArtifactFile) ProtoMessage() {}
 
 func (x *ArtifactFile) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[8]
+	mi := &file_falcon_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1466,7 @@ func (x *ArtifactFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactFile.ProtoReflect.Descriptor instead.
 func (*ArtifactFile) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{8}
+	return file_falcon_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ArtifactFile) GetPath() string {
@@ -1317,7 +1546,7 @@ type Cluster struct {
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_falcon_proto_msgTypes[9]
+	mi := &file_falcon_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1558,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[9]
+	mi := &file_falcon_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1571,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{9}
+	return file_falcon_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Cluster) GetId() string {
@@ -1507,7 +1736,7 @@ type AcceleratorSlot struct {
 
 func (x *AcceleratorSlot) Reset() {
 	*x = AcceleratorSlot{}
-	mi := &file_falcon_proto_msgTypes[10]
+	mi := &file_falcon_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1748,7 @@ func (x *AcceleratorSlot) String() string {
 func (*AcceleratorSlot) ProtoMessage() {}
 
 func (x *AcceleratorSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[10]
+	mi := &file_falcon_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1761,7 @@ func (x *AcceleratorSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceleratorSlot.ProtoReflect.Descriptor instead.
 func (*AcceleratorSlot) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{10}
+	return file_falcon_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AcceleratorSlot) GetType() string {
@@ -1572,7 +1801,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_falcon_proto_msgTypes[11]
+	mi := &file_falcon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1813,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[11]
+	mi := &file_falcon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +1826,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{11}
+	return file_falcon_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *User) GetUserId() string {
@@ -1642,7 +1871,7 @@ type WatchExpRequest struct {
 
 func (x *WatchExpRequest) Reset() {
 	*x = WatchExpRequest{}
-	mi := &file_falcon_proto_msgTypes[12]
+	mi := &file_falcon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1883,7 @@ func (x *WatchExpRequest) String() string {
 func (*WatchExpRequest) ProtoMessage() {}
 
 func (x *WatchExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[12]
+	mi := &file_falcon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1896,7 @@ func (x *WatchExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchExpRequest.ProtoReflect.Descriptor instead.
 func (*WatchExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{12}
+	return file_falcon_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WatchExpRequest) GetId() string {
@@ -1722,7 +1951,7 @@ type ExpEvent struct {
 
 func (x *ExpEvent) Reset() {
 	*x = ExpEvent{}
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1734,7 +1963,7 @@ func (x *ExpEvent) String() string {
 func (*ExpEvent) ProtoMessage() {}
 
 func (x *ExpEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[13]
+	mi := &file_falcon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1747,7 +1976,7 @@ func (x *ExpEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpEvent.ProtoReflect.Descriptor instead.
 func (*ExpEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{13}
+	return file_falcon_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExpEvent) GetSeq() int64 {
@@ -1831,7 +2060,7 @@ type ExtendExpRequest struct {
 
 func (x *ExtendExpRequest) Reset() {
 	*x = ExtendExpRequest{}
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +2072,7 @@ func (x *ExtendExpRequest) String() string {
 func (*ExtendExpRequest) ProtoMessage() {}
 
 func (x *ExtendExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[14]
+	mi := &file_falcon_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +2085,7 @@ func (x *ExtendExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendExpRequest.ProtoReflect.Descriptor instead.
 func (*ExtendExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{14}
+	return file_falcon_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExtendExpRequest) GetId() string {
@@ -1882,7 +2111,7 @@ type EnforceTTLRequest struct {
 
 func (x *EnforceTTLRequest) Reset() {
 	*x = EnforceTTLRequest{}
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +2123,7 @@ func (x *EnforceTTLRequest) String() string {
 func (*EnforceTTLRequest) ProtoMessage() {}
 
 func (x *EnforceTTLRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[15]
+	mi := &file_falcon_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +2136,7 @@ func (x *EnforceTTLRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnforceTTLRequest.ProtoReflect.Descriptor instead.
 func (*EnforceTTLRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{15}
+	return file_falcon_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EnforceTTLRequest) GetId() string {
@@ -1928,7 +2157,7 @@ type EnforceTTLResponse struct {
 
 func (x *EnforceTTLResponse) Reset() {
 	*x = EnforceTTLResponse{}
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1940,7 +2169,7 @@ func (x *EnforceTTLResponse) String() string {
 func (*EnforceTTLResponse) ProtoMessage() {}
 
 func (x *EnforceTTLResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[16]
+	mi := &file_falcon_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1953,7 +2182,7 @@ func (x *EnforceTTLResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnforceTTLResponse.ProtoReflect.Descriptor instead.
 func (*EnforceTTLResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{16}
+	return file_falcon_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EnforceTTLResponse) GetAction() string {
@@ -1987,7 +2216,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1999,7 +2228,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[17]
+	mi := &file_falcon_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2012,7 +2241,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{17}
+	return file_falcon_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExecRequest) GetMsg() isExecRequest_Msg {
@@ -2112,7 +2341,7 @@ type ExecStart struct {
 
 func (x *ExecStart) Reset() {
 	*x = ExecStart{}
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2353,7 @@ func (x *ExecStart) String() string {
 func (*ExecStart) ProtoMessage() {}
 
 func (x *ExecStart) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[18]
+	mi := &file_falcon_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2366,7 @@ func (x *ExecStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
 func (*ExecStart) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{18}
+	return file_falcon_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExecStart) GetExpId() string {
@@ -2206,7 +2435,7 @@ type TerminalSize struct {
 
 func (x *TerminalSize) Reset() {
 	*x = TerminalSize{}
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2447,7 @@ func (x *TerminalSize) String() string {
 func (*TerminalSize) ProtoMessage() {}
 
 func (x *TerminalSize) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[19]
+	mi := &file_falcon_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2460,7 @@ func (x *TerminalSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
 func (*TerminalSize) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{19}
+	return file_falcon_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TerminalSize) GetWidth() uint32 {
@@ -2264,7 +2493,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2276,7 +2505,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[20]
+	mi := &file_falcon_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2289,7 +2518,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{20}
+	return file_falcon_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExecResponse) GetMsg() isExecResponse_Msg {
@@ -2394,7 +2623,7 @@ type ExecStarted struct {
 
 func (x *ExecStarted) Reset() {
 	*x = ExecStarted{}
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2406,7 +2635,7 @@ func (x *ExecStarted) String() string {
 func (*ExecStarted) ProtoMessage() {}
 
 func (x *ExecStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[21]
+	mi := &file_falcon_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2419,7 +2648,7 @@ func (x *ExecStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStarted.ProtoReflect.Descriptor instead.
 func (*ExecStarted) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{21}
+	return file_falcon_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExecStarted) GetJobId() string {
@@ -2462,7 +2691,7 @@ type ExecExit struct {
 
 func (x *ExecExit) Reset() {
 	*x = ExecExit{}
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2703,7 @@ func (x *ExecExit) String() string {
 func (*ExecExit) ProtoMessage() {}
 
 func (x *ExecExit) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[22]
+	mi := &file_falcon_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2716,7 @@ func (x *ExecExit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecExit.ProtoReflect.Descriptor instead.
 func (*ExecExit) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{22}
+	return file_falcon_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExecExit) GetCode() int32 {
@@ -2515,7 +2744,7 @@ type CreateExpRequest struct {
 
 func (x *CreateExpRequest) Reset() {
 	*x = CreateExpRequest{}
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2527,7 +2756,7 @@ func (x *CreateExpRequest) String() string {
 func (*CreateExpRequest) ProtoMessage() {}
 
 func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[23]
+	mi := &file_falcon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2540,7 +2769,7 @@ func (x *CreateExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateExpRequest.ProtoReflect.Descriptor instead.
 func (*CreateExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{23}
+	return file_falcon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateExpRequest) GetExperiment() *Experiment {
@@ -2566,7 +2795,7 @@ type GetExpRequest struct {
 
 func (x *GetExpRequest) Reset() {
 	*x = GetExpRequest{}
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2578,7 +2807,7 @@ func (x *GetExpRequest) String() string {
 func (*GetExpRequest) ProtoMessage() {}
 
 func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[24]
+	mi := &file_falcon_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2591,7 +2820,7 @@ func (x *GetExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpRequest.ProtoReflect.Descriptor instead.
 func (*GetExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{24}
+	return file_falcon_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetExpRequest) GetId() string {
@@ -2620,7 +2849,7 @@ type ListExpsRequest struct {
 
 func (x *ListExpsRequest) Reset() {
 	*x = ListExpsRequest{}
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +2861,7 @@ func (x *ListExpsRequest) String() string {
 func (*ListExpsRequest) ProtoMessage() {}
 
 func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[25]
+	mi := &file_falcon_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +2874,7 @@ func (x *ListExpsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsRequest.ProtoReflect.Descriptor instead.
 func (*ListExpsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{25}
+	return file_falcon_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListExpsRequest) GetPageSize() int32 {
@@ -2714,7 +2943,7 @@ type ListExpsResponse struct {
 
 func (x *ListExpsResponse) Reset() {
 	*x = ListExpsResponse{}
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2726,7 +2955,7 @@ func (x *ListExpsResponse) String() string {
 func (*ListExpsResponse) ProtoMessage() {}
 
 func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[26]
+	mi := &file_falcon_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2739,7 +2968,7 @@ func (x *ListExpsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExpsResponse.ProtoReflect.Descriptor instead.
 func (*ListExpsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{26}
+	return file_falcon_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListExpsResponse) GetItems() []*Experiment {
@@ -2772,7 +3001,7 @@ type AbortExpRequest struct {
 
 func (x *AbortExpRequest) Reset() {
 	*x = AbortExpRequest{}
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2784,7 +3013,7 @@ func (x *AbortExpRequest) String() string {
 func (*AbortExpRequest) ProtoMessage() {}
 
 func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[27]
+	mi := &file_falcon_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2797,7 +3026,7 @@ func (x *AbortExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpRequest.ProtoReflect.Descriptor instead.
 func (*AbortExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{27}
+	return file_falcon_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AbortExpRequest) GetId() string {
@@ -2834,7 +3063,7 @@ type AbortExpResponse struct {
 
 func (x *AbortExpResponse) Reset() {
 	*x = AbortExpResponse{}
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +3075,7 @@ func (x *AbortExpResponse) String() string {
 func (*AbortExpResponse) ProtoMessage() {}
 
 func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[28]
+	mi := &file_falcon_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +3088,7 @@ func (x *AbortExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortExpResponse.ProtoReflect.Descriptor instead.
 func (*AbortExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{28}
+	return file_falcon_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AbortExpResponse) GetExperiment() *Experiment {
@@ -2892,7 +3121,7 @@ type DeleteExpRequest struct {
 
 func (x *DeleteExpRequest) Reset() {
 	*x = DeleteExpRequest{}
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2904,7 +3133,7 @@ func (x *DeleteExpRequest) String() string {
 func (*DeleteExpRequest) ProtoMessage() {}
 
 func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[29]
+	mi := &file_falcon_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2917,7 +3146,7 @@ func (x *DeleteExpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpRequest.ProtoReflect.Descriptor instead.
 func (*DeleteExpRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{29}
+	return file_falcon_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DeleteExpRequest) GetId() string {
@@ -2936,7 +3165,7 @@ type DeleteExpResponse struct {
 
 func (x *DeleteExpResponse) Reset() {
 	*x = DeleteExpResponse{}
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2948,7 +3177,7 @@ func (x *DeleteExpResponse) String() string {
 func (*DeleteExpResponse) ProtoMessage() {}
 
 func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[30]
+	mi := &file_falcon_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2961,7 +3190,7 @@ func (x *DeleteExpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExpResponse.ProtoReflect.Descriptor instead.
 func (*DeleteExpResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{30}
+	return file_falcon_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeleteExpResponse) GetId() string {
@@ -2993,7 +3222,7 @@ type GetExpLogsRequest struct {
 
 func (x *GetExpLogsRequest) Reset() {
 	*x = GetExpLogsRequest{}
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3005,7 +3234,7 @@ func (x *GetExpLogsRequest) String() string {
 func (*GetExpLogsRequest) ProtoMessage() {}
 
 func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[31]
+	mi := &file_falcon_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3018,7 +3247,7 @@ func (x *GetExpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetExpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{31}
+	return file_falcon_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetExpLogsRequest) GetId() string {
@@ -3095,7 +3324,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3107,7 +3336,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[32]
+	mi := &file_falcon_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3120,7 +3349,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{32}
+	return file_falcon_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *LogLine) GetJobId() string {
@@ -3181,7 +3410,7 @@ type LogLines struct {
 
 func (x *LogLines) Reset() {
 	*x = LogLines{}
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3193,7 +3422,7 @@ func (x *LogLines) String() string {
 func (*LogLines) ProtoMessage() {}
 
 func (x *LogLines) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[33]
+	mi := &file_falcon_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3206,7 +3435,7 @@ func (x *LogLines) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLines.ProtoReflect.Descriptor instead.
 func (*LogLines) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{33}
+	return file_falcon_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LogLines) GetLines() []*LogLine {
@@ -3231,7 +3460,7 @@ type ExportExpLogsRequest struct {
 
 func (x *ExportExpLogsRequest) Reset() {
 	*x = ExportExpLogsRequest{}
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3243,7 +3472,7 @@ func (x *ExportExpLogsRequest) String() string {
 func (*ExportExpLogsRequest) ProtoMessage() {}
 
 func (x *ExportExpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[34]
+	mi := &file_falcon_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3256,7 +3485,7 @@ func (x *ExportExpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportExpLogsRequest.ProtoReflect.Descriptor instead.
 func (*ExportExpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{34}
+	return file_falcon_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExportExpLogsRequest) GetId() string {
@@ -3308,7 +3537,7 @@ type LogExportResult struct {
 
 func (x *LogExportResult) Reset() {
 	*x = LogExportResult{}
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3320,7 +3549,7 @@ func (x *LogExportResult) String() string {
 func (*LogExportResult) ProtoMessage() {}
 
 func (x *LogExportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[35]
+	mi := &file_falcon_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3333,7 +3562,7 @@ func (x *LogExportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogExportResult.ProtoReflect.Descriptor instead.
 func (*LogExportResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{35}
+	return file_falcon_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LogExportResult) GetDestination() string {
@@ -3386,7 +3615,7 @@ type RankExport struct {
 
 func (x *RankExport) Reset() {
 	*x = RankExport{}
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3398,7 +3627,7 @@ func (x *RankExport) String() string {
 func (*RankExport) ProtoMessage() {}
 
 func (x *RankExport) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[36]
+	mi := &file_falcon_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3411,7 +3640,7 @@ func (x *RankExport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankExport.ProtoReflect.Descriptor instead.
 func (*RankExport) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{36}
+	return file_falcon_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RankExport) GetRole() string {
@@ -3467,7 +3696,7 @@ type GetExpMetricsRequest struct {
 
 func (x *GetExpMetricsRequest) Reset() {
 	*x = GetExpMetricsRequest{}
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3479,7 +3708,7 @@ func (x *GetExpMetricsRequest) String() string {
 func (*GetExpMetricsRequest) ProtoMessage() {}
 
 func (x *GetExpMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[37]
+	mi := &file_falcon_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3492,7 +3721,7 @@ func (x *GetExpMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExpMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetExpMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{37}
+	return file_falcon_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetExpMetricsRequest) GetId() string {
@@ -3526,7 +3755,7 @@ type ExpMetrics struct {
 
 func (x *ExpMetrics) Reset() {
 	*x = ExpMetrics{}
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3538,7 +3767,7 @@ func (x *ExpMetrics) String() string {
 func (*ExpMetrics) ProtoMessage() {}
 
 func (x *ExpMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[38]
+	mi := &file_falcon_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3551,7 +3780,7 @@ func (x *ExpMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpMetrics.ProtoReflect.Descriptor instead.
 func (*ExpMetrics) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{38}
+	return file_falcon_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ExpMetrics) GetMetrics() []*MetricSummary {
@@ -3601,7 +3830,7 @@ type MetricSummary struct {
 
 func (x *MetricSummary) Reset() {
 	*x = MetricSummary{}
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3613,7 +3842,7 @@ func (x *MetricSummary) String() string {
 func (*MetricSummary) ProtoMessage() {}
 
 func (x *MetricSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[39]
+	mi := &file_falcon_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3626,7 +3855,7 @@ func (x *MetricSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricSummary.ProtoReflect.Descriptor instead.
 func (*MetricSummary) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{39}
+	return file_falcon_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *MetricSummary) GetName() string {
@@ -3709,7 +3938,7 @@ type MetricSeries struct {
 
 func (x *MetricSeries) Reset() {
 	*x = MetricSeries{}
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3721,7 +3950,7 @@ func (x *MetricSeries) String() string {
 func (*MetricSeries) ProtoMessage() {}
 
 func (x *MetricSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[40]
+	mi := &file_falcon_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3734,7 +3963,7 @@ func (x *MetricSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricSeries.ProtoReflect.Descriptor instead.
 func (*MetricSeries) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{40}
+	return file_falcon_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *MetricSeries) GetName() string {
@@ -3761,7 +3990,7 @@ type MetricPoint struct {
 
 func (x *MetricPoint) Reset() {
 	*x = MetricPoint{}
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3773,7 +4002,7 @@ func (x *MetricPoint) String() string {
 func (*MetricPoint) ProtoMessage() {}
 
 func (x *MetricPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[41]
+	mi := &file_falcon_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3786,7 +4015,7 @@ func (x *MetricPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricPoint.ProtoReflect.Descriptor instead.
 func (*MetricPoint) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{41}
+	return file_falcon_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *MetricPoint) GetStep() int64 {
@@ -3817,7 +4046,7 @@ type UpdateExpStatusRequest struct {
 
 func (x *UpdateExpStatusRequest) Reset() {
 	*x = UpdateExpStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3829,7 +4058,7 @@ func (x *UpdateExpStatusRequest) String() string {
 func (*UpdateExpStatusRequest) ProtoMessage() {}
 
 func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[42]
+	mi := &file_falcon_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3842,7 +4071,7 @@ func (x *UpdateExpStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateExpStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateExpStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{42}
+	return file_falcon_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *UpdateExpStatusRequest) GetId() string {
@@ -3889,7 +4118,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3901,7 +4130,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[43]
+	mi := &file_falcon_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3914,7 +4143,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{43}
+	return file_falcon_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -3941,7 +4170,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3953,7 +4182,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[44]
+	mi := &file_falcon_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3966,7 +4195,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{44}
+	return file_falcon_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListJobsRequest) GetPageSize() int32 {
@@ -4021,7 +4250,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4262,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4275,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{45}
+	return file_falcon_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListJobsResponse) GetItems() []*Job {
@@ -4086,7 +4315,7 @@ type UpdateJobStatusRequest struct {
 
 func (x *UpdateJobStatusRequest) Reset() {
 	*x = UpdateJobStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4098,7 +4327,7 @@ func (x *UpdateJobStatusRequest) String() string {
 func (*UpdateJobStatusRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4111,7 +4340,7 @@ func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{46}
+	return file_falcon_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *UpdateJobStatusRequest) GetId() string {
@@ -4179,7 +4408,7 @@ type UpdateJobStatusesRequest struct {
 
 func (x *UpdateJobStatusesRequest) Reset() {
 	*x = UpdateJobStatusesRequest{}
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4191,7 +4420,7 @@ func (x *UpdateJobStatusesRequest) String() string {
 func (*UpdateJobStatusesRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4204,7 +4433,7 @@ func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{47}
+	return file_falcon_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *UpdateJobStatusesRequest) GetUpdates() []*UpdateJobStatusRequest {
@@ -4224,7 +4453,7 @@ type UpdateJobStatusesResponse struct {
 
 func (x *UpdateJobStatusesResponse) Reset() {
 	*x = UpdateJobStatusesResponse{}
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4236,7 +4465,7 @@ func (x *UpdateJobStatusesResponse) String() string {
 func (*UpdateJobStatusesResponse) ProtoMessage() {}
 
 func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4249,7 +4478,7 @@ func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{48}
+	return file_falcon_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *UpdateJobStatusesResponse) GetResults() []*JobStatusResult {
@@ -4273,7 +4502,7 @@ type JobStatusResult struct {
 
 func (x *JobStatusResult) Reset() {
 	*x = JobStatusResult{}
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4285,7 +4514,7 @@ func (x *JobStatusResult) String() string {
 func (*JobStatusResult) ProtoMessage() {}
 
 func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4298,7 +4527,7 @@ func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatusResult.ProtoReflect.Descriptor instead.
 func (*JobStatusResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{49}
+	return file_falcon_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *JobStatusResult) GetJob() *Job {
@@ -4332,7 +4561,7 @@ type AppendJobMessageRequest struct {
 
 func (x *AppendJobMessageRequest) Reset() {
 	*x = AppendJobMessageRequest{}
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4344,7 +4573,7 @@ func (x *AppendJobMessageRequest) String() string {
 func (*AppendJobMessageRequest) ProtoMessage() {}
 
 func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4357,7 +4586,7 @@ func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendJobMessageRequest.ProtoReflect.Descriptor instead.
 func (*AppendJobMessageRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{50}
+	return file_falcon_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AppendJobMessageRequest) GetId() string {
@@ -4387,7 +4616,7 @@ type AbortJobRequest struct {
 
 func (x *AbortJobRequest) Reset() {
 	*x = AbortJobRequest{}
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4399,7 +4628,7 @@ func (x *AbortJobRequest) String() string {
 func (*AbortJobRequest) ProtoMessage() {}
 
 func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4412,7 +4641,7 @@ func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortJobRequest.ProtoReflect.Descriptor instead.
 func (*AbortJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{51}
+	return file_falcon_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *AbortJobRequest) GetId() string {
@@ -4451,7 +4680,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4463,7 +4692,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4476,7 +4705,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{52}
+	return file_falcon_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *WatchChangesRequest) GetSince() int64 {
@@ -4514,7 +4743,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4526,7 +4755,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4539,7 +4768,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{53}
+	return file_falcon_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Change) GetKind() string {
@@ -4586,7 +4815,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4598,7 +4827,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4611,7 +4840,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{54}
+	return file_falcon_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetArtifactRequest) GetId() string {
@@ -4635,7 +4864,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4647,7 +4876,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4660,7 +4889,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{55}
+	return file_falcon_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListArtifactsRequest) GetPageSize() int32 {
@@ -4708,7 +4937,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4720,7 +4949,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4733,7 +4962,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{56}
+	return file_falcon_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListArtifactsResponse) GetItems() []*Artifact {
@@ -4765,7 +4994,7 @@ type ListArtifactFilesRequest struct {
 
 func (x *ListArtifactFilesRequest) Reset() {
 	*x = ListArtifactFilesRequest{}
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4777,7 +5006,7 @@ func (x *ListArtifactFilesRequest) String() string {
 func (*ListArtifactFilesRequest) ProtoMessage() {}
 
 func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4790,7 +5019,7 @@ func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{57}
+	return file_falcon_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListArtifactFilesRequest) GetExpId() string {
@@ -4840,7 +5069,7 @@ type ListArtifactFilesResponse struct {
 
 func (x *ListArtifactFilesResponse) Reset() {
 	*x = ListArtifactFilesResponse{}
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4852,7 +5081,7 @@ func (x *ListArtifactFilesResponse) String() string {
 func (*ListArtifactFilesResponse) ProtoMessage() {}
 
 func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4865,7 +5094,7 @@ func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{58}
+	return file_falcon_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListArtifactFilesResponse) GetItems() []*ArtifactFile {
@@ -4903,7 +5132,7 @@ type ReadArtifactFileRequest struct {
 
 func (x *ReadArtifactFileRequest) Reset() {
 	*x = ReadArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4915,7 +5144,7 @@ func (x *ReadArtifactFileRequest) String() string {
 func (*ReadArtifactFileRequest) ProtoMessage() {}
 
 func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4928,7 +5157,7 @@ func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{59}
+	return file_falcon_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ReadArtifactFileRequest) GetExpId() string {
@@ -4969,7 +5198,7 @@ type StatArtifactFileRequest struct {
 
 func (x *StatArtifactFileRequest) Reset() {
 	*x = StatArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4981,7 +5210,7 @@ func (x *StatArtifactFileRequest) String() string {
 func (*StatArtifactFileRequest) ProtoMessage() {}
 
 func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4994,7 +5223,7 @@ func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*StatArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{60}
+	return file_falcon_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *StatArtifactFileRequest) GetExpId() string {
@@ -5022,7 +5251,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5034,7 +5263,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5047,7 +5276,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{61}
+	return file_falcon_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -5077,7 +5306,7 @@ type UpdateArtifactStatusRequest struct {
 
 func (x *UpdateArtifactStatusRequest) Reset() {
 	*x = UpdateArtifactStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5089,7 +5318,7 @@ func (x *UpdateArtifactStatusRequest) String() string {
 func (*UpdateArtifactStatusRequest) ProtoMessage() {}
 
 func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5102,7 +5331,7 @@ func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateArtifactStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateArtifactStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{62}
+	return file_falcon_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *UpdateArtifactStatusRequest) GetId() string {
@@ -5161,7 +5390,7 @@ type ClusterProbe struct {
 
 func (x *ClusterProbe) Reset() {
 	*x = ClusterProbe{}
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5173,7 +5402,7 @@ func (x *ClusterProbe) String() string {
 func (*ClusterProbe) ProtoMessage() {}
 
 func (x *ClusterProbe) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5186,7 +5415,7 @@ func (x *ClusterProbe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterProbe.ProtoReflect.Descriptor instead.
 func (*ClusterProbe) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{63}
+	return file_falcon_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ClusterProbe) GetCluster() string {
@@ -5239,7 +5468,7 @@ type ListClusterProbesRequest struct {
 
 func (x *ListClusterProbesRequest) Reset() {
 	*x = ListClusterProbesRequest{}
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5251,7 +5480,7 @@ func (x *ListClusterProbesRequest) String() string {
 func (*ListClusterProbesRequest) ProtoMessage() {}
 
 func (x *ListClusterProbesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5264,7 +5493,7 @@ func (x *ListClusterProbesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClusterProbesRequest.ProtoReflect.Descriptor instead.
 func (*ListClusterProbesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{64}
+	return file_falcon_proto_rawDescGZIP(), []int{66}
 }
 
 type ListClusterProbesResponse struct {
@@ -5276,7 +5505,7 @@ type ListClusterProbesResponse struct {
 
 func (x *ListClusterProbesResponse) Reset() {
 	*x = ListClusterProbesResponse{}
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5288,7 +5517,7 @@ func (x *ListClusterProbesResponse) String() string {
 func (*ListClusterProbesResponse) ProtoMessage() {}
 
 func (x *ListClusterProbesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5301,7 +5530,7 @@ func (x *ListClusterProbesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClusterProbesResponse.ProtoReflect.Descriptor instead.
 func (*ListClusterProbesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{65}
+	return file_falcon_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListClusterProbesResponse) GetItems() []*ClusterProbe {
@@ -5320,7 +5549,7 @@ type ProbeClustersRequest struct {
 
 func (x *ProbeClustersRequest) Reset() {
 	*x = ProbeClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5332,7 +5561,7 @@ func (x *ProbeClustersRequest) String() string {
 func (*ProbeClustersRequest) ProtoMessage() {}
 
 func (x *ProbeClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5345,7 +5574,7 @@ func (x *ProbeClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeClustersRequest.ProtoReflect.Descriptor instead.
 func (*ProbeClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{66}
+	return file_falcon_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ProbeClustersRequest) GetNames() []string {
@@ -5364,7 +5593,7 @@ type ReportClusterProbesRequest struct {
 
 func (x *ReportClusterProbesRequest) Reset() {
 	*x = ReportClusterProbesRequest{}
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5376,7 +5605,7 @@ func (x *ReportClusterProbesRequest) String() string {
 func (*ReportClusterProbesRequest) ProtoMessage() {}
 
 func (x *ReportClusterProbesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5389,7 +5618,7 @@ func (x *ReportClusterProbesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterProbesRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterProbesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{67}
+	return file_falcon_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ReportClusterProbesRequest) GetItems() []*ClusterProbe {
@@ -5408,7 +5637,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5420,7 +5649,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5433,7 +5662,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{68}
+	return file_falcon_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -5452,7 +5681,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5464,7 +5693,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5477,7 +5706,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{69}
+	return file_falcon_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -5506,7 +5735,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5518,7 +5747,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5531,7 +5760,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{70}
+	return file_falcon_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -5594,7 +5823,7 @@ type ClusterStatuses struct {
 
 func (x *ClusterStatuses) Reset() {
 	*x = ClusterStatuses{}
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5606,7 +5835,7 @@ func (x *ClusterStatuses) String() string {
 func (*ClusterStatuses) ProtoMessage() {}
 
 func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5619,7 +5848,7 @@ func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
 func (*ClusterStatuses) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{71}
+	return file_falcon_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ClusterStatuses) GetItems() []*ClusterStatus {
@@ -5643,7 +5872,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5655,7 +5884,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5668,7 +5897,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{72}
+	return file_falcon_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -5727,7 +5956,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5739,7 +5968,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5752,7 +5981,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{73}
+	return file_falcon_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -5837,7 +6066,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5849,7 +6078,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5862,7 +6091,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{74}
+	return file_falcon_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -5910,7 +6139,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5922,7 +6151,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5935,7 +6164,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{75}
+	return file_falcon_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -5953,7 +6182,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5965,7 +6194,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5978,7 +6207,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{76}
+	return file_falcon_proto_rawDescGZIP(), []int{78}
 }
 
 type ListClustersResponse struct {
@@ -5990,7 +6219,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6002,7 +6231,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6015,7 +6244,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{77}
+	return file_falcon_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -6034,7 +6263,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6046,7 +6275,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6059,7 +6288,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{78}
+	return file_falcon_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -6081,7 +6310,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6093,7 +6322,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6106,7 +6335,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{79}
+	return file_falcon_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -6143,7 +6372,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6155,7 +6384,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6168,7 +6397,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{80}
+	return file_falcon_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -6202,7 +6431,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6214,7 +6443,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6227,7 +6456,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{81}
+	return file_falcon_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -6255,7 +6484,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[82]
+	mi := &file_falcon_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6267,7 +6496,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[82]
+	mi := &file_falcon_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6280,7 +6509,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{82}
+	return file_falcon_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -6305,7 +6534,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[83]
+	mi := &file_falcon_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6317,7 +6546,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[83]
+	mi := &file_falcon_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6330,7 +6559,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{83}
+	return file_falcon_proto_rawDescGZIP(), []int{85}
 }
 
 type ListUsersRequest struct {
@@ -6341,7 +6570,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[84]
+	mi := &file_falcon_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6353,7 +6582,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[84]
+	mi := &file_falcon_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6366,7 +6595,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{84}
+	return file_falcon_proto_rawDescGZIP(), []int{86}
 }
 
 type ListUsersResponse struct {
@@ -6381,7 +6610,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[85]
+	mi := &file_falcon_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6393,7 +6622,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[85]
+	mi := &file_falcon_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6406,7 +6635,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{85}
+	return file_falcon_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -6436,7 +6665,7 @@ type RelinkUserRequest struct {
 
 func (x *RelinkUserRequest) Reset() {
 	*x = RelinkUserRequest{}
-	mi := &file_falcon_proto_msgTypes[86]
+	mi := &file_falcon_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6448,7 +6677,7 @@ func (x *RelinkUserRequest) String() string {
 func (*RelinkUserRequest) ProtoMessage() {}
 
 func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[86]
+	mi := &file_falcon_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6461,7 +6690,7 @@ func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserRequest.ProtoReflect.Descriptor instead.
 func (*RelinkUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{86}
+	return file_falcon_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *RelinkUserRequest) GetEmail() string {
@@ -6494,7 +6723,7 @@ type RelinkUserResponse struct {
 
 func (x *RelinkUserResponse) Reset() {
 	*x = RelinkUserResponse{}
-	mi := &file_falcon_proto_msgTypes[87]
+	mi := &file_falcon_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6506,7 +6735,7 @@ func (x *RelinkUserResponse) String() string {
 func (*RelinkUserResponse) ProtoMessage() {}
 
 func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[87]
+	mi := &file_falcon_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6519,7 +6748,7 @@ func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserResponse.ProtoReflect.Descriptor instead.
 func (*RelinkUserResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{87}
+	return file_falcon_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *RelinkUserResponse) GetUser() *User {
@@ -6578,7 +6807,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[88]
+	mi := &file_falcon_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6590,7 +6819,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[88]
+	mi := &file_falcon_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6603,7 +6832,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{88}
+	return file_falcon_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -6688,7 +6917,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[89]
+	mi := &file_falcon_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6700,7 +6929,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[89]
+	mi := &file_falcon_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6713,7 +6942,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{89}
+	return file_falcon_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -6761,7 +6990,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[90]
+	mi := &file_falcon_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6773,7 +7002,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[90]
+	mi := &file_falcon_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6786,7 +7015,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{90}
+	return file_falcon_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -6829,7 +7058,7 @@ type Analysis struct {
 
 func (x *Analysis) Reset() {
 	*x = Analysis{}
-	mi := &file_falcon_proto_msgTypes[91]
+	mi := &file_falcon_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6841,7 +7070,7 @@ func (x *Analysis) String() string {
 func (*Analysis) ProtoMessage() {}
 
 func (x *Analysis) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[91]
+	mi := &file_falcon_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6854,7 +7083,7 @@ func (x *Analysis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Analysis.ProtoReflect.Descriptor instead.
 func (*Analysis) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{91}
+	return file_falcon_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *Analysis) GetId() string {
@@ -6952,7 +7181,7 @@ type CreateAnalysisRequest struct {
 
 func (x *CreateAnalysisRequest) Reset() {
 	*x = CreateAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[92]
+	mi := &file_falcon_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6964,7 +7193,7 @@ func (x *CreateAnalysisRequest) String() string {
 func (*CreateAnalysisRequest) ProtoMessage() {}
 
 func (x *CreateAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[92]
+	mi := &file_falcon_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6977,7 +7206,7 @@ func (x *CreateAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*CreateAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{92}
+	return file_falcon_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *CreateAnalysisRequest) GetKind() string {
@@ -7010,7 +7239,7 @@ type GetAnalysisRequest struct {
 
 func (x *GetAnalysisRequest) Reset() {
 	*x = GetAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[93]
+	mi := &file_falcon_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7022,7 +7251,7 @@ func (x *GetAnalysisRequest) String() string {
 func (*GetAnalysisRequest) ProtoMessage() {}
 
 func (x *GetAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[93]
+	mi := &file_falcon_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7035,7 +7264,7 @@ func (x *GetAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*GetAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{93}
+	return file_falcon_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *GetAnalysisRequest) GetId() string {
@@ -7055,7 +7284,7 @@ type ListAnalysesRequest struct {
 
 func (x *ListAnalysesRequest) Reset() {
 	*x = ListAnalysesRequest{}
-	mi := &file_falcon_proto_msgTypes[94]
+	mi := &file_falcon_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7067,7 +7296,7 @@ func (x *ListAnalysesRequest) String() string {
 func (*ListAnalysesRequest) ProtoMessage() {}
 
 func (x *ListAnalysesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[94]
+	mi := &file_falcon_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7080,7 +7309,7 @@ func (x *ListAnalysesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAnalysesRequest.ProtoReflect.Descriptor instead.
 func (*ListAnalysesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{94}
+	return file_falcon_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ListAnalysesRequest) GetExpId() string {
@@ -7099,7 +7328,7 @@ type ListAnalysesResponse struct {
 
 func (x *ListAnalysesResponse) Reset() {
 	*x = ListAnalysesResponse{}
-	mi := &file_falcon_proto_msgTypes[95]
+	mi := &file_falcon_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7111,7 +7340,7 @@ func (x *ListAnalysesResponse) String() string {
 func (*ListAnalysesResponse) ProtoMessage() {}
 
 func (x *ListAnalysesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[95]
+	mi := &file_falcon_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7124,7 +7353,7 @@ func (x *ListAnalysesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAnalysesResponse.ProtoReflect.Descriptor instead.
 func (*ListAnalysesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{95}
+	return file_falcon_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ListAnalysesResponse) GetItems() []*Analysis {
@@ -7144,7 +7373,7 @@ type ClaimAnalysisRequest struct {
 
 func (x *ClaimAnalysisRequest) Reset() {
 	*x = ClaimAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[96]
+	mi := &file_falcon_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7156,7 +7385,7 @@ func (x *ClaimAnalysisRequest) String() string {
 func (*ClaimAnalysisRequest) ProtoMessage() {}
 
 func (x *ClaimAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[96]
+	mi := &file_falcon_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7169,7 +7398,7 @@ func (x *ClaimAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*ClaimAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{96}
+	return file_falcon_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ClaimAnalysisRequest) GetWorker() string {
@@ -7191,7 +7420,7 @@ type ClaimAnalysisResponse struct {
 
 func (x *ClaimAnalysisResponse) Reset() {
 	*x = ClaimAnalysisResponse{}
-	mi := &file_falcon_proto_msgTypes[97]
+	mi := &file_falcon_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7203,7 +7432,7 @@ func (x *ClaimAnalysisResponse) String() string {
 func (*ClaimAnalysisResponse) ProtoMessage() {}
 
 func (x *ClaimAnalysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[97]
+	mi := &file_falcon_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7216,7 +7445,7 @@ func (x *ClaimAnalysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAnalysisResponse.ProtoReflect.Descriptor instead.
 func (*ClaimAnalysisResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{97}
+	return file_falcon_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ClaimAnalysisResponse) GetAnalysis() *Analysis {
@@ -7250,7 +7479,7 @@ type FinishAnalysisRequest struct {
 
 func (x *FinishAnalysisRequest) Reset() {
 	*x = FinishAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[98]
+	mi := &file_falcon_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7262,7 +7491,7 @@ func (x *FinishAnalysisRequest) String() string {
 func (*FinishAnalysisRequest) ProtoMessage() {}
 
 func (x *FinishAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[98]
+	mi := &file_falcon_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7275,7 +7504,7 @@ func (x *FinishAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*FinishAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{98}
+	return file_falcon_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *FinishAnalysisRequest) GetId() string {
@@ -7446,7 +7675,29 @@ const file_falcon_proto_rawDesc = "" +
 	"\x10selected_cluster\x18\x05 \x01(\tR\x0fselectedCluster\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x129\n" +
 	"\n" +
-	"decided_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\"\xc1\x02\n" +
+	"decided_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\"\xbb\x01\n" +
+	"\x0eExpExplanation\x12\x15\n" +
+	"\x06exp_id\x18\x01 \x01(\tR\x05expId\x12\x19\n" +
+	"\bexp_name\x18\x02 \x01(\tR\aexpName\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12-\n" +
+	"\x04jobs\x18\x06 \x03(\v2\x19.falcon.v1.JobExplanationR\x04jobs\"\x8e\x03\n" +
+	"\x0eJobExplanation\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12\x18\n" +
+	"\acluster\x18\x06 \x01(\tR\acluster\x129\n" +
+	"\tselection\x18\a \x01(\v2\x1b.falcon.v1.ClusterSelectionR\tselection\x12\x1a\n" +
+	"\bposition\x18\b \x01(\x05R\bposition\x12\x14\n" +
+	"\x05queue\x18\t \x01(\tR\x05queue\x12\x1f\n" +
+	"\vslot_holder\x18\n" +
+	" \x01(\tR\n" +
+	"slotHolder\x12-\n" +
+	"\x03now\x18\v \x01(\v2\x1b.falcon.v1.ClusterSelectionR\x03now\x120\n" +
+	"\x14no_available_cluster\x18\f \x01(\tR\x12noAvailableCluster\"\xc1\x02\n" +
 	"\x12SelectionCandidate\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\bR\x06active\x12\x16\n" +
@@ -8020,7 +8271,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 107)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Resources)(nil),                   // 1: falcon.v1.Resources
@@ -8028,301 +8279,306 @@ var file_falcon_proto_goTypes = []any{
 	(*MetricSpec)(nil),                  // 3: falcon.v1.MetricSpec
 	(*Job)(nil),                         // 4: falcon.v1.Job
 	(*ClusterSelection)(nil),            // 5: falcon.v1.ClusterSelection
-	(*SelectionCandidate)(nil),          // 6: falcon.v1.SelectionCandidate
-	(*Artifact)(nil),                    // 7: falcon.v1.Artifact
-	(*ArtifactFile)(nil),                // 8: falcon.v1.ArtifactFile
-	(*Cluster)(nil),                     // 9: falcon.v1.Cluster
-	(*AcceleratorSlot)(nil),             // 10: falcon.v1.AcceleratorSlot
-	(*User)(nil),                        // 11: falcon.v1.User
-	(*WatchExpRequest)(nil),             // 12: falcon.v1.WatchExpRequest
-	(*ExpEvent)(nil),                    // 13: falcon.v1.ExpEvent
-	(*ExtendExpRequest)(nil),            // 14: falcon.v1.ExtendExpRequest
-	(*EnforceTTLRequest)(nil),           // 15: falcon.v1.EnforceTTLRequest
-	(*EnforceTTLResponse)(nil),          // 16: falcon.v1.EnforceTTLResponse
-	(*ExecRequest)(nil),                 // 17: falcon.v1.ExecRequest
-	(*ExecStart)(nil),                   // 18: falcon.v1.ExecStart
-	(*TerminalSize)(nil),                // 19: falcon.v1.TerminalSize
-	(*ExecResponse)(nil),                // 20: falcon.v1.ExecResponse
-	(*ExecStarted)(nil),                 // 21: falcon.v1.ExecStarted
-	(*ExecExit)(nil),                    // 22: falcon.v1.ExecExit
-	(*CreateExpRequest)(nil),            // 23: falcon.v1.CreateExpRequest
-	(*GetExpRequest)(nil),               // 24: falcon.v1.GetExpRequest
-	(*ListExpsRequest)(nil),             // 25: falcon.v1.ListExpsRequest
-	(*ListExpsResponse)(nil),            // 26: falcon.v1.ListExpsResponse
-	(*AbortExpRequest)(nil),             // 27: falcon.v1.AbortExpRequest
-	(*AbortExpResponse)(nil),            // 28: falcon.v1.AbortExpResponse
-	(*DeleteExpRequest)(nil),            // 29: falcon.v1.DeleteExpRequest
-	(*DeleteExpResponse)(nil),           // 30: falcon.v1.DeleteExpResponse
-	(*GetExpLogsRequest)(nil),           // 31: falcon.v1.GetExpLogsRequest
-	(*LogLine)(nil),                     // 32: falcon.v1.LogLine
-	(*LogLines)(nil),                    // 33: falcon.v1.LogLines
-	(*ExportExpLogsRequest)(nil),        // 34: falcon.v1.ExportExpLogsRequest
-	(*LogExportResult)(nil),             // 35: falcon.v1.LogExportResult
-	(*RankExport)(nil),                  // 36: falcon.v1.RankExport
-	(*GetExpMetricsRequest)(nil),        // 37: falcon.v1.GetExpMetricsRequest
-	(*ExpMetrics)(nil),                  // 38: falcon.v1.ExpMetrics
-	(*MetricSummary)(nil),               // 39: falcon.v1.MetricSummary
-	(*MetricSeries)(nil),                // 40: falcon.v1.MetricSeries
-	(*MetricPoint)(nil),                 // 41: falcon.v1.MetricPoint
-	(*UpdateExpStatusRequest)(nil),      // 42: falcon.v1.UpdateExpStatusRequest
-	(*GetJobRequest)(nil),               // 43: falcon.v1.GetJobRequest
-	(*ListJobsRequest)(nil),             // 44: falcon.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 45: falcon.v1.ListJobsResponse
-	(*UpdateJobStatusRequest)(nil),      // 46: falcon.v1.UpdateJobStatusRequest
-	(*UpdateJobStatusesRequest)(nil),    // 47: falcon.v1.UpdateJobStatusesRequest
-	(*UpdateJobStatusesResponse)(nil),   // 48: falcon.v1.UpdateJobStatusesResponse
-	(*JobStatusResult)(nil),             // 49: falcon.v1.JobStatusResult
-	(*AppendJobMessageRequest)(nil),     // 50: falcon.v1.AppendJobMessageRequest
-	(*AbortJobRequest)(nil),             // 51: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 52: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 53: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 54: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 55: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 56: falcon.v1.ListArtifactsResponse
-	(*ListArtifactFilesRequest)(nil),    // 57: falcon.v1.ListArtifactFilesRequest
-	(*ListArtifactFilesResponse)(nil),   // 58: falcon.v1.ListArtifactFilesResponse
-	(*ReadArtifactFileRequest)(nil),     // 59: falcon.v1.ReadArtifactFileRequest
-	(*StatArtifactFileRequest)(nil),     // 60: falcon.v1.StatArtifactFileRequest
-	(*ArtifactChunk)(nil),               // 61: falcon.v1.ArtifactChunk
-	(*UpdateArtifactStatusRequest)(nil), // 62: falcon.v1.UpdateArtifactStatusRequest
-	(*ClusterProbe)(nil),                // 63: falcon.v1.ClusterProbe
-	(*ListClusterProbesRequest)(nil),    // 64: falcon.v1.ListClusterProbesRequest
-	(*ListClusterProbesResponse)(nil),   // 65: falcon.v1.ListClusterProbesResponse
-	(*ProbeClustersRequest)(nil),        // 66: falcon.v1.ProbeClustersRequest
-	(*ReportClusterProbesRequest)(nil),  // 67: falcon.v1.ReportClusterProbesRequest
-	(*GetClusterStatusRequest)(nil),     // 68: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 69: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 70: falcon.v1.ClusterStatus
-	(*ClusterStatuses)(nil),             // 71: falcon.v1.ClusterStatuses
-	(*ReservationCapacity)(nil),         // 72: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 73: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 74: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 75: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 76: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 77: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 78: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 79: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 80: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 81: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 82: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 83: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 84: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 85: falcon.v1.ListUsersResponse
-	(*RelinkUserRequest)(nil),           // 86: falcon.v1.RelinkUserRequest
-	(*RelinkUserResponse)(nil),          // 87: falcon.v1.RelinkUserResponse
-	(*AuditEvent)(nil),                  // 88: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 89: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 90: falcon.v1.ListAuditEventsResponse
-	(*Analysis)(nil),                    // 91: falcon.v1.Analysis
-	(*CreateAnalysisRequest)(nil),       // 92: falcon.v1.CreateAnalysisRequest
-	(*GetAnalysisRequest)(nil),          // 93: falcon.v1.GetAnalysisRequest
-	(*ListAnalysesRequest)(nil),         // 94: falcon.v1.ListAnalysesRequest
-	(*ListAnalysesResponse)(nil),        // 95: falcon.v1.ListAnalysesResponse
-	(*ClaimAnalysisRequest)(nil),        // 96: falcon.v1.ClaimAnalysisRequest
-	(*ClaimAnalysisResponse)(nil),       // 97: falcon.v1.ClaimAnalysisResponse
-	(*FinishAnalysisRequest)(nil),       // 98: falcon.v1.FinishAnalysisRequest
-	nil,                                 // 99: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 100: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 101: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 102: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 103: falcon.v1.Cluster.LabelsEntry
-	nil,                                 // 104: falcon.v1.ExpEvent.DetailEntry
-	nil,                                 // 105: falcon.v1.Analysis.ParamsEntry
-	nil,                                 // 106: falcon.v1.CreateAnalysisRequest.ParamsEntry
-	(*timestamppb.Timestamp)(nil),       // 107: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),         // 108: google.protobuf.Duration
+	(*ExpExplanation)(nil),              // 6: falcon.v1.ExpExplanation
+	(*JobExplanation)(nil),              // 7: falcon.v1.JobExplanation
+	(*SelectionCandidate)(nil),          // 8: falcon.v1.SelectionCandidate
+	(*Artifact)(nil),                    // 9: falcon.v1.Artifact
+	(*ArtifactFile)(nil),                // 10: falcon.v1.ArtifactFile
+	(*Cluster)(nil),                     // 11: falcon.v1.Cluster
+	(*AcceleratorSlot)(nil),             // 12: falcon.v1.AcceleratorSlot
+	(*User)(nil),                        // 13: falcon.v1.User
+	(*WatchExpRequest)(nil),             // 14: falcon.v1.WatchExpRequest
+	(*ExpEvent)(nil),                    // 15: falcon.v1.ExpEvent
+	(*ExtendExpRequest)(nil),            // 16: falcon.v1.ExtendExpRequest
+	(*EnforceTTLRequest)(nil),           // 17: falcon.v1.EnforceTTLRequest
+	(*EnforceTTLResponse)(nil),          // 18: falcon.v1.EnforceTTLResponse
+	(*ExecRequest)(nil),                 // 19: falcon.v1.ExecRequest
+	(*ExecStart)(nil),                   // 20: falcon.v1.ExecStart
+	(*TerminalSize)(nil),                // 21: falcon.v1.TerminalSize
+	(*ExecResponse)(nil),                // 22: falcon.v1.ExecResponse
+	(*ExecStarted)(nil),                 // 23: falcon.v1.ExecStarted
+	(*ExecExit)(nil),                    // 24: falcon.v1.ExecExit
+	(*CreateExpRequest)(nil),            // 25: falcon.v1.CreateExpRequest
+	(*GetExpRequest)(nil),               // 26: falcon.v1.GetExpRequest
+	(*ListExpsRequest)(nil),             // 27: falcon.v1.ListExpsRequest
+	(*ListExpsResponse)(nil),            // 28: falcon.v1.ListExpsResponse
+	(*AbortExpRequest)(nil),             // 29: falcon.v1.AbortExpRequest
+	(*AbortExpResponse)(nil),            // 30: falcon.v1.AbortExpResponse
+	(*DeleteExpRequest)(nil),            // 31: falcon.v1.DeleteExpRequest
+	(*DeleteExpResponse)(nil),           // 32: falcon.v1.DeleteExpResponse
+	(*GetExpLogsRequest)(nil),           // 33: falcon.v1.GetExpLogsRequest
+	(*LogLine)(nil),                     // 34: falcon.v1.LogLine
+	(*LogLines)(nil),                    // 35: falcon.v1.LogLines
+	(*ExportExpLogsRequest)(nil),        // 36: falcon.v1.ExportExpLogsRequest
+	(*LogExportResult)(nil),             // 37: falcon.v1.LogExportResult
+	(*RankExport)(nil),                  // 38: falcon.v1.RankExport
+	(*GetExpMetricsRequest)(nil),        // 39: falcon.v1.GetExpMetricsRequest
+	(*ExpMetrics)(nil),                  // 40: falcon.v1.ExpMetrics
+	(*MetricSummary)(nil),               // 41: falcon.v1.MetricSummary
+	(*MetricSeries)(nil),                // 42: falcon.v1.MetricSeries
+	(*MetricPoint)(nil),                 // 43: falcon.v1.MetricPoint
+	(*UpdateExpStatusRequest)(nil),      // 44: falcon.v1.UpdateExpStatusRequest
+	(*GetJobRequest)(nil),               // 45: falcon.v1.GetJobRequest
+	(*ListJobsRequest)(nil),             // 46: falcon.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 47: falcon.v1.ListJobsResponse
+	(*UpdateJobStatusRequest)(nil),      // 48: falcon.v1.UpdateJobStatusRequest
+	(*UpdateJobStatusesRequest)(nil),    // 49: falcon.v1.UpdateJobStatusesRequest
+	(*UpdateJobStatusesResponse)(nil),   // 50: falcon.v1.UpdateJobStatusesResponse
+	(*JobStatusResult)(nil),             // 51: falcon.v1.JobStatusResult
+	(*AppendJobMessageRequest)(nil),     // 52: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),             // 53: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),         // 54: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                      // 55: falcon.v1.Change
+	(*GetArtifactRequest)(nil),          // 56: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),        // 57: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),       // 58: falcon.v1.ListArtifactsResponse
+	(*ListArtifactFilesRequest)(nil),    // 59: falcon.v1.ListArtifactFilesRequest
+	(*ListArtifactFilesResponse)(nil),   // 60: falcon.v1.ListArtifactFilesResponse
+	(*ReadArtifactFileRequest)(nil),     // 61: falcon.v1.ReadArtifactFileRequest
+	(*StatArtifactFileRequest)(nil),     // 62: falcon.v1.StatArtifactFileRequest
+	(*ArtifactChunk)(nil),               // 63: falcon.v1.ArtifactChunk
+	(*UpdateArtifactStatusRequest)(nil), // 64: falcon.v1.UpdateArtifactStatusRequest
+	(*ClusterProbe)(nil),                // 65: falcon.v1.ClusterProbe
+	(*ListClusterProbesRequest)(nil),    // 66: falcon.v1.ListClusterProbesRequest
+	(*ListClusterProbesResponse)(nil),   // 67: falcon.v1.ListClusterProbesResponse
+	(*ProbeClustersRequest)(nil),        // 68: falcon.v1.ProbeClustersRequest
+	(*ReportClusterProbesRequest)(nil),  // 69: falcon.v1.ReportClusterProbesRequest
+	(*GetClusterStatusRequest)(nil),     // 70: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 71: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 72: falcon.v1.ClusterStatus
+	(*ClusterStatuses)(nil),             // 73: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),         // 74: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 75: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 76: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 77: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 78: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 79: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 80: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 81: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 82: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 83: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 84: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 85: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 86: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 87: falcon.v1.ListUsersResponse
+	(*RelinkUserRequest)(nil),           // 88: falcon.v1.RelinkUserRequest
+	(*RelinkUserResponse)(nil),          // 89: falcon.v1.RelinkUserResponse
+	(*AuditEvent)(nil),                  // 90: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 91: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 92: falcon.v1.ListAuditEventsResponse
+	(*Analysis)(nil),                    // 93: falcon.v1.Analysis
+	(*CreateAnalysisRequest)(nil),       // 94: falcon.v1.CreateAnalysisRequest
+	(*GetAnalysisRequest)(nil),          // 95: falcon.v1.GetAnalysisRequest
+	(*ListAnalysesRequest)(nil),         // 96: falcon.v1.ListAnalysesRequest
+	(*ListAnalysesResponse)(nil),        // 97: falcon.v1.ListAnalysesResponse
+	(*ClaimAnalysisRequest)(nil),        // 98: falcon.v1.ClaimAnalysisRequest
+	(*ClaimAnalysisResponse)(nil),       // 99: falcon.v1.ClaimAnalysisResponse
+	(*FinishAnalysisRequest)(nil),       // 100: falcon.v1.FinishAnalysisRequest
+	nil,                                 // 101: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 102: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 103: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 104: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 105: falcon.v1.Cluster.LabelsEntry
+	nil,                                 // 106: falcon.v1.ExpEvent.DetailEntry
+	nil,                                 // 107: falcon.v1.Analysis.ParamsEntry
+	nil,                                 // 108: falcon.v1.CreateAnalysisRequest.ParamsEntry
+	(*timestamppb.Timestamp)(nil),       // 109: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),         // 110: google.protobuf.Duration
 }
 var file_falcon_proto_depIdxs = []int32{
-	99,  // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	101, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
 	1,   // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	100, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	101, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	102, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	107, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	107, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	107, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	107, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	107, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	107, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	102, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	103, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	104, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	109, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	109, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	109, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	109, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	109, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	109, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	4,   // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
-	7,   // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
+	9,   // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	3,   // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
-	108, // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
-	108, // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
-	107, // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
-	107, // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
+	110, // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
+	110, // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
+	109, // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
+	109, // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
 	0,   // 18: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	107, // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	107, // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	107, // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	107, // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	107, // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	107, // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	107, // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	109, // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	109, // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	109, // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	109, // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	109, // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	109, // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	109, // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
 	5,   // 26: falcon.v1.Job.selection:type_name -> falcon.v1.ClusterSelection
-	6,   // 27: falcon.v1.ClusterSelection.candidates:type_name -> falcon.v1.SelectionCandidate
-	107, // 28: falcon.v1.ClusterSelection.decided_at:type_name -> google.protobuf.Timestamp
-	63,  // 29: falcon.v1.SelectionCandidate.probe:type_name -> falcon.v1.ClusterProbe
-	107, // 30: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	107, // 31: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	107, // 32: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
-	107, // 33: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
-	107, // 34: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
-	10,  // 35: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	103, // 36: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	107, // 37: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	107, // 38: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
-	104, // 39: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
-	108, // 40: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
-	2,   // 41: falcon.v1.EnforceTTLResponse.experiment:type_name -> falcon.v1.Experiment
-	18,  // 42: falcon.v1.ExecRequest.start:type_name -> falcon.v1.ExecStart
-	19,  // 43: falcon.v1.ExecRequest.resize:type_name -> falcon.v1.TerminalSize
-	19,  // 44: falcon.v1.ExecStart.terminal_size:type_name -> falcon.v1.TerminalSize
-	21,  // 45: falcon.v1.ExecResponse.started:type_name -> falcon.v1.ExecStarted
-	22,  // 46: falcon.v1.ExecResponse.exit:type_name -> falcon.v1.ExecExit
-	2,   // 47: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
-	2,   // 48: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
-	2,   // 49: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	107, // 50: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	107, // 51: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	32,  // 52: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
-	107, // 53: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	36,  // 54: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
-	39,  // 55: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
-	40,  // 56: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
-	41,  // 57: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
-	4,   // 58: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	5,   // 59: falcon.v1.UpdateJobStatusRequest.selection:type_name -> falcon.v1.ClusterSelection
-	46,  // 60: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
-	49,  // 61: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
-	4,   // 62: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
-	7,   // 63: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	8,   // 64: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
-	8,   // 65: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
-	107, // 66: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
-	63,  // 67: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
-	63,  // 68: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
-	70,  // 69: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	107, // 70: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	72,  // 71: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	73,  // 72: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	74,  // 73: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	63,  // 74: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
-	70,  // 75: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	107, // 76: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	107, // 77: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	9,   // 78: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	9,   // 79: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	9,   // 80: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	80,  // 81: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	9,   // 82: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	11,  // 83: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	11,  // 84: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
-	107, // 85: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	88,  // 86: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	105, // 87: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
-	107, // 88: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
-	107, // 89: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
-	107, // 90: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
-	106, // 91: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
-	91,  // 92: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
-	91,  // 93: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
-	0,   // 94: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	23,  // 95: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	24,  // 96: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	25,  // 97: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	27,  // 98: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	29,  // 99: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	31,  // 100: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	34,  // 101: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	37,  // 102: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	14,  // 103: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
-	42,  // 104: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	15,  // 105: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
-	12,  // 106: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
-	17,  // 107: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
-	43,  // 108: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	44,  // 109: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	46,  // 110: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	47,  // 111: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	51,  // 112: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	50,  // 113: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	52,  // 114: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	54,  // 115: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	55,  // 116: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	57,  // 117: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	59,  // 118: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	60,  // 119: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	62,  // 120: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	75,  // 121: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	76,  // 122: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	78,  // 123: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	79,  // 124: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	82,  // 125: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	68,  // 126: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	69,  // 127: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	64,  // 128: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
-	66,  // 129: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
-	67,  // 130: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
-	83,  // 131: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	84,  // 132: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	86,  // 133: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
-	89,  // 134: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	92,  // 135: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
-	93,  // 136: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
-	94,  // 137: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
-	96,  // 138: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
-	98,  // 139: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
-	2,   // 140: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,   // 141: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	26,  // 142: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	28,  // 143: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	30,  // 144: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	33,  // 145: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	35,  // 146: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	38,  // 147: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,   // 148: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
-	2,   // 149: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	16,  // 150: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
-	13,  // 151: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
-	20,  // 152: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
-	4,   // 153: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	45,  // 154: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	4,   // 155: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	48,  // 156: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,   // 157: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,   // 158: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	53,  // 159: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	7,   // 160: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	56,  // 161: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	58,  // 162: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	61,  // 163: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	8,   // 164: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	7,   // 165: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	9,   // 166: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	77,  // 167: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	9,   // 168: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	81,  // 169: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	9,   // 170: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	70,  // 171: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	70,  // 172: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	65,  // 173: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	65,  // 174: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
-	65,  // 175: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	11,  // 176: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	85,  // 177: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	87,  // 178: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
-	90,  // 179: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	91,  // 180: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
-	91,  // 181: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
-	95,  // 182: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
-	97,  // 183: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
-	91,  // 184: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
-	140, // [140:185] is the sub-list for method output_type
-	95,  // [95:140] is the sub-list for method input_type
-	95,  // [95:95] is the sub-list for extension type_name
-	95,  // [95:95] is the sub-list for extension extendee
-	0,   // [0:95] is the sub-list for field type_name
+	8,   // 27: falcon.v1.ClusterSelection.candidates:type_name -> falcon.v1.SelectionCandidate
+	109, // 28: falcon.v1.ClusterSelection.decided_at:type_name -> google.protobuf.Timestamp
+	7,   // 29: falcon.v1.ExpExplanation.jobs:type_name -> falcon.v1.JobExplanation
+	5,   // 30: falcon.v1.JobExplanation.selection:type_name -> falcon.v1.ClusterSelection
+	5,   // 31: falcon.v1.JobExplanation.now:type_name -> falcon.v1.ClusterSelection
+	65,  // 32: falcon.v1.SelectionCandidate.probe:type_name -> falcon.v1.ClusterProbe
+	109, // 33: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	109, // 34: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	109, // 35: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	109, // 36: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	109, // 37: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	12,  // 38: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
+	105, // 39: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	109, // 40: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	109, // 41: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
+	106, // 42: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
+	110, // 43: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
+	2,   // 44: falcon.v1.EnforceTTLResponse.experiment:type_name -> falcon.v1.Experiment
+	20,  // 45: falcon.v1.ExecRequest.start:type_name -> falcon.v1.ExecStart
+	21,  // 46: falcon.v1.ExecRequest.resize:type_name -> falcon.v1.TerminalSize
+	21,  // 47: falcon.v1.ExecStart.terminal_size:type_name -> falcon.v1.TerminalSize
+	23,  // 48: falcon.v1.ExecResponse.started:type_name -> falcon.v1.ExecStarted
+	24,  // 49: falcon.v1.ExecResponse.exit:type_name -> falcon.v1.ExecExit
+	2,   // 50: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
+	2,   // 51: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
+	2,   // 52: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
+	109, // 53: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	109, // 54: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	34,  // 55: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
+	109, // 56: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	38,  // 57: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
+	41,  // 58: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
+	42,  // 59: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
+	43,  // 60: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
+	4,   // 61: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
+	5,   // 62: falcon.v1.UpdateJobStatusRequest.selection:type_name -> falcon.v1.ClusterSelection
+	48,  // 63: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	51,  // 64: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	4,   // 65: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	9,   // 66: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	10,  // 67: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
+	10,  // 68: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
+	109, // 69: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
+	65,  // 70: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
+	65,  // 71: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
+	72,  // 72: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	109, // 73: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	74,  // 74: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	75,  // 75: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	76,  // 76: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	65,  // 77: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
+	72,  // 78: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	109, // 79: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	109, // 80: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	11,  // 81: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	11,  // 82: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	11,  // 83: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	82,  // 84: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	11,  // 85: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	13,  // 86: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	13,  // 87: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
+	109, // 88: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	90,  // 89: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	107, // 90: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
+	109, // 91: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
+	109, // 92: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
+	109, // 93: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
+	108, // 94: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
+	93,  // 95: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
+	93,  // 96: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
+	0,   // 97: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	25,  // 98: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	26,  // 99: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	27,  // 100: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	29,  // 101: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	31,  // 102: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	33,  // 103: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	36,  // 104: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	39,  // 105: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	16,  // 106: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
+	44,  // 107: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	17,  // 108: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
+	14,  // 109: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
+	19,  // 110: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
+	45,  // 111: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	46,  // 112: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	48,  // 113: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	49,  // 114: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	53,  // 115: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	52,  // 116: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	54,  // 117: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	56,  // 118: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	57,  // 119: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	59,  // 120: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	61,  // 121: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	62,  // 122: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	64,  // 123: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	77,  // 124: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	78,  // 125: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	80,  // 126: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	81,  // 127: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	84,  // 128: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	70,  // 129: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	71,  // 130: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	66,  // 131: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
+	68,  // 132: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
+	69,  // 133: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
+	85,  // 134: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	86,  // 135: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	88,  // 136: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	91,  // 137: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	94,  // 138: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
+	95,  // 139: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
+	96,  // 140: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
+	98,  // 141: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
+	100, // 142: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
+	2,   // 143: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,   // 144: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	28,  // 145: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	30,  // 146: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	32,  // 147: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	35,  // 148: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	37,  // 149: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	40,  // 150: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,   // 151: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
+	2,   // 152: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	18,  // 153: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
+	15,  // 154: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
+	22,  // 155: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
+	4,   // 156: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	47,  // 157: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	4,   // 158: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	50,  // 159: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,   // 160: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,   // 161: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	55,  // 162: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	9,   // 163: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	58,  // 164: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	60,  // 165: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	63,  // 166: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	10,  // 167: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	9,   // 168: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	11,  // 169: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	79,  // 170: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	11,  // 171: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	83,  // 172: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	11,  // 173: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	72,  // 174: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	72,  // 175: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	67,  // 176: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	67,  // 177: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
+	67,  // 178: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	13,  // 179: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	87,  // 180: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	89,  // 181: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	92,  // 182: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	93,  // 183: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
+	93,  // 184: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
+	97,  // 185: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
+	99,  // 186: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
+	93,  // 187: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
+	143, // [143:188] is the sub-list for method output_type
+	98,  // [98:143] is the sub-list for method input_type
+	98,  // [98:98] is the sub-list for extension type_name
+	98,  // [98:98] is the sub-list for extension extendee
+	0,   // [0:98] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -8330,28 +8586,28 @@ func file_falcon_proto_init() {
 	if File_falcon_proto != nil {
 		return
 	}
-	file_falcon_proto_msgTypes[17].OneofWrappers = []any{
+	file_falcon_proto_msgTypes[19].OneofWrappers = []any{
 		(*ExecRequest_Start)(nil),
 		(*ExecRequest_Stdin)(nil),
 		(*ExecRequest_CloseStdin)(nil),
 		(*ExecRequest_Resize)(nil),
 	}
-	file_falcon_proto_msgTypes[20].OneofWrappers = []any{
+	file_falcon_proto_msgTypes[22].OneofWrappers = []any{
 		(*ExecResponse_Stdout)(nil),
 		(*ExecResponse_Stderr)(nil),
 		(*ExecResponse_Notice)(nil),
 		(*ExecResponse_Started)(nil),
 		(*ExecResponse_Exit)(nil),
 	}
-	file_falcon_proto_msgTypes[31].OneofWrappers = []any{}
-	file_falcon_proto_msgTypes[63].OneofWrappers = []any{}
+	file_falcon_proto_msgTypes[33].OneofWrappers = []any{}
+	file_falcon_proto_msgTypes[65].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   107,
+			NumMessages:   109,
 			NumExtensions: 0,
 			NumServices:   7,
 		},

@@ -11,6 +11,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/diff"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/events"
 	execcmd "github.com/falconhq/falcon/internal/cli/cmd/exp/exec"
+	"github.com/falconhq/falcon/internal/cli/cmd/exp/explain"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/extend"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/get"
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/list"
@@ -38,6 +39,7 @@ func NewCmdExp(f *factory.Factory) *cobra.Command {
 		list.NewCmdList(f, nil),
 		logs.NewCmdLogs(f, nil),
 		events.NewCmdEvents(f, nil),
+		explain.NewCmdExplain(f, nil),
 		metrics.NewCmdMetrics(f, nil),
 		diff.NewCmdDiff(f, nil),
 		compare.NewCmdCompare(f, nil),

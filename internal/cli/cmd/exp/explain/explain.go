@@ -1,0 +1,230 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/accelerator"
+	"github.com/falconhq/falcon/internal/cli/factory"
+	"github.com/falconhq/falcon/internal/cli/iostreams"
+	"github.com/falconhq/falcon/internal/client"
+	"github.com/falconhq/falcon/internal/output"
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
+)
+
+// Options are the inputs of `falcon exp explain`.
+type Options struct {
+	IO      *iostreams.IOStreams
+	Client  func() (*client.Client, error)
+	Printer func() *output.Printer
+	Now     func() time.Time
+
+	ID string
+}
+
+// NewCmdExplain builds the command. runF replaces explainRun in tests.
+func NewCmdExplain(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Client: f.Client, Printer: f.Printer, Now: f.Clock()}
+	return &cobra.Command{
+		Use: "explain EXP",
+		Example: `  falcon exp explain exp-ki5t2jegpi
+  falcon exp explain my-run -o json --jq '.jobs[].selection.reason'`,
+		Short: "Say where each job of an experiment is and why: its cluster, why not the others, why still waiting",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return explainRun(cmd.Context(), opts)
+		},
+	}
+}
+
+func explainRun(ctx context.Context, opts *Options) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	exp, err := c.GetExp(ctx, &falconv1.GetExpRequest{Id: opts.ID})
+	if err != nil {
+		return err
+	}
+	jobs, err := c.ListJobs(ctx, &falconv1.ListJobsRequest{ExpId: exp.GetId(), PageSize: 1000})
+	if err != nil {
+		return err
+	}
+	out := &falconv1.ExpExplanation{
+		ExpId: exp.GetId(), ExpName: exp.GetName(), Status: exp.GetStatus(), Reason: exp.GetReason(), Message: exp.GetMessage(),
+	}
+	var fleet *fleet
+	for _, j := range jobs.GetItems() {
+		je := &falconv1.JobExplanation{
+			JobId: j.GetId(), Role: j.GetRole(), Status: j.GetStatus(), Reason: j.GetReason(), Message: j.GetMessage(),
+			Cluster: j.GetClusterName(), Selection: j.GetSelection(),
+		}
+		if j.GetStatus() == "Pending" && j.GetReason() == "Waiting" {
+			if fleet == nil {
+				if fleet, err = readFleet(ctx, c); err != nil {
+					return err
+				}
+			}
+			fleet.explainWaiting(j, je, opts.Now())
+		}
+		out.Jobs = append(out.Jobs, je)
+	}
+	return opts.Printer().Print(out, view(out))
+}
+
+// fleet is what the client can read of the clusters: the registry, each
+// one's reported status and last probe.
+type fleet struct {
+	clusters []*falconv1.Cluster
+	status   map[string]*falconv1.ClusterStatus
+	probes   map[string]*falconv1.ClusterProbe
+}
+
+func readFleet(ctx context.Context, c *client.Client) (*fleet, error) {
+	cl, err := c.ListClusters(ctx, &falconv1.ListClustersRequest{})
+	if err != nil {
+		return nil, err
+	}
+	f := &fleet{clusters: cl.GetItems(), status: map[string]*falconv1.ClusterStatus{}, probes: map[string]*falconv1.ClusterProbe{}}
+	if pr, err := c.ListClusterProbes(ctx, &falconv1.ListClusterProbesRequest{}); err == nil {
+		for _, p := range pr.GetItems() {
+			f.probes[p.GetCluster()] = p
+		}
+	}
+	for _, x := range f.clusters {
+		// A cluster never reported is judged with empty queues.
+		if st, err := c.GetClusterStatus(ctx, &falconv1.GetClusterStatusRequest{Name: x.GetName()}); err == nil {
+			f.status[x.GetName()] = st
+		}
+	}
+	return f, nil
+}
+
+var positionRE = regexp.MustCompile(`^queue position #(\d+)`)
+
+func (f *fleet) explainWaiting(j *falconv1.Job, je *falconv1.JobExplanation, now time.Time) {
+	typ, topo := deviceType(j), queueKey(j)
+	if m := positionRE.FindStringSubmatch(j.GetMessage()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		je.Position = int32(n)
+	}
+	// Its queue: the cluster its record chose, or the one cluster with jobs
+	// waiting for its shape (a waiting job's queue is kept in the resource
+	// manager's memory only).
+	var holders []string
+	for _, x := range f.clusters {
+		for _, q := range f.status[x.GetName()].GetQueues() {
+			if q.GetTopology() != topo || q.GetWaiting() == 0 {
+				continue
+			}
+			if sel := j.GetSelection().GetSelectedCluster(); sel == "" || sel == x.GetName() {
+				holders = append(holders, x.GetName())
+				if je.Queue == "" {
+					je.Queue, je.SlotHolder = x.GetName()+"/"+topo, q.GetAcquiringJobId()
+				}
+			}
+		}
+	}
+	if len(holders) > 1 {
+		je.Queue, je.SlotHolder = "", ""
+	}
+	cands := make([]queue.Cluster, 0, len(f.clusters))
+	for _, x := range f.clusters {
+		cands = append(cands, f.candidate(x, typ))
+	}
+	sj := queue.Job{ID: j.GetId(), Actor: "-", AcceleratorType: typ, Topology: topo, Created: j.GetCreatedAt().AsTime()}
+	if j.GetDispatchedAt() == nil {
+		sj.PinnedCluster = j.GetClusterName()
+	}
+	depth := func(k queue.Key) int {
+		for _, q := range f.status[k.Cluster].GetQueues() {
+			if q.GetTopology() == k.Topology {
+				n := int(q.GetWaiting())
+				if q.GetAcquiringJobId() != "" {
+					n++
+				}
+				return n
+			}
+		}
+		return 0
+	}
+	sel, err := queue.Explain(sj, cands, depth, queue.PolicySpread, now)
+	je.Now = selectionToAPI(sel)
+	if err != nil {
+		je.NoAvailableCluster = (&queue.NoAvailableClusterError{Selection: sel}).Error()
+	}
+}
+
+// candidate is a registered cluster as the resource manager's candidates
+// describe it to selection: the registry's priority (1 first) negated, so
+// that higher is preferred; a cluster listing no types offers the job's.
+func (f *fleet) candidate(x *falconv1.Cluster, typ string) queue.Cluster {
+	qc := queue.Cluster{
+		Name: x.GetName(), Active: x.GetStatus() == "active", MaxQueueDepth: int(x.GetMaxQueueDepth()),
+		Accelerators: map[string]int{}, RegistryPriority: map[string]int{}, IdlePools: map[queue.Pool]int{},
+	}
+	for _, a := range x.GetAccelerators() {
+		qc.Accelerators[a.GetType()] = -int(a.GetPriority())
+		qc.RegistryPriority[a.GetType()] = int(a.GetPriority())
+	}
+	for i, t := range x.GetAcceleratorTypes() {
+		if spec, err := accelerator.Lookup(t); err == nil {
+			t = spec.Name
+		}
+		if _, ok := qc.Accelerators[t]; !ok {
+			qc.Accelerators[t] = -i - 1
+		}
+	}
+	if len(qc.Accelerators) == 0 {
+		qc.Accelerators[typ] = 0
+	}
+	if p := f.probes[x.GetName()]; p != nil {
+		qc.Probe = &queue.Probe{Reachable: p.GetReachable(), QueueDepth: int(p.GetQueueDepth()), RunningCount: int(p.GetRunningCount()),
+			Error: p.GetError(), ProbedAt: p.GetProbedAt().AsTime()}
+	}
+	return qc
+}
+
+// deviceType and queueKey name a job's accelerator and queue as the
+// resource manager does (resourcemanager's deviceType and queueKey), so the
+// clusters' reported queues match the job's.
+func deviceType(j *falconv1.Job) string {
+	t := j.GetTaskSpec().GetDeviceType()
+	if spec, err := accelerator.Lookup(t); err == nil {
+		return spec.Name
+	}
+	if t == "" {
+		return "cpu"
+	}
+	return t
+}
+
+func queueKey(j *falconv1.Job) string {
+	ts := j.GetTaskSpec()
+	topo := strings.ToLower(strings.TrimSpace(ts.GetDeviceTopo()))
+	spec, err := accelerator.Lookup(ts.GetDeviceType())
+	switch {
+	case err != nil:
+		return strings.Trim(strings.ToLower(strings.TrimSpace(ts.GetDeviceType()))+":"+topo, ":")
+	case spec.Kind == accelerator.KindGPU:
+		n := int(ts.GetDeviceCount())
+		if n == 0 {
+			n = spec.DefaultGPUs
+		}
+		return fmt.Sprintf("%s:%d", spec.Name, n)
+	case spec.Kind == accelerator.KindCPU:
+		return "cpu"
+	}
+	return strings.Trim(spec.Name+":"+topo, ":")
+}

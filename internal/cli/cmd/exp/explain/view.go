@@ -1,0 +1,112 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/output"
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
+)
+
+func selectionToAPI(sel queue.Selection) *falconv1.ClusterSelection {
+	out := &falconv1.ClusterSelection{
+		AcceleratorType: sel.AcceleratorType, Topology: sel.Topology, Policy: string(sel.Policy),
+		SelectedCluster: sel.Selected, Reason: sel.Reason, DecidedAt: timestamppb.New(sel.DecidedAt),
+	}
+	for _, c := range sel.Candidates {
+		sc := &falconv1.SelectionCandidate{
+			Cluster: c.Cluster, Active: c.Active, Offers: c.Offers, Priority: int32(c.Priority),
+			QueueDepth: int32(c.QueueDepth), MaxQueueDepth: int32(c.MaxQueueDepth), IdlePools: int32(c.IdlePools),
+			Rank: int32(c.Rank), Rejected: c.Rejected,
+		}
+		if p := c.Probe; p != nil {
+			sc.Probe = &falconv1.ClusterProbe{Cluster: c.Cluster, Reachable: p.Reachable, Error: p.Error, ProbedAt: timestamppb.New(p.ProbedAt)}
+			if p.Reachable {
+				sc.Probe.QueueDepth, sc.Probe.RunningCount = proto.Int32(int32(p.QueueDepth)), proto.Int32(int32(p.RunningCount))
+			}
+		}
+		out.Candidates = append(out.Candidates, sc)
+	}
+	return out
+}
+
+// view prints, per job, its status and then the record as sentences.
+func view(e *falconv1.ExpExplanation) output.TableFunc {
+	return func(v output.View) error {
+		w := v.Out
+		fmt.Fprintf(w, "Experiment %s %q: %s\n", e.GetExpId(), e.GetExpName(), line(v.Status(e.GetStatus()), e.GetReason(), e.GetMessage()))
+		for _, j := range e.GetJobs() {
+			fmt.Fprintf(w, "\nJob %s (role %s): %s\n", j.GetJobId(), j.GetRole(), line(v.Status(j.GetStatus()), j.GetReason(), j.GetMessage()))
+			if sel := j.GetSelection(); sel != nil {
+				fmt.Fprintf(w, "  Placed: %s (policy %s, %s)\n", sel.GetReason(), sel.GetPolicy(), output.Timestamp(v.Now, sel.GetDecidedAt()))
+				candidates(w, sel)
+			} else if j.GetCluster() != "" {
+				fmt.Fprintf(w, "  Cluster: %s (no decision record: placed before records were kept, or pinned there)\n", j.GetCluster())
+			}
+			if j.GetPosition() > 0 || j.GetQueue() != "" {
+				fmt.Fprintf(w, "  Waiting: position %d in queue %s", j.GetPosition(), orUnknown(j.GetQueue()))
+				if j.GetSlotHolder() != "" {
+					fmt.Fprintf(w, ", slot held by %s", j.GetSlotHolder())
+				}
+				fmt.Fprintln(w)
+			}
+			if now := j.GetNow(); now != nil {
+				if now.GetSelectedCluster() != "" {
+					fmt.Fprintf(w, "  Now: %s\n", now.GetReason())
+				} else {
+					fmt.Fprintf(w, "  Now: no cluster can take it: %s\n", j.GetNoAvailableCluster())
+				}
+				candidates(w, now)
+			}
+		}
+		return nil
+	}
+}
+
+func candidates(w interface{ Write([]byte) (int, error) }, sel *falconv1.ClusterSelection) {
+	for _, c := range sel.GetCandidates() {
+		facts := fmt.Sprintf("queue_depth=%d max=%s priority %d, idle pools %d, probe: %s",
+			c.GetQueueDepth(), maxText(c.GetMaxQueueDepth()), c.GetPriority(), c.GetIdlePools(), probeText(c.GetProbe()))
+		switch {
+		case c.GetRank() == 1:
+			fmt.Fprintf(w, "    %-16s chosen: %s\n", c.GetCluster(), facts)
+		case c.GetRank() > 1:
+			fmt.Fprintf(w, "    %-16s ranked %d: %s\n", c.GetCluster(), c.GetRank(), facts)
+		default:
+			fmt.Fprintf(w, "    %-16s not: %s (%s)\n", c.GetCluster(), c.GetRejected(), facts)
+		}
+	}
+}
+
+func probeText(p *falconv1.ClusterProbe) string {
+	if p == nil {
+		return "never probed"
+	}
+	at := p.GetProbedAt().AsTime().UTC().Format("2006-01-02T15:04:05Z")
+	if !p.GetReachable() {
+		return fmt.Sprintf("unreachable: %s (probed %s)", p.GetError(), at)
+	}
+	return fmt.Sprintf("reachable, %d queued, %d running (probed %s)", p.GetQueueDepth(), p.GetRunningCount(), at)
+}
+
+func maxText(n int32) string {
+	if n <= 0 {
+		return "unbounded"
+	}
+	return fmt.Sprint(n)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(not known to the client)"
+	}
+	return s
+}
+
+func line(status, reason, msg string) string {
+	return strings.Join(strings.Fields(strings.Join([]string{status, reason, msg}, " ")), " ")
+}
