@@ -56,11 +56,16 @@ type deferred struct {
 // later queues an update of a Running job (to Running with a new message,
 // or to Succeeded) for flush; nothing is queued when nothing changes.
 func (c *cycle) later(j *falconv1.Job, to lifecycle.Status, msg string, then func()) {
-	if j.GetStatus() == string(to) && j.GetReason() == "" && j.GetMessage() == msg {
+	c.laterWith(j, to, "", msg, then)
+}
+
+// laterWith is later with a Reason (a Pending job's phase).
+func (c *cycle) laterWith(j *falconv1.Job, to lifecycle.Status, reason lifecycle.Reason, msg string, then func()) {
+	if j.GetStatus() == string(to) && j.GetReason() == string(reason) && j.GetMessage() == msg {
 		return
 	}
 	c.writes = append(c.writes, deferred{j: j, then: then, req: &falconv1.UpdateJobStatusRequest{
-		Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(to), Message: msg,
+		Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(to), Reason: string(reason), Message: msg,
 	}})
 }
 
@@ -971,16 +976,36 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 			return
 		}
 	}
+	running := func() {
+		m.mem.leaveQueue(j.GetId()) // releases the slot
+		delete(m.mem.submitted, j.GetId())
+		m.metrics.Dispatched.WithLabelValues(cl.GetName()).Inc()
+		if t := j.GetCreatedAt(); t != nil {
+			m.metrics.DispatchLatency.WithLabelValues(cl.GetName()).Observe(m.now().Sub(t.AsTime()).Seconds())
+		}
+		m.log.Info("job running", "job", j.GetId(), "exp", j.GetExpId(), "cluster", cl.GetName())
+	}
+	// A job that holds no slot (submitted, acquiring nothing) has no queue
+	// waiting on its write: its news goes in the cycle's batch (flush), so
+	// a burst of them costs one write, not one each. A slot holder's is
+	// written now, for the next pick of its queue to follow in this cycle.
+	batched := m.mem.submitted[j.GetId()]
 	switch d := planObserved(obs); d.to {
 	case lifecycle.Running:
-		if m.update(ctx, j, lifecycle.Running, "", d.message, "") {
-			m.mem.leaveQueue(j.GetId()) // releases the slot
-			delete(m.mem.submitted, j.GetId())
-			m.metrics.Dispatched.WithLabelValues(cl.GetName()).Inc()
-			if t := j.GetCreatedAt(); t != nil {
-				m.metrics.DispatchLatency.WithLabelValues(cl.GetName()).Observe(m.now().Sub(t.AsTime()).Seconds())
-			}
-			m.log.Info("job running", "job", j.GetId(), "exp", j.GetExpId(), "cluster", cl.GetName())
+		if batched {
+			c.later(j, lifecycle.Running, d.message, func() {
+				running()
+				// Its deadline is now its run's timeout, not acquiring's.
+				c.look(j)
+				if d := planRunning(runningFacts{job: j, now: m.now()}); d.verb == stopThenRecord {
+					c.deadline(m.now()) // timed out already: the next cycle stops it
+				} else {
+					c.deadline(d.deadline)
+				}
+				c.cur = ""
+			})
+		} else if m.update(ctx, j, lifecycle.Running, "", d.message, "") {
+			running()
 		}
 	case lifecycle.Succeeded:
 		// Finished before we saw it run: pass through Running.
@@ -994,8 +1019,15 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		// Just submitted and not running yet: the row already says it is
 		// being submitted, and the cluster's first report of its pods
 		// (an informer event) brings their account, so no write now.
-		written := dispatched && j.GetReason() == string(lifecycle.ReasonDispatching) || m.update(ctx, j, d.to, d.reason, d.message, "")
-		if written && noAcquisition(j) && !m.mem.submitted[j.GetId()] {
+		if dispatched && j.GetReason() == string(lifecycle.ReasonDispatching) {
+			// nothing to write
+		} else if batched {
+			c.laterWith(j, d.to, d.reason, d.message, nil)
+			break
+		} else if !m.update(ctx, j, d.to, d.reason, d.message, "") {
+			break
+		}
+		if noAcquisition(j) && !batched {
 			// Its cluster holds it now, and nothing is left to acquire:
 			// the next job of its queue need not wait for its pods.
 			m.mem.leaveQueue(j.GetId())
