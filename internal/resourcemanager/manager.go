@@ -104,6 +104,7 @@ type Manager struct {
 
 	poolTiming PoolTiming
 	noReuse    bool
+	linger     time.Duration // WithPoolLinger
 
 	metrics *metrics.RM
 	// lastOK is when a cycle last read the API server successfully.

@@ -353,73 +353,94 @@ func planPositions(q queueFacts) []positionWrite {
 	return out
 }
 
-// poolFacts is what a cycle knows of one cluster's pools when it decides
-// which to keep.
-type poolFacts struct {
-	// pools oldest first: the order reuse takes them in, so the pools kept
+// PoolFacts is what a cycle knows of one cluster's pools when it decides
+// which to keep. It is exported, with PlanPools, so that the what-if
+// simulator (internal/sim) drives the controller's own rule.
+type PoolFacts struct {
+	// Pools oldest first: the order reuse takes them in, so the pools kept
 	// for waiting jobs are the ones the next picks will take.
-	pools []Pool
-	// owner is the live job owning each pool ("" or missing: none).
-	owner map[string]string
-	// demand counts the jobs waiting on this cluster, by shape.
-	demand map[queue.Pool]int
-	now    time.Time
-	// grace protects a young pool still being created (see PoolTiming).
-	grace time.Duration
-	// noReuse: every pool is deleted once its job ends (WithoutPoolReuse).
-	noReuse bool
+	Pools []Pool
+	// Owner is the live job owning each pool ("" or missing: none).
+	Owner map[string]string
+	// Demand counts the jobs waiting on this cluster, by shape.
+	Demand map[queue.Pool]int
+	Now    time.Time
+	// Grace protects a young pool still being created (see PoolTiming).
+	Grace time.Duration
+	// NoReuse: every pool is deleted once its job ends (WithoutPoolReuse).
+	NoReuse bool
+	// Linger keeps an idle Ready pool nobody waits for until it has been
+	// idle this long (WithPoolLinger), betting that a job of its shape
+	// arrives before then; 0 deletes it at once, as 000 section 5 says.
+	Linger time.Duration
+	// IdleSince is when each pool was first seen without an owner; a pool
+	// missing has just become idle (Now).
+	IdleSince map[string]time.Time
 }
 
-// poolVerb is what planPools says of one pool.
-type poolVerb int
+// PoolVerb is what PlanPools says of one pool.
+type PoolVerb int
 
 const (
-	poolOwned    poolVerb = iota // a live job owns it
-	poolKept                     // idle, kept for a waiting job or while young
-	poolDeleting                 // already being deleted: left alone
-	poolDelete                   // idle and unwanted: delete it
+	PoolOwned    PoolVerb = iota // a live job owns it
+	PoolKept                     // idle, kept for a waiting job, while young, or lingering
+	PoolDeleting                 // already being deleted: left alone
+	PoolDelete                   // idle and unwanted: delete it
 )
 
-// poolDecision is planPools' answer for one pool.
-type poolDecision struct {
-	pool Pool
-	verb poolVerb
-	// deadline is when the pool must be looked at again (a young pool's
-	// grace ending); zero for none.
-	deadline time.Time
+func (v PoolVerb) String() string {
+	return [...]string{"owned", "kept", "deleting", "delete"}[v]
 }
 
-// planPools decides, level-triggered, on every pool of one cluster: one no
+// PoolDecision is PlanPools' answer for one pool.
+type PoolDecision struct {
+	Pool Pool
+	Verb PoolVerb
+	// Deadline is when the pool must be looked at again (a young pool's
+	// grace or a lingering pool's linger ending); zero for none.
+	Deadline time.Time
+}
+
+// PlanPools decides, level-triggered, on every pool of one cluster: one no
 // live job owns is kept while a job waiting on this cluster can use it
 // (one waiting job, one pool kept for it; the next pick takes it), or while
 // it is young and still being created (it may be one a controller created
-// just before it crashed, about to be adopted); otherwise it is deleted.
-func planPools(f poolFacts) []poolDecision {
-	want := make(map[queue.Pool]int, len(f.demand))
-	for k, n := range f.demand {
+// just before it crashed, about to be adopted), or, with Linger, while it
+// is Ready and has been idle for less than Linger; otherwise it is deleted.
+func PlanPools(f PoolFacts) []PoolDecision {
+	want := make(map[queue.Pool]int, len(f.Demand))
+	for k, n := range f.Demand {
 		want[k] = n
 	}
-	out := make([]poolDecision, 0, len(f.pools))
-	for _, p := range f.pools {
-		d := poolDecision{pool: p, verb: poolDelete}
+	out := make([]PoolDecision, 0, len(f.Pools))
+	for _, p := range f.Pools {
+		d := PoolDecision{Pool: p, Verb: PoolDelete}
 		shape := queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}
-		wanted := !f.noReuse && want[shape] > 0
-		young := f.now.Sub(p.CreatedAt) < f.grace
+		wanted := !f.NoReuse && want[shape] > 0
+		young := f.Now.Sub(p.CreatedAt) < f.Grace
+		idleSince, seen := f.IdleSince[p.Name]
+		if !seen {
+			idleSince = f.Now
+		}
+		lingering := !f.NoReuse && f.Linger > 0 && f.Now.Sub(idleSince) < f.Linger
 		switch {
-		case f.owner[p.Name] != "":
-			d.verb = poolOwned
+		case f.Owner[p.Name] != "":
+			d.Verb = PoolOwned
 		case p.State == lifecycle.PoolDeleting:
-			d.verb = poolDeleting
+			d.Verb = PoolDeleting
 		case p.State == lifecycle.PoolReady && wanted:
 			want[shape]--
-			d.verb = poolKept
+			d.Verb = PoolKept
+		case p.State == lifecycle.PoolReady && lingering:
+			d.Verb = PoolKept
+			d.Deadline = idleSince.Add(f.Linger)
 		case p.State == lifecycle.PoolProvisioning && (wanted || young):
 			if wanted {
 				want[shape]--
 			}
-			d.verb = poolKept
+			d.Verb = PoolKept
 			if young {
-				d.deadline = p.CreatedAt.Add(f.grace)
+				d.Deadline = p.CreatedAt.Add(f.Grace)
 			}
 		}
 		out = append(out, d)

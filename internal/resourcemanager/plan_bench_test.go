@@ -58,8 +58,8 @@ func BenchmarkPlan100kWaiting(b *testing.B) {
 	planAllPools := func() int {
 		kept := 0
 		for range clusters {
-			for _, d := range planPools(poolFacts{pools: pools, owner: map[string]string{}, demand: demand, now: t0, grace: time.Minute}) {
-				if d.verb == poolKept {
+			for _, d := range PlanPools(PoolFacts{Pools: pools, Owner: map[string]string{}, Demand: demand, Now: t0, Grace: time.Minute}) {
+				if d.Verb == PoolKept {
 					kept++
 				}
 			}

@@ -340,50 +340,67 @@ func TestPlanPools(t *testing.T) {
 	grace := 10 * time.Minute
 	cases := []struct {
 		name    string
-		f       poolFacts
-		want    []poolVerb
+		f       PoolFacts
+		want    []PoolVerb
 		due     []time.Time
 		noReuse bool
 	}{
 		{"owned pools stay, whatever their state",
-			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour), v5p("b", "2x2x1", lifecycle.PoolProvisioning, time.Minute)},
-				owner: map[string]string{"a": "j1", "b": "j2"}},
-			[]poolVerb{poolOwned, poolOwned}, nil, false},
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour), v5p("b", "2x2x1", lifecycle.PoolProvisioning, time.Minute)},
+				Owner: map[string]string{"a": "j1", "b": "j2"}},
+			[]PoolVerb{PoolOwned, PoolOwned}, nil, false},
 		{"an idle ready pool nobody waits for is deleted",
-			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}},
-			[]poolVerb{poolDelete}, nil, false},
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}},
+			[]PoolVerb{PoolDelete}, nil, false},
 		{"one waiting job keeps one pool of its shape, the oldest",
-			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, 2*time.Hour), v5p("b", "2x2x1", lifecycle.PoolReady, time.Hour)},
-				demand: map[queue.Pool]int{shape("2x2x1"): 1}},
-			[]poolVerb{poolKept, poolDelete}, nil, false},
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, 2*time.Hour), v5p("b", "2x2x1", lifecycle.PoolReady, time.Hour)},
+				Demand: map[queue.Pool]int{shape("2x2x1"): 1}},
+			[]PoolVerb{PoolKept, PoolDelete}, nil, false},
 		{"a waiting job of another shape keeps nothing",
-			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}, demand: map[queue.Pool]int{shape("2x2x4"): 3}},
-			[]poolVerb{poolDelete}, nil, false},
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}, Demand: map[queue.Pool]int{shape("2x2x4"): 3}},
+			[]PoolVerb{PoolDelete}, nil, false},
 		{"a young pool still being created is kept until its grace ends",
-			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolProvisioning, time.Minute)}},
-			[]poolVerb{poolKept}, []time.Time{t0.Add(grace - time.Minute)}, false},
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolProvisioning, time.Minute)}},
+			[]PoolVerb{PoolKept}, []time.Time{t0.Add(grace - time.Minute)}, false},
 		{"an old one nobody waits for is deleted",
-			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolProvisioning, time.Hour)}},
-			[]poolVerb{poolDelete}, nil, false},
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolProvisioning, time.Hour)}},
+			[]PoolVerb{PoolDelete}, nil, false},
 		{"an old one still being created is kept for a waiting job",
-			poolFacts{pools: []Pool{v5p("a", "2x2x4", lifecycle.PoolProvisioning, time.Hour)}, demand: map[queue.Pool]int{shape("2x2x4"): 1}},
-			[]poolVerb{poolKept}, nil, false},
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x4", lifecycle.PoolProvisioning, time.Hour)}, Demand: map[queue.Pool]int{shape("2x2x4"): 1}},
+			[]PoolVerb{PoolKept}, nil, false},
 		{"a pool being deleted is left alone and keeps nothing's turn",
-			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolDeleting, time.Hour), v5p("b", "2x2x1", lifecycle.PoolReady, time.Minute)},
-				demand: map[queue.Pool]int{shape("2x2x1"): 1}},
-			[]poolVerb{poolDeleting, poolKept}, nil, false},
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolDeleting, time.Hour), v5p("b", "2x2x1", lifecycle.PoolReady, time.Minute)},
+				Demand: map[queue.Pool]int{shape("2x2x1"): 1}},
+			[]PoolVerb{PoolDeleting, PoolKept}, nil, false},
 		{"a failed pool is deleted even when wanted",
-			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolFailed, time.Minute)}, demand: map[queue.Pool]int{shape("2x2x1"): 1}},
-			[]poolVerb{poolDelete}, nil, false},
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolFailed, time.Minute)}, Demand: map[queue.Pool]int{shape("2x2x1"): 1}},
+			[]PoolVerb{PoolDelete}, nil, false},
+		{"with linger an idle ready pool nobody waits for is kept until its linger ends",
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}, Linger: 30 * time.Minute,
+				IdleSince: map[string]time.Time{"a": t0.Add(-10 * time.Minute)}},
+			[]PoolVerb{PoolKept}, []time.Time{t0.Add(20 * time.Minute)}, false},
+		{"with linger a pool that just fell idle lingers from now",
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}, Linger: 30 * time.Minute},
+			[]PoolVerb{PoolKept}, []time.Time{t0.Add(30 * time.Minute)}, false},
+		{"with linger a pool idle for longer is deleted",
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}, Linger: 30 * time.Minute,
+				IdleSince: map[string]time.Time{"a": t0.Add(-30 * time.Minute)}},
+			[]PoolVerb{PoolDelete}, nil, false},
+		{"linger does not keep a pool still being created past its grace",
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolProvisioning, time.Hour)}, Linger: 30 * time.Minute},
+			[]PoolVerb{PoolDelete}, nil, false},
+		{"linger keeps nothing without reuse",
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}, Linger: 30 * time.Minute},
+			[]PoolVerb{PoolDelete}, nil, true},
 		{"without reuse every idle ready pool is deleted",
-			poolFacts{pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}, demand: map[queue.Pool]int{shape("2x2x1"): 1}},
-			[]poolVerb{poolDelete}, nil, true},
+			PoolFacts{Pools: []Pool{v5p("a", "2x2x1", lifecycle.PoolReady, time.Hour)}, Demand: map[queue.Pool]int{shape("2x2x1"): 1}},
+			[]PoolVerb{PoolDelete}, nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.f.now, tc.f.grace, tc.f.noReuse = t0, grace, tc.noReuse
-			before := fmt.Sprint(tc.f.demand)
-			got := planPools(tc.f)
+			tc.f.Now, tc.f.Grace, tc.f.NoReuse = t0, grace, tc.noReuse
+			before := fmt.Sprint(tc.f.Demand)
+			got := PlanPools(tc.f)
 			if len(got) != len(tc.want) {
 				t.Fatalf("%d decisions, want %d", len(got), len(tc.want))
 			}
@@ -392,12 +409,12 @@ func TestPlanPools(t *testing.T) {
 				if i < len(tc.due) {
 					due = tc.due[i]
 				}
-				if d.verb != tc.want[i] || !d.deadline.Equal(due) || d.pool.Name != tc.f.pools[i].Name {
-					t.Errorf("pool %s: %d until %v, want %d until %v", d.pool.Name, d.verb, d.deadline, tc.want[i], due)
+				if d.Verb != tc.want[i] || !d.Deadline.Equal(due) || d.Pool.Name != tc.f.Pools[i].Name {
+					t.Errorf("pool %s: %d until %v, want %d until %v", d.Pool.Name, d.Verb, d.Deadline, tc.want[i], due)
 				}
 			}
-			if fmt.Sprint(tc.f.demand) != before {
-				t.Errorf("demand changed: %v, was %v", tc.f.demand, before)
+			if fmt.Sprint(tc.f.Demand) != before {
+				t.Errorf("demand changed: %v, was %v", tc.f.Demand, before)
 			}
 		})
 	}

@@ -48,6 +48,13 @@ var DefaultPoolTiming = PoolTiming{
 // when it ends: the naive policy, kept for comparison in benchmarks.
 func WithoutPoolReuse() Option { return func(m *Manager) { m.noReuse = true } }
 
+// WithPoolLinger keeps an idle Ready pool that no waiting job wants for up
+// to d after its last job ended, instead of deleting it at once (000
+// section 5's rule, the default, is d = 0): the "linger=DUR" policy of
+// falcon sim, for traffic where another job of the shape usually arrives
+// within d. A pool a waiting job wants is kept regardless, as always.
+func WithPoolLinger(d time.Duration) Option { return func(m *Manager) { m.linger = max(d, 0) } }
+
 // WithPoolTiming replaces DefaultPoolTiming.
 func WithPoolTiming(t PoolTiming) Option { return func(m *Manager) { m.poolTiming = t } }
 
@@ -285,23 +292,35 @@ func (m *Manager) takeIdle(pc *poolCluster, j *falconv1.Job) (Pool, bool) {
 	if m.noReuse {
 		return Pool{}, false
 	}
-	var cands []Pool
-	for _, p := range pc.pools {
-		free := pc.owner[p.Name] == "" && (p.State == lifecycle.PoolReady || p.State == lifecycle.PoolProvisioning)
-		if free && p.AcceleratorType == deviceType(j) && p.Topology == topologyOrEmpty(j) && !m.deleting(pc.cl.GetName(), p.Name) {
-			cands = append(cands, p)
+	return ReusablePool(pc.pools, pc.owner, queue.Pool{AcceleratorType: deviceType(j), Topology: topologyOrEmpty(j)},
+		func(pool string) bool { return m.deleting(pc.cl.GetName(), pool) })
+}
+
+// ReusablePool is the reuse rule of takeIdle, exported for the what-if
+// simulator: among pools of the shape that no live job owns (owner) and
+// that are not being deleted (deleting), a Ready one first, else one still
+// being created; oldest first within each, by name among equals.
+func ReusablePool(pools map[string]Pool, owner map[string]string, shape queue.Pool, deleting func(pool string) bool) (Pool, bool) {
+	var best Pool
+	found := false
+	for _, p := range pools {
+		free := owner[p.Name] == "" && (p.State == lifecycle.PoolReady || p.State == lifecycle.PoolProvisioning)
+		if !free || p.AcceleratorType != shape.AcceleratorType || p.Topology != shape.Topology || deleting(p.Name) {
+			continue
+		}
+		if !found || betterReuse(p, best) {
+			best, found = p, true
 		}
 	}
-	if len(cands) == 0 {
-		return Pool{}, false
+	return best, found
+}
+
+// betterReuse orders reuse candidates: ready before provisioning, then older.
+func betterReuse(a, b Pool) bool {
+	if ra, rb := a.State == lifecycle.PoolReady, b.State == lifecycle.PoolReady; ra != rb {
+		return ra
 	}
-	sort.Slice(cands, func(a, b int) bool {
-		if ra, rb := cands[a].State == lifecycle.PoolReady, cands[b].State == lifecycle.PoolReady; ra != rb {
-			return ra
-		}
-		return older(cands[a], cands[b])
-	})
-	return cands[0], true
+	return older(a, b)
 }
 
 // older orders pools oldest first, by name among equals, so every choice
@@ -387,24 +406,33 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 			pools = append(pools, p)
 		}
 		sort.Slice(pools, func(a, b int) bool { return older(pools[a], pools[b]) })
-		for _, d := range planPools(poolFacts{
-			pools: pools, owner: pc.owner, demand: demand[name], now: now,
-			grace: m.poolTiming.Grace, noReuse: m.noReuse,
+		var idleSince map[string]time.Time
+		if m.linger > 0 {
+			idleSince = make(map[string]time.Time, len(pools))
+			for _, p := range pools {
+				if t, ok := m.mem.idleSince[poolKey{name, p.Name}]; ok {
+					idleSince[p.Name] = t
+				}
+			}
+		}
+		for _, d := range PlanPools(PoolFacts{
+			Pools: pools, Owner: pc.owner, Demand: demand[name], Now: now,
+			Grace: m.poolTiming.Grace, NoReuse: m.noReuse, Linger: m.linger, IdleSince: idleSince,
 		}) {
-			k := poolKey{name, d.pool.Name}
-			if d.verb == poolOwned {
+			k := poolKey{name, d.Pool.Name}
+			if d.Verb == PoolOwned {
 				delete(m.mem.idleSince, k)
 				continue
 			}
 			if _, ok := m.mem.idleSince[k]; !ok {
 				m.mem.idleSince[k] = now
 			}
-			switch d.verb {
-			case poolKept:
+			switch d.Verb {
+			case PoolKept:
 				m.keep(k)
-				c.deadline(d.deadline)
-			case poolDelete:
-				m.deletePool(ctx, c, pc, d.pool)
+				c.deadline(d.Deadline)
+			case PoolDelete:
+				m.deletePool(ctx, c, pc, d.Pool)
 			}
 		}
 	}
