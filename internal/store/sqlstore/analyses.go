@@ -94,8 +94,20 @@ func (s *Store) ListAnalyses(ctx context.Context, expID string) ([]*store.Analys
 // the oldest Running one claimed before staleBefore (its controller
 // stopped), becomes Running for worker. nil when there is none.
 func (s *Store) ClaimAnalysis(ctx context.Context, worker string, staleBefore time.Time) (*store.Analysis, error) {
+	// Nearly every call finds nothing (the analysis controller looks each
+	// time anything changes): a plain read answers those without taking the
+	// write lock, which on SQLite every other writer would queue behind.
+	var one int
+	err := s.rdb.QueryRowContext(ctx, "SELECT 1 FROM analyses WHERE status = ? OR (status = ? AND claimed_at < ?) LIMIT 1",
+		string(lifecycle.Pending), string(lifecycle.Running), s.d.timeArg(normTime(staleBefore))).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbErr("claim analysis", err)
+	}
 	var out *store.Analysis
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		a, err := scanAnalysis(tx.QueryRowContext(ctx, "SELECT "+anaCols+" FROM analyses WHERE status = ? OR (status = ? AND claimed_at < ?) ORDER BY seq LIMIT 1"+s.d.forUpdate,
 			string(lifecycle.Pending), string(lifecycle.Running), s.d.timeArg(normTime(staleBefore))))
 		if errors.Is(err, sql.ErrNoRows) {
