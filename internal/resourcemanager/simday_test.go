@@ -249,6 +249,10 @@ type simResult struct {
 	warnings     int
 	warnSamples  []string
 	wall         time.Duration
+	// decisions are, by trace index, the cluster each job ran on and the
+	// trace index of the job its pool was created for (itself unless the
+	// pool was reused): what the simulator must reproduce (simfidelity_test.go).
+	decisions []string
 }
 
 func (r *simResult) meanWait() time.Duration { return mean(r.all) }
@@ -440,6 +444,19 @@ func runSimDay(tb testing.TB, trace []simTraceJob, reuse bool) *simResult {
 		tb.Fatalf("%s: %d of %d jobs did not end as they should:\n  %s", policy, len(bad), len(trace), strings.Join(bad, "\n  "))
 	}
 
+	res.decisions = make([]string, len(trace))
+	for i := range trace {
+		r := sim.runs[byName[trace[i].name].GetId()]
+		creator := -1
+		if p := sim.pools[r.cluster][r.pool]; p != nil {
+			for k := range trace {
+				if byName[trace[k].name].GetId() == p.createdFor {
+					creator = k
+				}
+			}
+		}
+		res.decisions[i] = fmt.Sprintf("job %d: cluster %s, pool created for job %d", i, r.cluster, creator)
+	}
 	type edge struct {
 		t time.Time
 		d int

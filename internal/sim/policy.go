@@ -1,0 +1,55 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
+)
+
+// Policy is one way of running the controller, by the names falcon sim
+// takes: each maps to options the controller itself has, so a policy that
+// wins here is switched on there under the same name.
+type Policy struct {
+	Name string
+	// Selection is the cluster choice (queue.PolicySpread is 000's).
+	Selection queue.Policy
+	// NoReuse: a pool per job (resourcemanager.WithoutPoolReuse).
+	NoReuse bool
+	// Linger keeps an idle pool this long (resourcemanager.WithPoolLinger).
+	Linger time.Duration
+}
+
+// PolicyNames are the policies falcon sim knows; terms join with "+"
+// (priority+linger=20m).
+const PolicyNames = "spec, per-job, linger=DUR (e.g. linger=15m), priority"
+
+// ParsePolicy reads one --policy value.
+func ParsePolicy(s string) (Policy, error) {
+	p := Policy{Name: s, Selection: queue.PolicySpread}
+	if strings.TrimSpace(s) == "" {
+		return Policy{}, fmt.Errorf("--policy: empty; valid policies: %s", PolicyNames)
+	}
+	for _, term := range strings.Split(s, "+") {
+		switch name, arg, hasArg := strings.Cut(strings.TrimSpace(term), "="); {
+		case name == "spec" && !hasArg:
+		case name == "per-job" && !hasArg:
+			p.NoReuse = true
+		case name == "priority" && !hasArg:
+			p.Selection = queue.PolicyPriority
+		case name == "linger" && hasArg:
+			d, err := time.ParseDuration(arg)
+			if err != nil || d <= 0 {
+				return Policy{}, fmt.Errorf("--policy %s: linger takes a positive duration (linger=15m), got %q", s, arg)
+			}
+			p.Linger = d
+		default:
+			return Policy{}, fmt.Errorf("--policy %s: unknown policy %q; valid policies: %s", s, term, PolicyNames)
+		}
+	}
+	if p.NoReuse && p.Linger > 0 {
+		return Policy{}, fmt.Errorf("--policy %s: per-job deletes every pool when its job ends, so it cannot linger", s)
+	}
+	return p, nil
+}

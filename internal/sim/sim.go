@@ -1,0 +1,622 @@
+package sim
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/resourcemanager"
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
+)
+
+// maxCycles bounds the cycles at one instant: a cycle that keeps changing
+// something at the same moment is a livelock, in the simulator or in the
+// rules it drives.
+const maxCycles = 50
+
+// pool is one simulated node pool, with its whole history.
+type pool struct {
+	cluster     *cluster
+	name        string
+	shape       queue.Pool
+	nodes       int
+	createdFor  *job
+	requested   time.Time
+	readyAt     time.Time
+	deletingAt  time.Time // zero until its deletion starts
+	goneAt      time.Time
+	reservation bool
+	runs        []*job
+}
+
+func (p *pool) deleting(at time.Time) bool { return !p.deletingAt.IsZero() && !at.Before(p.deletingAt) }
+func (p *pool) gone(at time.Time) bool     { return !p.goneAt.IsZero() && !at.Before(p.goneAt) }
+
+// state is what a listing made at `at` says of the pool.
+func (p *pool) state(at time.Time) lifecycle.PoolState {
+	switch {
+	case p.deleting(at):
+		return lifecycle.PoolDeleting
+	case !at.Before(p.readyAt):
+		return lifecycle.PoolReady
+	}
+	return lifecycle.PoolProvisioning
+}
+
+// deleteState is the manager's memory of one pool's deletion.
+type deleteState struct {
+	next     time.Time
+	interval time.Duration
+	attempts int
+}
+
+// cluster is one simulated cluster and the manager's memory of it.
+type cluster struct {
+	cfg    Cluster
+	rng    *rand.Rand
+	alive  []*pool // not yet gone
+	byName map[string]*pool
+	// The manager's view: the pool listing (as of listAt), who owns each
+	// pool, the deletions it started, and since when each pool is idle.
+	listed    map[string]resourcemanager.Pool
+	listAt    time.Time
+	listValid bool
+	owner     map[string]string
+	deletes   map[string]*deleteState
+	idleSince map[string]time.Time
+	demand    map[queue.Pool]int // jobs waiting in its queues, by shape
+	running   int
+}
+
+type phase int
+
+const (
+	arriving phase = iota
+	waiting
+	provisioning // holds its queue's slot, its pool being created
+	running
+	done
+)
+
+// job is one trace job in the simulation.
+type job struct {
+	idx      int
+	id       string
+	tj       *Job
+	sj       queue.Job
+	shape    queue.Pool
+	phase    phase
+	cluster  *cluster
+	pool     *pool
+	pollNext time.Time
+	pollInt  time.Duration
+	placed   time.Time // picked from its queue
+	start    time.Time
+	end      time.Time
+	key      queue.Key
+}
+
+type endHeap []*job
+
+func (h endHeap) Len() int { return len(h) }
+func (h endHeap) Less(a, b int) bool {
+	if !h[a].end.Equal(h[b].end) {
+		return h[a].end.Before(h[b].end)
+	}
+	return h[a].idx < h[b].idx
+}
+func (h endHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *endHeap) Push(x any)   { *h = append(*h, x.(*job)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// run is one simulation of a trace under one policy.
+type run struct {
+	cfg      Config
+	policy   Policy
+	now      time.Time
+	wake     time.Time
+	sched    *queue.Scheduler
+	clusters []*cluster
+	byName   map[string]*cluster
+	jobs     []*job
+	byID     map[string]*job
+	arrived  []*job // not yet placed in a queue
+	acquire  []*job // holding a slot, by trace order
+	ends     endHeap
+	pools    []*pool
+	depth    map[queue.Key]*depthStat
+	cycles   int
+	instants int
+}
+
+// depthStat is one queue's depth over time.
+type depthStat struct {
+	area time.Duration // waiting jobs × time
+	peak int
+	cur  int
+}
+
+// Simulate runs trace through the controller's rules under policy against
+// cfg's clusters. The same inputs and seed give the same result.
+func Simulate(trace []Job, cfg Config, policy Policy, seed uint64) (*Result, error) {
+	if len(trace) == 0 {
+		return nil, errors.New("the trace has no jobs")
+	}
+	if err := cfg.Check(trace); err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, policy: policy, byName: map[string]*cluster{}, byID: make(map[string]*job, len(trace)), depth: map[queue.Key]*depthStat{}}
+	r.now = trace[0].T
+	r.sched = queue.New(queue.WithClock(func() time.Time { return r.now }))
+	for _, c := range cfg.Clusters {
+		h := fnv.New64a()
+		h.Write([]byte(c.Name))
+		cl := &cluster{cfg: c, rng: rand.New(rand.NewPCG(seed, h.Sum64())), byName: map[string]*pool{},
+			owner: map[string]string{}, deletes: map[string]*deleteState{}, idleSince: map[string]time.Time{}, demand: map[queue.Pool]int{}}
+		r.clusters = append(r.clusters, cl)
+		r.byName[c.Name] = cl
+	}
+	r.jobs = make([]*job, len(trace))
+	for i := range trace {
+		tj := &trace[i]
+		j := &job{idx: i, id: fmt.Sprintf("job-%07d", i), tj: tj, shape: queue.Pool{AcceleratorType: tj.Accelerator, Topology: tj.Topology}}
+		j.sj = queue.Job{ID: j.id, Actor: tj.User, Name: fmt.Sprintf("%s-%d", tj.User, i), AcceleratorType: tj.Accelerator,
+			Topology: tj.Accelerator + ":" + tj.Topology, PinnedCluster: tj.Cluster, Created: tj.T}
+		r.jobs[i] = j
+		r.byID[j.id] = j
+	}
+	if err := r.loop(); err != nil {
+		return nil, err
+	}
+	return r.result(), nil
+}
+
+// at notes a moment the manager must be looked at again.
+func (r *run) at(t time.Time) {
+	if t.After(r.now) && (r.wake.IsZero() || t.Before(r.wake)) {
+		r.wake = t
+	}
+}
+
+func (r *run) loop() error {
+	next, ended := 0, 0
+	for {
+		r.instants++
+		for next < len(r.jobs) && !r.jobs[next].tj.T.After(r.now) {
+			r.jobs[next].phase = waiting
+			r.arrived = append(r.arrived, r.jobs[next])
+			next++
+		}
+		r.wake = time.Time{}
+		for i := 0; ; i++ {
+			if i == maxCycles {
+				return fmt.Errorf("policy %s: at %s the cycle still changes something after %d cycles (livelock)", r.policy.Name, r.now.Format(time.RFC3339), i)
+			}
+			r.cycles++
+			changed, n := r.cycle()
+			ended += n
+			if !changed {
+				break
+			}
+		}
+		if ended == len(r.jobs) && r.poolsAlive() == 0 {
+			return nil
+		}
+		if next < len(r.jobs) {
+			r.at(r.jobs[next].tj.T)
+		}
+		if len(r.ends) > 0 {
+			r.at(r.ends[0].end)
+		}
+		for _, c := range r.clusters {
+			for _, p := range c.alive {
+				r.at(p.readyAt)
+				r.at(p.goneAt)
+			}
+			r.listingWake(c)
+		}
+		if r.wake.IsZero() {
+			return fmt.Errorf("policy %s: stuck at %s: %d of %d jobs ended, %d pools alive, %d jobs waiting to be placed",
+				r.policy.Name, r.now.Format(time.RFC3339), ended, len(r.jobs), r.poolsAlive(), len(r.arrived))
+		}
+		for _, d := range r.depth {
+			d.area += time.Duration(d.cur) * r.wake.Sub(r.now)
+		}
+		r.now = r.wake
+	}
+}
+
+func (r *run) poolsAlive() int {
+	n := 0
+	for _, c := range r.clusters {
+		kept := c.alive[:0]
+		for _, p := range c.alive {
+			if !p.gone(r.now) {
+				kept = append(kept, p)
+			}
+		}
+		c.alive = kept
+		n += len(kept)
+	}
+	return n
+}
+
+// cycle is one Reconcile, its phases in the manager's order. It reports
+// whether it changed anything (the harness's writes or cluster calls), and
+// how many jobs ended.
+func (r *run) cycle() (changed bool, ended int) {
+	// 1. The pool listings and the candidates selection reads.
+	cands := make([]queue.Cluster, len(r.clusters))
+	for i, c := range r.clusters {
+		r.list(c)
+		qc := queue.Cluster{Name: c.cfg.Name, Active: true, Accelerators: map[string]int{}, MaxQueueDepth: c.cfg.MaxQueueDepth,
+			IdlePools: map[queue.Pool]int{},
+			Probe:     &queue.Probe{Reachable: true, RunningCount: c.running, ProbedAt: r.now}}
+		for t, prio := range c.cfg.Accelerators {
+			qc.Accelerators[t] = -prio
+		}
+		for _, p := range c.listed {
+			if p.State == lifecycle.PoolReady && c.owner[p.Name] == "" {
+				qc.IdlePools[queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}]++
+			}
+		}
+		cands[i] = qc
+	}
+	// 3. Acquiring jobs: a ready idle pool of the shape, else the poll.
+	for _, j := range append([]*job(nil), r.acquire...) {
+		if j.phase == provisioning && r.advance(j) {
+			changed = true
+		}
+	}
+	// 4. Place the jobs that arrived.
+	left := r.arrived[:0]
+	for _, j := range r.arrived {
+		key, _, err := r.sched.EnqueueExplained(j.sj, cands, r.policy.Selection)
+		if err != nil {
+			left = append(left, j) // unplaceable for now (a full queue): again next cycle
+			continue
+		}
+		j.key, j.cluster = key, r.byName[key.Cluster]
+		j.cluster.demand[j.shape]++
+		r.depthOf(key).add(1)
+	}
+	r.arrived = left
+	// 5. Every free slot to the next job; a job that reuses a ready pool
+	// runs at once and frees its slot for the next round.
+	for progress := true; progress; {
+		progress = false
+		var picked []*job
+		for _, key := range r.sched.Ready() {
+			sj, ok := r.sched.Pick(key)
+			if !ok {
+				continue
+			}
+			j := r.byID[sj.ID]
+			j.cluster.demand[j.shape]--
+			r.depthOf(key).add(-1)
+			j.placed = r.now
+			picked = append(picked, j)
+		}
+		for _, j := range picked {
+			changed = true
+			if r.pick(j) {
+				progress = true
+			}
+		}
+	}
+	// 7. Running jobs whose run is over.
+	for len(r.ends) > 0 && !r.ends[0].end.After(r.now) {
+		j := heap.Pop(&r.ends).(*job)
+		j.phase = done
+		j.cluster.running--
+		delete(j.cluster.owner, j.pool.name)
+		changed = true
+		ended++
+	}
+	// 8. Node pools: keep what a waiting job can use, delete the rest.
+	for _, c := range r.clusters {
+		if r.release(c) {
+			changed = true
+		}
+		r.forget(c)
+	}
+	return changed, ended
+}
+
+func (r *run) depthOf(k queue.Key) *depthStat {
+	d := r.depth[k]
+	if d == nil {
+		d = &depthStat{}
+		r.depth[k] = d
+	}
+	return d
+}
+
+func (d *depthStat) add(n int) {
+	d.cur += n
+	d.peak = max(d.peak, d.cur)
+}
+
+// list refreshes a cluster's listing as the manager does: after its own
+// creates and deletes, else once ListEvery has passed. The manager runs a
+// cycle at every ListEvery deadline, so a listing due at several of them
+// since the last is the world as of the latest.
+func (r *run) list(c *cluster) {
+	every := r.cfg.Timing.ListEvery
+	if c.listValid && every > 0 && r.now.Before(c.listAt.Add(every)) {
+		return
+	}
+	at := r.now
+	if c.listValid && every > 0 {
+		at = c.listAt.Add(r.now.Sub(c.listAt) / every * every)
+	}
+	c.listed = make(map[string]resourcemanager.Pool, len(c.alive))
+	for _, p := range c.alive {
+		if p.requested.After(at) || p.gone(at) {
+			continue
+		}
+		c.listed[p.name] = resourcemanager.Pool{Name: p.name, AcceleratorType: p.shape.AcceleratorType, Topology: p.shape.Topology,
+			Nodes: int64(p.nodes), State: p.state(at), CreatedAt: p.requested, CreatedFor: p.createdFor.id}
+	}
+	c.listAt, c.listValid = at, true
+}
+
+// listingWake is the first ListEvery deadline at which the cluster's
+// listing would read differently: only then can a refresh change a
+// decision, so the cycles between need not run.
+func (r *run) listingWake(c *cluster) {
+	every := r.cfg.Timing.ListEvery
+	if !c.listValid || every <= 0 {
+		return
+	}
+	var first time.Time
+	for _, p := range c.alive {
+		for _, t := range []time.Time{p.readyAt, p.goneAt} {
+			if t.After(c.listAt) && (first.IsZero() || t.Before(first)) {
+				first = t
+			}
+		}
+	}
+	if first.IsZero() {
+		return
+	}
+	k := (first.Sub(c.listAt) + every - 1) / every
+	r.at(c.listAt.Add(k * every))
+}
+
+// reusable is the manager's takeIdle: resourcemanager.ReusablePool over
+// the listing, skipping pools whose deletion the manager started.
+func (r *run) reusable(c *cluster, shape queue.Pool) (resourcemanager.Pool, bool) {
+	if r.policy.NoReuse {
+		return resourcemanager.Pool{}, false
+	}
+	return resourcemanager.ReusablePool(c.listed, c.owner, shape, func(name string) bool { _, ok := c.deletes[name]; return ok })
+}
+
+// assign makes p j's pool.
+func (r *run) assign(j *job, p *pool) {
+	if j.pool != nil {
+		delete(j.cluster.owner, j.pool.name)
+	}
+	j.pool = p
+	j.cluster.owner[p.name] = j.id
+}
+
+// pollFirst starts polling a provisioning job's pool.
+func (r *run) pollFirst(j *job) {
+	j.phase = provisioning
+	j.pollInt = r.cfg.Timing.PollInitial
+	j.pollNext = r.now.Add(j.pollInt)
+	r.at(j.pollNext)
+}
+
+// dispatch runs j on its pool, which is ready: its pods run at once, so
+// its slot goes to the next job.
+func (r *run) dispatch(j *job) {
+	j.phase = running
+	j.start, j.end = r.now, r.now.Add(j.tj.Duration)
+	j.pool.runs = append(j.pool.runs, j)
+	j.cluster.running++
+	heap.Push(&r.ends, j)
+	_ = r.sched.Remove(j.id)
+	for i, a := range r.acquire {
+		if a == j {
+			r.acquire = append(r.acquire[:i], r.acquire[i+1:]...)
+			break
+		}
+	}
+}
+
+// pick is acquirePool for a job just handed its slot: reuse a ready idle
+// pool (and run), take over one still being created, or create its own.
+// It reports whether the slot is free again.
+func (r *run) pick(j *job) bool {
+	c := j.cluster
+	if p, ok := r.reusable(c, j.shape); ok {
+		r.assign(j, c.byName[p.Name])
+		if p.State == lifecycle.PoolReady {
+			r.dispatch(j)
+			return true
+		}
+		r.insertAcquiring(j)
+		r.pollFirst(j)
+		return false
+	}
+	r.assign(j, r.create(c, j))
+	c.listValid = false // the manager lists again after a create
+	r.insertAcquiring(j)
+	r.pollFirst(j)
+	return false
+}
+
+func (r *run) insertAcquiring(j *job) {
+	i := sort.Search(len(r.acquire), func(i int) bool { return r.acquire[i].idx > j.idx })
+	r.acquire = append(r.acquire, nil)
+	copy(r.acquire[i+1:], r.acquire[i:])
+	r.acquire[i] = j
+}
+
+// advance is acquirePool for a job whose pool is being created: a ready
+// idle pool of its shape that fell free meanwhile wins; otherwise its own
+// is checked when its poll is due. It reports whether the job now runs.
+func (r *run) advance(j *job) bool {
+	c := j.cluster
+	if p, ok := r.reusable(c, j.shape); ok && p.State == lifecycle.PoolReady {
+		r.assign(j, c.byName[p.Name])
+		r.dispatch(j)
+		return true
+	}
+	if r.now.Before(j.pollNext) {
+		r.at(j.pollNext)
+		return false
+	}
+	if !r.now.Before(j.pool.readyAt) && !j.pool.deleting(r.now) {
+		r.dispatch(j)
+		return true
+	}
+	j.pollInt = min(2*j.pollInt, r.cfg.Timing.PollMax)
+	j.pollNext = r.now.Add(j.pollInt)
+	r.at(j.pollNext)
+	return false
+}
+
+// create is the cluster creating a pool for j: from the reservation while
+// it has room for the slice (000 section 5), else flex-start, which may
+// find no capacity at first (a stockout).
+func (r *run) create(c *cluster, j *job) *pool {
+	p := &pool{cluster: c, name: "falcon-" + j.id, shape: j.shape, nodes: j.tj.Hosts, createdFor: j, requested: r.now}
+	lat := j.tj.PoolCreate
+	if lat == 0 {
+		span := int64(c.cfg.PoolCreateMax - c.cfg.PoolCreateMin)
+		lat = c.cfg.PoolCreateMin
+		if span > 0 {
+			lat += time.Duration(c.rng.Int64N(span/int64(time.Second)+1)) * time.Second
+		}
+	}
+	if j.tj.SupplyMode != "flex-start" && r.reservationFree(c) >= p.nodes {
+		p.reservation = true
+	} else if c.cfg.Stockout > 0 && c.rng.Float64() < c.cfg.Stockout {
+		lat += c.cfg.StockoutWait
+	}
+	p.readyAt = r.now.Add(lat)
+	c.alive = append(c.alive, p)
+	c.byName[p.name] = p
+	r.pools = append(r.pools, p)
+	return p
+}
+
+func (r *run) reservationFree(c *cluster) int {
+	free := c.cfg.ReservationNodes
+	for _, p := range c.alive {
+		if p.reservation && !p.gone(r.now) {
+			free -= p.nodes
+		}
+	}
+	return free
+}
+
+// release is the manager's releasePools for one cluster: PlanPools over
+// the listing, then the deletions it asks for.
+func (r *run) release(c *cluster) bool {
+	if len(c.listed) == 0 {
+		return false
+	}
+	pools := make([]resourcemanager.Pool, 0, len(c.listed))
+	for _, p := range c.listed {
+		pools = append(pools, p)
+	}
+	sort.Slice(pools, func(a, b int) bool {
+		if !pools[a].CreatedAt.Equal(pools[b].CreatedAt) {
+			return pools[a].CreatedAt.Before(pools[b].CreatedAt)
+		}
+		return pools[a].Name < pools[b].Name
+	})
+	var idle map[string]time.Time
+	if r.policy.Linger > 0 {
+		idle = c.idleSince
+	}
+	changed := false
+	for _, d := range resourcemanager.PlanPools(resourcemanager.PoolFacts{
+		Pools: pools, Owner: c.owner, Demand: c.demand, Now: r.now, Grace: r.cfg.Timing.Grace,
+		NoReuse: r.policy.NoReuse, Linger: r.policy.Linger, IdleSince: idle,
+	}) {
+		name := d.Pool.Name
+		if d.Verb == resourcemanager.PoolOwned {
+			delete(c.idleSince, name)
+			continue
+		}
+		if _, ok := c.idleSince[name]; !ok {
+			c.idleSince[name] = r.now
+		}
+		switch d.Verb {
+		case resourcemanager.PoolKept:
+			if st, ok := c.deletes[name]; ok && st.attempts == 0 {
+				delete(c.deletes, name)
+			}
+			r.at(d.Deadline)
+		case resourcemanager.PoolDelete:
+			if r.delete(c, d.Pool) {
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// delete is the manager's deletePool against the simulated cluster, which
+// refuses while the pool is still being created (ErrPoolBusy).
+func (r *run) delete(c *cluster, lp resourcemanager.Pool) bool {
+	st := c.deletes[lp.Name]
+	if st != nil && r.now.Before(st.next) {
+		r.at(st.next)
+		return false
+	}
+	if st == nil {
+		st = &deleteState{interval: r.cfg.Timing.DeleteBackoffInitial}
+		c.deletes[lp.Name] = st
+	}
+	p := c.byName[lp.Name]
+	mutated := false
+	switch {
+	case p == nil || p.gone(r.now) || p.deleting(r.now):
+	case r.now.Before(p.readyAt):
+		st.next = r.now.Add(r.cfg.Timing.PollInitial) // not an attempt: the create still runs
+		r.at(st.next)
+		return false
+	default:
+		p.deletingAt, p.goneAt = r.now, r.now.Add(c.cfg.PoolDelete)
+		mutated = true
+	}
+	lp.State = lifecycle.PoolDeleting
+	c.listed[lp.Name] = lp
+	c.listValid = false
+	st.attempts++
+	st.next = r.now.Add(st.interval)
+	r.at(st.next)
+	return mutated
+}
+
+// forget drops the memory of pools the listing no longer shows.
+func (r *run) forget(c *cluster) {
+	for name := range c.deletes {
+		if _, ok := c.listed[name]; !ok {
+			delete(c.deletes, name)
+			delete(c.idleSince, name)
+		}
+	}
+	for name := range c.idleSince {
+		if _, ok := c.listed[name]; !ok {
+			delete(c.idleSince, name)
+		}
+	}
+}
