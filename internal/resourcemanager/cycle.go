@@ -867,6 +867,9 @@ func (m *Manager) submitAll(ctx context.Context, c *cycle, jobs []*falconv1.Job)
 		if _, failing := m.mem.dispatchFailing[j.GetId()]; failing {
 			continue
 		}
+		if _, starts := b.(Starter); starts {
+			continue // started one at a time, in acquire (see Starter)
+		}
 		subs = append(subs, sub{j, cl, b})
 	}
 	if len(subs) < 2 {

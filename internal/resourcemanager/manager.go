@@ -51,6 +51,17 @@ type Backend interface {
 	Stop(ctx context.Context, cluster *falconv1.Cluster, job *falconv1.Job) error
 }
 
+// Starter is a Backend whose Dispatch starts the job's processes itself
+// (the local machine) rather than handing the job to a cluster that starts
+// them. A controller killed mid-start leaves such a job half started, and
+// a half-started job fails (the backend cannot tell how it would have
+// gone), so the manager starts one job at a time on it: a kill cuts short
+// at most the one it was starting.
+type Starter interface {
+	Backend
+	StartsProcesses()
+}
+
 // Health is what a backend knows of its connection to one cluster.
 type Health struct {
 	// Err is the latest failure to reach the cluster (its API server

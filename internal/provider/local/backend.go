@@ -14,7 +14,11 @@ const BackendName = "local"
 // Backend adapts an Executor to the resource manager's Backend interface.
 type Backend struct{ exec *Executor }
 
-var _ resourcemanager.Backend = (*Backend)(nil)
+var _ resourcemanager.Starter = (*Backend)(nil)
+
+// StartsProcesses marks the backend as one that starts a job's processes
+// itself (resourcemanager.Starter): a kill can cut a start short.
+func (b *Backend) StartsProcesses() {}
 
 // NewBackend returns a resource-manager backend running jobs on exec.
 func NewBackend(exec *Executor) *Backend { return &Backend{exec: exec} }
