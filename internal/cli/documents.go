@@ -15,5 +15,6 @@ var notADocument = map[string]string{
 	"falcon artifact cat": "writes the file's bytes as they are, whatever -o says, so it can be piped",
 	"falcon exp exec":     "relays the remote command's stdout, stderr and exit code as they are, whatever -o says; covered by e2e TestDevExecAndCp and TestKubernetesExecAndCp",
 	"falcon exp cp":       "copies files and prints nothing on stdout; covered by e2e TestDevExecAndCp and TestKubernetesExecAndCp",
+	"falcon sim gen":      "writes a trace, one JSON line per job, whatever -o says, for falcon sim --trace; covered by internal/sim's generator tests",
 	"falcon report cat":   "writes the report file (report.md or report.json) as the analysis stored it; covered end to end in e2e TestAnalyzeAccuracy",
 }

@@ -121,6 +121,7 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 		{"config", "use-context", "lab-{fmt}"},
 		{"config", "get-contexts"},
 		{"version"},
+		{"sim", "--trace", filepath.Join("..", "sim", "testdata", "day.jsonl"), "--policy", "spec", "--policy", "linger=15m"}, // local: no server
 	}
 	covered := map[string]bool{}
 	for _, format := range []string{"table", "json", "yaml"} {

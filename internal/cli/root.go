@@ -16,6 +16,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/cmd/exp"
 	"github.com/falconhq/falcon/internal/cli/cmd/job"
 	"github.com/falconhq/falcon/internal/cli/cmd/report"
+	simcmd "github.com/falconhq/falcon/internal/cli/cmd/sim"
 	"github.com/falconhq/falcon/internal/cli/cmd/user"
 	"github.com/falconhq/falcon/internal/cli/cmd/version"
 	"github.com/falconhq/falcon/internal/cli/contexts"
@@ -161,6 +162,7 @@ Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 		audit.NewCmdAudit(f),
 		user.NewCmdUser(f),
 		version.NewCmdVersion(f, nil),
+		simcmd.NewCmdSim(f, nil),
 	)
 	addServerCommands(root, f)
 	addFallbackExamples(root)
