@@ -73,7 +73,9 @@ func WriteTable(w io.Writer, rs []*Result, md bool) error {
 		row("  before 1st job", func(r *Result) string { return mins(r.IdleFirst) }),
 		row("  between jobs", func(r *Result) string { return mins(r.IdleBetween) }),
 		row("  after last job", func(r *Result) string { return mins(r.IdleLast) }),
-		row("idle / busy", func(r *Result) string { return fmt.Sprintf("%.1f%%", 100*float64(r.PoolIdle)/float64(max(r.PoolBusy, 1))) }),
+		row("idle / busy", func(r *Result) string {
+			return fmt.Sprintf("%.1f%%", 100*float64(r.PoolIdle)/float64(max(r.PoolBusy, 1)))
+		}),
 		row("pool-min total", func(r *Result) string { return mins(r.PoolTotal) }),
 		row("wait mean (min)", func(r *Result) string { return mins(r.WaitMean) }),
 		row("wait p95 (min)", func(r *Result) string { return mins(r.WaitP95) }),

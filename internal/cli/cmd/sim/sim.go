@@ -112,7 +112,7 @@ func simRun(opts *Options) error {
 	switch pr.Format {
 	case output.JSON, output.YAML:
 		doc, err := json.Marshal(struct {
-			Trace    string             `json:"trace"`
+			Trace    string            `json:"trace"`
 			Policies []*simcore.Result `json:"policies"`
 		}{opts.Trace, results})
 		if err != nil {
