@@ -220,7 +220,11 @@ func (s *Server) ListClusters(ctx context.Context, _ *falconv1.ListClustersReque
 	if err != nil {
 		return nil, err
 	}
-	resp := &falconv1.ListClustersResponse{Items: make([]*falconv1.Cluster, 0, len(cs))}
+	sel, err := s.selection(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &falconv1.ListClustersResponse{Items: make([]*falconv1.Cluster, 0, len(cs)), Selection: sel}
 	for _, c := range cs {
 		resp.Items = append(resp.Items, clusterToAPI(c))
 	}
@@ -314,11 +318,15 @@ const localBackend = "local"
 // Step 3 is not one transaction, but each write is idempotent: after a
 // failure half way, applying the same request again finishes the job.
 func (s *Server) ApplyClusters(ctx context.Context, req *falconv1.ApplyClustersRequest) (*falconv1.ApplyClustersResponse, error) {
-	desired, err := checkApply(req.GetClusters())
+	desired, selection, err := checkApply(req.GetClusters(), req.GetSelection())
 	if err != nil {
 		return nil, err
 	}
 	rows, err := s.store.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prevSelection, err := s.selection(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -427,8 +435,20 @@ func (s *Server) ApplyClusters(ctx context.Context, req *falconv1.ApplyClustersR
 		st.item = clusterToAPI(out)
 	}
 
-	resp := &falconv1.ApplyClustersResponse{}
+	resp := &falconv1.ApplyClustersResponse{Selection: selection}
 	var summary []string
+	if selection != prevSelection {
+		// After the clusters: the policy then places jobs on the registry
+		// the file describes.
+		if !req.GetDryRun() {
+			if err := s.store.PutRegistrySetting(ctx, store.SettingSelection, selection); err != nil {
+				return nil, fmt.Errorf("apply selection: %w", err)
+			}
+			wrote = true
+		}
+		resp.PreviousSelection = prevSelection
+		summary = append(summary, "selection: "+prevSelection+" -> "+selection)
+	}
 	for _, st := range steps {
 		if a := st.change.GetAction(); a != ActionUnchanged {
 			summary = append(summary, st.change.GetName()+": "+a)
@@ -464,13 +484,18 @@ func (s *Server) pruneCluster(ctx context.Context, name string, dryRun bool) (bo
 	}
 }
 
-// checkApply normalizes every cluster of an apply request; any problem, in
-// any cluster, is an error and the request writes nothing.
-func checkApply(in []*falconv1.Cluster) ([]*falconv1.Cluster, error) {
+// checkApply normalizes every cluster of an apply request and its selection
+// policy; any problem, in any cluster or the policy, is an error and the
+// request writes nothing.
+func checkApply(in []*falconv1.Cluster, selection string) ([]*falconv1.Cluster, string, error) {
 	var errs errdefs.FieldErrors
+	sel, ferr := clusterconfig.NormalizeSelection(selection)
+	if ferr != nil {
+		errs = append(errs, ferr)
+	}
 	if len(in) == 0 {
 		errs.Add("clusters", "is required: an apply lists every cluster of the registry, and one listing none would take them all offline; use set-status to take clusters offline")
-		return nil, errs
+		return nil, "", errs
 	}
 	out := make([]*falconv1.Cluster, 0, len(in))
 	first := map[string]int{}
@@ -492,9 +517,22 @@ func checkApply(in []*falconv1.Cluster) ([]*falconv1.Cluster, error) {
 		out = append(out, n)
 	}
 	if err := errs.Err(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return out, nil
+	return out, sel, nil
+}
+
+// selection is the registry's selection policy as stored ("spread" when
+// never set). A value this server does not know (written by a newer one)
+// is served as it is: the resource manager decides what to do with it, and
+// listing the clusters does not fail over it.
+func (s *Server) selection(ctx context.Context) (string, error) {
+	v, err := s.store.RegistrySetting(ctx, store.SettingSelection)
+	if err != nil || v != "" {
+		return v, err
+	}
+	def, _ := clusterconfig.NormalizeSelection("")
+	return def, nil
 }
 
 // SetClusterStatus moves a cluster to active, maintenance or offline. Only

@@ -220,11 +220,18 @@ func TestApplyInvalidWritesNothing(t *testing.T) {
 	cl := falconv1.NewClusterServiceClient(env.UserConn)
 	before := listClusters(t, cl)
 	tests := []struct {
-		name     string
-		clusters []*falconv1.Cluster
-		want     []string // parts of the message
+		name      string
+		clusters  []*falconv1.Cluster
+		selection string
+		want      []string // parts of the message
 	}{
-		{"none", nil, []string{"clusters: is required"}},
+		{"none", nil, "", []string{"clusters: is required"}},
+		{
+			name:      "unknown selection policy refuses the good clusters too",
+			clusters:  []*falconv1.Cluster{{Name: "ok", Backend: "local"}},
+			selection: "fastest",
+			want:      []string{`selection: "fastest": allowed values are spread (the default) and priority`},
+		},
 		{
 			name: "one bad cluster refuses all",
 			clusters: []*falconv1.Cluster{
@@ -247,7 +254,7 @@ func TestApplyInvalidWritesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, dry := range []bool{false, true} {
-				_, err := cl.ApplyClusters(context.Background(), &falconv1.ApplyClustersRequest{Clusters: tt.clusters, Prune: true, DryRun: dry})
+				_, err := cl.ApplyClusters(context.Background(), &falconv1.ApplyClustersRequest{Clusters: tt.clusters, Selection: tt.selection, Prune: true, DryRun: dry})
 				if status.Code(err) != codes.InvalidArgument {
 					t.Fatalf("ApplyClusters = %v, want InvalidArgument", err)
 				}
@@ -404,5 +411,46 @@ func TestApplyLeavesLocalClustersAlone(t *testing.T) {
 	got, err := cl.GetCluster(context.Background(), &falconv1.GetClusterRequest{Name: "local"})
 	if err != nil || got.GetStatus() != "active" {
 		t.Fatalf("local cluster after apply: %v %v", got, err)
+	}
+}
+
+// The registry's selection policy: spread until an apply says priority,
+// served by ListClusters; a dry run reports the change and writes nothing;
+// a file that no longer names it is spread again.
+func TestApplySelection(t *testing.T) {
+	env := apitest.Start(t, nil)
+	cl := falconv1.NewClusterServiceClient(env.UserConn)
+	ctx := context.Background()
+	listed := func() string {
+		t.Helper()
+		resp, err := cl.ListClusters(ctx, &falconv1.ListClustersRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetSelection()
+	}
+	if got := listed(); got != "spread" {
+		t.Fatalf("a new registry's selection = %q, want spread", got)
+	}
+	steps := []struct {
+		name               string
+		selection          string
+		dry                bool
+		wantResp, wantPrev string
+		wantListed         string
+	}{
+		{"dry run", "priority", true, "priority", "spread", "spread"},
+		{"priority", "priority", false, "priority", "spread", "priority"},
+		{"again: unchanged", "priority", false, "priority", "", "priority"},
+		{"not named: spread", "", false, "spread", "priority", "spread"},
+	}
+	for _, st := range steps {
+		resp := apply(t, cl, &falconv1.ApplyClustersRequest{Clusters: parse(t, registry), Selection: st.selection, DryRun: st.dry})
+		if resp.GetSelection() != st.wantResp || resp.GetPreviousSelection() != st.wantPrev {
+			t.Errorf("%s: response selection %q (previous %q), want %q (previous %q)", st.name, resp.GetSelection(), resp.GetPreviousSelection(), st.wantResp, st.wantPrev)
+		}
+		if got := listed(); got != st.wantListed {
+			t.Errorf("%s: listed selection %q, want %q", st.name, got, st.wantListed)
+		}
 	}
 }

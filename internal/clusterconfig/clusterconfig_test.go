@@ -220,6 +220,29 @@ clusters:
 	}
 }
 
+// The registry's selection policy: spread unless the file says priority.
+func TestParseRegistrySelection(t *testing.T) {
+	for _, tt := range []struct{ head, want string }{
+		{"", "spread"},
+		{"selection: spread\n", "spread"},
+		{"selection: priority\n", "priority"},
+	} {
+		r, err := clusterconfig.ParseRegistry([]byte(tt.head + design001))
+		if err != nil {
+			t.Fatalf("ParseRegistry(%q...): %v", tt.head, err)
+		}
+		if r.Selection != tt.want || len(r.Clusters) != 2 {
+			t.Errorf("ParseRegistry(%q...) = selection %q, %d clusters; want %q, 2", tt.head, r.Selection, len(r.Clusters), tt.want)
+		}
+	}
+	// create registers one cluster and changes no registry setting: a
+	// selection it would drop is refused, not ignored.
+	_, err := clusterconfig.ParseOne([]byte("selection: priority\nclusters:\n  l: {provider: local}\n"))
+	if fe := fieldErrors(t, err); len(fe) != 1 || fe[0].Field != "selection" || !strings.Contains(fe[0].Detail, "falcon cluster apply") {
+		t.Errorf("ParseOne(with selection) = %v", err)
+	}
+}
+
 func TestParseOneRefusesSeveral(t *testing.T) {
 	_, err := clusterconfig.ParseOne([]byte(design001))
 	fe := fieldErrors(t, err)
@@ -241,7 +264,7 @@ func TestParseErrors(t *testing.T) {
 		{"two documents", "clusters: {}\n---\nclusters: {}\n", [][2]string{{"file", "more than one YAML document"}}},
 		{"not a mapping", "- a\n", [][2]string{{"file", "must be a mapping, got a list"}}},
 		{"no clusters key", "cluster:\n  a: {provider: local}\n", [][2]string{
-			{"cluster", "unknown field; allowed: clusters (line 1)"},
+			{"cluster", "unknown field; allowed: clusters, selection (line 1)"},
 			{"clusters", "is required"},
 		}},
 		{"clusters null", "clusters:\n", [][2]string{{"clusters", "is required: map each cluster name"}}},
@@ -442,10 +465,30 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "selection not a policy names the key and the allowed values",
+			yaml: "selection: fastest\nclusters:\n  l: {provider: local}\n",
+			want: [][2]string{{"selection", `"fastest": allowed values are spread (the default) and priority (line 1)`}},
+		},
+		{
+			name: "selection empty",
+			yaml: "selection:\nclusters:\n  l: {provider: local}\n",
+			want: [][2]string{{"selection", "is empty; allowed values are spread (the default) and priority (line 1)"}},
+		},
+		{
+			name: "selection a list",
+			yaml: "selection: [priority]\nclusters:\n  l: {provider: local}\n",
+			want: [][2]string{{"selection", "must be a string, got a list (line 1)"}},
+		},
+		{
+			name: "selection under a cluster is a cluster's unknown field",
+			yaml: "clusters:\n  l: {provider: local, selection: priority}\n",
+			want: [][2]string{{"clusters.l.selection", "unknown field; allowed: provider"}},
+		},
+		{
 			name: "merge keys and non-string keys",
 			yaml: "base: &b {provider: local}\nclusters:\n  a:\n    <<: *b\n  ? [x]\n  : {provider: local}\n",
 			want: [][2]string{
-				{"base", "unknown field; allowed: clusters (line 1)"},
+				{"base", "unknown field; allowed: clusters, selection (line 1)"},
 				{"clusters.a.<<", "YAML merge keys are not supported"},
 				{"clusters.a.provider", "is required; one of local, kubernetes, gke, xpk (line 3)"},
 				{"clusters.?", "keys must be strings, got a list"},

@@ -3,8 +3,10 @@
 // `falcon cluster apply`) into API clusters, and holds the one set of rules a
 // cluster registration must satisfy, whichever way it arrives.
 //
-// A file maps cluster names to their settings:
+// A file maps cluster names to their settings, beside the settings of the
+// registry as a whole:
 //
+//	selection: priority      # spread (the default) | priority
 //	clusters:
 //	  tpu-v5p-prod:
 //	    provider: gke            # gke | kubernetes | local | xpk
@@ -20,6 +22,17 @@
 //	    service_account: falcon-jobs  # pods run as it (default: the namespace's default)
 //	    gcs_bucket: gs://falcon-tpu
 //	    max_queue_depth: 5
+//
+// selection is the policy that places jobs on the clusters (package
+// queue's Policy): spread, design 000's (an idle pool of the job's shape,
+// then the shortest queue), or priority, design 001's (the most preferred
+// cluster whose last probe answered and whose queue depth is at most
+// max_queue_depth). It is one setting of the registry, not of a cluster,
+// because it ranks the clusters against each other; ParseRegistry returns
+// it with the clusters, the API server stores it in its own row
+// (registry_settings) when the file is applied, and a file that does not
+// name it sets spread, since the file is the whole registry. ParseOne, for
+// `falcon cluster create`, refuses it: create changes no registry setting.
 //
 // Parsing is strict, because a typo in a registry silently sends hours of TPU
 // time to the wrong place: unknown keys, wrong types and malformed YAML are

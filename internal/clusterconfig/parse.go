@@ -15,12 +15,13 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 	"github.com/falconhq/falcon/internal/yamlnode"
 )
 
 // The keys a clusters file may hold, in the order error messages list them.
 var (
-	fileFields    = []string{"clusters"}
+	fileFields    = []string{"clusters", "selection"}
 	clusterFields = []string{
 		"provider", "project", "zone", "location", "cluster_id", "kubeconfig", "context",
 		"accelerator_types", "default_namespace", "service_account", "gcs_bucket", "default_reservation",
@@ -41,11 +42,32 @@ type Option func(*parser)
 // the current user's home).
 func WithHomeDir(dir string) Option { return func(p *parser) { p.home = dir } }
 
-// Parse reads a clusters file into clusters in the registry's stored form
-// (see Normalize), sorted by name. The error, if any, is an
-// errdefs.FieldErrors holding every problem of the file; then no cluster is
+// Registry is a whole clusters file: its clusters and the settings of the
+// registry as a whole.
+type Registry struct {
+	// Clusters in the registry's stored form (see Normalize), by name.
+	Clusters []*falconv1.Cluster
+	// Selection is the policy that places jobs on them (queue.Policy's
+	// names): "spread" when the file does not say, or "priority".
+	Selection string
+}
+
+// ParseRegistry reads a clusters file. The error, if any, is an
+// errdefs.FieldErrors holding every problem of the file; then nothing is
 // returned, because applying part of a registry is worse than applying none.
-func Parse(data []byte, opts ...Option) ([]*falconv1.Cluster, error) {
+func ParseRegistry(data []byte, opts ...Option) (*Registry, error) {
+	r, err := parse(data, opts)
+	if err != nil {
+		return nil, err
+	}
+	if r.Selection == "" {
+		r.Selection = string(queue.PolicySpread)
+	}
+	return r, nil
+}
+
+// parse is ParseRegistry leaving Selection "" when the file names none.
+func parse(data []byte, opts []Option) (*Registry, error) {
 	p := &parser{lines: map[string]int{}}
 	for _, o := range opts {
 		o(p)
@@ -54,20 +76,35 @@ func Parse(data []byte, opts ...Option) ([]*falconv1.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := p.file(root)
+	out, sel := p.file(root)
 	if err := p.Errs.Err(); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b *falconv1.Cluster) int { return strings.Compare(a.GetName(), b.GetName()) })
-	return out, nil
+	return &Registry{Clusters: out, Selection: sel}, nil
+}
+
+// Parse reads a clusters file's clusters (see ParseRegistry).
+func Parse(data []byte, opts ...Option) ([]*falconv1.Cluster, error) {
+	r, err := ParseRegistry(data, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return r.Clusters, nil
 }
 
 // ParseOne reads a clusters file that holds exactly one cluster, as
 // `falcon cluster create -f` takes.
 func ParseOne(data []byte, opts ...Option) (*falconv1.Cluster, error) {
-	cs, err := Parse(data, opts...)
+	r, err := parse(data, opts)
 	if err != nil {
 		return nil, err
+	}
+	cs := r.Clusters
+	if r.Selection != "" {
+		// create registers a cluster and leaves the registry's settings:
+		// silently dropping the key would let the user believe it applied.
+		return nil, errdefs.FieldErrors{{Field: "selection", Detail: "is a setting of the whole registry, which create does not change; set it with `falcon cluster apply -f`"}}
 	}
 	if len(cs) != 1 {
 		return nil, errdefs.FieldErrors{{Field: "clusters", Detail: fmt.Sprintf(
@@ -110,13 +147,18 @@ type parser struct {
 	lines map[string]int
 }
 
-func (p *parser) file(n *yaml.Node) []*falconv1.Cluster {
+func (p *parser) file(n *yaml.Node) ([]*falconv1.Cluster, string) {
 	if !p.ExpectMapping("file", n) {
-		return nil
+		return nil, ""
 	}
 	var out []*falconv1.Cluster
 	found := false
-	p.fields("", n, fileFields, func(_, path string, _, v *yaml.Node) {
+	sel := ""
+	p.fields("", n, fileFields, func(k, path string, _, v *yaml.Node) {
+		if k == "selection" {
+			sel = p.selection(path, v)
+			return
+		}
 		found = true
 		switch {
 		case yamlnode.IsNull(v):
@@ -135,7 +177,37 @@ func (p *parser) file(n *yaml.Node) []*falconv1.Cluster {
 	if !found {
 		p.Fail("clusters", n, "is required: map each cluster name to its settings")
 	}
-	return out
+	return out, sel
+}
+
+// selection reads the registry's selection policy, by queue.ParsePolicy's
+// rule and in its words.
+func (p *parser) selection(path string, v *yaml.Node) string {
+	if yamlnode.IsNull(v) {
+		p.Fail(path, v, "is empty; allowed values are spread (the default) and priority")
+		return ""
+	}
+	s := p.Str(path, v)
+	if v.Kind != yaml.ScalarNode {
+		return ""
+	}
+	pol, err := NormalizeSelection(s)
+	if err != nil {
+		p.Fail(path, v, "%s", err.Detail)
+		return ""
+	}
+	return pol
+}
+
+// NormalizeSelection checks a registry's selection policy as a request or
+// a file gives it, returning its stored form ("" is spread); the error
+// names the selection field and the allowed values.
+func NormalizeSelection(s string) (string, *errdefs.FieldError) {
+	pol, err := queue.ParsePolicy(s)
+	if err != nil {
+		return "", &errdefs.FieldError{Field: "selection", Detail: strings.TrimPrefix(err.Error(), "selection ")}
+	}
+	return string(pol), nil
 }
 
 // cluster decodes one cluster and runs the registry's rules on it, naming

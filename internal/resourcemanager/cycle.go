@@ -225,6 +225,12 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		m.requeue(c, waiting)
 	}
 	probed := false // the clusters' last probes are read once, when a job is placed
+	policy, err := queue.ParsePolicy(cl.GetSelection())
+	if err != nil {
+		// Only a newer server stores a policy this controller does not know.
+		m.log.Warn("the registry's selection is unknown here; placing by spread", "err", err)
+		policy = queue.PolicySpread
+	}
 	for _, j := range waiting {
 		c.look(j)
 		if p := pinned(j); p != "" {
@@ -243,7 +249,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 			m.addProbes(ctx, c.cands)
 			probed = true
 		}
-		key, _, err := m.mem.sched.EnqueueExplained(schedJob(j), c.cands, queue.PolicySpread)
+		key, _, err := m.mem.sched.EnqueueExplained(schedJob(j), c.cands, policy)
 		if err != nil {
 			var unplaceable *queue.UnplaceableError
 			if errors.As(err, &unplaceable) {
@@ -1198,10 +1204,19 @@ func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]
 		}) {
 			jobs = append(jobs, w.job)
 			poss = append(poss, w.pos)
-			reqs = append(reqs, &falconv1.UpdateJobStatusRequest{
+			req := &falconv1.UpdateJobStatusRequest{
 				Id: w.job.GetId(), ExpectedStatus: w.job.GetStatus(), Status: string(lifecycle.Pending),
 				Reason: string(lifecycle.ReasonWaiting), Message: w.msg,
-			})
+			}
+			// A job's first position in this queue carries the record that
+			// placed it there, so a waiting job can say where and why
+			// (falcon exp explain); the pick writes it again.
+			if w.job.GetSelection().GetSelectedCluster() != key.Cluster {
+				if sel, ok := m.mem.sched.Selection(w.job.GetId()); ok {
+					req.Selection = selectionToAPI(sel)
+				}
+			}
+			reqs = append(reqs, req)
 		}
 		if refreshTail {
 			m.mem.tailWritten[key] = now

@@ -202,6 +202,10 @@ const (
 	ClusterOffline     = "offline"
 )
 
+// SettingSelection names the registry setting that holds its selection
+// policy ("spread" or "priority", see package queue); unset is spread.
+const SettingSelection = "selection"
+
 // Cluster is a place jobs run: an edge GKE cluster, any Kubernetes cluster,
 // or the local machine.
 type Cluster struct {
@@ -503,6 +507,11 @@ type Store interface {
 	// ListClusterProbes returns the last probe of every probed cluster, by
 	// cluster name.
 	ListClusterProbes(ctx context.Context) ([]ClusterProbe, error)
+	// RegistrySetting returns a setting of the registry as a whole (see
+	// SettingSelection); "" when it was never set.
+	RegistrySetting(ctx context.Context, name string) (string, error)
+	// PutRegistrySetting sets it; "" removes it (the default again).
+	PutRegistrySetting(ctx context.Context, name, value string) error
 
 	// EnsureUser inserts the user if no row has its user_id, and returns the
 	// stored row. Concurrent first calls for one user create one row.

@@ -6211,8 +6211,12 @@ func (*ListClustersRequest) Descriptor() ([]byte, []int) {
 }
 
 type ListClustersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Items         []*Cluster             `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Items []*Cluster             `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// The registry's selection policy, as the clusters file's top-level
+	// selection: names it: "spread" (design 000's, the default) or
+	// "priority" (design 001's). The resource manager places jobs by it.
+	Selection     string `protobuf:"bytes,2,opt,name=selection,proto3" json:"selection,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6252,6 +6256,13 @@ func (x *ListClustersResponse) GetItems() []*Cluster {
 		return x.Items
 	}
 	return nil
+}
+
+func (x *ListClustersResponse) GetSelection() string {
+	if x != nil {
+		return x.Selection
+	}
+	return ""
 }
 
 type RegisterClusterRequest struct {
@@ -6303,7 +6314,11 @@ type ApplyClustersRequest struct {
 	Clusters []*Cluster             `protobuf:"bytes,1,rep,name=clusters,proto3" json:"clusters,omitempty"`
 	Prune    bool                   `protobuf:"varint,2,opt,name=prune,proto3" json:"prune,omitempty"`
 	// Report what would change, writing nothing.
-	DryRun        bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// The registry's selection policy: "spread" (the default, also when
+	// empty) or "priority". A clusters file is the whole registry, so a file
+	// that does not name one sets spread.
+	Selection     string `protobuf:"bytes,4,opt,name=selection,proto3" json:"selection,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6357,6 +6372,13 @@ func (x *ApplyClustersRequest) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
+}
+
+func (x *ApplyClustersRequest) GetSelection() string {
+	if x != nil {
+		return x.Selection
+	}
+	return ""
 }
 
 type ClusterChange struct {
@@ -6422,11 +6444,15 @@ func (x *ClusterChange) GetFields() []string {
 }
 
 type ApplyClustersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Changes       []*ClusterChange       `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
-	Items         []*Cluster             `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Changes []*ClusterChange       `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
+	Items   []*Cluster             `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	// The registry's selection policy as it now is (for dry_run: would be).
+	Selection string `protobuf:"bytes,3,opt,name=selection,proto3" json:"selection,omitempty"`
+	// The policy before, when this apply changes it; empty otherwise.
+	PreviousSelection string `protobuf:"bytes,4,opt,name=previous_selection,json=previousSelection,proto3" json:"previous_selection,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ApplyClustersResponse) Reset() {
@@ -6471,6 +6497,20 @@ func (x *ApplyClustersResponse) GetItems() []*Cluster {
 		return x.Items
 	}
 	return nil
+}
+
+func (x *ApplyClustersResponse) GetSelection() string {
+	if x != nil {
+		return x.Selection
+	}
+	return ""
+}
+
+func (x *ApplyClustersResponse) GetPreviousSelection() string {
+	if x != nil {
+		return x.PreviousSelection
+	}
+	return ""
 }
 
 type SetClusterStatusRequest struct {
@@ -8100,22 +8140,26 @@ const file_falcon_proto_rawDesc = "" +
 	"\arunning\x18\x05 \x01(\x05R\arunning\"'\n" +
 	"\x11GetClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x15\n" +
-	"\x13ListClustersRequest\"@\n" +
+	"\x13ListClustersRequest\"^\n" +
 	"\x14ListClustersResponse\x12(\n" +
-	"\x05items\x18\x01 \x03(\v2\x12.falcon.v1.ClusterR\x05items\"F\n" +
+	"\x05items\x18\x01 \x03(\v2\x12.falcon.v1.ClusterR\x05items\x12\x1c\n" +
+	"\tselection\x18\x02 \x01(\tR\tselection\"F\n" +
 	"\x16RegisterClusterRequest\x12,\n" +
-	"\acluster\x18\x01 \x01(\v2\x12.falcon.v1.ClusterR\acluster\"u\n" +
+	"\acluster\x18\x01 \x01(\v2\x12.falcon.v1.ClusterR\acluster\"\x93\x01\n" +
 	"\x14ApplyClustersRequest\x12.\n" +
 	"\bclusters\x18\x01 \x03(\v2\x12.falcon.v1.ClusterR\bclusters\x12\x14\n" +
 	"\x05prune\x18\x02 \x01(\bR\x05prune\x12\x17\n" +
-	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"S\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\x12\x1c\n" +
+	"\tselection\x18\x04 \x01(\tR\tselection\"S\n" +
 	"\rClusterChange\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12\x16\n" +
-	"\x06fields\x18\x03 \x03(\tR\x06fields\"u\n" +
+	"\x06fields\x18\x03 \x03(\tR\x06fields\"\xc2\x01\n" +
 	"\x15ApplyClustersResponse\x122\n" +
 	"\achanges\x18\x01 \x03(\v2\x18.falcon.v1.ClusterChangeR\achanges\x12(\n" +
-	"\x05items\x18\x02 \x03(\v2\x12.falcon.v1.ClusterR\x05items\"E\n" +
+	"\x05items\x18\x02 \x03(\v2\x12.falcon.v1.ClusterR\x05items\x12\x1c\n" +
+	"\tselection\x18\x03 \x01(\tR\tselection\x12-\n" +
+	"\x12previous_selection\x18\x04 \x01(\tR\x11previousSelection\"E\n" +
 	"\x17SetClusterStatusRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\"\x17\n" +

@@ -74,6 +74,7 @@ func runSuite(t *testing.T, open opener) {
 		{"AppendJobMessage", testAppendJobMessage},
 		{"UpdateJobStatuses", testUpdateJobStatuses},
 		{"ClusterReports", testClusterReports},
+		{"RegistrySettings", testRegistrySettings},
 		{"MigrateTwice", testMigrateTwice},
 		{"ArtifactFiles", testArtifactFiles},
 		{"Metrics", testMetrics},

@@ -45,7 +45,9 @@ written. --dry-run shows what would change and writes nothing.
 
 The table lists every cluster with its action (created, updated,
 unchanged, offline or deleted) and, for an update, the fields that change.
-With -o json the ApplyClustersResponse is printed. See
+The file's top-level selection: (spread, the default, or priority) is the
+policy that places jobs on the clusters; a change of it is reported after
+the table. With -o json the ApplyClustersResponse is printed. See
 examples/clusters.yaml for the file's layout.`,
 		Example: `  falcon cluster apply -f clusters.yaml --dry-run
   falcon cluster apply -f clusters.yaml
@@ -73,7 +75,7 @@ func applyRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	clusters, err := clusterconfig.Parse(data)
+	reg, err := clusterconfig.ParseRegistry(data)
 	if err != nil {
 		return factory.InFile(opts.Filename, err)
 	}
@@ -81,7 +83,7 @@ func applyRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	resp, err := c.ApplyClusters(ctx, &falconv1.ApplyClustersRequest{Clusters: clusters, Prune: opts.Prune, DryRun: opts.DryRun})
+	resp, err := c.ApplyClusters(ctx, &falconv1.ApplyClustersRequest{Clusters: reg.Clusters, Selection: reg.Selection, Prune: opts.Prune, DryRun: opts.DryRun})
 	if err != nil {
 		return err
 	}
@@ -114,6 +116,9 @@ func changesView(resp *falconv1.ApplyClustersResponse, opts *Options) output.Tab
 			if count[a] > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", count[a], a))
 			}
+		}
+		if prev := resp.GetPreviousSelection(); prev != "" {
+			parts = append(parts, fmt.Sprintf("selection %s (was %s)", resp.GetSelection(), prev))
 		}
 		if opts.DryRun {
 			fmt.Fprintf(v.Notes, "Dry run: would be %s; nothing was written.\n", strings.Join(parts, ", "))

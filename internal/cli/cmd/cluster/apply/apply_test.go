@@ -87,7 +87,7 @@ func TestApplySendsFileAndPrintsChanges(t *testing.T) {
 	if err := clitest.Execute(NewCmdApply(f, nil), "-f", path, "--prune"); err != nil {
 		t.Fatal(err)
 	}
-	want := &falconv1.ApplyClustersRequest{Prune: true, Clusters: []*falconv1.Cluster{
+	want := &falconv1.ApplyClustersRequest{Prune: true, Selection: "spread", Clusters: []*falconv1.Cluster{
 		{Name: "lab", Backend: "kubernetes", Kubeconfig: "/etc/falcon/kubeconfig", KubeContext: "lab", Status: "active"},
 		{Name: "tpu-east", Backend: "gke", Project: "p", Location: "us-east5-a", GkeCluster: "tpu-east", GcsBucket: "tpu-east", Status: "active",
 			Accelerators: []*falconv1.AcceleratorSlot{{Type: "v7x", Priority: 1, DeviceClass: "tpu"}}, AcceleratorTypes: []string{"v7x"}},
@@ -186,8 +186,36 @@ func TestApplyRealServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(clusters.GetItems()); n != 2 {
-		t.Errorf("%d clusters after prune, want 2", n)
+	if n := len(clusters.GetItems()); n != 2 || clusters.GetSelection() != "spread" {
+		t.Errorf("%d clusters, selection %q after prune, want 2, spread", n, clusters.GetSelection())
+	}
+
+	// The file's selection: reaches the registry, and its change is said.
+	path = writeFile(t, "clusters.yaml", "selection: priority\n"+registry)
+	if _, notes := run(); !strings.Contains(notes, "Applied: 2 unchanged, selection priority (was spread).") {
+		t.Errorf("notes of the selection change = %q", notes)
+	}
+	clusters, err = falconv1.NewClusterServiceClient(env.UserConn).ListClusters(context.Background(), &falconv1.ListClustersRequest{})
+	if err != nil || clusters.GetSelection() != "priority" {
+		t.Errorf("selection after apply = %q, %v; want priority", clusters.GetSelection(), err)
+	}
+}
+
+// A selection that is no policy is refused before anything is sent,
+// naming the key, its line and the allowed values.
+func TestApplyRefusesBadSelection(t *testing.T) {
+	api := &clitest.API{}
+	url := clitest.Start(t, api)
+	f, _ := clitest.NewFactory(t, url, output.Table)
+	err := clitest.Execute(NewCmdApply(f, nil), "-f", writeFile(t, "clusters.yaml", "selection: fastest\n"+registry))
+	if errdefs.Code(err) != codes.InvalidArgument {
+		t.Fatalf("error = %v, want InvalidArgument", err)
+	}
+	if want := `clusters.yaml: selection: "fastest": allowed values are spread (the default) and priority (line 1)`; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not contain %q", err, want)
+	}
+	if n := len(api.Calls()); n != 0 {
+		t.Errorf("%d calls for a refused file, want none", n)
 	}
 }
 

@@ -42,7 +42,7 @@ func TestList(t *testing.T) {
 	if err := clitest.Execute(NewCmdList(f, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if s.Out.String() != "{\n  \"items\": []\n}\n" {
+	if s.Out.String() != "{\n  \"items\": [],\n  \"selection\": \"\"\n}\n" {
 		t.Errorf("empty json = %q", s.Out)
 	}
 }

@@ -86,6 +86,7 @@ func explainRun(ctx context.Context, opts *Options) error {
 // fleet is what the client can read of the clusters: the registry, each
 // one's reported status and last probe.
 type fleet struct {
+	policy   queue.Policy // the registry's selection
 	clusters []*falconv1.Cluster
 	status   map[string]*falconv1.ClusterStatus
 	probes   map[string]*falconv1.ClusterProbe
@@ -97,6 +98,9 @@ func readFleet(ctx context.Context, c *client.Client) (*fleet, error) {
 		return nil, err
 	}
 	f := &fleet{clusters: cl.GetItems(), status: map[string]*falconv1.ClusterStatus{}, probes: map[string]*falconv1.ClusterProbe{}}
+	if f.policy, err = queue.ParsePolicy(cl.GetSelection()); err != nil {
+		return nil, fmt.Errorf("the registry's %v; this falcon is older than its server", err)
+	}
 	if pr, err := c.ListClusterProbes(ctx, &falconv1.ListClusterProbesRequest{}); err == nil {
 		for _, p := range pr.GetItems() {
 			f.probes[p.GetCluster()] = p
@@ -119,25 +123,32 @@ func (f *fleet) explainWaiting(j *falconv1.Job, je *falconv1.JobExplanation, now
 		n, _ := strconv.Atoi(m[1])
 		je.Position = int32(n)
 	}
-	// Its queue: the cluster its record chose, or the one cluster with jobs
-	// waiting for its shape (a waiting job's queue is kept in the resource
-	// manager's memory only).
-	var holders []string
-	for _, x := range f.clusters {
-		for _, q := range f.status[x.GetName()].GetQueues() {
-			if q.GetTopology() != topo || q.GetWaiting() == 0 {
-				continue
+	// Its queue: the cluster its record chose (written with its first
+	// position), or, for a job placed before records were kept, the one
+	// cluster with jobs waiting for its shape.
+	if chosen := j.GetSelection().GetSelectedCluster(); chosen != "" {
+		je.Queue = chosen + "/" + topo
+		for _, q := range f.status[chosen].GetQueues() {
+			if q.GetTopology() == topo {
+				je.SlotHolder = q.GetAcquiringJobId()
 			}
-			if sel := j.GetSelection().GetSelectedCluster(); sel == "" || sel == x.GetName() {
+		}
+	} else {
+		var holders []string
+		for _, x := range f.clusters {
+			for _, q := range f.status[x.GetName()].GetQueues() {
+				if q.GetTopology() != topo || q.GetWaiting() == 0 {
+					continue
+				}
 				holders = append(holders, x.GetName())
 				if je.Queue == "" {
 					je.Queue, je.SlotHolder = x.GetName()+"/"+topo, q.GetAcquiringJobId()
 				}
 			}
 		}
-	}
-	if len(holders) > 1 {
-		je.Queue, je.SlotHolder = "", ""
+		if len(holders) > 1 {
+			je.Queue, je.SlotHolder = "", ""
+		}
 	}
 	cands := make([]queue.Cluster, 0, len(f.clusters))
 	for _, x := range f.clusters {
@@ -159,7 +170,7 @@ func (f *fleet) explainWaiting(j *falconv1.Job, je *falconv1.JobExplanation, now
 		}
 		return 0
 	}
-	sel, err := queue.Explain(sj, cands, depth, queue.PolicySpread, now)
+	sel, err := queue.Explain(sj, cands, depth, f.policy, now)
 	je.Now = selectionToAPI(sel)
 	if err != nil {
 		je.NoAvailableCluster = (&queue.NoAvailableClusterError{Selection: sel}).Error()

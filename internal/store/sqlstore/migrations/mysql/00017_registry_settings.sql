@@ -1,0 +1,11 @@
+-- Settings of the cluster registry as a whole, beside its clusters: one
+-- row per name (today only selection: the policy that places jobs, spread
+-- or priority), written by ApplyClusters. A missing row is the default.
+-- +goose Up
+CREATE TABLE registry_settings (
+  name  VARCHAR(64) NOT NULL PRIMARY KEY,
+  value TEXT        NOT NULL
+);
+
+-- +goose Down
+DROP TABLE registry_settings;
