@@ -249,11 +249,16 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 			m.addProbes(ctx, c.cands)
 			probed = true
 		}
-		key, _, err := m.mem.sched.EnqueueExplained(schedJob(j), c.cands, policy)
+		key, sel, err := m.mem.sched.EnqueueExplained(schedJob(j), c.cands, policy)
 		if err != nil {
 			var unplaceable *queue.UnplaceableError
 			if errors.As(err, &unplaceable) {
-				m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonWaiting, unplaceable.Message, "")
+				// Fails it when no cluster could ever take it, else says why it waits.
+				if d := planUnplaceable(sel, unplaceable, pinned(j)); d.to == lifecycle.Failed {
+					m.fail(ctx, j, d.reason, d.message)
+				} else {
+					m.update(ctx, j, d.to, d.reason, d.message, "")
+				}
 			} else {
 				m.log.Warn("enqueue job", "job", j.GetId(), "err", err)
 			}

@@ -3,6 +3,7 @@ package resourcemanager
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -446,4 +447,35 @@ func PlanPools(f PoolFacts) []PoolDecision {
 		out = append(out, d)
 	}
 	return out
+}
+
+// planUnplaceable decides on a waiting job that selection could place
+// nowhere (sel is its record, err the selection's refusal):
+//   - no cluster could ever take it, because none offers its accelerator
+//     type (a pinned job: its cluster no longer does): fail it now with
+//     design 001's NoAvailableClusterError text, every cluster's probe
+//     included, rather than keep it waiting for a registration nobody
+//     may make;
+//   - otherwise capacity may come back (a cluster offering the type is in
+//     maintenance, offline or unreachable, or its queue is full): it
+//     waits, and its message says why, cluster by cluster.
+//
+// A job pinned to a cluster out of service does not get here: the cycle
+// says it waits for that cluster before selecting.
+func planUnplaceable(sel queue.Selection, err *queue.UnplaceableError, pin string) decision {
+	var why []string
+	for _, c := range sel.Candidates {
+		if c.Offers && (pin == "" || c.Cluster == pin) {
+			why = append(why, c.Cluster+": "+c.Rejected)
+		}
+	}
+	if len(why) == 0 {
+		return recorded(lifecycle.Failed, lifecycle.ReasonJobSubmitFailed,
+			(&queue.NoAvailableClusterError{Selection: sel}).Error()+"; register a cluster that offers it (falcon cluster apply) and run the experiment again")
+	}
+	msg := err.Message
+	if err.Reason != queue.NoAvailableCluster { // that text names every cluster already
+		msg += " (" + strings.Join(why, "; ") + ")"
+	}
+	return recorded(lifecycle.Pending, lifecycle.ReasonWaiting, msg+"; the job waits until one can take it")
 }

@@ -419,3 +419,52 @@ func TestPlanPools(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanUnplaceable(t *testing.T) {
+	probed := &queue.Probe{Reachable: true, ProbedAt: t0}
+	down := &queue.Probe{Error: "probe timed out after 3s", ProbedAt: t0}
+	offers := func(name, typ string, active bool, max int, p *queue.Probe) queue.Cluster {
+		return queue.Cluster{Name: name, Active: active, Accelerators: map[string]int{typ: -1}, MaxQueueDepth: max, Probe: p}
+	}
+	cases := []struct {
+		name     string
+		clusters []queue.Cluster
+		depth    int // of every queue
+		pin      string
+		policy   queue.Policy
+		want     decision
+	}{
+		{name: "no cluster offers the type: failed at once, every probe named",
+			clusters: []queue.Cluster{offers("edge-a", "v6e", true, 0, probed), offers("edge-b", "v6e", false, 0, nil)},
+			want: decision{verb: record, to: lifecycle.Failed, reason: lifecycle.ReasonJobSubmitFailed,
+				message: "no cluster supports v7x: edge-a: does not offer v7x; reachable, queue_depth=0, running=0 (probed 2026-12-01T12:00:00Z); edge-b: not active; never probed; register a cluster"}},
+		{name: "no cluster registered: failed at once",
+			want: decision{verb: record, to: lifecycle.Failed, reason: lifecycle.ReasonJobSubmitFailed, message: "no cluster supports v7x: no cluster is registered"}},
+		{name: "pinned to a cluster that no longer offers the type: failed",
+			clusters: []queue.Cluster{offers("edge-a", "v6e", true, 0, probed), offers("edge-b", "v7x", true, 0, probed)}, pin: "edge-a",
+			want: decision{verb: record, to: lifecycle.Failed, reason: lifecycle.ReasonJobSubmitFailed, message: "edge-b: the job is pinned to edge-a"}},
+		{name: "the only cluster offering it is not active: waits, saying so",
+			clusters: []queue.Cluster{offers("edge-a", "v7x", false, 0, probed), offers("edge-b", "v6e", true, 0, probed)},
+			want: decision{verb: record, to: lifecycle.Pending, reason: lifecycle.ReasonWaiting,
+				message: "no active cluster offers v7x (edge-a: not active); the job waits until one can take it"}},
+		{name: "its queue is full: waits",
+			clusters: []queue.Cluster{offers("edge-a", "v7x", true, 1, probed)}, depth: 1,
+			want: decision{verb: record, to: lifecycle.Pending, reason: lifecycle.ReasonWaiting,
+				message: "all clusters offering v7x are at max queue depth for 2x2x4 (edge-a: queue for 2x2x4 is full: 1 waiting or acquiring, max 1); the job waits"}},
+		{name: "priority, every candidate unreachable: waits with 001's text",
+			clusters: []queue.Cluster{offers("edge-a", "v7x", true, 0, down)}, policy: queue.PolicyPriority,
+			want: decision{verb: record, to: lifecycle.Pending, reason: lifecycle.ReasonWaiting,
+				message: "no available cluster for v7x 2x2x4: edge-a: unreachable; unreachable: probe timed out after 3s (probed 2026-12-01T12:00:00Z); the job waits"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := queue.Job{ID: "j1", Actor: "ana", AcceleratorType: "v7x", Topology: "2x2x4", PinnedCluster: tc.pin, Created: t0}
+			sel, err := queue.Explain(job, tc.clusters, func(queue.Key) int { return tc.depth }, tc.policy, t0)
+			var u *queue.UnplaceableError
+			if !errors.As(err, &u) {
+				t.Fatalf("Explain placed the job (%v, %v); the row needs a selection that fails", sel.Selected, err)
+			}
+			check(t, planUnplaceable(sel, u, tc.pin), tc.want)
+		})
+	}
+}

@@ -72,3 +72,42 @@ func TestRegistrySelectionPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestUnplaceableJob: a job whose accelerator no cluster offers fails in
+// the cycle that first places it, with design 001's text; one whose only
+// cluster is in maintenance waits and says so.
+func TestUnplaceableJob(t *testing.T) {
+	for _, tt := range []struct {
+		name, status        string
+		wantStatus, wantMsg string
+	}{
+		{"no cluster offers it", store.ClusterActive, "Failed", "no cluster supports v7x: local: does not offer v7x; never probed"},
+		{"its cluster is in maintenance", store.ClusterMaintenance, "Pending", "no active cluster offers v5p (local: not active); the job waits until one can take it"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := setup(t)
+			ctx := context.Background()
+			c, err := f.env.Store.GetCluster(ctx, "local")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.AcceleratorTypes, c.Status = []string{"v5p"}, tt.status
+			if _, err := f.env.Store.UpsertCluster(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			typ := "v5p"
+			if tt.wantStatus == "Failed" {
+				typ = "v7x"
+			}
+			_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: typ, DeviceTopo: "2x2x1"})
+			f.cycle(t)
+			j := f.env.Job(t, job)
+			if j.GetStatus() != tt.wantStatus || !strings.Contains(j.GetMessage(), tt.wantMsg) {
+				t.Errorf("job %s/%s %q; want %s with %q", j.GetStatus(), j.GetReason(), j.GetMessage(), tt.wantStatus, tt.wantMsg)
+			}
+			if len(f.be.dispatched) != 0 {
+				t.Error("dispatched")
+			}
+		})
+	}
+}

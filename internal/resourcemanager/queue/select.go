@@ -161,7 +161,16 @@ func (e *NoAvailableClusterError) Error() string {
 		}
 	}
 	if len(offering) == 0 {
-		return fmt.Sprintf("no cluster supports %s", s.AcceleratorType)
+		// 001's text, then what each registered cluster is, so the job's
+		// message says what was looked at.
+		var seen []string
+		for _, c := range s.Candidates {
+			seen = append(seen, fmt.Sprintf("%s: %s; %s", c.Cluster, c.Rejected, c.Probe))
+		}
+		if len(seen) == 0 {
+			return fmt.Sprintf("no cluster supports %s: no cluster is registered", s.AcceleratorType)
+		}
+		return fmt.Sprintf("no cluster supports %s: %s", s.AcceleratorType, strings.Join(seen, "; "))
 	}
 	return fmt.Sprintf("no available cluster for %s %s: %s", s.AcceleratorType, s.Topology, strings.Join(offering, "; "))
 }

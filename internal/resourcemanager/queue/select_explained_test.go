@@ -109,13 +109,13 @@ func TestSelector(t *testing.T) {
 			policy:    queue.PolicyPriority,
 			clusters:  []queue.Cluster{cl("edge-a", offersOnly("v6e"), up(0))},
 			wantErr:   "no active cluster offers v7x",
-			wantNoAvl: "no cluster supports v7x",
+			wantNoAvl: "no cluster supports v7x: edge-a: does not offer v7x; reachable, queue_depth=0, running=1 (probed 2026-03-01T08:59:30Z)",
 		},
 		{
 			name:      "no candidate: no cluster registered",
 			policy:    queue.PolicyPriority,
 			wantErr:   "no active cluster offers v7x",
-			wantNoAvl: "no cluster supports v7x",
+			wantNoAvl: "no cluster supports v7x: no cluster is registered",
 		},
 		{
 			name:       "default policy: an idle pool of the shape",
