@@ -56,7 +56,10 @@ func testAPI() *clitest.API {
 			}
 			return status.Errorf(codes.NotFound, "experiment %q not found", r.GetId())
 		},
-		ListExpsFunc: func(context.Context, *falconv1.ListExpsRequest) (*falconv1.ListExpsResponse, error) {
+		ListExpsFunc: func(_ context.Context, r *falconv1.ListExpsRequest) (*falconv1.ListExpsResponse, error) {
+			if r.GetName() != "" {
+				return &falconv1.ListExpsResponse{}, nil // no experiment here has a name
+			}
 			return &falconv1.ListExpsResponse{Items: []*falconv1.Experiment{{Id: "exp-q7odgo8q9x", ExpType: "benchmark", Status: "Running"}}, NextPageToken: ""}, nil
 		},
 		CreateExpFunc: func(context.Context, *falconv1.CreateExpRequest) (*falconv1.Experiment, error) {

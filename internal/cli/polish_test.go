@@ -94,3 +94,55 @@ func TestGlobalFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestExperimentNamesWhereIDsGo(t *testing.T) {
+	api := testAPI()
+	api.ListExpsFunc = func(_ context.Context, r *falconv1.ListExpsRequest) (*falconv1.ListExpsResponse, error) {
+		if r.GetName() == "my-run" {
+			return &falconv1.ListExpsResponse{Items: []*falconv1.Experiment{{Id: "exp-q7odgo8q9x", Name: "my-run"}}}, nil
+		}
+		return &falconv1.ListExpsResponse{}, nil
+	}
+	api.ListJobsFunc = func(_ context.Context, r *falconv1.ListJobsRequest) (*falconv1.ListJobsResponse, error) {
+		return &falconv1.ListJobsResponse{Items: []*falconv1.Job{{Id: "job-1", ExpId: r.GetExpId()}}}, nil
+	}
+	url := clitest.Start(t, api)
+	env := map[string]string{ServerEnv: url}
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{name: "a name", args: []string{"exp", "get", "my-run", "--jq", ".id"}, wantStdout: "exp-q7odgo8q9x\n"},
+		{name: "an ID needs no lookup", args: []string{"exp", "get", "exp-q7odgo8q9x", "--jq", ".id"}, wantStdout: "exp-q7odgo8q9x\n"},
+		{name: "--exp takes a name", args: []string{"job", "list", "--exp", "my-run", "--jq", ".items[].exp_id"}, wantStdout: "exp-q7odgo8q9x\n"},
+		{name: "several, mixed", args: []string{"exp", "wait", "my-run", "exp-failed", "--any", "--jq", ".id"}, wantCode: errdefs.ExitNotSucceeded},
+		{name: "an unknown name", args: []string{"exp", "get", "nope"}, wantCode: errdefs.ExitNotFound, wantStderr: `Error: no experiment is named "nope", and it is no experiment ID`},
+		{name: "a pattern is no name", args: []string{"exp", "get", "my-*"}, wantCode: errdefs.ExitInvalid, wantStderr: `argument my-*: "my-*": name one experiment`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := invokeWith(env, false, tt.args...)
+			if r.code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.wantCode, r.stdout, r.stderr)
+			}
+			if tt.wantStdout != "" && r.stdout != tt.wantStdout {
+				t.Errorf("stdout = %q, want %q", r.stdout, tt.wantStdout)
+			}
+			if !strings.Contains(r.stderr, tt.wantStderr) {
+				t.Errorf("stderr = %q\nwant it to contain %q", r.stderr, tt.wantStderr)
+			}
+		})
+	}
+	var got []string
+	for _, req := range api.Requests("GetExp") {
+		got = append(got, req.(*falconv1.GetExpRequest).GetId())
+	}
+	for _, id := range got {
+		if id != "exp-q7odgo8q9x" && id != "exp-failed" {
+			t.Errorf("GetExp asked for %q: a name reached the API as an ID", id)
+		}
+	}
+}

@@ -141,7 +141,15 @@ Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkGlobalFlags(cmd, g, getenv) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := checkGlobalFlags(cmd, g, getenv); err != nil {
+			return &runError{err}
+		}
+		if err := resolveExpNames(cmd.Context(), cmd, args, f); err != nil {
+			return &runError{err}
+		}
+		return nil
+	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.server, "server", "", "Falcon API server URL (default: $"+ServerEnv+", the context's server, else "+DefaultServer+")")
 	pf.StringVar(&g.context, "context", "", "Named server from ~/.falcon/config.yaml (default: $"+contexts.ContextEnv+", else its current-context)")

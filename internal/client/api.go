@@ -33,6 +33,10 @@ func (c *Client) ListExps(ctx context.Context, req *falconv1.ListExpsRequest) (*
 	setString(q, "status", req.GetStatus())
 	setString(q, "exp_type", req.GetExpType())
 	setString(q, "creator", req.GetCreator())
+	setString(q, "name", req.GetName())
+	for _, t := range req.GetTags() {
+		q.Add("tags", t)
+	}
 	out := new(falconv1.ListExpsResponse)
 	return out, c.do(ctx, http.MethodGet, "/v1/experiments", q, nil, out)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -14,8 +15,10 @@ import (
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/manifest"
 	"github.com/falconhq/falcon/internal/output"
+	"github.com/falconhq/falcon/internal/validation"
 )
 
 // Options are the inputs of `falcon exp create`.
@@ -40,7 +43,17 @@ type Options struct {
 	// with either form.
 	TTL    time.Duration
 	TTLSet bool
+
+	// GenerateName adds a random suffix to the name, so a manifest can be
+	// run again without editing it.
+	GenerateName bool
+	// Suffix makes the suffix (tests fix it); nil means random.
+	Suffix func() string
 }
+
+// generateAttempts bounds the retries of --generate-name when a suffix
+// happens to be taken (one in 36^5 per existing sibling).
+const generateAttempts = 3
 
 // flagForm are the flags of the flag form; none may be combined with -f.
 var flagForm = []string{"name", "cluster", "type", "role-to-task-spec", "config", "priority", "tag"}
@@ -57,8 +70,14 @@ Either from a manifest (-f FILE, or -f - for stdin) holding every field, or
 from the flag form: --name, --cluster, --type and --role-to-task-spec (a YAML
 file mapping role names to task specs), with --config (a file whose text is
 stored verbatim and handed to the job as CUSTOM_CONFIG_KEY), --priority and
---tag. The two forms cannot be mixed: put the fields in the manifest instead.`,
+--tag. The two forms cannot be mixed: put the fields in the manifest instead.
+
+Names are unique. --generate-name makes the name the manifest's (or
+--name's) followed by a dash and five random letters and digits, as
+Kubernetes' generateName does, so the same manifest can run again
+unchanged; find the runs with falcon exp list --name 'NAME-*'.`,
 		Example: `  falcon exp create -f manifest.yaml
+  falcon exp create -f manifest.yaml --generate-name -o json --jq .id
   falcon exp create --name bench-3 --cluster v7x-east --type benchmark \
       --role-to-task-spec tasks.yaml --config cfg.yaml --tag nightly`,
 		Args: cobra.NoArgs,
@@ -95,6 +114,7 @@ stored verbatim and handed to the job as CUSTOM_CONFIG_KEY), --priority and
 	fl.StringVar(&opts.ConfigFile, "config", "", "Flag form: config file, stored verbatim (CUSTOM_CONFIG_KEY)")
 	fl.Int32Var(&opts.Priority, "priority", 0, "Flag form: priority")
 	fl.StringSliceVar(&opts.Tags, "tag", nil, "Flag form: tag (repeatable)")
+	fl.BoolVar(&opts.GenerateName, "generate-name", false, "Append -XXXXX (random) to the name, so reruns need no new name")
 	fl.DurationVar(&opts.TTL, "ttl", 0, "Stop the experiment this long after it starts running, e.g. 2h (overrides the manifest's ttl; falcon exp extend adds time)")
 	return cmd
 }
@@ -111,9 +131,19 @@ func createRun(ctx context.Context, opts *Options) error {
 	if opts.TTLSet {
 		exp.Ttl = durationpb.New(opts.TTL)
 	}
-	created, err := c.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: exp})
-	if err != nil {
-		return err
+	base := exp.GetName()
+	var created *falconv1.Experiment
+	for attempt := 1; ; attempt++ {
+		if opts.GenerateName {
+			exp.Name = GeneratedName(base, opts.suffix())
+		}
+		created, err = c.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: exp})
+		if err == nil {
+			break
+		}
+		if !opts.GenerateName || errdefs.Code(err) != codes.AlreadyExists || attempt == generateAttempts {
+			return err
+		}
 	}
 	return opts.Printer().Print(created, func(v output.View) error {
 		where := ""
@@ -128,6 +158,25 @@ func createRun(ctx context.Context, opts *Options) error {
 		}
 		return nil
 	})
+}
+
+func (opts *Options) suffix() string {
+	if opts.Suffix != nil {
+		return opts.Suffix()
+	}
+	return ids.New("")[:5]
+}
+
+// GeneratedName is base-suffix, base cut so the whole stays a DNS label of
+// at most validation.MaxNameLen characters; an empty base is "exp".
+func GeneratedName(base, suffix string) string {
+	if base == "" {
+		base = "exp"
+	}
+	if room := validation.MaxNameLen - len(suffix) - 1; len(base) > room {
+		base = strings.TrimRight(base[:room], "-")
+	}
+	return base + "-" + suffix
 }
 
 // Experiment builds the experiment to create from a manifest or the flag

@@ -231,3 +231,58 @@ func TestCreateErrors(t *testing.T) {
 		t.Errorf("CreateExp called %d times; only the manifest that parsed should reach the server", n)
 	}
 }
+
+func TestGenerateName(t *testing.T) {
+	taken := map[string]bool{"hello-aaaaa": true}
+	api := &clitest.API{
+		CreateExpFunc: func(_ context.Context, r *falconv1.CreateExpRequest) (*falconv1.Experiment, error) {
+			if n := r.GetExperiment().GetName(); taken[n] {
+				return nil, status.Errorf(codes.AlreadyExists, "name: %q is already used by experiment exp-0000000000", n)
+			}
+			e := proto.Clone(r.GetExperiment()).(*falconv1.Experiment)
+			e.Id, e.Status = "exp-q7odgo8q9x", "Created"
+			return e, nil
+		},
+	}
+	url := clitest.Start(t, api)
+	path := writeFile(t, "m.yaml", manifestYAML)
+	f, s := clitest.NewFactory(t, url, output.Table)
+	suffixes := []string{"aaaaa", "bbbbb"}
+	cmd := NewCmdCreate(f, func(ctx context.Context, o *Options) error {
+		o.Suffix = func() string { s := suffixes[0]; suffixes = suffixes[1:]; return s }
+		return createRun(ctx, o)
+	})
+	if err := clitest.Execute(cmd, "-f", path, "--generate-name"); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range api.Requests("CreateExp") {
+		names = append(names, r.(*falconv1.CreateExpRequest).GetExperiment().GetName())
+	}
+	if diff := cmp.Diff([]string{"hello-aaaaa", "hello-bbbbb"}, names); diff != "" {
+		t.Errorf("names tried (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(s.Out.String(), `"hello-bbbbb"`) {
+		t.Errorf("output = %q", s.Out)
+	}
+
+	// Without --generate-name a taken name is the server's error as is.
+	taken["hello"] = true
+	f, _ = clitest.NewFactory(t, url, output.Table)
+	err := clitest.Execute(NewCmdCreate(f, nil), "-f", path)
+	if errdefs.Code(err) != codes.AlreadyExists || !strings.Contains(err.Error(), "exp-0000000000") {
+		t.Errorf("err = %v, want AlreadyExists naming the holder", err)
+	}
+
+	for _, tt := range []struct{ base, want string }{
+		{"hello", "hello-x1y2z"},
+		{"", "exp-x1y2z"},
+		{strings.Repeat("a", 56) + "-b-c", strings.Repeat("a", 56) + "-x1y2z"}, // no dash left before the suffix's
+		{strings.Repeat("a", 50) + "-bcdefghij", strings.Repeat("a", 50) + "-bcdefg-x1y2z"},
+	} {
+		got := GeneratedName(tt.base, "x1y2z")
+		if got != tt.want || len(got) > 63 {
+			t.Errorf("GeneratedName(%q) = %q, want %q", tt.base, got, tt.want)
+		}
+	}
+}

@@ -24,6 +24,8 @@ type Options struct {
 	Status    string
 	ExpType   string
 	Creator   string
+	Name      string
+	Tags      []string
 	PageToken string
 }
 
@@ -43,7 +45,9 @@ every job there). Items are experiments without their jobs and artifact
 (empty in JSON); exp get ID has them. When more results exist, table output says which --page-token to pass;
 JSON output carries it as next_page_token.`,
 		Example: `  falcon exp list --limit 10 --cluster v7x-east -o json
-  falcon exp list --status failed --creator alice@example.com`,
+  falcon exp list --status failed --creator alice@example.com
+  falcon exp list --name 'llama-bench*' --tag nightly -o wide
+  falcon exp list --status running -o name`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := factory.CheckLimit(opts.Limit); err != nil {
@@ -68,7 +72,10 @@ JSON output carries it as next_page_token.`,
 	fl.StringVar(&opts.Status, "status", "", "Only experiments with this status (Created, Running, Succeeded, Failed, Aborting, Aborted)")
 	fl.StringVar(&opts.ExpType, "type", "", "Only experiments of this type")
 	fl.StringVar(&opts.Creator, "creator", "", "Only experiments created by this user (their email, as exp get shows it)")
+	fl.StringVar(&opts.Name, "name", "", "Only the experiment of this name; with a trailing * (quoted: 'my-run*'), those whose name starts so")
+	fl.StringSliceVar(&opts.Tags, "tag", nil, "Only experiments with this tag (repeat or comma-separate: all must be there)")
 	factory.SetsField(fl, "cluster", "cluster_name")
+	factory.SetsField(fl, "tag", "tags")
 	factory.SetsField(fl, "type", "exp_type")
 	return cmd
 }
@@ -85,6 +92,8 @@ func listRun(ctx context.Context, opts *Options) error {
 		Status:      opts.Status,
 		ExpType:     opts.ExpType,
 		Creator:     opts.Creator,
+		Name:        opts.Name,
+		Tags:        opts.Tags,
 	})
 	if err != nil {
 		return err
