@@ -156,7 +156,6 @@ Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 	pf.VarP(&g.output, "output", "o", "Output format: table, wide (tables with each row's message), json, yaml, md (Markdown tables) or name (IDs only) (default: $"+OutputEnv+", else table on a terminal and json otherwise)")
 	pf.StringVar(&g.jq, "jq", "", "Filter JSON output with a jq expression (implies -o json; strings print bare)")
 	pf.Var(&g.color, "color", "Colour statuses in tables: auto (a terminal, unless NO_COLOR is set), always or never")
-	pf.Lookup("color").NoOptDefVal = string(output.ColorAlways)
 
 	root.AddCommand(
 		exp.NewCmdExp(f),
@@ -174,6 +173,7 @@ Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 	)
 	addServerCommands(root, f)
 	addFallbackExamples(root)
+	addCompletions(root, f)
 	markRunErrors(root)
 	return root
 }
