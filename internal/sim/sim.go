@@ -1,11 +1,13 @@
 package sim
 
 import (
+	"cmp"
 	"container/heap"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -212,6 +214,9 @@ func (r *run) loop() error {
 		if ended == len(r.jobs) && r.poolsAlive() == 0 {
 			return nil
 		}
+		for _, c := range r.clusters {
+			c.prune(r.now)
+		}
 		if next < len(r.jobs) {
 			r.at(r.jobs[next].tj.T)
 		}
@@ -234,6 +239,25 @@ func (r *run) loop() error {
 		}
 		r.now = r.wake
 	}
+}
+
+// prune drops the pools no listing can show again: gone by the time of
+// the cluster's current listing (every later listing is at that time or
+// after it), or by now when it has none yet. Without it every instant would
+// walk every pool the run ever created.
+func (c *cluster) prune(now time.Time) {
+	since := now
+	if c.listValid {
+		since = c.listAt
+	}
+	kept := c.alive[:0]
+	for _, p := range c.alive {
+		if !p.gone(since) {
+			kept = append(kept, p)
+		}
+	}
+	clear(c.alive[len(kept):])
+	c.alive = kept
 }
 
 func (r *run) poolsAlive() int {
@@ -535,11 +559,9 @@ func (r *run) release(c *cluster) bool {
 	for _, p := range c.listed {
 		pools = append(pools, p)
 	}
-	sort.Slice(pools, func(a, b int) bool {
-		if !pools[a].CreatedAt.Equal(pools[b].CreatedAt) {
-			return pools[a].CreatedAt.Before(pools[b].CreatedAt)
-		}
-		return pools[a].Name < pools[b].Name
+	// Oldest first, by name among equals: the manager's order (pools.go).
+	slices.SortFunc(pools, func(a, b resourcemanager.Pool) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.Name, b.Name))
 	})
 	var idle map[string]time.Time
 	if r.policy.Linger > 0 {
