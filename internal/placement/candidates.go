@@ -83,7 +83,8 @@ func Takes(c *falconv1.Cluster, typ string, clusters []*falconv1.Cluster) bool {
 // clusters that take typ and are active, since those are the ones a task
 // is placed on now; when none is active, every cluster that takes typ,
 // since the task waits for one of them. No candidate at all is not an
-// error here: the task waits until a cluster offering typ is registered.
+// error here: the resource manager fails such a task with
+// NoAvailableClusterError once it tries to place it.
 func Candidates(clusters []*falconv1.Cluster, typ, pin string) ([]*falconv1.Cluster, error) {
 	if pin != "" {
 		i := slices.IndexFunc(clusters, func(c *falconv1.Cluster) bool { return c.GetName() == pin })

@@ -24,8 +24,10 @@ import (
 //     of every cluster that could run it.
 //
 // "Could run it" is placement.Candidates, the resource manager's own rule.
-// A task that no registered cluster could take is not refused: it waits
-// until one is registered.
+// A task that no registered cluster could take is not refused here (a
+// server may be asked before its registry is filled): the resource manager
+// fails it in its first cycle with NoAvailableClusterError, naming every
+// cluster and its last probe (resourcemanager's planUnplaceable).
 func Placement(e *falconv1.Experiment, clusters []*falconv1.Cluster) error {
 	var errs errdefs.FieldErrors
 	roles := make([]string, 0, len(e.GetRoleToTaskSpec()))
