@@ -177,3 +177,13 @@ Servers behind Cloudflare Access need a login: falcon auth login --server URL.`,
 	markRunErrors(root)
 	return root
 }
+
+// CommandTree is the `falcon` command tree as a process builds it, for
+// checks that hold text to the real commands and flags (agent skills,
+// examples). It is built with an empty environment and runs nothing.
+func CommandTree() *cobra.Command {
+	ios, _, _, _ := iostreams.Test()
+	empty := func(string) string { return "" }
+	f, g := newFactory(ios, empty)
+	return newCmdRoot(f, g, empty)
+}

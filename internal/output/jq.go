@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 
 	"github.com/itchyny/gojq"
 
@@ -29,7 +30,9 @@ func ParseQuery(expr string) (*Query, error) {
 	if err != nil {
 		return nil, errdefs.Invalid(JQFlag, "%s: %v", quoteExpr(expr), err)
 	}
-	code, err := gojq.Compile(q)
+	// env and $ENV read the environment, as in jq: a script passes a
+	// value in (TYPE=v7x falcon ... --jq 'select(.x == env.TYPE)').
+	code, err := gojq.Compile(q, gojq.WithEnvironLoader(os.Environ))
 	if err != nil {
 		return nil, errdefs.Invalid(JQFlag, "%s: %v", quoteExpr(expr), err)
 	}
