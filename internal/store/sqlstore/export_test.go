@@ -44,8 +44,11 @@ func (s *Store) CreateExpAtSchema6(ctx context.Context, exp *store.Experiment, j
 		if _, err := tx.ExecContext(ctx, insertSQL("experiments", cols), args[:strings.Count(cols, ",")+1]...); err != nil {
 			return err
 		}
+		// Jobs as schema 6 had them: without what later migrations added
+		// (selection, migration 16).
+		jcols, _, _ := strings.Cut(jobInsertCols, ", selection")
 		for _, j := range jobs {
-			if _, err := tx.ExecContext(ctx, insertSQL("jobs", jobInsertCols), s.jobArgs(j)...); err != nil {
+			if _, err := tx.ExecContext(ctx, insertSQL("jobs", jcols), s.jobArgs(j)[:strings.Count(jcols, ",")+1]...); err != nil {
 				return err
 			}
 		}
