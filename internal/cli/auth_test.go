@@ -195,6 +195,11 @@ func TestServerAuthFlags(t *testing.T) {
 		{"controller needs a controller token", []string{"controller", "--api-grpc", "127.0.0.1:1"}, "--controller-token-file: is required"},
 		{"node pool timeout must be positive", []string{"controller", "--controller-token-file", secretFile, "--node-pool-timeout", "0s"}, "--node-pool-timeout: must be a positive duration"},
 		{"orphan grace must not be negative", []string{"dev", "--data-dir", t.TempDir(), "--orphan-grace", "-1m"}, "--orphan-grace: must not be negative, got -1m0s"},
+		{"an unknown pool policy lists the valid ones", []string{"dev", "--data-dir", t.TempDir(), "--pool-policy", "hoard"},
+			`--pool-policy: hoard: unknown policy "hoard"; valid policies: spec, per-job, linger=DUR`},
+		{"linger needs a duration", []string{"dev", "--data-dir", t.TempDir(), "--pool-policy", "linger=soon"}, `--pool-policy: linger=soon: linger takes a positive duration`},
+		{"cluster choice is the registry's", []string{"controller", "--controller-token-file", secretFile, "--pool-policy", "priority+linger=10m"},
+			"--pool-policy: \"priority+linger=10m\" chooses clusters, which the registry sets: put selection: priority in the clusters file"},
 		{"every bad pool flag is named", []string{"controller", "--controller-token-file", secretFile, "--reservation-scale-down", "-1s", "--flex-start-scale-down", "0s"},
 			"--reservation-scale-down: must be a positive duration such as 10m, got -1s; --flex-start-scale-down"},
 	}

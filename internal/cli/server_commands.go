@@ -23,6 +23,8 @@ import (
 	"github.com/falconhq/falcon/internal/output"
 	"github.com/falconhq/falcon/internal/provider/gke"
 	"github.com/falconhq/falcon/internal/resourcemanager"
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
+	"github.com/falconhq/falcon/internal/sim"
 	"github.com/falconhq/falcon/internal/stack"
 )
 
@@ -373,6 +375,7 @@ func electionFlags(f *pflag.FlagSet, c *stack.LeaderConfig) {
 // poolFlags configure GKE node pools, for the controller and dev.
 type poolFlags struct {
 	reservationScaleDown, flexScaleDown, provisionTimeout, grace time.Duration
+	policy                                                       string
 }
 
 func (p *poolFlags) flags(f *pflag.FlagSet) {
@@ -380,6 +383,7 @@ func (p *poolFlags) flags(f *pflag.FlagSet) {
 	f.DurationVar(&p.flexScaleDown, "flex-start-scale-down", 6*time.Hour, "how long an idle flex-start node pool keeps its nodes (scaleDownUnneededTime)")
 	f.DurationVar(&p.provisionTimeout, "node-pool-timeout", 30*time.Minute, "a node pool not RUNNING this long after creation fails its job with NodePoolTimeout")
 	f.DurationVar(&p.grace, "orphan-grace", 10*time.Minute, "a falcon-* node pool no job owns is left alone while younger than this and still provisioning")
+	f.StringVar(&p.policy, "pool-policy", "spec", "what becomes of a node pool whose job ended, by falcon sim's names: spec (kept for a waiting job of its shape, else deleted), per-job (always deleted), linger=DUR (kept up to DUR idle, e.g. linger=15m)")
 }
 
 func (p *poolFlags) config() (stack.GKEConfig, error) {
@@ -399,6 +403,13 @@ func (p *poolFlags) config() (stack.GKEConfig, error) {
 	if p.grace < 0 {
 		errs.Add("--orphan-grace", "must not be negative, got %s", p.grace)
 	}
+	policy, err := sim.ParsePolicyFlag("--pool-policy", p.policy)
+	switch {
+	case err != nil:
+		errs.Add("--pool-policy", "%s", strings.TrimLeft(strings.TrimPrefix(err.Error(), "--pool-policy"), " :"))
+	case policy.Selection != queue.PolicySpread:
+		errs.Add("--pool-policy", "%q chooses clusters, which the registry sets: put selection: priority in the clusters file and run falcon cluster apply", p.policy)
+	}
 	if err := errs.Err(); err != nil {
 		return stack.GKEConfig{}, err
 	}
@@ -407,6 +418,8 @@ func (p *poolFlags) config() (stack.GKEConfig, error) {
 	return stack.GKEConfig{
 		PoolOptions: []gke.Option{gke.WithScaleDownUnneeded(p.reservationScaleDown, p.flexScaleDown), gke.WithProvisionTimeout(p.provisionTimeout)},
 		PoolTiming:  &t,
+		NoPoolReuse: policy.NoReuse,
+		PoolLinger:  policy.Linger,
 	}, nil
 }
 

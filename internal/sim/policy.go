@@ -26,10 +26,14 @@ type Policy struct {
 const PolicyNames = "spec, per-job, linger=DUR (e.g. linger=15m), priority"
 
 // ParsePolicy reads one --policy value.
-func ParsePolicy(s string) (Policy, error) {
+func ParsePolicy(s string) (Policy, error) { return ParsePolicyFlag("--policy", s) }
+
+// ParsePolicyFlag reads a policy given by flag (its errors name it), so
+// that the controller's --pool-policy takes the names falcon sim compares.
+func ParsePolicyFlag(flag, s string) (Policy, error) {
 	p := Policy{Name: s, Selection: queue.PolicySpread}
 	if strings.TrimSpace(s) == "" {
-		return Policy{}, fmt.Errorf("--policy: empty; valid policies: %s", PolicyNames)
+		return Policy{}, fmt.Errorf("%s: empty; valid policies: %s", flag, PolicyNames)
 	}
 	for _, term := range strings.Split(s, "+") {
 		switch name, arg, hasArg := strings.Cut(strings.TrimSpace(term), "="); {
@@ -41,15 +45,15 @@ func ParsePolicy(s string) (Policy, error) {
 		case name == "linger" && hasArg:
 			d, err := time.ParseDuration(arg)
 			if err != nil || d <= 0 {
-				return Policy{}, fmt.Errorf("--policy %s: linger takes a positive duration (linger=15m), got %q", s, arg)
+				return Policy{}, fmt.Errorf("%s %s: linger takes a positive duration (linger=15m), got %q", flag, s, arg)
 			}
 			p.Linger = d
 		default:
-			return Policy{}, fmt.Errorf("--policy %s: unknown policy %q; valid policies: %s", s, term, PolicyNames)
+			return Policy{}, fmt.Errorf("%s %s: unknown policy %q; valid policies: %s", flag, s, term, PolicyNames)
 		}
 	}
 	if p.NoReuse && p.Linger > 0 {
-		return Policy{}, fmt.Errorf("--policy %s: per-job deletes every pool when its job ends, so it cannot linger", s)
+		return Policy{}, fmt.Errorf("%s %s: per-job deletes every pool when its job ends, so it cannot linger", flag, s)
 	}
 	return p, nil
 }

@@ -77,6 +77,10 @@ type GKEConfig struct {
 	PoolOptions []gke.Option
 	// PoolTiming paces the resource manager's pool work; nil is the default.
 	PoolTiming *resourcemanager.PoolTiming
+	// NoPoolReuse and PoolLinger are the pool policy (--pool-policy):
+	// per-job, or linger=DUR; both zero is 000's rule.
+	NoPoolReuse bool
+	PoolLinger  time.Duration
 }
 
 // devConnect is how falcon dev reaches the GKE API: the configured
@@ -175,6 +179,12 @@ func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, i
 		resourcemanager.WithBackend(xpkprovider.BackendName, xpkprovider.New(xpk.New(), xpkCredentials(), xpkprovider.WithLogger(log)))}
 	if gc.PoolTiming != nil {
 		opts = append(opts, resourcemanager.WithPoolTiming(*gc.PoolTiming))
+	}
+	if gc.NoPoolReuse {
+		opts = append(opts, resourcemanager.WithoutPoolReuse())
+	}
+	if gc.PoolLinger > 0 {
+		opts = append(opts, resourcemanager.WithPoolLinger(gc.PoolLinger))
 	}
 	mgr = resourcemanager.New(conn, opts...)
 	return mgr, func() { kb.Close(); gb.Close() }
