@@ -409,15 +409,21 @@ type PoolDecision struct {
 // just before it crashed, about to be adopted), or, with Linger, while it
 // is Ready and has been idle for less than Linger; otherwise it is deleted.
 func PlanPools(f PoolFacts) []PoolDecision {
-	want := make(map[queue.Pool]int, len(f.Demand))
-	for k, n := range f.Demand {
-		want[k] = n
+	// kept counts the pools kept for waiting jobs so far, by shape: one
+	// waiting job, one pool. Allocated at the first, since most cycles
+	// keep none.
+	var kept map[queue.Pool]int
+	keep := func(shape queue.Pool) {
+		if kept == nil {
+			kept = map[queue.Pool]int{}
+		}
+		kept[shape]++
 	}
 	out := make([]PoolDecision, 0, len(f.Pools))
 	for _, p := range f.Pools {
 		d := PoolDecision{Pool: p, Verb: PoolDelete}
 		shape := queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}
-		wanted := !f.NoReuse && want[shape] > 0
+		wanted := !f.NoReuse && f.Demand[shape]-kept[shape] > 0
 		young := f.Now.Sub(p.CreatedAt) < f.Grace
 		idleSince, seen := f.IdleSince[p.Name]
 		if !seen {
@@ -430,14 +436,14 @@ func PlanPools(f PoolFacts) []PoolDecision {
 		case p.State == lifecycle.PoolDeleting:
 			d.Verb = PoolDeleting
 		case p.State == lifecycle.PoolReady && wanted:
-			want[shape]--
+			keep(shape)
 			d.Verb = PoolKept
 		case p.State == lifecycle.PoolReady && lingering:
 			d.Verb = PoolKept
 			d.Deadline = idleSince.Add(f.Linger)
 		case p.State == lifecycle.PoolProvisioning && (wanted || young):
 			if wanted {
-				want[shape]--
+				keep(shape)
 			}
 			d.Verb = PoolKept
 			if young {

@@ -66,6 +66,7 @@ type cluster struct {
 	// The manager's view: the pool listing (as of listAt), who owns each
 	// pool, the deletions it started, and since when each pool is idle.
 	listed    map[string]resourcemanager.Pool
+	sorted    []resourcemanager.Pool // listed, oldest first; nil once listed changes
 	listAt    time.Time
 	listValid bool
 	owner     map[string]string
@@ -385,6 +386,7 @@ func (r *run) list(c *cluster) {
 		at = c.listAt.Add(r.now.Sub(c.listAt) / every * every)
 	}
 	c.listed = make(map[string]resourcemanager.Pool, len(c.alive))
+	c.sorted = nil
 	for _, p := range c.alive {
 		if p.requested.After(at) || p.gone(at) {
 			continue
@@ -555,14 +557,19 @@ func (r *run) release(c *cluster) bool {
 	if len(c.listed) == 0 {
 		return false
 	}
-	pools := make([]resourcemanager.Pool, 0, len(c.listed))
-	for _, p := range c.listed {
-		pools = append(pools, p)
+	if c.sorted == nil {
+		// Oldest first, by name among equals: the manager's order
+		// (pools.go). Kept until the listing changes: most cycles read
+		// the same one.
+		c.sorted = make([]resourcemanager.Pool, 0, len(c.listed))
+		for _, p := range c.listed {
+			c.sorted = append(c.sorted, p)
+		}
+		slices.SortFunc(c.sorted, func(a, b resourcemanager.Pool) int {
+			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.Name, b.Name))
+		})
 	}
-	// Oldest first, by name among equals: the manager's order (pools.go).
-	slices.SortFunc(pools, func(a, b resourcemanager.Pool) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.Name, b.Name))
-	})
+	pools := c.sorted
 	var idle map[string]time.Time
 	if r.policy.Linger > 0 {
 		idle = c.idleSince
@@ -621,6 +628,7 @@ func (r *run) delete(c *cluster, lp resourcemanager.Pool) bool {
 	}
 	lp.State = lifecycle.PoolDeleting
 	c.listed[lp.Name] = lp
+	c.sorted = nil
 	c.listValid = false
 	st.attempts++
 	st.next = r.now.Add(st.interval)
