@@ -12,5 +12,9 @@
 // needs of a task: an image for a container, and command lines, environments
 // and objects within the limits of Linux and etcd.
 //
+// QueueKey names the queue a task waits in, and QueueCluster and
+// QueueProbe describe a registered cluster to selection (package queue), so
+// that the resource manager and `falcon exp explain` judge a job alike.
+//
 // The package reads the registry's API types and does no I/O.
 package placement

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,8 +14,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
-	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/placement"
 	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 	"github.com/falconhq/falcon/internal/store"
 )
@@ -464,26 +463,11 @@ func (m *Manager) requeue(c *cycle, waiting []*falconv1.Job) {
 // whose backend this controller does not run receives nothing. A cluster
 // that lists no accelerator types (local) offers every type seen this cycle.
 func (m *Manager) candidates(clusters []*falconv1.Cluster) []queue.Cluster {
-	var out []queue.Cluster
+	out := make([]queue.Cluster, 0, len(clusters))
 	for _, x := range clusters {
 		_, known := m.backends[x.GetBackend()]
-		qc := queue.Cluster{
-			Name:          x.GetName(),
-			Active:        known && x.GetStatus() == store.ClusterActive,
-			Accelerators:  map[string]int{},
-			MaxQueueDepth: int(x.GetMaxQueueDepth()),
-		}
-		for _, a := range x.GetAccelerators() {
-			qc.Accelerators[a.GetType()] = -int(a.GetPriority()) // registry: 1 is best; scheduler: higher is better
-		}
-		for i, t := range x.GetAcceleratorTypes() {
-			if spec, err := accelerator.Lookup(t); err == nil {
-				t = spec.Name
-			}
-			if _, ok := qc.Accelerators[t]; !ok {
-				qc.Accelerators[t] = -i - 1
-			}
-		}
+		qc := placement.QueueCluster(x)
+		qc.Active = known && x.GetStatus() == store.ClusterActive
 		out = append(out, qc)
 	}
 	// A cluster that lists no accelerator types (the local machine) is the
@@ -521,10 +505,7 @@ func (m *Manager) addProbes(ctx context.Context, cands []queue.Cluster) {
 	}
 	byName := map[string]*queue.Probe{}
 	for _, p := range resp.GetItems() {
-		byName[p.GetCluster()] = &queue.Probe{
-			Reachable: p.GetReachable(), QueueDepth: int(p.GetQueueDepth()), RunningCount: int(p.GetRunningCount()),
-			Error: p.GetError(), ProbedAt: p.GetProbedAt().AsTime(),
-		}
+		byName[p.GetCluster()] = placement.QueueProbe(p)
 	}
 	for i := range cands {
 		cands[i].Probe = byName[cands[i].Name]
@@ -554,61 +535,13 @@ func selectionToAPI(sel queue.Selection) *falconv1.ClusterSelection {
 	return out
 }
 
-// deviceType is the job's accelerator under its canonical name (the
-// registry stores canonical names; users write aliases like tpu7x or h100).
-func deviceType(j *falconv1.Job) string {
-	t := j.GetTaskSpec().GetDeviceType()
-	if spec, err := accelerator.Lookup(t); err == nil {
-		return spec.Name
-	}
-	if t == "" {
-		return "cpu"
-	}
-	return t
-}
+// deviceType is the job's accelerator under its canonical name
+// (placement.DeviceType).
+func deviceType(j *falconv1.Job) string { return placement.DeviceType(j.GetTaskSpec().GetDeviceType()) }
 
-// queueKey names the queue a job waits in on its cluster (queue.Key's
-// Topology). Jobs of one queue take turns at its single acquiring slot, so
-// the key groups exactly the jobs that compete for the same capacity and
-// nothing else:
-//   - TPU: generation and slice topology, the topology lower-cased as node
-//     pools are labelled (v7x:2x2x4): slices of one generation and shape
-//     come from the same quota, while a v6e 2x2x4 and a v7x 2x2x4 on one
-//     cluster are different machines and never wait for each other;
-//   - GPU: type and GPUs per host (nvidia-h100-80gb:8): each is its own
-//     machine type and node pool, so an H100 job never waits behind an L4
-//     job's pool;
-//   - CPU only: "cpu": standing nodes, nothing to provision.
-func queueKey(j *falconv1.Job) string {
-	ts := j.GetTaskSpec()
-	topo := strings.ToLower(strings.TrimSpace(ts.GetDeviceTopo()))
-	spec, err := accelerator.Lookup(ts.GetDeviceType())
-	switch {
-	case err != nil:
-		// Unknown to this build (refused at submission, so only an old
-		// row): a queue of its own rather than someone else's.
-		return joinKey(strings.ToLower(strings.TrimSpace(ts.GetDeviceType())), topo)
-	case spec.Kind == accelerator.KindGPU:
-		n := int(ts.GetDeviceCount())
-		if n == 0 {
-			n = spec.DefaultGPUs
-		}
-		return fmt.Sprintf("%s:%d", spec.Name, n)
-	case spec.Kind == accelerator.KindCPU:
-		return "cpu"
-	}
-	return joinKey(spec.Name, topo) // a TPU without a topology is refused at submission
-}
-
-func joinKey(kind, topo string) string {
-	switch {
-	case kind == "":
-		return topo
-	case topo == "":
-		return kind
-	}
-	return kind + ":" + topo
-}
+// queueKey names the queue a job waits in on its cluster
+// (placement.QueueKey, which says why it groups what it groups).
+func queueKey(j *falconv1.Job) string { return placement.QueueKey(j.GetTaskSpec()) }
 
 func schedJob(j *falconv1.Job) queue.Job {
 	actor := j.GetCreator()

@@ -5,17 +5,16 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
-	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
 	"github.com/falconhq/falcon/internal/output"
+	"github.com/falconhq/falcon/internal/placement"
 	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 )
 
@@ -118,7 +117,7 @@ func readFleet(ctx context.Context, c *client.Client) (*fleet, error) {
 var positionRE = regexp.MustCompile(`^queue position #(\d+)`)
 
 func (f *fleet) explainWaiting(j *falconv1.Job, je *falconv1.JobExplanation, now time.Time) {
-	typ, topo := deviceType(j), queueKey(j)
+	typ, topo := placement.DeviceType(j.GetTaskSpec().GetDeviceType()), placement.QueueKey(j.GetTaskSpec())
 	if m := positionRE.FindStringSubmatch(j.GetMessage()); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		je.Position = int32(n)
@@ -178,64 +177,15 @@ func (f *fleet) explainWaiting(j *falconv1.Job, je *falconv1.JobExplanation, now
 }
 
 // candidate is a registered cluster as the resource manager's candidates
-// describe it to selection: the registry's priority (1 first) negated, so
-// that higher is preferred; a cluster listing no types offers the job's.
+// describe it to selection (placement.QueueCluster), active by its status,
+// with its last probe; a fallback cluster (one listing no types) offers
+// the job's type when no other cluster lists it (placement.Takes).
 func (f *fleet) candidate(x *falconv1.Cluster, typ string) queue.Cluster {
-	qc := queue.Cluster{
-		Name: x.GetName(), Active: x.GetStatus() == "active", MaxQueueDepth: int(x.GetMaxQueueDepth()),
-		Accelerators: map[string]int{}, RegistryPriority: map[string]int{}, IdlePools: map[queue.Pool]int{},
-	}
-	for _, a := range x.GetAccelerators() {
-		qc.Accelerators[a.GetType()] = -int(a.GetPriority())
-		qc.RegistryPriority[a.GetType()] = int(a.GetPriority())
-	}
-	for i, t := range x.GetAcceleratorTypes() {
-		if spec, err := accelerator.Lookup(t); err == nil {
-			t = spec.Name
-		}
-		if _, ok := qc.Accelerators[t]; !ok {
-			qc.Accelerators[t] = -i - 1
-		}
-	}
-	if len(qc.Accelerators) == 0 {
+	qc := placement.QueueCluster(x)
+	qc.Active = x.GetStatus() == "active"
+	if placement.Fallback(x) && placement.Takes(x, typ, f.clusters) {
 		qc.Accelerators[typ] = 0
 	}
-	if p := f.probes[x.GetName()]; p != nil {
-		qc.Probe = &queue.Probe{Reachable: p.GetReachable(), QueueDepth: int(p.GetQueueDepth()), RunningCount: int(p.GetRunningCount()),
-			Error: p.GetError(), ProbedAt: p.GetProbedAt().AsTime()}
-	}
+	qc.Probe = placement.QueueProbe(f.probes[x.GetName()])
 	return qc
-}
-
-// deviceType and queueKey name a job's accelerator and queue as the
-// resource manager does (resourcemanager's deviceType and queueKey), so the
-// clusters' reported queues match the job's.
-func deviceType(j *falconv1.Job) string {
-	t := j.GetTaskSpec().GetDeviceType()
-	if spec, err := accelerator.Lookup(t); err == nil {
-		return spec.Name
-	}
-	if t == "" {
-		return "cpu"
-	}
-	return t
-}
-
-func queueKey(j *falconv1.Job) string {
-	ts := j.GetTaskSpec()
-	topo := strings.ToLower(strings.TrimSpace(ts.GetDeviceTopo()))
-	spec, err := accelerator.Lookup(ts.GetDeviceType())
-	switch {
-	case err != nil:
-		return strings.Trim(strings.ToLower(strings.TrimSpace(ts.GetDeviceType()))+":"+topo, ":")
-	case spec.Kind == accelerator.KindGPU:
-		n := int(ts.GetDeviceCount())
-		if n == 0 {
-			n = spec.DefaultGPUs
-		}
-		return fmt.Sprintf("%s:%d", spec.Name, n)
-	case spec.Kind == accelerator.KindCPU:
-		return "cpu"
-	}
-	return strings.Trim(spec.Name+":"+topo, ":")
 }
