@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -33,6 +32,7 @@ import (
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/resourcemanager"
+	"github.com/falconhq/falcon/internal/sim"
 	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/store/sqlstore"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
@@ -255,28 +255,9 @@ type simResult struct {
 	decisions []string
 }
 
-func (r *simResult) meanWait() time.Duration { return mean(r.all) }
-
-func mean(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	var s time.Duration
-	for _, d := range ds {
-		s += d
-	}
-	return s / time.Duration(len(ds))
-}
-
-// p95 is the nearest-rank 95th percentile.
-func p95(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[int(math.Ceil(0.95*float64(len(s))))-1]
-}
+// The day's figures are computed as falcon sim computes them, so the two
+// can be compared.
+func (r *simResult) meanWait() time.Duration { return sim.Mean(r.all) }
 
 // runSimDay runs trace through a fresh API server and manager with one
 // policy, stepping virtual time, and checks every job succeeded.
@@ -549,7 +530,7 @@ func simTable(trace []simTraceJob, rs ...*simResult) string {
 	row("  kept between two jobs", func(r *simResult) string { return minutes(r.idleBetween) })
 	row("  after last job", func(r *simResult) string { return minutes(r.idleLast) })
 	row("wait mean (min)", func(r *simResult) string { return minutes(r.meanWait()) })
-	row("wait p95 (min)", func(r *simResult) string { return minutes(p95(r.all)) })
+	row("wait p95 (min)", func(r *simResult) string { return minutes(sim.P95(r.all)) })
 	row("wait max (min)", func(r *simResult) string { return minutes(slices.Max(r.all)) })
 	row("makespan (h)", func(r *simResult) string { return fmt.Sprintf("%.2f", r.makespan.Hours()) })
 	row("last pool gone (h)", func(r *simResult) string { return fmt.Sprintf("%.2f", r.lastGone.Hours()) })
@@ -567,7 +548,7 @@ func simTable(trace []simTraceJob, rs ...*simResult) string {
 	for _, u := range simUserMix {
 		fmt.Fprintf(&b, "%-28s", fmt.Sprintf("%s (%d)", u.name, users[u.name]))
 		for _, r := range rs {
-			fmt.Fprintf(&b, "%16s", minutes(mean(r.waits[u.name]))+" / "+minutes(p95(r.waits[u.name])))
+			fmt.Fprintf(&b, "%16s", minutes(sim.Mean(r.waits[u.name]))+" / "+minutes(sim.P95(r.waits[u.name])))
 		}
 		b.WriteString("\n")
 	}
@@ -624,7 +605,7 @@ func BenchmarkSimulatedDay(b *testing.B) {
 			b.ReportMetric(r.poolIdle.Minutes(), "idle-pool-min")
 			b.ReportMetric(r.poolTotal.Minutes(), "total-pool-min")
 			b.ReportMetric(r.meanWait().Minutes(), "mean-wait-min")
-			b.ReportMetric(p95(r.all).Minutes(), "p95-wait-min")
+			b.ReportMetric(sim.P95(r.all).Minutes(), "p95-wait-min")
 			b.ReportMetric(r.makespan.Hours(), "makespan-h")
 			b.ReportMetric(float64(r.reconciles), "reconciles")
 			results[name] = r
