@@ -31,6 +31,8 @@ type row struct {
 func run(args []string, stdout, stderr io.Writer) int {
 	logInvocation(args)
 	if d, err := time.ParseDuration(os.Getenv("FAKEXPK_DELAY")); err == nil && d > 0 {
+		// A slow xpk, for the prober's timeout tests: this is the double
+		// being slow, not a loop waiting on anything.
 		time.Sleep(d)
 	}
 	p, verb, rest, uerr := route(args)
