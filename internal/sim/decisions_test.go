@@ -1,0 +1,73 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// timelineDigest is a digest of every job's timeline in r: which cluster
+// and pool it got, whose pool that was, and when it was picked, started
+// and ended, so that any change of decision changes it.
+func timelineDigest(r *Result) string {
+	h := sha256.New()
+	for _, j := range r.Timeline {
+		fmt.Fprintf(h, "%d %s %s %t %d %d %d %d %d\n", j.Index, j.Cluster, j.Pool, j.CreatedPool, j.PoolFor,
+			j.Picked.Unix(), j.Started.Unix(), j.Ended.Unix(), j.Wait)
+	}
+	return fmt.Sprintf("%x pools=%d reused=%d idle=%s cycles=%d instants=%d", h.Sum(nil)[:8], r.PoolsCreated, r.Reused, r.PoolIdle, r.Cycles, r.Instants)
+}
+
+// TestDecisionsUnchanged holds the simulator's decisions on fixed traces
+// to the digests they had before its speed work: making it faster must
+// not change what it decides (nor how many cycles it runs).
+func TestDecisionsUnchanged(t *testing.T) {
+	day := dayTrace(t)
+	shapes, _ := ParseShapes("v5p:2x2x1,v5p:2x2x2,v5p:2x2x4")
+	gen, err := Generate(GenOptions{Users: 8, Jobs: 3000, Shapes: shapes, Burstiness: 0.7, Start: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC),
+		Span: 6 * 24 * time.Hour, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A world with scarce reservations, stockouts and a bounded queue,
+	// so that flex-start, deletion retries and refusals all happen.
+	scarce := DefaultConfig(gen)
+	for i := range scarce.Clusters {
+		scarce.Clusters[i].ReservationNodes = 16
+		scarce.Clusters[i].Stockout = 0.2
+		scarce.Clusters[i].MaxQueueDepth = 40
+	}
+	cases := []struct {
+		name   string
+		trace  []Job
+		cfg    Config
+		policy string
+		want   string
+	}{
+		{"day spec", day, DefaultConfig(day), "spec", "b26aceb10f772292 pools=377 reused=226 idle=3h13m43s cycles=7480 instants=6340"},
+		{"day per-job", day, DefaultConfig(day), "per-job", "62d2426976cdf0c1 pools=500 reused=0 idle=4h13m45s cycles=8841 instants=7719"},
+		{"day linger=20m", day, DefaultConfig(day), "linger=20m", "e569ed2f4ec1ff10 pools=261 reused=358 idle=103h58m39s cycles=6211 instants=4805"},
+		{"day priority", day, DefaultConfig(day), "priority", "0d18363c6ed796b6 pools=266 reused=379 idle=1h59m12s cycles=6182 instants=5142"},
+		{"day priority+linger=20m", day, DefaultConfig(day), "priority+linger=20m", "87f89413d79c2861 pools=198 reused=429 idle=80h23m48s cycles=5428 instants=4180"},
+		{"generated spec", gen, DefaultConfig(gen), "spec", "1770e592fa509fa6 pools=2048 reused=1650 idle=15h34m24s cycles=42081 instants=35471"},
+		{"generated linger=10m", gen, DefaultConfig(gen), "linger=10m", "2e5f3e949fd2802a pools=1704 reused=2090 idle=305h8m54s cycles=40167 instants=31719"},
+		{"generated scarce spec", gen, scarce, "spec", "8f97af3d0fe7030f pools=1936 reused=1731 idle=15h16m26s cycles=43833 instants=37282"},
+		{"generated scarce priority+linger=5m", gen, scarce, "priority+linger=5m", "6f2a187c2ab7ed7c pools=1162 reused=2586 idle=103h43m42s cycles=42676 instants=35285"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParsePolicy(tc.policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Simulate(tc.trace, tc.cfg, p, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := timelineDigest(r); got != tc.want {
+				t.Errorf("decisions changed:\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
