@@ -74,7 +74,41 @@ type cluster struct {
 	idleSince map[string]time.Time
 	demand    map[queue.Pool]int // jobs waiting in its queues, by shape
 	running   int
+	// acc is the cluster's offer as selection reads it (priorities
+	// negated: higher is preferred), the same at every cycle.
+	acc map[string]int
+	// gen counts the changes of what PlanPools reads of the cluster (its
+	// listing, owners and demand), so that a plan is made again only when
+	// one of them changed or a deadline of the last plan came (plan).
+	gen       uint64
+	plan      poolPlan
+	forgotGen uint64
+	relist    map[string]resourcemanager.Pool // the next listing, built beside listed
+	// free counts the listed pools no job owns, by shape, as of freeGen:
+	// where it says none, the reuse rule has nothing to find.
+	free    map[queue.Pool]freeCount
+	freeGen uint64
+	freeOK  bool
 }
+
+type freeCount struct{ ready, any int }
+
+// poolPlan is the last PlanPools answer for a cluster: the decisions, the
+// gen they were made at, and until when they hold. PlanPools is a function
+// of its facts, and of the time only through a pool's grace or linger
+// ending (each such pool's Deadline), so the same facts before the first
+// deadline give the same decisions.
+type poolPlan struct {
+	made      bool
+	gen       uint64
+	until     time.Time // the first Deadline; zero: none
+	decisions []resourcemanager.PoolDecision
+	// deletes are the decisions to delete, which are acted on again at
+	// each cycle (a deletion refused or not yet due is retried).
+	deletes []resourcemanager.Pool
+}
+
+func (c *cluster) touch() { c.gen++ }
 
 type phase int
 
@@ -135,6 +169,7 @@ type run struct {
 	byID     map[string]*job
 	arrived  []*job // not yet placed in a queue
 	acquire  []*job // holding a slot, by trace order
+	scratch  []*job // a copy of acquire for one cycle, kept to save allocations
 	ends     endHeap
 	pools    []*pool
 	depth    map[queue.Key]*depthStat
@@ -165,7 +200,11 @@ func Simulate(trace []Job, cfg Config, policy Policy, seed uint64) (*Result, err
 		h := fnv.New64a()
 		h.Write([]byte(c.Name))
 		cl := &cluster{cfg: c, rng: rand.New(rand.NewPCG(seed, h.Sum64())), byName: map[string]*pool{},
-			owner: map[string]string{}, deletes: map[string]*deleteState{}, idleSince: map[string]time.Time{}, demand: map[queue.Pool]int{}}
+			owner: map[string]string{}, deletes: map[string]*deleteState{}, idleSince: map[string]time.Time{}, demand: map[queue.Pool]int{},
+			acc: map[string]int{}, listed: map[string]resourcemanager.Pool{}, relist: map[string]resourcemanager.Pool{}}
+		for t, prio := range c.Accelerators {
+			cl.acc[t] = -prio
+		}
 		r.clusters = append(r.clusters, cl)
 		r.byName[c.Name] = cl
 	}
@@ -280,29 +319,35 @@ func (r *run) poolsAlive() int {
 // whether it changed anything (the harness's writes or cluster calls), and
 // how many jobs ended.
 func (r *run) cycle() (changed bool, ended int) {
-	// 1. The pool listings and the candidates selection reads.
-	cands := make([]queue.Cluster, len(r.clusters))
-	for i, c := range r.clusters {
+	// 1. The pool listings and the candidates selection reads (only
+	// when a job is to be placed: the facts are those of this moment,
+	// before step 3 changes owners).
+	for _, c := range r.clusters {
 		r.list(c)
-		qc := queue.Cluster{Name: c.cfg.Name, Active: true, Accelerators: map[string]int{}, MaxQueueDepth: c.cfg.MaxQueueDepth,
-			IdlePools: map[queue.Pool]int{},
-			Probe:     &queue.Probe{Reachable: true, RunningCount: c.running, ProbedAt: r.now}}
-		for t, prio := range c.cfg.Accelerators {
-			qc.Accelerators[t] = -prio
-		}
-		for _, p := range c.listed {
-			if p.State == lifecycle.PoolReady && c.owner[p.Name] == "" {
-				qc.IdlePools[queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}]++
+	}
+	var cands []queue.Cluster
+	if len(r.arrived) > 0 {
+		cands = make([]queue.Cluster, len(r.clusters))
+		for i, c := range r.clusters {
+			qc := queue.Cluster{Name: c.cfg.Name, Active: true, Accelerators: c.acc, MaxQueueDepth: c.cfg.MaxQueueDepth,
+				IdlePools: map[queue.Pool]int{},
+				Probe:     &queue.Probe{Reachable: true, RunningCount: c.running, ProbedAt: r.now}}
+			for _, p := range c.listed {
+				if p.State == lifecycle.PoolReady && c.owner[p.Name] == "" {
+					qc.IdlePools[queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}]++
+				}
 			}
+			cands[i] = qc
 		}
-		cands[i] = qc
 	}
 	// 3. Acquiring jobs: a ready idle pool of the shape, else the poll.
-	for _, j := range append([]*job(nil), r.acquire...) {
+	r.scratch = append(r.scratch[:0], r.acquire...)
+	for _, j := range r.scratch {
 		if j.phase == provisioning && r.advance(j) {
 			changed = true
 		}
 	}
+	clear(r.scratch)
 	// 4. Place the jobs that arrived.
 	left := r.arrived[:0]
 	for _, j := range r.arrived {
@@ -313,6 +358,7 @@ func (r *run) cycle() (changed bool, ended int) {
 		}
 		j.key, j.cluster = key, r.byName[key.Cluster]
 		j.cluster.demand[j.shape]++
+		j.cluster.touch()
 		r.depthOf(key).add(1)
 	}
 	r.arrived = left
@@ -328,6 +374,7 @@ func (r *run) cycle() (changed bool, ended int) {
 			}
 			j := r.byID[sj.ID]
 			j.cluster.demand[j.shape]--
+			j.cluster.touch()
 			r.depthOf(key).add(-1)
 			j.placed = r.now
 			picked = append(picked, j)
@@ -345,6 +392,7 @@ func (r *run) cycle() (changed bool, ended int) {
 		j.phase = done
 		j.cluster.running--
 		delete(j.cluster.owner, j.pool.name)
+		j.cluster.touch()
 		changed = true
 		ended++
 	}
@@ -384,17 +432,53 @@ func (r *run) list(c *cluster) {
 	at := r.now
 	if c.listValid && every > 0 {
 		at = c.listAt.Add(r.now.Sub(c.listAt) / every * every)
+		if !c.changesBetween(c.listAt, at) {
+			c.listAt = at // the same pools in the same states
+			return
+		}
 	}
-	c.listed = make(map[string]resourcemanager.Pool, len(c.alive))
-	c.sorted = nil
+	next := c.relist
+	clear(next)
 	for _, p := range c.alive {
 		if p.requested.After(at) || p.gone(at) {
 			continue
 		}
-		c.listed[p.name] = resourcemanager.Pool{Name: p.name, AcceleratorType: p.shape.AcceleratorType, Topology: p.shape.Topology,
+		next[p.name] = resourcemanager.Pool{Name: p.name, AcceleratorType: p.shape.AcceleratorType, Topology: p.shape.Topology,
 			Nodes: int64(p.nodes), State: p.state(at), CreatedAt: p.requested, CreatedFor: p.createdFor.id}
 	}
 	c.listAt, c.listValid = at, true
+	if sameListing(c.listed, next) {
+		return // most listings read as the last did: its order and plan still hold
+	}
+	c.listed, c.relist = next, c.listed
+	c.sorted = nil
+	c.touch()
+}
+
+// changesBetween reports whether a listing made at to could read
+// differently from the valid one made at from: only a pool turning ready,
+// starting its deletion or going away can change it (a create invalidates
+// the listing, so every pool alive was requested by from).
+func (c *cluster) changesBetween(from, to time.Time) bool {
+	in := func(t time.Time) bool { return t.After(from) && !t.After(to) }
+	for _, p := range c.alive {
+		if in(p.readyAt) || in(p.deletingAt) || in(p.goneAt) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameListing(a, b map[string]resourcemanager.Pool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, p := range a {
+		if q, ok := b[name]; !ok || q != p {
+			return false
+		}
+	}
+	return true
 }
 
 // listingWake is the first ListEvery deadline at which the cluster's
@@ -426,6 +510,33 @@ func (r *run) reusable(c *cluster, shape queue.Pool) (resourcemanager.Pool, bool
 	if r.policy.NoReuse {
 		return resourcemanager.Pool{}, false
 	}
+	if !c.freeOK || c.freeGen != c.gen {
+		if c.free == nil {
+			c.free = map[queue.Pool]freeCount{}
+		}
+		clear(c.free)
+		for _, p := range c.listed {
+			if c.owner[p.Name] != "" {
+				continue
+			}
+			k := queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}
+			n := c.free[k]
+			switch p.State {
+			case lifecycle.PoolReady:
+				n.ready++
+				n.any++
+			case lifecycle.PoolProvisioning:
+				n.any++
+			}
+			c.free[k] = n
+		}
+		c.freeGen, c.freeOK = c.gen, true
+	}
+	if c.free[shape].any == 0 {
+		// Counts ignore the pools being deleted, so they can only say
+		// there may be one; none is none.
+		return resourcemanager.Pool{}, false
+	}
 	return resourcemanager.ReusablePool(c.listed, c.owner, shape, func(name string) bool { _, ok := c.deletes[name]; return ok })
 }
 
@@ -436,6 +547,7 @@ func (r *run) assign(j *job, p *pool) {
 	}
 	j.pool = p
 	j.cluster.owner[p.name] = j.id
+	j.cluster.touch()
 }
 
 // pollFirst starts polling a provisioning job's pool.
@@ -480,6 +592,7 @@ func (r *run) pick(j *job) bool {
 	}
 	r.assign(j, r.create(c, j))
 	c.listValid = false // the manager lists again after a create
+	c.touch()
 	r.insertAcquiring(j)
 	r.pollFirst(j)
 	return false
@@ -552,10 +665,26 @@ func (r *run) reservationFree(c *cluster) int {
 }
 
 // release is the manager's releasePools for one cluster: PlanPools over
-// the listing, then the deletions it asks for.
+// the listing, then the deletions it asks for. The plan is made again only
+// when the facts it reads changed or one of its deadlines came; otherwise
+// the last one is acted on again, which is what a new one would say.
 func (r *run) release(c *cluster) bool {
 	if len(c.listed) == 0 {
 		return false
+	}
+	if pl := &c.plan; pl.made && pl.gen == c.gen && (pl.until.IsZero() || r.now.Before(pl.until)) {
+		// Acting on the same decisions again: the owned, kept and
+		// idle-since bookkeeping was done when they were made; the
+		// deadlines are noted again (each instant starts without), and
+		// the deletions are tried again.
+		r.at(pl.until)
+		changed := false
+		for _, p := range pl.deletes {
+			if r.delete(c, p) {
+				changed = true
+			}
+		}
+		return changed
 	}
 	if c.sorted == nil {
 		// Oldest first, by name among equals: the manager's order
@@ -574,11 +703,15 @@ func (r *run) release(c *cluster) bool {
 	if r.policy.Linger > 0 {
 		idle = c.idleSince
 	}
-	changed := false
-	for _, d := range resourcemanager.PlanPools(resourcemanager.PoolFacts{
+	decisions := resourcemanager.PlanPools(resourcemanager.PoolFacts{
 		Pools: pools, Owner: c.owner, Demand: c.demand, Now: r.now, Grace: r.cfg.Timing.Grace,
 		NoReuse: r.policy.NoReuse, Linger: r.policy.Linger, IdleSince: idle,
-	}) {
+	})
+	// The gen the plan was made at: deletions below change the listing
+	// (and so gen), after which the next cycle plans again.
+	c.plan = poolPlan{made: true, gen: c.gen, decisions: decisions, deletes: c.plan.deletes[:0]}
+	changed := false
+	for _, d := range decisions {
 		name := d.Pool.Name
 		if d.Verb == resourcemanager.PoolOwned {
 			delete(c.idleSince, name)
@@ -593,7 +726,11 @@ func (r *run) release(c *cluster) bool {
 				delete(c.deletes, name)
 			}
 			r.at(d.Deadline)
+			if !d.Deadline.IsZero() && (c.plan.until.IsZero() || d.Deadline.Before(c.plan.until)) {
+				c.plan.until = d.Deadline
+			}
 		case resourcemanager.PoolDelete:
+			c.plan.deletes = append(c.plan.deletes, d.Pool)
 			if r.delete(c, d.Pool) {
 				changed = true
 			}
@@ -630,14 +767,20 @@ func (r *run) delete(c *cluster, lp resourcemanager.Pool) bool {
 	c.listed[lp.Name] = lp
 	c.sorted = nil
 	c.listValid = false
+	c.touch()
 	st.attempts++
 	st.next = r.now.Add(st.interval)
 	r.at(st.next)
 	return mutated
 }
 
-// forget drops the memory of pools the listing no longer shows.
+// forget drops the memory of pools the listing no longer shows. Only a
+// change of the listing (of gen) can give it something to drop.
 func (r *run) forget(c *cluster) {
+	if c.forgotGen == c.gen {
+		return
+	}
+	c.forgotGen = c.gen
 	for name := range c.deletes {
 		if _, ok := c.listed[name]; !ok {
 			delete(c.deletes, name)
