@@ -408,7 +408,12 @@ type PoolDecision struct {
 // it is young and still being created (it may be one a controller created
 // just before it crashed, about to be adopted), or, with Linger, while it
 // is Ready and has been idle for less than Linger; otherwise it is deleted.
-func PlanPools(f PoolFacts) []PoolDecision {
+func PlanPools(f PoolFacts) []PoolDecision { return AppendPoolPlan(nil, f) }
+
+// AppendPoolPlan is PlanPools appending its decisions to dst, for a caller
+// that plans at every step and reuses one slice (the what-if simulator
+// plans millions of times a run, and allocating each answer dominated it).
+func AppendPoolPlan(dst []PoolDecision, f PoolFacts) []PoolDecision {
 	// kept counts the pools kept for waiting jobs so far, by shape: one
 	// waiting job, one pool. Allocated at the first, since most cycles
 	// keep none.
@@ -419,7 +424,10 @@ func PlanPools(f PoolFacts) []PoolDecision {
 		}
 		kept[shape]++
 	}
-	out := make([]PoolDecision, 0, len(f.Pools))
+	out := dst
+	if out == nil {
+		out = make([]PoolDecision, 0, len(f.Pools))
+	}
 	for _, p := range f.Pools {
 		d := PoolDecision{Pool: p, Verb: PoolDelete}
 		shape := queue.Pool{AcceleratorType: p.AcceleratorType, Topology: p.Topology}

@@ -36,6 +36,9 @@ type pool struct {
 	runs        []*job
 }
 
+// listed reports whether a listing made at `at` shows the pool.
+func (p *pool) listed(at time.Time) bool { return !p.requested.After(at) && !p.gone(at) }
+
 func (p *pool) deleting(at time.Time) bool { return !p.deletingAt.IsZero() && !at.Before(p.deletingAt) }
 func (p *pool) gone(at time.Time) bool     { return !p.goneAt.IsZero() && !at.Before(p.goneAt) }
 
@@ -82,8 +85,8 @@ type cluster struct {
 	// one of them changed or a deadline of the last plan came (plan).
 	gen       uint64
 	plan      poolPlan
+	decisions []resourcemanager.PoolDecision // the last plan's, its slice reused
 	forgotGen uint64
-	relist    map[string]resourcemanager.Pool // the next listing, built beside listed
 	// free counts the listed pools no job owns, by shape, as of freeGen:
 	// where it says none, the reuse rule has nothing to find.
 	free    map[queue.Pool]freeCount
@@ -99,10 +102,9 @@ type freeCount struct{ ready, any int }
 // ending (each such pool's Deadline), so the same facts before the first
 // deadline give the same decisions.
 type poolPlan struct {
-	made      bool
-	gen       uint64
-	until     time.Time // the first Deadline; zero: none
-	decisions []resourcemanager.PoolDecision
+	made  bool
+	gen   uint64
+	until time.Time // the first Deadline; zero: none
 	// deletes are the decisions to delete, which are acted on again at
 	// each cycle (a deletion refused or not yet due is retried).
 	deletes []resourcemanager.Pool
@@ -201,7 +203,7 @@ func Simulate(trace []Job, cfg Config, policy Policy, seed uint64) (*Result, err
 		h.Write([]byte(c.Name))
 		cl := &cluster{cfg: c, rng: rand.New(rand.NewPCG(seed, h.Sum64())), byName: map[string]*pool{},
 			owner: map[string]string{}, deletes: map[string]*deleteState{}, idleSince: map[string]time.Time{}, demand: map[queue.Pool]int{},
-			acc: map[string]int{}, listed: map[string]resourcemanager.Pool{}, relist: map[string]resourcemanager.Pool{}}
+			acc: map[string]int{}, listed: map[string]resourcemanager.Pool{}}
 		for t, prio := range c.Accelerators {
 			cl.acc[t] = -prio
 		}
@@ -264,10 +266,6 @@ func (r *run) loop() error {
 			r.at(r.ends[0].end)
 		}
 		for _, c := range r.clusters {
-			for _, p := range c.alive {
-				r.at(p.readyAt)
-				r.at(p.goneAt)
-			}
 			r.listingWake(c)
 		}
 		if r.wake.IsZero() {
@@ -437,21 +435,49 @@ func (r *run) list(c *cluster) {
 			return
 		}
 	}
-	next := c.relist
-	clear(next)
+	// The listing is updated in place: most entries read as they did,
+	// and a new map would allocate every entry again.
+	c.listAt, c.listValid = at, true
+	var names, states bool // pools came or went; pools changed state
+	n := 0
 	for _, p := range c.alive {
-		if p.requested.After(at) || p.gone(at) {
+		if !p.listed(at) {
 			continue
 		}
-		next[p.name] = resourcemanager.Pool{Name: p.name, AcceleratorType: p.shape.AcceleratorType, Topology: p.shape.Topology,
+		n++
+		lp := resourcemanager.Pool{Name: p.name, AcceleratorType: p.shape.AcceleratorType, Topology: p.shape.Topology,
 			Nodes: int64(p.nodes), State: p.state(at), CreatedAt: p.requested, CreatedFor: p.createdFor.id}
+		switch old, ok := c.listed[p.name]; {
+		case !ok:
+			names = true
+			c.listed[p.name] = lp
+		case old != lp:
+			states = true
+			c.listed[p.name] = lp
+		}
 	}
-	c.listAt, c.listValid = at, true
-	if sameListing(c.listed, next) {
-		return // most listings read as the last did: its order and plan still hold
+	if n != len(c.listed) {
+		// Pools gone: those no longer alive are gone by at (prune drops
+		// only those).
+		for name := range c.listed {
+			if p := c.byName[name]; p == nil || !p.listed(at) {
+				delete(c.listed, name)
+			}
+		}
+		names = true
 	}
-	c.listed, c.relist = next, c.listed
-	c.sorted = nil
+	switch {
+	case names:
+		c.sorted = nil
+	case states:
+		// The same pools in new states: the order (by creation time and
+		// name) holds, so only the entries change.
+		for i := range c.sorted {
+			c.sorted[i] = c.listed[c.sorted[i].Name]
+		}
+	default:
+		return // it reads as the last did: its order and plan still hold
+	}
 	c.touch()
 }
 
@@ -469,32 +495,25 @@ func (c *cluster) changesBetween(from, to time.Time) bool {
 	return false
 }
 
-func sameListing(a, b map[string]resourcemanager.Pool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, p := range a {
-		if q, ok := b[name]; !ok || q != p {
-			return false
-		}
-	}
-	return true
-}
-
-// listingWake is the first ListEvery deadline at which the cluster's
-// listing would read differently: only then can a refresh change a
-// decision, so the cycles between need not run.
+// listingWake notes when each of the cluster's pools turns ready or goes
+// away, and the first ListEvery deadline at which the cluster's listing
+// would read differently: only then can a refresh change a decision, so
+// the cycles between need not run.
 func (r *run) listingWake(c *cluster) {
 	every := r.cfg.Timing.ListEvery
-	if !c.listValid || every <= 0 {
-		return
-	}
+	listing := c.listValid && every > 0
 	var first time.Time
 	for _, p := range c.alive {
-		for _, t := range []time.Time{p.readyAt, p.goneAt} {
-			if t.After(c.listAt) && (first.IsZero() || t.Before(first)) {
-				first = t
-			}
+		r.at(p.readyAt)
+		r.at(p.goneAt)
+		if !listing {
+			continue
+		}
+		if t := p.readyAt; t.After(c.listAt) && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+		if t := p.goneAt; t.After(c.listAt) && (first.IsZero() || t.Before(first)) {
+			first = t
 		}
 	}
 	if first.IsZero() {
@@ -703,15 +722,15 @@ func (r *run) release(c *cluster) bool {
 	if r.policy.Linger > 0 {
 		idle = c.idleSince
 	}
-	decisions := resourcemanager.PlanPools(resourcemanager.PoolFacts{
+	c.decisions = resourcemanager.AppendPoolPlan(c.decisions[:0], resourcemanager.PoolFacts{
 		Pools: pools, Owner: c.owner, Demand: c.demand, Now: r.now, Grace: r.cfg.Timing.Grace,
 		NoReuse: r.policy.NoReuse, Linger: r.policy.Linger, IdleSince: idle,
 	})
 	// The gen the plan was made at: deletions below change the listing
 	// (and so gen), after which the next cycle plans again.
-	c.plan = poolPlan{made: true, gen: c.gen, decisions: decisions, deletes: c.plan.deletes[:0]}
+	c.plan = poolPlan{made: true, gen: c.gen, deletes: c.plan.deletes[:0]}
 	changed := false
-	for _, d := range decisions {
+	for _, d := range c.decisions {
 		name := d.Pool.Name
 		if d.Verb == resourcemanager.PoolOwned {
 			delete(c.idleSince, name)
@@ -765,7 +784,11 @@ func (r *run) delete(c *cluster, lp resourcemanager.Pool) bool {
 	}
 	lp.State = lifecycle.PoolDeleting
 	c.listed[lp.Name] = lp
-	c.sorted = nil
+	if i := slices.IndexFunc(c.sorted, func(p resourcemanager.Pool) bool { return p.Name == lp.Name }); i >= 0 {
+		c.sorted[i] = lp // its place in the order is its creation's
+	} else {
+		c.sorted = nil
+	}
 	c.listValid = false
 	c.touch()
 	st.attempts++
