@@ -344,6 +344,15 @@ func (s *Server) createPool(w http.ResponseWriter, r *http.Request) {
 		if _, ok := s.pools[pkey]; ok {
 			return apiError(409, "ALREADY_EXISTS", "Already exists: "+pkey+".")
 		}
+		accels, msg := checkAccelerators(np.Config)
+		if msg != "" {
+			return apiError(400, "INVALID_ARGUMENT", msg)
+		}
+		if accels != nil {
+			cfg := *np.Config
+			cfg.Accelerators = accels
+			np.Config = &cfg
+		}
 		now := s.now()
 		p := &pool{cluster: ckey, np: np, readyAt: now.Add(s.createLatency)}
 		p.outcome = s.outcomes[""]
