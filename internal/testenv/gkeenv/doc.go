@@ -14,11 +14,14 @@
 //     TokenSource gives a token that apiserver accepts.
 //   - When one of the cluster's pools turns RUNNING, its nodes are registered
 //     as GKE would label, taint and size them: the node pool label, the TPU
-//     accelerator and topology labels (or the GPU accelerator label) derived
-//     from the machine type as GKE derives them, the pool's config labels
-//     and taints, GKE's automatic google.com/tpu or nvidia.com/gpu taint, and
-//     the machine type's chips as google.com/tpu or nvidia.com/gpu capacity.
-//     kwok then plays their kubelets.
+//     accelerator and topology labels derived from the machine type, or for
+//     a GPU pool the accelerator label and GPU count from its
+//     acceleratorConfig (or the GPUs its machine type comes with) and the
+//     driver version label when the pool installs a driver, the pool's
+//     config labels and taints, GKE's automatic google.com/tpu or
+//     nvidia.com/gpu taint, and the chips or GPUs as google.com/tpu or
+//     nvidia.com/gpu capacity and allocatable. kwok then plays their
+//     kubelets.
 //   - When a pool is deleted, its nodes are drained (their pods deleted, as
 //     GKE's drain evicts them) and removed.
 //   - A ticker calls the server's Sync, so pools progress even when nobody

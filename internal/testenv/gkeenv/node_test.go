@@ -89,7 +89,7 @@ func TestShapeOf(t *testing.T) {
 			},
 		},
 		{
-			name: "GPU pool",
+			name: "GPU pool without acceleratorConfig takes its machine type's",
 			np:   container.NodePool{Name: "g", Config: &container.NodeConfig{MachineType: "a3-highgpu-8g"}},
 			want: shape{
 				labels: map[string]string{
@@ -99,6 +99,62 @@ func TestShapeOf(t *testing.T) {
 				},
 				taints:   []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}},
 				capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+			},
+		},
+		{
+			name: "H100 pool as Falcon builds it",
+			np: container.NodePool{Name: "falcon-g", Config: &container.NodeConfig{
+				MachineType: "a3-highgpu-8g",
+				Labels:      map[string]string{"falcon.dev/accelerator": "nvidia-h100-80gb", labelTopology: "1x8gpu"},
+				Taints:      []*container.NodeTaint{{Key: "nvidia.com/gpu", Value: "present", Effect: "NO_SCHEDULE"}},
+				Accelerators: []*container.AcceleratorConfig{{AcceleratorType: "nvidia-h100-80gb", AcceleratorCount: 8,
+					GpuDriverInstallationConfig: &container.GPUDriverInstallationConfig{GpuDriverVersion: "LATEST"}}},
+			}},
+			want: shape{
+				labels: map[string]string{
+					"falcon.dev/accelerator":                  "nvidia-h100-80gb",
+					labelTopology:                             "1x8gpu",
+					"cloud.google.com/gke-nodepool":           "falcon-g",
+					"node.kubernetes.io/instance-type":        "a3-highgpu-8g",
+					"cloud.google.com/gke-accelerator":        "nvidia-h100-80gb",
+					"cloud.google.com/gke-gpu-driver-version": "latest",
+				},
+				taints:   []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}},
+				capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+			},
+		},
+		{
+			name: "L4 count comes from the acceleratorConfig, not the machine name",
+			np: container.NodePool{Name: "l", Config: &container.NodeConfig{
+				MachineType:  "g2-standard-24",
+				Accelerators: []*container.AcceleratorConfig{{AcceleratorType: "nvidia-l4", AcceleratorCount: 2}},
+			}},
+			want: shape{
+				labels: map[string]string{
+					"cloud.google.com/gke-nodepool":    "l",
+					"node.kubernetes.io/instance-type": "g2-standard-24",
+					"cloud.google.com/gke-accelerator": "nvidia-l4",
+				},
+				taints:   []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}},
+				capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")},
+			},
+		},
+		{
+			name: "N1 with attached T4s and the default driver",
+			np: container.NodePool{Name: "t", Config: &container.NodeConfig{
+				MachineType: "n1-standard-8",
+				Accelerators: []*container.AcceleratorConfig{{AcceleratorType: "nvidia-tesla-t4", AcceleratorCount: 4,
+					GpuDriverInstallationConfig: &container.GPUDriverInstallationConfig{GpuDriverVersion: "DEFAULT"}}},
+			}},
+			want: shape{
+				labels: map[string]string{
+					"cloud.google.com/gke-nodepool":           "t",
+					"node.kubernetes.io/instance-type":        "n1-standard-8",
+					"cloud.google.com/gke-accelerator":        "nvidia-tesla-t4",
+					"cloud.google.com/gke-gpu-driver-version": "default",
+				},
+				taints:   []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}},
+				capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")},
 			},
 		},
 		{
