@@ -74,6 +74,7 @@ var rules = map[string]rule{
 
 	falconv1.JobService_GetJob_FullMethodName:            {callers: forAll},
 	falconv1.JobService_ListJobs_FullMethodName:          {callers: forAll},
+	falconv1.JobService_ListJobHistory_FullMethodName:    {callers: forAdmins}, // everyone's jobs (falcon sim --from-db), as the audit log
 	falconv1.JobService_UpdateJobStatus_FullMethodName:   {callers: forControllers},
 	falconv1.JobService_AbortJob_FullMethodName:          {callers: forControllers},
 	falconv1.JobService_AppendJobMessage_FullMethodName:  {callers: forControllers},

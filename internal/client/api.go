@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 )
@@ -78,6 +79,19 @@ func (c *Client) ListJobs(ctx context.Context, req *falconv1.ListJobsRequest) (*
 	setString(q, "cluster_name", req.GetClusterName())
 	out := new(falconv1.ListJobsResponse)
 	return out, c.do(ctx, http.MethodGet, "/v1/jobs", q, nil, out)
+}
+
+// ListJobHistory returns one page of every user's jobs created since
+// req.Since, oldest first (admins only).
+func (c *Client) ListJobHistory(ctx context.Context, req *falconv1.ListJobHistoryRequest) (*falconv1.ListJobsResponse, error) {
+	q := url.Values{}
+	setInt(q, "page_size", req.GetPageSize())
+	setString(q, "page_token", req.GetPageToken())
+	if req.GetSince() != nil {
+		q.Set("since", req.GetSince().AsTime().UTC().Format(time.RFC3339Nano))
+	}
+	out := new(falconv1.ListJobsResponse)
+	return out, c.do(ctx, http.MethodGet, "/v1/jobs:history", q, nil, out)
 }
 
 // GetArtifact returns an artifact.

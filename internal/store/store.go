@@ -390,6 +390,8 @@ type JobFilter struct {
 	ExpIDs      []string // any of these experiments
 	Statuses    []lifecycle.Status
 	ClusterName string
+	// CreatedSince keeps the jobs created at or after it (zero: all).
+	CreatedSince time.Time
 }
 
 // ArtifactFilter selects artifacts. Oldest first.

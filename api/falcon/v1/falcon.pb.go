@@ -4292,6 +4292,67 @@ func (x *ListJobsResponse) GetNextPageToken() string {
 	return ""
 }
 
+type ListJobHistoryRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	PageSize  int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Jobs created at or after this time; required.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJobHistoryRequest) Reset() {
+	*x = ListJobHistoryRequest{}
+	mi := &file_falcon_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJobHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJobHistoryRequest) ProtoMessage() {}
+
+func (x *ListJobHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJobHistoryRequest.ProtoReflect.Descriptor instead.
+func (*ListJobHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ListJobHistoryRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListJobHistoryRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListJobHistoryRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 type UpdateJobStatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -4315,7 +4376,7 @@ type UpdateJobStatusRequest struct {
 
 func (x *UpdateJobStatusRequest) Reset() {
 	*x = UpdateJobStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4327,7 +4388,7 @@ func (x *UpdateJobStatusRequest) String() string {
 func (*UpdateJobStatusRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4340,7 +4401,7 @@ func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{48}
+	return file_falcon_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *UpdateJobStatusRequest) GetId() string {
@@ -4408,7 +4469,7 @@ type UpdateJobStatusesRequest struct {
 
 func (x *UpdateJobStatusesRequest) Reset() {
 	*x = UpdateJobStatusesRequest{}
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4420,7 +4481,7 @@ func (x *UpdateJobStatusesRequest) String() string {
 func (*UpdateJobStatusesRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4433,7 +4494,7 @@ func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{49}
+	return file_falcon_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *UpdateJobStatusesRequest) GetUpdates() []*UpdateJobStatusRequest {
@@ -4453,7 +4514,7 @@ type UpdateJobStatusesResponse struct {
 
 func (x *UpdateJobStatusesResponse) Reset() {
 	*x = UpdateJobStatusesResponse{}
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4465,7 +4526,7 @@ func (x *UpdateJobStatusesResponse) String() string {
 func (*UpdateJobStatusesResponse) ProtoMessage() {}
 
 func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4478,7 +4539,7 @@ func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{50}
+	return file_falcon_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *UpdateJobStatusesResponse) GetResults() []*JobStatusResult {
@@ -4502,7 +4563,7 @@ type JobStatusResult struct {
 
 func (x *JobStatusResult) Reset() {
 	*x = JobStatusResult{}
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4514,7 +4575,7 @@ func (x *JobStatusResult) String() string {
 func (*JobStatusResult) ProtoMessage() {}
 
 func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4527,7 +4588,7 @@ func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatusResult.ProtoReflect.Descriptor instead.
 func (*JobStatusResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{51}
+	return file_falcon_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *JobStatusResult) GetJob() *Job {
@@ -4561,7 +4622,7 @@ type AppendJobMessageRequest struct {
 
 func (x *AppendJobMessageRequest) Reset() {
 	*x = AppendJobMessageRequest{}
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4573,7 +4634,7 @@ func (x *AppendJobMessageRequest) String() string {
 func (*AppendJobMessageRequest) ProtoMessage() {}
 
 func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4586,7 +4647,7 @@ func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendJobMessageRequest.ProtoReflect.Descriptor instead.
 func (*AppendJobMessageRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{52}
+	return file_falcon_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *AppendJobMessageRequest) GetId() string {
@@ -4616,7 +4677,7 @@ type AbortJobRequest struct {
 
 func (x *AbortJobRequest) Reset() {
 	*x = AbortJobRequest{}
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4628,7 +4689,7 @@ func (x *AbortJobRequest) String() string {
 func (*AbortJobRequest) ProtoMessage() {}
 
 func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4641,7 +4702,7 @@ func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortJobRequest.ProtoReflect.Descriptor instead.
 func (*AbortJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{53}
+	return file_falcon_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *AbortJobRequest) GetId() string {
@@ -4680,7 +4741,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4692,7 +4753,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4705,7 +4766,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{54}
+	return file_falcon_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *WatchChangesRequest) GetSince() int64 {
@@ -4743,7 +4804,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4755,7 +4816,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4768,7 +4829,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{55}
+	return file_falcon_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Change) GetKind() string {
@@ -4815,7 +4876,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4827,7 +4888,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4840,7 +4901,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{56}
+	return file_falcon_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetArtifactRequest) GetId() string {
@@ -4864,7 +4925,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4876,7 +4937,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4889,7 +4950,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{57}
+	return file_falcon_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListArtifactsRequest) GetPageSize() int32 {
@@ -4937,7 +4998,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4949,7 +5010,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4962,7 +5023,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{58}
+	return file_falcon_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListArtifactsResponse) GetItems() []*Artifact {
@@ -4994,7 +5055,7 @@ type ListArtifactFilesRequest struct {
 
 func (x *ListArtifactFilesRequest) Reset() {
 	*x = ListArtifactFilesRequest{}
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5006,7 +5067,7 @@ func (x *ListArtifactFilesRequest) String() string {
 func (*ListArtifactFilesRequest) ProtoMessage() {}
 
 func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5019,7 +5080,7 @@ func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{59}
+	return file_falcon_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListArtifactFilesRequest) GetExpId() string {
@@ -5069,7 +5130,7 @@ type ListArtifactFilesResponse struct {
 
 func (x *ListArtifactFilesResponse) Reset() {
 	*x = ListArtifactFilesResponse{}
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5081,7 +5142,7 @@ func (x *ListArtifactFilesResponse) String() string {
 func (*ListArtifactFilesResponse) ProtoMessage() {}
 
 func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5094,7 +5155,7 @@ func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{60}
+	return file_falcon_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListArtifactFilesResponse) GetItems() []*ArtifactFile {
@@ -5132,7 +5193,7 @@ type ReadArtifactFileRequest struct {
 
 func (x *ReadArtifactFileRequest) Reset() {
 	*x = ReadArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5144,7 +5205,7 @@ func (x *ReadArtifactFileRequest) String() string {
 func (*ReadArtifactFileRequest) ProtoMessage() {}
 
 func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5157,7 +5218,7 @@ func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{61}
+	return file_falcon_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ReadArtifactFileRequest) GetExpId() string {
@@ -5198,7 +5259,7 @@ type StatArtifactFileRequest struct {
 
 func (x *StatArtifactFileRequest) Reset() {
 	*x = StatArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5210,7 +5271,7 @@ func (x *StatArtifactFileRequest) String() string {
 func (*StatArtifactFileRequest) ProtoMessage() {}
 
 func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5223,7 +5284,7 @@ func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*StatArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{62}
+	return file_falcon_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *StatArtifactFileRequest) GetExpId() string {
@@ -5251,7 +5312,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5263,7 +5324,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5276,7 +5337,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{63}
+	return file_falcon_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -5306,7 +5367,7 @@ type UpdateArtifactStatusRequest struct {
 
 func (x *UpdateArtifactStatusRequest) Reset() {
 	*x = UpdateArtifactStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5318,7 +5379,7 @@ func (x *UpdateArtifactStatusRequest) String() string {
 func (*UpdateArtifactStatusRequest) ProtoMessage() {}
 
 func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5331,7 +5392,7 @@ func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateArtifactStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateArtifactStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{64}
+	return file_falcon_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *UpdateArtifactStatusRequest) GetId() string {
@@ -5390,7 +5451,7 @@ type ClusterProbe struct {
 
 func (x *ClusterProbe) Reset() {
 	*x = ClusterProbe{}
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5402,7 +5463,7 @@ func (x *ClusterProbe) String() string {
 func (*ClusterProbe) ProtoMessage() {}
 
 func (x *ClusterProbe) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5415,7 +5476,7 @@ func (x *ClusterProbe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterProbe.ProtoReflect.Descriptor instead.
 func (*ClusterProbe) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{65}
+	return file_falcon_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ClusterProbe) GetCluster() string {
@@ -5468,7 +5529,7 @@ type ListClusterProbesRequest struct {
 
 func (x *ListClusterProbesRequest) Reset() {
 	*x = ListClusterProbesRequest{}
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5480,7 +5541,7 @@ func (x *ListClusterProbesRequest) String() string {
 func (*ListClusterProbesRequest) ProtoMessage() {}
 
 func (x *ListClusterProbesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5493,7 +5554,7 @@ func (x *ListClusterProbesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClusterProbesRequest.ProtoReflect.Descriptor instead.
 func (*ListClusterProbesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{66}
+	return file_falcon_proto_rawDescGZIP(), []int{67}
 }
 
 type ListClusterProbesResponse struct {
@@ -5505,7 +5566,7 @@ type ListClusterProbesResponse struct {
 
 func (x *ListClusterProbesResponse) Reset() {
 	*x = ListClusterProbesResponse{}
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5517,7 +5578,7 @@ func (x *ListClusterProbesResponse) String() string {
 func (*ListClusterProbesResponse) ProtoMessage() {}
 
 func (x *ListClusterProbesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5530,7 +5591,7 @@ func (x *ListClusterProbesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClusterProbesResponse.ProtoReflect.Descriptor instead.
 func (*ListClusterProbesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{67}
+	return file_falcon_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListClusterProbesResponse) GetItems() []*ClusterProbe {
@@ -5549,7 +5610,7 @@ type ProbeClustersRequest struct {
 
 func (x *ProbeClustersRequest) Reset() {
 	*x = ProbeClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5561,7 +5622,7 @@ func (x *ProbeClustersRequest) String() string {
 func (*ProbeClustersRequest) ProtoMessage() {}
 
 func (x *ProbeClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5574,7 +5635,7 @@ func (x *ProbeClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeClustersRequest.ProtoReflect.Descriptor instead.
 func (*ProbeClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{68}
+	return file_falcon_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ProbeClustersRequest) GetNames() []string {
@@ -5593,7 +5654,7 @@ type ReportClusterProbesRequest struct {
 
 func (x *ReportClusterProbesRequest) Reset() {
 	*x = ReportClusterProbesRequest{}
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5605,7 +5666,7 @@ func (x *ReportClusterProbesRequest) String() string {
 func (*ReportClusterProbesRequest) ProtoMessage() {}
 
 func (x *ReportClusterProbesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5618,7 +5679,7 @@ func (x *ReportClusterProbesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterProbesRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterProbesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{69}
+	return file_falcon_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ReportClusterProbesRequest) GetItems() []*ClusterProbe {
@@ -5637,7 +5698,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5649,7 +5710,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5662,7 +5723,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{70}
+	return file_falcon_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -5681,7 +5742,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5693,7 +5754,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5706,7 +5767,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{71}
+	return file_falcon_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -5735,7 +5796,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5747,7 +5808,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5760,7 +5821,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{72}
+	return file_falcon_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -5823,7 +5884,7 @@ type ClusterStatuses struct {
 
 func (x *ClusterStatuses) Reset() {
 	*x = ClusterStatuses{}
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5835,7 +5896,7 @@ func (x *ClusterStatuses) String() string {
 func (*ClusterStatuses) ProtoMessage() {}
 
 func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5848,7 +5909,7 @@ func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
 func (*ClusterStatuses) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{73}
+	return file_falcon_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ClusterStatuses) GetItems() []*ClusterStatus {
@@ -5872,7 +5933,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5884,7 +5945,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5897,7 +5958,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{74}
+	return file_falcon_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -5956,7 +6017,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5968,7 +6029,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5981,7 +6042,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{75}
+	return file_falcon_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -6066,7 +6127,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6078,7 +6139,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6091,7 +6152,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{76}
+	return file_falcon_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -6139,7 +6200,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6151,7 +6212,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6164,7 +6225,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{77}
+	return file_falcon_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -6182,7 +6243,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6194,7 +6255,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6207,7 +6268,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{78}
+	return file_falcon_proto_rawDescGZIP(), []int{79}
 }
 
 type ListClustersResponse struct {
@@ -6223,7 +6284,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6235,7 +6296,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6248,7 +6309,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{79}
+	return file_falcon_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -6274,7 +6335,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6286,7 +6347,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6299,7 +6360,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{80}
+	return file_falcon_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -6325,7 +6386,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6337,7 +6398,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6350,7 +6411,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{81}
+	return file_falcon_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -6394,7 +6455,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[82]
+	mi := &file_falcon_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6406,7 +6467,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[82]
+	mi := &file_falcon_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6419,7 +6480,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{82}
+	return file_falcon_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -6457,7 +6518,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[83]
+	mi := &file_falcon_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6469,7 +6530,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[83]
+	mi := &file_falcon_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6482,7 +6543,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{83}
+	return file_falcon_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -6524,7 +6585,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[84]
+	mi := &file_falcon_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6536,7 +6597,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[84]
+	mi := &file_falcon_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6549,7 +6610,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{84}
+	return file_falcon_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -6574,7 +6635,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[85]
+	mi := &file_falcon_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6586,7 +6647,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[85]
+	mi := &file_falcon_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6599,7 +6660,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{85}
+	return file_falcon_proto_rawDescGZIP(), []int{86}
 }
 
 type ListUsersRequest struct {
@@ -6610,7 +6671,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[86]
+	mi := &file_falcon_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6622,7 +6683,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[86]
+	mi := &file_falcon_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6635,7 +6696,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{86}
+	return file_falcon_proto_rawDescGZIP(), []int{87}
 }
 
 type ListUsersResponse struct {
@@ -6650,7 +6711,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[87]
+	mi := &file_falcon_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6662,7 +6723,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[87]
+	mi := &file_falcon_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6675,7 +6736,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{87}
+	return file_falcon_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -6705,7 +6766,7 @@ type RelinkUserRequest struct {
 
 func (x *RelinkUserRequest) Reset() {
 	*x = RelinkUserRequest{}
-	mi := &file_falcon_proto_msgTypes[88]
+	mi := &file_falcon_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6717,7 +6778,7 @@ func (x *RelinkUserRequest) String() string {
 func (*RelinkUserRequest) ProtoMessage() {}
 
 func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[88]
+	mi := &file_falcon_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6730,7 +6791,7 @@ func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserRequest.ProtoReflect.Descriptor instead.
 func (*RelinkUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{88}
+	return file_falcon_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *RelinkUserRequest) GetEmail() string {
@@ -6763,7 +6824,7 @@ type RelinkUserResponse struct {
 
 func (x *RelinkUserResponse) Reset() {
 	*x = RelinkUserResponse{}
-	mi := &file_falcon_proto_msgTypes[89]
+	mi := &file_falcon_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6775,7 +6836,7 @@ func (x *RelinkUserResponse) String() string {
 func (*RelinkUserResponse) ProtoMessage() {}
 
 func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[89]
+	mi := &file_falcon_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6788,7 +6849,7 @@ func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserResponse.ProtoReflect.Descriptor instead.
 func (*RelinkUserResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{89}
+	return file_falcon_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *RelinkUserResponse) GetUser() *User {
@@ -6847,7 +6908,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[90]
+	mi := &file_falcon_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6859,7 +6920,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[90]
+	mi := &file_falcon_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6872,7 +6933,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{90}
+	return file_falcon_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -6957,7 +7018,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[91]
+	mi := &file_falcon_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6969,7 +7030,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[91]
+	mi := &file_falcon_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6982,7 +7043,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{91}
+	return file_falcon_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -7030,7 +7091,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[92]
+	mi := &file_falcon_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7042,7 +7103,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[92]
+	mi := &file_falcon_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7055,7 +7116,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{92}
+	return file_falcon_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -7098,7 +7159,7 @@ type Analysis struct {
 
 func (x *Analysis) Reset() {
 	*x = Analysis{}
-	mi := &file_falcon_proto_msgTypes[93]
+	mi := &file_falcon_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7110,7 +7171,7 @@ func (x *Analysis) String() string {
 func (*Analysis) ProtoMessage() {}
 
 func (x *Analysis) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[93]
+	mi := &file_falcon_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7123,7 +7184,7 @@ func (x *Analysis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Analysis.ProtoReflect.Descriptor instead.
 func (*Analysis) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{93}
+	return file_falcon_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *Analysis) GetId() string {
@@ -7221,7 +7282,7 @@ type CreateAnalysisRequest struct {
 
 func (x *CreateAnalysisRequest) Reset() {
 	*x = CreateAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[94]
+	mi := &file_falcon_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7233,7 +7294,7 @@ func (x *CreateAnalysisRequest) String() string {
 func (*CreateAnalysisRequest) ProtoMessage() {}
 
 func (x *CreateAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[94]
+	mi := &file_falcon_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7246,7 +7307,7 @@ func (x *CreateAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*CreateAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{94}
+	return file_falcon_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *CreateAnalysisRequest) GetKind() string {
@@ -7279,7 +7340,7 @@ type GetAnalysisRequest struct {
 
 func (x *GetAnalysisRequest) Reset() {
 	*x = GetAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[95]
+	mi := &file_falcon_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7291,7 +7352,7 @@ func (x *GetAnalysisRequest) String() string {
 func (*GetAnalysisRequest) ProtoMessage() {}
 
 func (x *GetAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[95]
+	mi := &file_falcon_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7304,7 +7365,7 @@ func (x *GetAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*GetAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{95}
+	return file_falcon_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *GetAnalysisRequest) GetId() string {
@@ -7324,7 +7385,7 @@ type ListAnalysesRequest struct {
 
 func (x *ListAnalysesRequest) Reset() {
 	*x = ListAnalysesRequest{}
-	mi := &file_falcon_proto_msgTypes[96]
+	mi := &file_falcon_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7336,7 +7397,7 @@ func (x *ListAnalysesRequest) String() string {
 func (*ListAnalysesRequest) ProtoMessage() {}
 
 func (x *ListAnalysesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[96]
+	mi := &file_falcon_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7349,7 +7410,7 @@ func (x *ListAnalysesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAnalysesRequest.ProtoReflect.Descriptor instead.
 func (*ListAnalysesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{96}
+	return file_falcon_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ListAnalysesRequest) GetExpId() string {
@@ -7368,7 +7429,7 @@ type ListAnalysesResponse struct {
 
 func (x *ListAnalysesResponse) Reset() {
 	*x = ListAnalysesResponse{}
-	mi := &file_falcon_proto_msgTypes[97]
+	mi := &file_falcon_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7380,7 +7441,7 @@ func (x *ListAnalysesResponse) String() string {
 func (*ListAnalysesResponse) ProtoMessage() {}
 
 func (x *ListAnalysesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[97]
+	mi := &file_falcon_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7393,7 +7454,7 @@ func (x *ListAnalysesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAnalysesResponse.ProtoReflect.Descriptor instead.
 func (*ListAnalysesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{97}
+	return file_falcon_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ListAnalysesResponse) GetItems() []*Analysis {
@@ -7413,7 +7474,7 @@ type ClaimAnalysisRequest struct {
 
 func (x *ClaimAnalysisRequest) Reset() {
 	*x = ClaimAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[98]
+	mi := &file_falcon_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7425,7 +7486,7 @@ func (x *ClaimAnalysisRequest) String() string {
 func (*ClaimAnalysisRequest) ProtoMessage() {}
 
 func (x *ClaimAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[98]
+	mi := &file_falcon_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7438,7 +7499,7 @@ func (x *ClaimAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*ClaimAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{98}
+	return file_falcon_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ClaimAnalysisRequest) GetWorker() string {
@@ -7460,7 +7521,7 @@ type ClaimAnalysisResponse struct {
 
 func (x *ClaimAnalysisResponse) Reset() {
 	*x = ClaimAnalysisResponse{}
-	mi := &file_falcon_proto_msgTypes[99]
+	mi := &file_falcon_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7472,7 +7533,7 @@ func (x *ClaimAnalysisResponse) String() string {
 func (*ClaimAnalysisResponse) ProtoMessage() {}
 
 func (x *ClaimAnalysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[99]
+	mi := &file_falcon_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7485,7 +7546,7 @@ func (x *ClaimAnalysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAnalysisResponse.ProtoReflect.Descriptor instead.
 func (*ClaimAnalysisResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{99}
+	return file_falcon_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ClaimAnalysisResponse) GetAnalysis() *Analysis {
@@ -7519,7 +7580,7 @@ type FinishAnalysisRequest struct {
 
 func (x *FinishAnalysisRequest) Reset() {
 	*x = FinishAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[100]
+	mi := &file_falcon_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7531,7 +7592,7 @@ func (x *FinishAnalysisRequest) String() string {
 func (*FinishAnalysisRequest) ProtoMessage() {}
 
 func (x *FinishAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[100]
+	mi := &file_falcon_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7544,7 +7605,7 @@ func (x *FinishAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*FinishAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{100}
+	return file_falcon_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *FinishAnalysisRequest) GetId() string {
@@ -8005,7 +8066,12 @@ const file_falcon_proto_rawDesc = "" +
 	"\aexp_ids\x18\x06 \x03(\tR\x06expIds\"`\n" +
 	"\x10ListJobsResponse\x12$\n" +
 	"\x05items\x18\x01 \x03(\v2\x0e.falcon.v1.JobR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x96\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x85\x01\n" +
+	"\x15ListJobHistoryRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\x96\x02\n" +
 	"\x16UpdateJobStatusRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
@@ -8260,11 +8326,12 @@ const file_falcon_proto_rawDesc = "" +
 	"\n" +
 	"EnforceTTL\x12\x1c.falcon.v1.EnforceTTLRequest\x1a\x1d.falcon.v1.EnforceTTLResponse\x12=\n" +
 	"\bWatchExp\x12\x1a.falcon.v1.WatchExpRequest\x1a\x13.falcon.v1.ExpEvent0\x01\x12>\n" +
-	"\aExecExp\x12\x16.falcon.v1.ExecRequest\x1a\x17.falcon.v1.ExecResponse(\x010\x012\xf0\x03\n" +
+	"\aExecExp\x12\x16.falcon.v1.ExecRequest\x1a\x17.falcon.v1.ExecResponse(\x010\x012\xc1\x04\n" +
 	"\n" +
 	"JobService\x122\n" +
 	"\x06GetJob\x12\x18.falcon.v1.GetJobRequest\x1a\x0e.falcon.v1.Job\x12C\n" +
-	"\bListJobs\x12\x1a.falcon.v1.ListJobsRequest\x1a\x1b.falcon.v1.ListJobsResponse\x12D\n" +
+	"\bListJobs\x12\x1a.falcon.v1.ListJobsRequest\x1a\x1b.falcon.v1.ListJobsResponse\x12O\n" +
+	"\x0eListJobHistory\x12 .falcon.v1.ListJobHistoryRequest\x1a\x1b.falcon.v1.ListJobsResponse\x12D\n" +
 	"\x0fUpdateJobStatus\x12!.falcon.v1.UpdateJobStatusRequest\x1a\x0e.falcon.v1.Job\x12^\n" +
 	"\x11UpdateJobStatuses\x12#.falcon.v1.UpdateJobStatusesRequest\x1a$.falcon.v1.UpdateJobStatusesResponse\x126\n" +
 	"\bAbortJob\x12\x1a.falcon.v1.AbortJobRequest\x1a\x0e.falcon.v1.Job\x12F\n" +
@@ -8315,7 +8382,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Resources)(nil),                   // 1: falcon.v1.Resources
@@ -8365,115 +8432,116 @@ var file_falcon_proto_goTypes = []any{
 	(*GetJobRequest)(nil),               // 45: falcon.v1.GetJobRequest
 	(*ListJobsRequest)(nil),             // 46: falcon.v1.ListJobsRequest
 	(*ListJobsResponse)(nil),            // 47: falcon.v1.ListJobsResponse
-	(*UpdateJobStatusRequest)(nil),      // 48: falcon.v1.UpdateJobStatusRequest
-	(*UpdateJobStatusesRequest)(nil),    // 49: falcon.v1.UpdateJobStatusesRequest
-	(*UpdateJobStatusesResponse)(nil),   // 50: falcon.v1.UpdateJobStatusesResponse
-	(*JobStatusResult)(nil),             // 51: falcon.v1.JobStatusResult
-	(*AppendJobMessageRequest)(nil),     // 52: falcon.v1.AppendJobMessageRequest
-	(*AbortJobRequest)(nil),             // 53: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 54: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 55: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 56: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 57: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 58: falcon.v1.ListArtifactsResponse
-	(*ListArtifactFilesRequest)(nil),    // 59: falcon.v1.ListArtifactFilesRequest
-	(*ListArtifactFilesResponse)(nil),   // 60: falcon.v1.ListArtifactFilesResponse
-	(*ReadArtifactFileRequest)(nil),     // 61: falcon.v1.ReadArtifactFileRequest
-	(*StatArtifactFileRequest)(nil),     // 62: falcon.v1.StatArtifactFileRequest
-	(*ArtifactChunk)(nil),               // 63: falcon.v1.ArtifactChunk
-	(*UpdateArtifactStatusRequest)(nil), // 64: falcon.v1.UpdateArtifactStatusRequest
-	(*ClusterProbe)(nil),                // 65: falcon.v1.ClusterProbe
-	(*ListClusterProbesRequest)(nil),    // 66: falcon.v1.ListClusterProbesRequest
-	(*ListClusterProbesResponse)(nil),   // 67: falcon.v1.ListClusterProbesResponse
-	(*ProbeClustersRequest)(nil),        // 68: falcon.v1.ProbeClustersRequest
-	(*ReportClusterProbesRequest)(nil),  // 69: falcon.v1.ReportClusterProbesRequest
-	(*GetClusterStatusRequest)(nil),     // 70: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 71: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 72: falcon.v1.ClusterStatus
-	(*ClusterStatuses)(nil),             // 73: falcon.v1.ClusterStatuses
-	(*ReservationCapacity)(nil),         // 74: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 75: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 76: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 77: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 78: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 79: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 80: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 81: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 82: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 83: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 84: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 85: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 86: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 87: falcon.v1.ListUsersResponse
-	(*RelinkUserRequest)(nil),           // 88: falcon.v1.RelinkUserRequest
-	(*RelinkUserResponse)(nil),          // 89: falcon.v1.RelinkUserResponse
-	(*AuditEvent)(nil),                  // 90: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 91: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 92: falcon.v1.ListAuditEventsResponse
-	(*Analysis)(nil),                    // 93: falcon.v1.Analysis
-	(*CreateAnalysisRequest)(nil),       // 94: falcon.v1.CreateAnalysisRequest
-	(*GetAnalysisRequest)(nil),          // 95: falcon.v1.GetAnalysisRequest
-	(*ListAnalysesRequest)(nil),         // 96: falcon.v1.ListAnalysesRequest
-	(*ListAnalysesResponse)(nil),        // 97: falcon.v1.ListAnalysesResponse
-	(*ClaimAnalysisRequest)(nil),        // 98: falcon.v1.ClaimAnalysisRequest
-	(*ClaimAnalysisResponse)(nil),       // 99: falcon.v1.ClaimAnalysisResponse
-	(*FinishAnalysisRequest)(nil),       // 100: falcon.v1.FinishAnalysisRequest
-	nil,                                 // 101: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 102: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 103: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 104: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 105: falcon.v1.Cluster.LabelsEntry
-	nil,                                 // 106: falcon.v1.ExpEvent.DetailEntry
-	nil,                                 // 107: falcon.v1.Analysis.ParamsEntry
-	nil,                                 // 108: falcon.v1.CreateAnalysisRequest.ParamsEntry
-	(*timestamppb.Timestamp)(nil),       // 109: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),         // 110: google.protobuf.Duration
+	(*ListJobHistoryRequest)(nil),       // 48: falcon.v1.ListJobHistoryRequest
+	(*UpdateJobStatusRequest)(nil),      // 49: falcon.v1.UpdateJobStatusRequest
+	(*UpdateJobStatusesRequest)(nil),    // 50: falcon.v1.UpdateJobStatusesRequest
+	(*UpdateJobStatusesResponse)(nil),   // 51: falcon.v1.UpdateJobStatusesResponse
+	(*JobStatusResult)(nil),             // 52: falcon.v1.JobStatusResult
+	(*AppendJobMessageRequest)(nil),     // 53: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),             // 54: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),         // 55: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                      // 56: falcon.v1.Change
+	(*GetArtifactRequest)(nil),          // 57: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),        // 58: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),       // 59: falcon.v1.ListArtifactsResponse
+	(*ListArtifactFilesRequest)(nil),    // 60: falcon.v1.ListArtifactFilesRequest
+	(*ListArtifactFilesResponse)(nil),   // 61: falcon.v1.ListArtifactFilesResponse
+	(*ReadArtifactFileRequest)(nil),     // 62: falcon.v1.ReadArtifactFileRequest
+	(*StatArtifactFileRequest)(nil),     // 63: falcon.v1.StatArtifactFileRequest
+	(*ArtifactChunk)(nil),               // 64: falcon.v1.ArtifactChunk
+	(*UpdateArtifactStatusRequest)(nil), // 65: falcon.v1.UpdateArtifactStatusRequest
+	(*ClusterProbe)(nil),                // 66: falcon.v1.ClusterProbe
+	(*ListClusterProbesRequest)(nil),    // 67: falcon.v1.ListClusterProbesRequest
+	(*ListClusterProbesResponse)(nil),   // 68: falcon.v1.ListClusterProbesResponse
+	(*ProbeClustersRequest)(nil),        // 69: falcon.v1.ProbeClustersRequest
+	(*ReportClusterProbesRequest)(nil),  // 70: falcon.v1.ReportClusterProbesRequest
+	(*GetClusterStatusRequest)(nil),     // 71: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 72: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 73: falcon.v1.ClusterStatus
+	(*ClusterStatuses)(nil),             // 74: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),         // 75: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 76: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 77: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 78: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 79: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 80: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 81: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 82: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 83: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 84: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 85: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 86: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 87: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 88: falcon.v1.ListUsersResponse
+	(*RelinkUserRequest)(nil),           // 89: falcon.v1.RelinkUserRequest
+	(*RelinkUserResponse)(nil),          // 90: falcon.v1.RelinkUserResponse
+	(*AuditEvent)(nil),                  // 91: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 92: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 93: falcon.v1.ListAuditEventsResponse
+	(*Analysis)(nil),                    // 94: falcon.v1.Analysis
+	(*CreateAnalysisRequest)(nil),       // 95: falcon.v1.CreateAnalysisRequest
+	(*GetAnalysisRequest)(nil),          // 96: falcon.v1.GetAnalysisRequest
+	(*ListAnalysesRequest)(nil),         // 97: falcon.v1.ListAnalysesRequest
+	(*ListAnalysesResponse)(nil),        // 98: falcon.v1.ListAnalysesResponse
+	(*ClaimAnalysisRequest)(nil),        // 99: falcon.v1.ClaimAnalysisRequest
+	(*ClaimAnalysisResponse)(nil),       // 100: falcon.v1.ClaimAnalysisResponse
+	(*FinishAnalysisRequest)(nil),       // 101: falcon.v1.FinishAnalysisRequest
+	nil,                                 // 102: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 103: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 104: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 105: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 106: falcon.v1.Cluster.LabelsEntry
+	nil,                                 // 107: falcon.v1.ExpEvent.DetailEntry
+	nil,                                 // 108: falcon.v1.Analysis.ParamsEntry
+	nil,                                 // 109: falcon.v1.CreateAnalysisRequest.ParamsEntry
+	(*timestamppb.Timestamp)(nil),       // 110: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),         // 111: google.protobuf.Duration
 }
 var file_falcon_proto_depIdxs = []int32{
-	101, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	102, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
 	1,   // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	102, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	103, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	104, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	109, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	109, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	109, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	109, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	109, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	109, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	103, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	104, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	105, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	110, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	110, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	110, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	110, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	110, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	110, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	4,   // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	9,   // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	3,   // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
-	110, // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
-	110, // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
-	109, // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
-	109, // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
+	111, // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
+	111, // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
+	110, // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
+	110, // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
 	0,   // 18: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	109, // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	109, // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	109, // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	109, // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	109, // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	109, // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	109, // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	110, // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	110, // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	110, // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	110, // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	110, // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	110, // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	110, // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
 	5,   // 26: falcon.v1.Job.selection:type_name -> falcon.v1.ClusterSelection
 	8,   // 27: falcon.v1.ClusterSelection.candidates:type_name -> falcon.v1.SelectionCandidate
-	109, // 28: falcon.v1.ClusterSelection.decided_at:type_name -> google.protobuf.Timestamp
+	110, // 28: falcon.v1.ClusterSelection.decided_at:type_name -> google.protobuf.Timestamp
 	7,   // 29: falcon.v1.ExpExplanation.jobs:type_name -> falcon.v1.JobExplanation
 	5,   // 30: falcon.v1.JobExplanation.selection:type_name -> falcon.v1.ClusterSelection
 	5,   // 31: falcon.v1.JobExplanation.now:type_name -> falcon.v1.ClusterSelection
-	65,  // 32: falcon.v1.SelectionCandidate.probe:type_name -> falcon.v1.ClusterProbe
-	109, // 33: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	109, // 34: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	109, // 35: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
-	109, // 36: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
-	109, // 37: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	66,  // 32: falcon.v1.SelectionCandidate.probe:type_name -> falcon.v1.ClusterProbe
+	110, // 33: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	110, // 34: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	110, // 35: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	110, // 36: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	110, // 37: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	12,  // 38: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	105, // 39: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	109, // 40: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	109, // 41: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
-	106, // 42: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
-	110, // 43: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
+	106, // 39: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	110, // 40: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	110, // 41: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
+	107, // 42: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
+	111, // 43: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
 	2,   // 44: falcon.v1.EnforceTTLResponse.experiment:type_name -> falcon.v1.Experiment
 	20,  // 45: falcon.v1.ExecRequest.start:type_name -> falcon.v1.ExecStart
 	21,  // 46: falcon.v1.ExecRequest.resize:type_name -> falcon.v1.TerminalSize
@@ -8483,146 +8551,149 @@ var file_falcon_proto_depIdxs = []int32{
 	2,   // 50: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
 	2,   // 51: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
 	2,   // 52: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	109, // 53: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	109, // 54: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	110, // 53: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	110, // 54: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
 	34,  // 55: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
-	109, // 56: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	110, // 56: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
 	38,  // 57: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
 	41,  // 58: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
 	42,  // 59: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
 	43,  // 60: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
 	4,   // 61: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	5,   // 62: falcon.v1.UpdateJobStatusRequest.selection:type_name -> falcon.v1.ClusterSelection
-	48,  // 63: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
-	51,  // 64: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
-	4,   // 65: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
-	9,   // 66: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	10,  // 67: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
-	10,  // 68: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
-	109, // 69: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
-	65,  // 70: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
-	65,  // 71: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
-	72,  // 72: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	109, // 73: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	74,  // 74: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	75,  // 75: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	76,  // 76: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	65,  // 77: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
-	72,  // 78: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	109, // 79: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	109, // 80: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	11,  // 81: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	11,  // 82: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	11,  // 83: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	82,  // 84: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	11,  // 85: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	13,  // 86: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	13,  // 87: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
-	109, // 88: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	90,  // 89: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	107, // 90: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
-	109, // 91: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
-	109, // 92: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
-	109, // 93: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
-	108, // 94: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
-	93,  // 95: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
-	93,  // 96: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
-	0,   // 97: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	25,  // 98: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	26,  // 99: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	27,  // 100: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	29,  // 101: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	31,  // 102: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	33,  // 103: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	36,  // 104: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	39,  // 105: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	16,  // 106: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
-	44,  // 107: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	17,  // 108: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
-	14,  // 109: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
-	19,  // 110: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
-	45,  // 111: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	46,  // 112: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	48,  // 113: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	49,  // 114: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	53,  // 115: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	52,  // 116: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	54,  // 117: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	56,  // 118: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	57,  // 119: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	59,  // 120: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	61,  // 121: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	62,  // 122: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	64,  // 123: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	77,  // 124: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	78,  // 125: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	80,  // 126: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	81,  // 127: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	84,  // 128: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	70,  // 129: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	71,  // 130: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	66,  // 131: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
-	68,  // 132: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
-	69,  // 133: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
-	85,  // 134: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	86,  // 135: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	88,  // 136: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
-	91,  // 137: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	94,  // 138: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
-	95,  // 139: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
-	96,  // 140: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
-	98,  // 141: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
-	100, // 142: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
-	2,   // 143: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,   // 144: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	28,  // 145: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	30,  // 146: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	32,  // 147: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	35,  // 148: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	37,  // 149: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	40,  // 150: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,   // 151: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
-	2,   // 152: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	18,  // 153: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
-	15,  // 154: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
-	22,  // 155: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
-	4,   // 156: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	47,  // 157: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	4,   // 158: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	50,  // 159: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,   // 160: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,   // 161: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	55,  // 162: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	9,   // 163: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	58,  // 164: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	60,  // 165: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	63,  // 166: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	10,  // 167: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	9,   // 168: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	11,  // 169: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	79,  // 170: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	11,  // 171: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	83,  // 172: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	11,  // 173: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	72,  // 174: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	72,  // 175: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	67,  // 176: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	67,  // 177: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
-	67,  // 178: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	13,  // 179: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	87,  // 180: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	89,  // 181: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
-	92,  // 182: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	93,  // 183: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
-	93,  // 184: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
-	97,  // 185: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
-	99,  // 186: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
-	93,  // 187: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
-	143, // [143:188] is the sub-list for method output_type
-	98,  // [98:143] is the sub-list for method input_type
-	98,  // [98:98] is the sub-list for extension type_name
-	98,  // [98:98] is the sub-list for extension extendee
-	0,   // [0:98] is the sub-list for field type_name
+	110, // 62: falcon.v1.ListJobHistoryRequest.since:type_name -> google.protobuf.Timestamp
+	5,   // 63: falcon.v1.UpdateJobStatusRequest.selection:type_name -> falcon.v1.ClusterSelection
+	49,  // 64: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	52,  // 65: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	4,   // 66: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	9,   // 67: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	10,  // 68: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
+	10,  // 69: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
+	110, // 70: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
+	66,  // 71: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
+	66,  // 72: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
+	73,  // 73: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	110, // 74: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	75,  // 75: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	76,  // 76: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	77,  // 77: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	66,  // 78: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
+	73,  // 79: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	110, // 80: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	110, // 81: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	11,  // 82: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	11,  // 83: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	11,  // 84: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	83,  // 85: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	11,  // 86: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	13,  // 87: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	13,  // 88: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
+	110, // 89: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	91,  // 90: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	108, // 91: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
+	110, // 92: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
+	110, // 93: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
+	110, // 94: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
+	109, // 95: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
+	94,  // 96: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
+	94,  // 97: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
+	0,   // 98: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	25,  // 99: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	26,  // 100: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	27,  // 101: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	29,  // 102: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	31,  // 103: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	33,  // 104: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	36,  // 105: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	39,  // 106: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	16,  // 107: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
+	44,  // 108: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	17,  // 109: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
+	14,  // 110: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
+	19,  // 111: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
+	45,  // 112: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	46,  // 113: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	48,  // 114: falcon.v1.JobService.ListJobHistory:input_type -> falcon.v1.ListJobHistoryRequest
+	49,  // 115: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	50,  // 116: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	54,  // 117: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	53,  // 118: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	55,  // 119: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	57,  // 120: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	58,  // 121: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	60,  // 122: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	62,  // 123: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	63,  // 124: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	65,  // 125: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	78,  // 126: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	79,  // 127: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	81,  // 128: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	82,  // 129: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	85,  // 130: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	71,  // 131: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	72,  // 132: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	67,  // 133: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
+	69,  // 134: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
+	70,  // 135: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
+	86,  // 136: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	87,  // 137: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	89,  // 138: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	92,  // 139: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	95,  // 140: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
+	96,  // 141: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
+	97,  // 142: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
+	99,  // 143: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
+	101, // 144: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
+	2,   // 145: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,   // 146: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	28,  // 147: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	30,  // 148: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	32,  // 149: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	35,  // 150: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	37,  // 151: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	40,  // 152: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,   // 153: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
+	2,   // 154: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	18,  // 155: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
+	15,  // 156: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
+	22,  // 157: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
+	4,   // 158: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	47,  // 159: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	47,  // 160: falcon.v1.JobService.ListJobHistory:output_type -> falcon.v1.ListJobsResponse
+	4,   // 161: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	51,  // 162: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,   // 163: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,   // 164: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	56,  // 165: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	9,   // 166: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	59,  // 167: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	61,  // 168: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	64,  // 169: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	10,  // 170: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	9,   // 171: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	11,  // 172: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	80,  // 173: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	11,  // 174: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	84,  // 175: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	11,  // 176: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	73,  // 177: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	73,  // 178: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	68,  // 179: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	68,  // 180: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
+	68,  // 181: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	13,  // 182: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	88,  // 183: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	90,  // 184: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	93,  // 185: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	94,  // 186: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
+	94,  // 187: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
+	98,  // 188: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
+	100, // 189: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
+	94,  // 190: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
+	145, // [145:191] is the sub-list for method output_type
+	99,  // [99:145] is the sub-list for method input_type
+	99,  // [99:99] is the sub-list for extension type_name
+	99,  // [99:99] is the sub-list for extension extendee
+	0,   // [0:99] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -8644,14 +8715,14 @@ func file_falcon_proto_init() {
 		(*ExecResponse_Exit)(nil),
 	}
 	file_falcon_proto_msgTypes[33].OneofWrappers = []any{}
-	file_falcon_proto_msgTypes[65].OneofWrappers = []any{}
+	file_falcon_proto_msgTypes[66].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   109,
+			NumMessages:   110,
 			NumExtensions: 0,
 			NumServices:   7,
 		},

@@ -640,6 +640,7 @@ var ExperimentService_ServiceDesc = grpc.ServiceDesc{
 const (
 	JobService_GetJob_FullMethodName            = "/falcon.v1.JobService/GetJob"
 	JobService_ListJobs_FullMethodName          = "/falcon.v1.JobService/ListJobs"
+	JobService_ListJobHistory_FullMethodName    = "/falcon.v1.JobService/ListJobHistory"
 	JobService_UpdateJobStatus_FullMethodName   = "/falcon.v1.JobService/UpdateJobStatus"
 	JobService_UpdateJobStatuses_FullMethodName = "/falcon.v1.JobService/UpdateJobStatuses"
 	JobService_AbortJob_FullMethodName          = "/falcon.v1.JobService/AbortJob"
@@ -653,6 +654,11 @@ const (
 type JobServiceClient interface {
 	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*Job, error)
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
+	// Admins: every user's jobs created since a time, oldest first, with
+	// what a replay of the history needs (falcon sim --from-db): when each
+	// was submitted and by whom, its accelerator, topology and hosts, its
+	// supply mode and cluster, and when it started and finished.
+	ListJobHistory(ctx context.Context, in *ListJobHistoryRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
 	// Internal: resource manager.
 	UpdateJobStatus(ctx context.Context, in *UpdateJobStatusRequest, opts ...grpc.CallOption) (*Job, error)
 	// Internal: many status updates in one transaction, each under its own
@@ -690,6 +696,16 @@ func (c *jobServiceClient) ListJobs(ctx context.Context, in *ListJobsRequest, op
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListJobsResponse)
 	err := c.cc.Invoke(ctx, JobService_ListJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) ListJobHistory(ctx context.Context, in *ListJobHistoryRequest, opts ...grpc.CallOption) (*ListJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListJobsResponse)
+	err := c.cc.Invoke(ctx, JobService_ListJobHistory_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -761,6 +777,11 @@ type JobService_WatchChangesClient = grpc.ServerStreamingClient[Change]
 type JobServiceServer interface {
 	GetJob(context.Context, *GetJobRequest) (*Job, error)
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
+	// Admins: every user's jobs created since a time, oldest first, with
+	// what a replay of the history needs (falcon sim --from-db): when each
+	// was submitted and by whom, its accelerator, topology and hosts, its
+	// supply mode and cluster, and when it started and finished.
+	ListJobHistory(context.Context, *ListJobHistoryRequest) (*ListJobsResponse, error)
 	// Internal: resource manager.
 	UpdateJobStatus(context.Context, *UpdateJobStatusRequest) (*Job, error)
 	// Internal: many status updates in one transaction, each under its own
@@ -789,6 +810,9 @@ func (UnimplementedJobServiceServer) GetJob(context.Context, *GetJobRequest) (*J
 }
 func (UnimplementedJobServiceServer) ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListJobs not implemented")
+}
+func (UnimplementedJobServiceServer) ListJobHistory(context.Context, *ListJobHistoryRequest) (*ListJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListJobHistory not implemented")
 }
 func (UnimplementedJobServiceServer) UpdateJobStatus(context.Context, *UpdateJobStatusRequest) (*Job, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateJobStatus not implemented")
@@ -858,6 +882,24 @@ func _JobService_ListJobs_Handler(srv interface{}, ctx context.Context, dec func
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(JobServiceServer).ListJobs(ctx, req.(*ListJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_ListJobHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListJobHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).ListJobHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_ListJobHistory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).ListJobHistory(ctx, req.(*ListJobHistoryRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -959,6 +1001,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListJobs",
 			Handler:    _JobService_ListJobs_Handler,
+		},
+		{
+			MethodName: "ListJobHistory",
+			Handler:    _JobService_ListJobHistory_Handler,
 		},
 		{
 			MethodName: "UpdateJobStatus",

@@ -61,6 +61,9 @@ func (s *Store) ListJobs(ctx context.Context, f store.JobFilter) ([]*store.Job, 
 	c.in("exp_id", f.ExpIDs)
 	c.in("status", statusStrings(f.Statuses))
 	c.eq("cluster_name", f.ClusterName)
+	if !f.CreatedSince.IsZero() {
+		c.add("created_at >= ?", s.d.timeArg(f.CreatedSince))
+	}
 	return listPage(ctx, s.rdb, "jobs", jobCols, c, f.Page, false, scanJob)
 }
 
