@@ -183,13 +183,21 @@ func ParseClusters(data []byte) (Config, error) {
 // offering every accelerator the trace asks for, with room in their
 // reservations for anything, pools created in 5-10 minutes, and the
 // controller's own timing.
-func DefaultConfig(trace []Job) Config {
+func DefaultConfig(trace []Job) Config { return DefaultConfigNamed(trace, nil) }
+
+// DefaultConfigNamed is DefaultConfig with clusters of the given names
+// (none: sim-a and sim-b): a replayed history's, so that jobs pinned to
+// one of them find it.
+func DefaultConfigNamed(trace []Job, names []string) Config {
+	if len(names) == 0 {
+		names = []string{"sim-a", "sim-b"}
+	}
 	acc := map[string]int{}
 	for _, j := range trace {
 		acc[j.Accelerator] = 1
 	}
 	cfg := Config{Timing: resourcemanager.DefaultPoolTiming}
-	for _, n := range []string{"sim-a", "sim-b"} {
+	for _, n := range names {
 		a := map[string]int{}
 		for k, v := range acc {
 			a[k] = v

@@ -21,6 +21,11 @@
 // fidelity test in internal/resourcemanager runs the same trace through
 // the real API server and manager and compares every job's pool decision.
 //
+// Its inputs are a trace of JSON lines (trace.go), or the real history
+// as the API server lists it (FromHistory, for falcon sim --from-db); its
+// outputs are the per-policy Result and, per job, a timeline written as
+// CSV or Parquet (report.go).
+//
 // What it leaves out: failures (every job succeeds; no aborts, timeouts,
 // unreachable clusters or controller restarts), CPU-only and GPU jobs'
 // batching, and the API server's own latency. Time only jumps to the next

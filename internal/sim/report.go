@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 func mins(d time.Duration) string { return strconv.FormatFloat(d.Minutes(), 'f', 1, 64) }
@@ -106,34 +108,103 @@ func WriteTable(w io.Writer, rs []*Result, md bool) error {
 	return err
 }
 
-// WriteTimelines writes DIR/<policy>.csv per result: one row per job.
-func WriteTimelines(dir string, rs []*Result) error {
+// Timeline formats are what --out-format takes.
+const (
+	FormatCSV     = "csv"
+	FormatParquet = "parquet"
+)
+
+// TimelineFormats lists them, for errors.
+const TimelineFormats = "csv, parquet"
+
+// TimelineRow is one job of a timeline file: a CSV row, or a Parquet row
+// with these column names and types (times as UTC timestamps in
+// milliseconds, the wait in whole seconds).
+type TimelineRow struct {
+	Index       int64     `parquet:"index"`
+	User        string    `parquet:"user"`
+	Accelerator string    `parquet:"accelerator"`
+	Topology    string    `parquet:"topology"`
+	Hosts       int64     `parquet:"hosts"`
+	Cluster     string    `parquet:"cluster"`
+	Pool        string    `parquet:"pool"`
+	CreatedPool bool      `parquet:"created_pool"`
+	PoolFor     int64     `parquet:"pool_created_for"`
+	Submitted   time.Time `parquet:"submitted,timestamp(millisecond)"`
+	Picked      time.Time `parquet:"picked,timestamp(millisecond)"`
+	Started     time.Time `parquet:"started,timestamp(millisecond)"`
+	Ended       time.Time `parquet:"ended,timestamp(millisecond)"`
+	WaitS       int64     `parquet:"wait_s"`
+}
+
+// TimelineHeader is the CSV header, the Parquet column names in order.
+var TimelineHeader = []string{"index", "user", "accelerator", "topology", "hosts", "cluster", "pool", "created_pool", "pool_created_for",
+	"submitted", "picked", "started", "ended", "wait_s"}
+
+// Row is j as a timeline file holds it.
+func (j JobRecord) Row() TimelineRow {
+	return TimelineRow{Index: int64(j.Index), User: j.User, Accelerator: j.Accelerator, Topology: j.Topology, Hosts: int64(j.Hosts),
+		Cluster: j.Cluster, Pool: j.Pool, CreatedPool: j.CreatedPool, PoolFor: int64(j.PoolFor),
+		Submitted: j.Submitted.UTC(), Picked: j.Picked.UTC(), Started: j.Started.UTC(), Ended: j.Ended.UTC(),
+		WaitS: int64(j.Wait.Round(time.Second) / time.Second)}
+}
+
+// CSV is the row as CSV fields, in TimelineHeader's order.
+func (r TimelineRow) CSV() []string {
+	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	return []string{strconv.FormatInt(r.Index, 10), r.User, r.Accelerator, r.Topology, strconv.FormatInt(r.Hosts, 10), r.Cluster, r.Pool,
+		strconv.FormatBool(r.CreatedPool), strconv.FormatInt(r.PoolFor, 10),
+		ts(r.Submitted), ts(r.Picked), ts(r.Started), ts(r.Ended), strconv.FormatInt(r.WaitS, 10)}
+}
+
+// TimelineFile is the file WriteTimelines writes a policy's timeline to,
+// within its directory.
+func TimelineFile(policy, format string) string {
+	return strings.NewReplacer("/", "_", "=", "-", "+", "_").Replace(policy) + "." + format
+}
+
+// WriteTimelines writes DIR/<policy>.<format> per result, one row per job:
+// format is csv or parquet.
+func WriteTimelines(dir, format string, rs []*Result) error {
+	if format != FormatCSV && format != FormatParquet {
+		return fmt.Errorf("--out-format %s: allowed: %s", format, TimelineFormats)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	for _, r := range rs {
-		name := strings.NewReplacer("/", "_", "=", "-", "+", "_").Replace(r.Policy) + ".csv"
-		f, err := os.Create(filepath.Join(dir, name))
+		rows := make([]TimelineRow, len(r.Timeline))
+		for i, j := range r.Timeline {
+			rows[i] = j.Row()
+		}
+		path := filepath.Join(dir, TimelineFile(r.Policy, format))
+		var err error
+		if format == FormatParquet {
+			err = parquet.WriteFile(path, rows)
+		} else {
+			err = writeCSV(path, rows)
+		}
 		if err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		cw := csv.NewWriter(f)
-		_ = cw.Write([]string{"index", "user", "accelerator", "topology", "hosts", "cluster", "pool", "created_pool", "pool_created_for",
-			"submitted", "picked", "started", "ended", "wait_s"})
-		for _, j := range r.Timeline {
-			_ = cw.Write([]string{strconv.Itoa(j.Index), j.User, j.Accelerator, j.Topology, strconv.Itoa(j.Hosts), j.Cluster, j.Pool,
-				strconv.FormatBool(j.CreatedPool), strconv.Itoa(j.PoolFor),
-				j.Submitted.UTC().Format(time.RFC3339), j.Picked.UTC().Format(time.RFC3339), j.Started.UTC().Format(time.RFC3339),
-				j.Ended.UTC().Format(time.RFC3339), strconv.FormatFloat(j.Wait.Seconds(), 'f', 0, 64)})
-		}
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			f.Close()
-			return fmt.Errorf("--out: %w", err)
-		}
-		if err := f.Close(); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
 	return nil
+}
+
+func writeCSV(path string, rows []TimelineRow) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	cw := csv.NewWriter(f)
+	_ = cw.Write(TimelineHeader)
+	for _, r := range rows {
+		_ = cw.Write(r.CSV())
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -2,15 +2,22 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"sigs.k8s.io/yaml"
 
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+
 	"github.com/falconhq/falcon/internal/cli/factory"
+	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/output"
 	simcore "github.com/falconhq/falcon/internal/sim"
 )
@@ -19,18 +26,24 @@ import (
 type Options struct {
 	F        *factory.Factory
 	Trace    string
+	FromDB   bool
+	Since    string
 	Clusters string
 	Policies []string
 	Out      string
+	Format   string
 	Seed     uint64
 }
+
+// DefaultSince is how far back --from-db reads without --since.
+const DefaultSince = "7d"
 
 // NewCmdSim builds `falcon sim` and its gen subcommand. runF replaces
 // simRun in tests.
 func NewCmdSim(f *factory.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{F: f}
 	cmd := &cobra.Command{
-		Use:   "sim --trace FILE [--clusters FILE] [--policy P ...]",
+		Use:   "sim (--trace FILE | --from-db [--since 7d]) [--clusters FILE] [--policy P ...]",
 		Short: "Replay a trace of jobs through the scheduler's rules and compare policies",
 		Long: `Replays a trace of jobs (JSON lines) in virtual time through the resource
 manager's own selection, queueing and node-pool rules against simulated GKE
@@ -41,33 +54,136 @@ user's, and each cluster's use.
 
 Policies: spec (000: reuse an idle pool of the shape, else delete it at
 once), per-job (a pool per job), linger=DUR (keep an idle pool up to DUR),
-priority (001's cluster choice); join terms with + (priority+linger=15m).`,
+priority (001's cluster choice); join terms with + (priority+linger=15m).
+
+--from-db replays the real history instead of a file: the jobs created
+since --since (a duration back from now, such as 7d or 36h, or an RFC 3339
+time), read from the API server (admins only). Jobs that never started,
+and CPU and GPU jobs, are left out and counted on stderr. Without
+--clusters the simulated clusters take the names of those the history ran
+on, so that pinned jobs find theirs.`,
 		Example: `  falcon sim --trace internal/sim/testdata/day.jsonl --policy spec --policy per-job --policy linger=15m
   falcon sim --trace day.jsonl --clusters sim-clusters.yaml -o md
   falcon sim --trace day.jsonl --out ./timeline     # one CSV per policy, a row per job
+  falcon sim --trace day.jsonl --out ./timeline --out-format parquet
+  falcon sim --from-db --since 7d --policy spec --policy linger=20m
   falcon sim gen --users 8 --jobs 1000 --shapes v5p:2x2x1,v5p:2x2x4 --burstiness 0.7 > trace.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Trace == "" {
-				return fmt.Errorf("--trace is required: a file of JSON lines (falcon sim gen writes one)")
+			if err := opts.check(cmd.Flags().Changed("since")); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)
 			}
-			return simRun(opts)
+			return simRun(cmd.Context(), opts)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Trace, "trace", "", "Trace of jobs, JSON lines: {\"t\", \"user\", \"accelerator\", \"topology\", \"hosts\", \"duration\", \"supply_mode\", \"cluster\"}")
 	fl.StringVar(&opts.Clusters, "clusters", "", "Simulated clusters (YAML; default: two clusters offering every accelerator of the trace)")
 	fl.StringArrayVar(&opts.Policies, "policy", []string{"spec", "per-job", "linger=15m", "priority"}, "Policy to simulate, repeatable: "+simcore.PolicyNames)
-	fl.StringVar(&opts.Out, "out", "", "Directory to write each policy's per-job timeline into, as CSV")
+	fl.BoolVar(&opts.FromDB, "from-db", false, "Replay the jobs table's history through the API server instead of --trace (admins only)")
+	fl.StringVar(&opts.Since, "since", DefaultSince, "With --from-db: the jobs created since then, a duration back from now (7d, 36h) or an RFC 3339 time")
+	fl.StringVar(&opts.Out, "out", "", "Directory to write each policy's per-job timeline into, one file per policy")
+	fl.StringVar(&opts.Format, "out-format", simcore.FormatCSV, "Format of the --out files: "+simcore.TimelineFormats)
 	fl.Uint64Var(&opts.Seed, "seed", 1, "Seed of the clusters' random draws (pool creation times, stockouts)")
 	cmd.AddCommand(newCmdGen(f, nil))
 	return cmd
 }
 
-func simRun(opts *Options) error {
+// check refuses flags that do not go together, naming them.
+func (opts *Options) check(sinceSet bool) error {
+	switch {
+	case opts.Trace != "" && opts.FromDB:
+		return errdefs.Invalid("--trace", "conflicts with --from-db: replay either a trace file or the jobs table's history, not both")
+	case opts.Trace == "" && !opts.FromDB:
+		return errdefs.Invalid("--trace", "is required: a file of JSON lines (falcon sim gen writes one), or --from-db for the jobs table's history")
+	case sinceSet && !opts.FromDB:
+		return errdefs.Invalid("--since", "only applies with --from-db")
+	case opts.Format != simcore.FormatCSV && opts.Format != simcore.FormatParquet:
+		return errdefs.Invalid("--out-format", "%q: allowed: %s", opts.Format, simcore.TimelineFormats)
+	}
+	if opts.FromDB {
+		if _, err := ParseSince(opts.Since, time.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseSince reads --since: a duration back from now (Go's units, and d
+// for days: 7d, 36h, 1d12h), or an RFC 3339 time.
+func ParseSince(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	d, err := parseDays(v)
+	if err != nil {
+		return time.Time{}, errdefs.Invalid("--since", "%q is neither a duration (7d, 36h, 90m) nor an RFC 3339 time (2026-12-01T10:00:00Z)", v)
+	}
+	if d <= 0 {
+		return time.Time{}, errdefs.Invalid("--since", "the duration must be positive, got %s", v)
+	}
+	return now.Add(-d), nil
+}
+
+// parseDays is time.ParseDuration with a leading whole number of days.
+func parseDays(v string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(v, "d")
+	if !ok {
+		return time.ParseDuration(v)
+	}
+	n, err := strconv.Atoi(days)
+	if err != nil || n < 0 || n > 100000 {
+		return 0, fmt.Errorf("bad days %q", days)
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, err
+		}
+		d += r
+	}
+	return d, nil
+}
+
+// fromDB reads the history since --since through the API server and
+// turns it into a trace, saying on stderr what it left out.
+func fromDB(ctx context.Context, opts *Options) ([]simcore.Job, []string, error) {
+	now := time.Now()
+	since, err := ParseSince(opts.Since, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := opts.F.Client()
+	if err != nil {
+		return nil, nil, err
+	}
+	var jobs []*falconv1.Job
+	token := ""
+	for {
+		resp, err := c.ListJobHistory(ctx, &falconv1.ListJobHistoryRequest{Since: timestamppb.New(since), PageSize: 1000, PageToken: token})
+		if err != nil {
+			return nil, nil, err
+		}
+		jobs = append(jobs, resp.GetItems()...)
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	trace, names, skipped := simcore.FromHistory(jobs, now)
+	if n := skipped.Total(); n > 0 {
+		fmt.Fprintf(opts.F.IOStreams.ErrOut, "%d of %d jobs since %s left out: %s\n", n, len(jobs), since.UTC().Format(time.RFC3339), skipped)
+	}
+	if len(trace) == 0 {
+		return nil, nil, fmt.Errorf("--from-db --since %s: no job since %s can be replayed (%d found)", opts.Since, since.UTC().Format(time.RFC3339), len(jobs))
+	}
+	return trace, names, nil
+}
+
+func simRun(ctx context.Context, opts *Options) error {
 	var policies []simcore.Policy
 	for _, s := range opts.Policies {
 		p, err := simcore.ParsePolicy(s)
@@ -76,16 +192,27 @@ func simRun(opts *Options) error {
 		}
 		policies = append(policies, p)
 	}
-	tf, err := os.Open(opts.Trace)
-	if err != nil {
-		return fmt.Errorf("--trace: %w", err)
+	var trace []simcore.Job
+	var names []string
+	source := opts.Trace
+	if opts.FromDB {
+		var err error
+		if trace, names, err = fromDB(ctx, opts); err != nil {
+			return err
+		}
+		source = "jobs table since " + opts.Since
+	} else {
+		tf, err := os.Open(opts.Trace)
+		if err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		trace, err = simcore.ParseTrace(tf)
+		tf.Close()
+		if err != nil {
+			return fmt.Errorf("--trace %s: %w", opts.Trace, err)
+		}
 	}
-	trace, err := simcore.ParseTrace(tf)
-	tf.Close()
-	if err != nil {
-		return fmt.Errorf("--trace %s: %w", opts.Trace, err)
-	}
-	cfg := simcore.DefaultConfig(trace)
+	cfg := simcore.DefaultConfigNamed(trace, names)
 	if opts.Clusters != "" {
 		data, err := os.ReadFile(opts.Clusters)
 		if err != nil {
@@ -104,7 +231,7 @@ func simRun(opts *Options) error {
 		results = append(results, r)
 	}
 	if opts.Out != "" {
-		if err := simcore.WriteTimelines(opts.Out, results); err != nil {
+		if err := simcore.WriteTimelines(opts.Out, opts.Format, results); err != nil {
 			return err
 		}
 	}
@@ -114,7 +241,7 @@ func simRun(opts *Options) error {
 		doc, err := json.Marshal(struct {
 			Trace    string            `json:"trace"`
 			Policies []*simcore.Result `json:"policies"`
-		}{opts.Trace, results})
+		}{source, results})
 		if err != nil {
 			return err
 		}
