@@ -92,6 +92,11 @@ type cluster struct {
 	free    map[queue.Pool]freeCount
 	freeGen uint64
 	freeOK  bool
+	// poolGen counts the creates and deletes (the moments a pool turns
+	// ready or goes away are fixed by them); nowEvent and listEvent are
+	// the first such moments after now and after the listing.
+	poolGen             uint64
+	nowEvent, listEvent eventMemo
 }
 
 type freeCount struct{ ready, any int }
@@ -307,6 +312,11 @@ func (r *run) poolsAlive() int {
 				kept = append(kept, p)
 			}
 		}
+		if len(kept) < len(c.alive) {
+			// Pools gone by now, which a listing made earlier still
+			// shows: they no longer count for its wake-up either.
+			c.poolGen++
+		}
 		c.alive = kept
 		n += len(kept)
 	}
@@ -500,27 +510,46 @@ func (c *cluster) changesBetween(from, to time.Time) bool {
 // would read differently: only then can a refresh change a decision, so
 // the cycles between need not run.
 func (r *run) listingWake(c *cluster) {
+	r.at(c.firstEventAfter(&c.nowEvent, r.now))
 	every := r.cfg.Timing.ListEvery
-	listing := c.listValid && every > 0
-	var first time.Time
-	for _, p := range c.alive {
-		r.at(p.readyAt)
-		r.at(p.goneAt)
-		if !listing {
-			continue
-		}
-		if t := p.readyAt; t.After(c.listAt) && (first.IsZero() || t.Before(first)) {
-			first = t
-		}
-		if t := p.goneAt; t.After(c.listAt) && (first.IsZero() || t.Before(first)) {
-			first = t
-		}
+	if !c.listValid || every <= 0 {
+		return
 	}
+	first := c.firstEventAfter(&c.listEvent, c.listAt)
 	if first.IsZero() {
 		return
 	}
 	k := (first.Sub(c.listAt) + every - 1) / every
 	r.at(c.listAt.Add(k * every))
+}
+
+// eventMemo is the answer of firstEventAfter for a time from.
+type eventMemo struct {
+	ok         bool
+	gen        uint64
+	from, next time.Time
+}
+
+// firstEventAfter is the first moment after t at which one of the
+// cluster's pools turns ready or goes away (zero: none). Those moments
+// are fixed once a pool is created or deleted (poolGen), so the answer
+// for from holds for any later t before it: m remembers it, and most
+// instants ask again without walking the pools.
+func (c *cluster) firstEventAfter(m *eventMemo, t time.Time) time.Time {
+	if m.ok && m.gen == c.poolGen && !t.Before(m.from) && (m.next.IsZero() || t.Before(m.next)) {
+		return m.next
+	}
+	var first time.Time
+	for _, p := range c.alive {
+		if x := p.readyAt; x.After(t) && (first.IsZero() || x.Before(first)) {
+			first = x
+		}
+		if x := p.goneAt; x.After(t) && (first.IsZero() || x.Before(first)) {
+			first = x
+		}
+	}
+	*m = eventMemo{ok: true, gen: c.poolGen, from: t, next: first}
+	return first
 }
 
 // reusable is the manager's takeIdle: resourcemanager.ReusablePool over
@@ -668,6 +697,7 @@ func (r *run) create(c *cluster, j *job) *pool {
 	}
 	p.readyAt = r.now.Add(lat)
 	c.alive = append(c.alive, p)
+	c.poolGen++
 	c.byName[p.name] = p
 	r.pools = append(r.pools, p)
 	return p
@@ -780,6 +810,7 @@ func (r *run) delete(c *cluster, lp resourcemanager.Pool) bool {
 		return false
 	default:
 		p.deletingAt, p.goneAt = r.now, r.now.Add(c.cfg.PoolDelete)
+		c.poolGen++
 		mutated = true
 	}
 	lp.State = lifecycle.PoolDeleting
