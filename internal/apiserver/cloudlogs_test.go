@@ -3,7 +3,9 @@ package apiserver_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +95,103 @@ func TestLogsFromCloudLogging(t *testing.T) {
 	// The job itself is untouched by a log retrieval failure.
 	if got := env.Job(t, job).GetStatus(); got != "Running" {
 		t.Errorf("job is %s after a log failure", got)
+	}
+}
+
+// An xpk job's logs are its JobSet's: the pods of each slice's Job,
+// <workload>-slice-job-<slice>, as GKE labels their entries. Ranks run on
+// across slices; a server without Cloud Logging says where the logs are.
+func TestXpkLogsFromCloudLogging(t *testing.T) {
+	ctx := context.Background()
+	srv := cloudlogtest.Start(t)
+	r, err := cloudlog.New(ctx, srv.ClientOptions(), cloudlog.WithCallOptions(gax.WithRetry(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	env := apitest.Start(t, map[string]string{"xpk-a": "xpk"}, apiserver.WithCloudLogging(r))
+	c, err := env.Store.GetCluster(ctx, "xpk-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Project, c.Location, c.Spec.GKECluster = "proj-x", "us-east5-a", "tpu-cluster"
+	if _, err := env.Store.UpsertCluster(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		slices int32
+	}{{"one slice", 0}, {"two slices", 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			exp := env.Create(t, "xpk-logs-"+strconv.Itoa(int(tc.slices)), map[string]*falconv1.TaskSpec{"main": {
+				Command: "train", Replica: 2, Image: "trainer:v1", DeviceType: "v5p", DeviceTopo: "2x2x2", Slices: tc.slices,
+			}})
+			job := exp.GetJobs()[0].GetId()
+			if _, err := env.Jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Running", ClusterName: "xpk-a"}); err != nil {
+				t.Fatal(err)
+			}
+			slices := int(max(tc.slices, 1))
+			t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+			for s := range slices {
+				w := cloudlogtest.Workload{Project: "proj-x", Location: "us-east5-a", Cluster: "tpu-cluster", Namespace: "default",
+					Job: "falcon-" + job + "-slice-job-" + strconv.Itoa(s)}
+				for idx := range 2 {
+					srv.Append(w.Entry(w.Pod(idx), idx, t0.Add(time.Duration(s*2+idx)*time.Second), fmt.Sprintf("hello from slice %d host %d", s, idx)))
+				}
+			}
+			// A Falcon job of the same ID on another backend would be named
+			// without the workload prefix; its lines must not show up.
+			other := cloudlogtest.Workload{Project: "proj-x", Location: "us-east5-a", Cluster: "tpu-cluster", Namespace: "default", Job: job}
+			srv.Append(other.Entry(other.Pod(0), 0, t0, "not this job's"))
+
+			lines, err := readLogs(ctx, env, &falconv1.GetExpLogsRequest{Id: exp.GetId()})
+			if err != nil || len(lines) != 2*slices {
+				t.Fatalf("logs: %d lines, %v; want %d", len(lines), err, 2*slices)
+			}
+			for _, l := range lines {
+				var s, idx int
+				if _, err := fmt.Sscanf(l.GetLine(), "hello from slice %d host %d", &s, &idx); err != nil {
+					t.Fatalf("line %q: %v", l.GetLine(), err)
+				}
+				if int(l.GetRank()) != s*2+idx || l.GetJobId() != job {
+					t.Errorf("line %q has rank %d, job %s; want rank %d", l.GetLine(), l.GetRank(), l.GetJobId(), s*2+idx)
+				}
+			}
+			last := int32(2*slices - 1)
+			lines, err = readLogs(ctx, env, &falconv1.GetExpLogsRequest{Id: exp.GetId(), Rank: &last})
+			want := fmt.Sprintf("hello from slice %d host 1", slices-1)
+			if err != nil || len(lines) != 1 || lines[0].GetLine() != want || lines[0].GetRank() != last {
+				t.Errorf("rank %d: %v, %v; want the one line %q", last, lines, err, want)
+			}
+		})
+	}
+
+	noLogging := apitest.Start(t, map[string]string{"xpk-b": "xpk"})
+	exp := noLogging.Create(t, "xpk-no-logging", map[string]*falconv1.TaskSpec{"main": {Command: "train", Replica: 1, Image: "trainer:v1"}})
+	job := exp.GetJobs()[0].GetId()
+	if _, err := noLogging.Jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Running", ClusterName: "xpk-b"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = readLogs(ctx, noLogging, &falconv1.GetExpLogsRequest{Id: exp.GetId()})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "Cloud Logging") || !strings.Contains(err.Error(), "xpk-b") {
+		t.Errorf("xpk logs without Cloud Logging = %v; want FailedPrecondition naming the cluster and Cloud Logging", err)
+	}
+}
+
+func readLogs(ctx context.Context, env *apitest.Env, req *falconv1.GetExpLogsRequest) ([]*falconv1.LogLine, error) {
+	st, err := env.Exps.GetExpLogs(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var out []*falconv1.LogLine
+	for {
+		l, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, l.GetLines()...)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"math"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -20,6 +21,7 @@ import (
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/podlogs"
 	"github.com/falconhq/falcon/internal/store"
+	"github.com/falconhq/falcon/internal/xpk"
 )
 
 // KubeClients returns a client for a Kubernetes or GKE cluster and the
@@ -123,6 +125,15 @@ func (s *Server) jobLogs(ctx context.Context, j *store.Job, opts podlogs.Options
 	if err != nil {
 		return err
 	}
+	if c.Backend == "xpk" {
+		// xpk runs the job on a GKE cluster this server holds no client
+		// for (xpk has the credentials), and its pods write to no bucket of
+		// Falcon's: Cloud Logging is where their lines are.
+		if s.cloudlog == nil {
+			return errdefs.Precondition("logs of job %s: cluster %s runs jobs through xpk, whose logs are read from Cloud Logging, and this server was started without it", j.ID, c.Name)
+		}
+		return s.cloudLogs(ctx, c, j, opts, emit)
+	}
 	if s.kube != nil {
 		client, ns, err := s.kube(ctx, c)
 		if err == nil {
@@ -169,11 +180,28 @@ func (s *Server) cloudLogs(ctx context.Context, c *store.Cluster, j *store.Job, 
 	if ns == "" {
 		ns = "default"
 	}
-	t := cloudlog.Target{Project: c.Project, Location: c.Location, Cluster: name, Namespace: ns, Workload: j.ID}
 	f := cloudlog.Filter{Ranks: opts.Ranks, Since: opts.Since, Grep: opts.Grep, Tail: opts.Tail}
-	err := s.cloudlog.Stream(ctx, t, f, false, func(l cloudlog.Line) error {
-		return emit(podlogs.Line{Pod: l.Pod, Rank: l.Rank, Time: l.Time, Text: l.Text})
-	})
+	var err error
+	for _, w := range logWorkloads(c, j) {
+		t := cloudlog.Target{Project: c.Project, Location: c.Location, Cluster: name, Namespace: ns, Workload: w.name}
+		f := f
+		if f.Ranks != nil {
+			f.Ranks = w.local(opts.Ranks)
+			if len(f.Ranks) == 0 {
+				continue // no rank asked for runs in this workload
+			}
+		}
+		err = s.cloudlog.Stream(ctx, t, f, false, func(l cloudlog.Line) error {
+			rank := l.Rank
+			if rank >= 0 {
+				rank += w.first
+			}
+			return emit(podlogs.Line{Pod: l.Pod, Rank: rank, Time: l.Time, Text: l.Text})
+		})
+		if err != nil {
+			break
+		}
+	}
 	var re *cloudlog.RetrievalError
 	if errors.As(err, &re) {
 		if re.Retryable() {
@@ -182,4 +210,42 @@ func (s *Server) cloudLogs(ctx context.Context, c *store.Cluster, j *store.Job, 
 		return errdefs.Precondition("logs of job %s are missing: %s", j.ID, re.Reason())
 	}
 	return err
+}
+
+// logWorkload is one Kubernetes Job whose pods ran some of a Falcon job's
+// ranks: its pods' completion indexes are ranks first, first+1, ….
+type logWorkload struct {
+	name         string
+	first, hosts int
+}
+
+// local turns ranks of the Falcon job into this workload's completion
+// indexes, leaving out those it does not run.
+func (w logWorkload) local(ranks []int) []int {
+	var out []int
+	for _, r := range ranks {
+		if r >= w.first && r < w.first+w.hosts {
+			out = append(out, r-w.first)
+		}
+	}
+	return out
+}
+
+// logWorkloads names the Kubernetes Jobs that ran j's pods. Falcon's own
+// backends name the Job after the job. xpk submits a JobSet named after
+// the workload, whose replicated job "slice-job" makes one Job per slice,
+// <workload>-slice-job-<slice> (JobSet's rule <jobset>-<replicatedJob>-<index>),
+// and GKE labels the pods' log entries with that Job's name. Each slice's
+// pods are numbered from 0, so slice i holds ranks i*hosts ….
+func logWorkloads(c *store.Cluster, j *store.Job) []logWorkload {
+	if c.Backend != "xpk" {
+		return []logWorkload{{name: j.ID, first: 0, hosts: math.MaxInt32}}
+	}
+	hosts := int(max(j.TaskSpec.Replica, 1))
+	slices := int(max(j.TaskSpec.Slices, 1))
+	out := make([]logWorkload, slices)
+	for i := range out {
+		out[i] = logWorkload{name: xpk.SliceJobName(xpk.WorkloadName(j.ID), i), first: i * hosts, hosts: hosts}
+	}
+	return out
 }

@@ -29,7 +29,7 @@ func taskToAPI(t store.TaskSpec) *falconv1.TaskSpec {
 	return &falconv1.TaskSpec{
 		Command: t.Command, Replica: t.Replica, Image: t.Image,
 		DeviceCount: t.DeviceCount, DeviceType: t.DeviceType, DeviceTopo: t.DeviceTopo,
-		Envs: t.Envs, TimeoutSeconds: int32(t.TimeoutSeconds), SupplyMode: t.SupplyMode,
+		Envs: t.Envs, TimeoutSeconds: int32(t.TimeoutSeconds), SupplyMode: t.SupplyMode, Slices: t.Slices,
 		Resources: resourcesToAPI(t.Resources),
 	}
 }
@@ -38,7 +38,7 @@ func taskFromAPI(t *falconv1.TaskSpec) store.TaskSpec {
 	return store.TaskSpec{
 		Command: t.GetCommand(), Replica: t.GetReplica(), Image: t.GetImage(),
 		DeviceCount: t.GetDeviceCount(), DeviceType: t.GetDeviceType(), DeviceTopo: t.GetDeviceTopo(),
-		Envs: t.GetEnvs(), TimeoutSeconds: int64(t.GetTimeoutSeconds()), SupplyMode: t.GetSupplyMode(),
+		Envs: t.GetEnvs(), TimeoutSeconds: int64(t.GetTimeoutSeconds()), SupplyMode: t.GetSupplyMode(), Slices: t.GetSlices(),
 		Resources: resourcesFromAPI(t.GetResources()),
 	}
 }

@@ -246,8 +246,8 @@ func (s *Server) execJob(ctx context.Context, expID, role string, rank int32) (*
 			return nil, errdefs.Invalid("role", "experiment %s has no role %q; roles: %s", expID, role, strings.Join(roles, ", "))
 		}
 	}
-	if n := job.TaskSpec.Replica; rank < 0 || rank >= n {
-		return nil, errdefs.Invalid("rank", "role %s has ranks 0 to %d (replica %d), not %d", job.Role, n-1, n, rank)
+	if n := job.TaskSpec.Ranks(); rank < 0 || rank >= n {
+		return nil, errdefs.Invalid("rank", "role %s has ranks 0 to %d (%d slices of replica %d), not %d", job.Role, n-1, max(job.TaskSpec.Slices, 1), job.TaskSpec.Replica, rank)
 	}
 	return job, nil
 }

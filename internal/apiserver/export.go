@@ -71,7 +71,7 @@ func (s *Server) ExportExpLogs(ctx context.Context, req *falconv1.ExportExpLogsR
 
 	res := &falconv1.LogExportResult{Destination: dest.String()}
 	for _, j := range jobs {
-		for rank := range max(int(j.TaskSpec.Replica), 1) {
+		for rank := range max(int(j.TaskSpec.Ranks()), 1) {
 			key := fmt.Sprintf("%s-rank-%d.log", j.Role, rank)
 			re := &falconv1.RankExport{Role: j.Role, Rank: int32(rank)}
 			lines, n, err := s.exportRank(ctx, dest, key, j, rank, isLocal[j.ID], grep, req)

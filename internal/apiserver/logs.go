@@ -55,7 +55,7 @@ func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.Exp
 		r := req.GetRank()
 		ok := false
 		for _, j := range jobs {
-			ok = ok || (r >= 0 && r < j.TaskSpec.Replica)
+			ok = ok || (r >= 0 && r < j.TaskSpec.Ranks())
 		}
 		if !ok {
 			return errdefs.Invalid("rank", "no selected role has rank %d", r)

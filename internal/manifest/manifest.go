@@ -20,7 +20,7 @@ import (
 var (
 	experimentFields = []string{"name", "exp_type", "cluster_name", "priority", "tags", "config", "role_to_task_spec", "timeout_seconds", "metrics", "ttl", "idle_ttl", "interactive"}
 	metricFields     = []string{"name", "pattern", "better"}
-	taskSpecFields   = []string{"command", "replica", "image", "device_count", "device_type", "device_topo", "envs", "timeout_seconds", "supply_mode", "resources"}
+	taskSpecFields   = []string{"command", "replica", "image", "device_count", "device_type", "device_topo", "envs", "timeout_seconds", "supply_mode", "resources", "slices"}
 	resourcesFields  = []string{"requests", "limits"}
 )
 
@@ -195,6 +195,8 @@ func (d *decoder) taskSpec(path string, n *yaml.Node, defaultTimeout int32) *fal
 			spec.SupplyMode = d.Str(fpath, v)
 		case "resources":
 			spec.Resources = d.resources(fpath, v)
+		case "slices":
+			spec.Slices = d.int32(fpath, v)
 		}
 	})
 	if !hasTimeout {

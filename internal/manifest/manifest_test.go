@@ -34,6 +34,7 @@ role_to_task_spec:
     device_type: v7x
     device_topo: 2x2x2
     supply_mode: flex-start
+    slices: 2
     envs:
       PORT: 8080
       DEBUG: true
@@ -75,6 +76,7 @@ func TestParse(t *testing.T) {
 						DeviceType:     "v7x",
 						DeviceTopo:     "2x2x2",
 						SupplyMode:     "flex-start",
+						Slices:         2,
 						TimeoutSeconds: 7200,
 						Envs:           map[string]string{"PORT": "8080", "DEBUG": "true", "RATIO": "0.5", "NAME": "bench", "EMPTY": ""},
 					},
@@ -180,7 +182,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown task spec field names the full path and the allowed fields",
 			in:   "name: a\nrole_to_task_spec:\n  worker:\n    replicas: 2\n",
-			want: []string{"role_to_task_spec.worker.replicas: unknown field; allowed: command, replica, image, device_count, device_type, device_topo, envs, timeout_seconds, supply_mode, resources (line 4)"},
+			want: []string{"role_to_task_spec.worker.replicas: unknown field; allowed: command, replica, image, device_count, device_type, device_topo, envs, timeout_seconds, supply_mode, resources, slices (line 4)"},
 		},
 		{
 			name: "a negative top-level timeout is reported where it was written, once",

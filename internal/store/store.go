@@ -21,10 +21,17 @@ type TaskSpec struct {
 	Envs           map[string]string `json:"envs,omitempty"`
 	TimeoutSeconds int64             `json:"timeout_seconds,omitempty"`
 	SupplyMode     string            `json:"supply_mode,omitempty"`
+	// Slices is how many slices of DeviceTopo the task runs on together
+	// (JAX multislice); 0 is one.
+	Slices int32 `json:"slices,omitempty"`
 	// Resources is nil when the task gives none, so rows written before the
 	// field existed and rows without resources read and write the same.
 	Resources *Resources `json:"resources,omitempty"`
 }
+
+// Ranks is how many hosts the task runs on over all its slices (replica
+// per slice); rank r is host r%Replica of slice r/Replica.
+func (t TaskSpec) Ranks() int32 { return t.Replica * max(t.Slices, 1) }
 
 // Resources are a task's requests and limits: resource name (cpu, memory,
 // ephemeral-storage) to a Kubernetes quantity, kept as the user wrote it.

@@ -21,7 +21,9 @@ import (
 //   - a task without an image when every cluster that could run it runs
 //     tasks in containers (kubernetes, gke);
 //   - a task whose command, envs and config exceed a limit of the backend
-//     of every cluster that could run it.
+//     of every cluster that could run it;
+//   - a multi-slice task when every cluster that could run it runs one
+//     slice per task (kubernetes, gke).
 //
 // "Could run it" is placement.Candidates, the resource manager's own rule.
 // A task that no registered cluster could take is not refused here (a
@@ -59,6 +61,10 @@ func Placement(e *falconv1.Experiment, clusters []*falconv1.Cluster) error {
 		if _, all := placement.ImageNeeders(cands); all && strings.TrimSpace(t.GetImage()) == "" {
 			errs.Add(path+".image", "is required: the task can only run in a container, on %s (backend %s); name the container image the command runs in (e.g. python:3.12), or pin a cluster of the local backend, which needs none",
 				where, strings.Join(backendsOf(cands), ", "))
+		}
+		if _, all := placement.SingleSliceOnly(cands); all && t.GetSlices() > 1 {
+			errs.Add(path+".slices", "%d slices cannot run on %s: the %s backend runs a task on one slice; run multi-slice tasks on an xpk cluster (--num-slices) or under falcon dev, or set slices to 1",
+				t.GetSlices(), where, strings.Join(backendsOf(cands), ", "))
 		}
 		if over, all := placement.Overflows(cands, t, e.GetConfig()); all {
 			var parts []string

@@ -17,6 +17,7 @@ func TestPlacement(t *testing.T) {
 		{Name: "local", Backend: "local", Status: "active"},
 		{Name: "tpu-east", Backend: "gke", Status: "active", AcceleratorTypes: []string{"v7x"}},
 		{Name: "gpu-lab", Backend: "kubernetes", Status: "maintenance", AcceleratorTypes: []string{"nvidia-h100-80gb", "cpu"}},
+		{Name: "xpk-west", Backend: "xpk", Status: "active", AcceleratorTypes: []string{"v5p"}},
 	}
 	v7x := func() *falconv1.TaskSpec {
 		return &falconv1.TaskSpec{Command: "python train.py", Image: "python:3.12", Replica: 2, DeviceType: "v7x", DeviceTopo: "2x2x2"}
@@ -60,6 +61,10 @@ func TestPlacement(t *testing.T) {
 				t.Command, t.Envs, t.DeviceType, t.DeviceTopo, t.Replica = big, envs(19), "v6e", "2x2", 1
 			},
 			want: map[string][]string{"role_to_task_spec.main.command": {"the local backend (local) needs at least", "over its limit of 2097152", "ARG_MAX"}}},
+		{name: "two slices where only one-slice backends take the type", task: func(t *falconv1.TaskSpec) { t.Slices = 2 },
+			want: map[string][]string{"role_to_task_spec.main.slices": {"2 slices cannot run on the clusters that could take it (tpu-east)", "gke backend runs a task on one slice", "xpk cluster"}}},
+		{name: "two slices on the xpk cluster", task: func(t *falconv1.TaskSpec) { t.Slices, t.DeviceType = 2, "v5p" }},
+		{name: "two slices pinned to the local machine", pin: "local", task: func(t *falconv1.TaskSpec) { t.Slices, t.DeviceType, t.DeviceTopo = 2, "v6e", "2x4" }},
 		{name: "under every limit", config: big, task: func(t *falconv1.TaskSpec) { t.Command, t.Envs = big, map[string]string{"A": big} }},
 	}
 	for _, tt := range tests {

@@ -29,9 +29,12 @@ const (
 	MaxCommandBytes = placement.MaxArgStrlen - 1
 	MaxRoles        = 16
 	MaxReplica      = 1024
-	MaxTags         = 32
-	MaxEnvs         = 256
-	MaxNameLen      = 63
+	// MaxSlices bounds a multi-slice task: each slice is a node pool of
+	// its own, created and held together.
+	MaxSlices  = 64
+	MaxTags    = 32
+	MaxEnvs    = 256
+	MaxNameLen = 63
 )
 
 // SupplyModes are the allowed task supply modes; empty lets Falcon choose.
@@ -53,6 +56,12 @@ var ResourceNames = []string{"cpu", "memory", "ephemeral-storage"}
 var ReservedEnvs = []string{
 	"FALCON_EXP_ID", "FALCON_JOB_ID", "FALCON_ROLE", "FALCON_RANK", "FALCON_WORLD_SIZE",
 	"FALCON_ARTIFACT_DIR", "ARTIFACT_LOCAL_DIR", "CUSTOM_CONFIG_KEY",
+}
+
+// MultisliceEnvs are set by Falcon on every host of a multi-slice task,
+// which may then not set them itself.
+var MultisliceEnvs = []string{
+	"MEGASCALE_COORDINATOR_ADDRESS", "MEGASCALE_PORT", "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID",
 }
 
 // Experiment checks a create request. knownCluster reports whether a cluster
@@ -169,6 +178,17 @@ func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec, in
 			errs.Add(path, "%v", err)
 		}
 	}
+	switch n := t.GetSlices(); {
+	case n < 0 || n > MaxSlices:
+		errs.Add(path+".slices", "must be between 1 and %d (slices of device_topo run together), got %d", MaxSlices, n)
+	case n > 1:
+		if spec, err := accelerator.Lookup(t.GetDeviceType()); err != nil || spec.Kind != accelerator.KindTPU {
+			errs.Add(path+".slices", "%d slices need a TPU device_type (JAX multislice joins TPU slices); a %s task runs on one set of hosts: raise replica instead",
+				n, kindName(t.GetDeviceType()))
+		} else if total := int(n) * int(t.GetReplica()); total > MaxReplica {
+			errs.Add(path+".slices", "%d slices of %d hosts are %d hosts; at most %d in one task", n, t.GetReplica(), total, MaxReplica)
+		}
+	}
 	if !slices.Contains(SupplyModes, t.GetSupplyMode()) {
 		errs.Add(path+".supply_mode", "%q is not allowed; use reservation or flex-start, or leave it empty", t.GetSupplyMode())
 	}
@@ -186,6 +206,8 @@ func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec, in
 			errs.Add(path+".envs."+k, "is not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
 		case slices.Contains(ReservedEnvs, k):
 			errs.Add(path+".envs."+k, "is set by Falcon and cannot be overridden; reserved: %s", strings.Join(ReservedEnvs, ", "))
+		case t.GetSlices() > 1 && slices.Contains(MultisliceEnvs, k):
+			errs.Add(path+".envs."+k, "is set by Falcon on every host of a multi-slice task (slices: %d); reserved there: %s", t.GetSlices(), strings.Join(MultisliceEnvs, ", "))
 		}
 	}
 	resources(errs, path+".resources", t.GetResources())
@@ -304,4 +326,15 @@ func ttlFields(errs *errdefs.FieldErrors, e *falconv1.Experiment) {
 	if e.GetInteractive() && e.Ttl == nil {
 		errs.Add("ttl", "is required with interactive: true, so that no slice is held and forgotten; e.g. ttl: 2h (falcon exp extend adds time)")
 	}
+}
+
+// kindName says what kind of task a device type makes, for messages.
+func kindName(deviceType string) string {
+	if deviceType == "" {
+		return "CPU"
+	}
+	if spec, err := accelerator.Lookup(deviceType); err == nil {
+		return strings.ToUpper(string(spec.Kind))
+	}
+	return fmt.Sprintf("%q", deviceType)
 }

@@ -94,6 +94,26 @@ func TestExperiment(t *testing.T) {
 			e.RoleToTaskSpec["main"].DeviceTopo = "2x2x4"
 		}, []string{"role_to_task_spec.main.device_count"}},
 		{"bad supply mode", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].SupplyMode = "spot" }, []string{"role_to_task_spec.main.supply_mode"}},
+		{"four slices", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Slices = 4 }, nil},
+		{"one slice", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Slices = 1 }, nil},
+		{"negative slices", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Slices = -1 }, []string{"role_to_task_spec.main.slices"}},
+		{"too many slices", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Slices = MaxSlices + 1 }, []string{"role_to_task_spec.main.slices"}},
+		{"slices over the host limit", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].Slices, e.RoleToTaskSpec["main"].Replica, e.RoleToTaskSpec["main"].DeviceTopo = 64, 32, "4x4x8"
+		}, []string{"role_to_task_spec.main.slices"}},
+		{"slices of a GPU task", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"] = &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "nvidia-h100-80gb", Slices: 2}
+		}, []string{"role_to_task_spec.main.slices"}},
+		{"slices of a CPU task", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"] = &falconv1.TaskSpec{Command: "x", Replica: 1, Slices: 2}
+		}, []string{"role_to_task_spec.main.slices"}},
+		{"multi-slice env set by the task", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].Slices = 2
+			e.RoleToTaskSpec["main"].Envs = map[string]string{"MEGASCALE_SLICE_ID": "3"}
+		}, []string{"role_to_task_spec.main.envs.MEGASCALE_SLICE_ID"}},
+		{"megascale env on one slice is the task's own", func(e *falconv1.Experiment) {
+			e.RoleToTaskSpec["main"].Envs = map[string]string{"MEGASCALE_SLICE_ID": "3"}
+		}, nil},
 		{"bad env name", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Envs["1BAD"] = "x" }, []string{"role_to_task_spec.main.envs.1BAD"}},
 		{"reserved env", func(e *falconv1.Experiment) { e.RoleToTaskSpec["main"].Envs["FALCON_RANK"] = "9" }, []string{"role_to_task_spec.main.envs.FALCON_RANK"}},
 		{"resources on a CPU-only role", func(e *falconv1.Experiment) {

@@ -14,6 +14,7 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/placement"
 )
 
 const (
@@ -92,7 +93,7 @@ func (h *Handler) expPage(w http.ResponseWriter, r *http.Request) {
 	for _, role := range sortedKeys(exp.GetRoleToTaskSpec()) {
 		lt.Roles = append(lt.Roles, role)
 		if lt.Role == "" || lt.Role == role {
-			for i := range max(exp.GetRoleToTaskSpec()[role].GetReplica(), 1) {
+			for i := range int32(max(placement.Ranks(exp.GetRoleToTaskSpec()[role]), 1)) {
 				if !slices.Contains(lt.Ranks, i) {
 					lt.Ranks = append(lt.Ranks, i)
 				}

@@ -1,6 +1,9 @@
 package xpk
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // State is a workload's state as design 001 names them.
 type State string
@@ -104,4 +107,17 @@ type WorkloadInfo struct {
 	// VM counts; -1 where xpk prints <none>.
 	VMsNeeded, VMsRunning, VMsDone    int
 	Status, StatusMessage, StatusTime string
+}
+
+// WorkloadName is the workload of a Falcon job: deterministic, so a retried
+// dispatch finds what an earlier one created.
+func WorkloadName(jobID string) string { return "falcon-" + jobID }
+
+// SliceJobName is the Kubernetes Job of one slice of a workload. xpk's
+// JobSet has one replicated job, "slice-job", with a replica per slice,
+// and JobSet names each Job <jobset>-<replicatedJob>-<index>; the pods'
+// batch.kubernetes.io/job-name label, which Cloud Logging's entries carry,
+// is this name.
+func SliceJobName(workload string, slice int) string {
+	return workload + "-slice-job-" + strconv.Itoa(slice)
 }

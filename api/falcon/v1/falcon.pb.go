@@ -53,7 +53,13 @@ type TaskSpec struct {
 	// CPU, memory and ephemeral storage for each host's container. A CPU-only
 	// task gets these instead of Falcon's defaults; on a TPU or GPU host they
 	// are added next to the accelerator, which the device fields decide alone.
-	Resources     *Resources `protobuf:"bytes,10,opt,name=resources,proto3" json:"resources,omitempty"`
+	Resources *Resources `protobuf:"bytes,10,opt,name=resources,proto3" json:"resources,omitempty"`
+	// How many slices of device_topo the task runs on together, each of
+	// replica hosts (JAX multislice over DCN): the slices are acquired
+	// together, start together with MEGASCALE_* set, and end together. 0 and
+	// 1 are one slice. TPU only; xpk clusters (--num-slices) and the local
+	// machine run several, kubernetes and gke clusters one.
+	Slices        int32 `protobuf:"varint,11,opt,name=slices,proto3" json:"slices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -156,6 +162,13 @@ func (x *TaskSpec) GetResources() *Resources {
 		return x.Resources
 	}
 	return nil
+}
+
+func (x *TaskSpec) GetSlices() int32 {
+	if x != nil {
+		return x.Slices
+	}
+	return 0
 }
 
 // Resources are Kubernetes-style requests and limits, keyed by resource name
@@ -7654,7 +7667,7 @@ var File_falcon_proto protoreflect.FileDescriptor
 
 const file_falcon_proto_rawDesc = "" +
 	"\n" +
-	"\ffalcon.proto\x12\tfalcon.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa3\x03\n" +
+	"\ffalcon.proto\x12\tfalcon.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbb\x03\n" +
 	"\bTaskSpec\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\tR\acommand\x12\x18\n" +
 	"\areplica\x18\x02 \x01(\x05R\areplica\x12\x14\n" +
@@ -7669,7 +7682,8 @@ const file_falcon_proto_rawDesc = "" +
 	"\vsupply_mode\x18\t \x01(\tR\n" +
 	"supplyMode\x122\n" +
 	"\tresources\x18\n" +
-	" \x01(\v2\x14.falcon.v1.ResourcesR\tresources\x1a7\n" +
+	" \x01(\v2\x14.falcon.v1.ResourcesR\tresources\x12\x16\n" +
+	"\x06slices\x18\v \x01(\x05R\x06slices\x1a7\n" +
 	"\tEnvsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfd\x01\n" +

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/placement"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 )
 
@@ -27,7 +28,7 @@ func NewBackend(exec *Executor) *Backend { return &Backend{exec: exec} }
 func (b *Backend) Dispatch(ctx context.Context, _ *falconv1.Cluster, j *falconv1.Job) error {
 	return b.exec.Start(ctx, Spec{
 		ExpID: j.GetExpId(), JobID: j.GetId(), ArtifactID: j.GetArtifactId(), Role: j.GetRole(),
-		Command: j.GetTaskSpec().GetCommand(), Replica: int(j.GetTaskSpec().GetReplica()),
+		Command: j.GetTaskSpec().GetCommand(), Replica: placement.Ranks(j.GetTaskSpec()), Slices: placement.Slices(j.GetTaskSpec()),
 		Envs: j.GetTaskSpec().GetEnvs(), Config: j.GetConfig(),
 	})
 }

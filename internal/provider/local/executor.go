@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,10 +20,15 @@ import (
 // Spec is what to run for one Falcon job.
 type Spec struct {
 	ExpID, JobID, ArtifactID, Role string
-	Command                        string            // run as /bin/sh -c "$Command"
-	Replica                        int               // number of ranks (processes), >= 1
-	Envs                           map[string]string // the task's own env vars
-	Config                         string            // experiment config string -> CUSTOM_CONFIG_KEY
+	Command                        string // run as /bin/sh -c "$Command"
+	Replica                        int    // number of ranks (processes), >= 1
+	// Slices above 1 splits the ranks into that many slices of
+	// Replica/Slices hosts each, numbered in order (rank r is in slice
+	// r/(Replica/Slices)), and gives every rank the MEGASCALE_* variables
+	// JAX multislice reads, as the clusters do.
+	Slices int
+	Envs   map[string]string // the task's own env vars
+	Config string            // experiment config string -> CUSTOM_CONFIG_KEY
 }
 
 // The variables Falcon sets for every rank. A task cannot override them (see
@@ -420,6 +426,9 @@ func (s Spec) validate() error {
 	if s.Replica < 1 {
 		errs.Add("replica", "must be at least 1, got %d", s.Replica)
 	}
+	if s.Slices > 1 && s.Replica%s.Slices != 0 {
+		errs.Add("slices", "%d slices do not divide %d ranks evenly", s.Slices, s.Replica)
+	}
 	if strings.TrimSpace(s.Command) == "" {
 		errs.Add("command", "must not be empty")
 	}
@@ -461,6 +470,32 @@ func (e *Executor) jobEnv(s Spec, artifactDir string) []string {
 		envArtifactAlt+"="+artifactDir,
 		envConfig+"="+s.Config,
 	)
+}
+
+// Multislice variables. On this machine every slice's rank 0 is
+// 127.0.0.1, so the coordinator is too; the port is the one JAX's
+// multislice runtime uses by default.
+const (
+	envMegascaleCoordinator = "MEGASCALE_COORDINATOR_ADDRESS"
+	envMegascalePort        = "MEGASCALE_PORT"
+	envMegascaleNumSlices   = "MEGASCALE_NUM_SLICES"
+	envMegascaleSliceID     = "MEGASCALE_SLICE_ID"
+	megascalePort           = "8081"
+)
+
+// rankEnv is what rank i adds to the job's environment: its FALCON_RANK
+// and, on a multi-slice job, its slice.
+func (s Spec) rankEnv(i int) []string {
+	env := []string{envRank + "=" + strconv.Itoa(i)}
+	if s.Slices > 1 {
+		env = append(env,
+			envMegascaleCoordinator+"=127.0.0.1:"+megascalePort,
+			envMegascalePort+"="+megascalePort,
+			envMegascaleNumSlices+"="+strconv.Itoa(s.Slices),
+			envMegascaleSliceID+"="+strconv.Itoa(i/(s.Replica/s.Slices)),
+		)
+	}
+	return env
 }
 
 func podName(jobID string, rank int) string { return fmt.Sprintf("%s-%d", jobID, rank) }

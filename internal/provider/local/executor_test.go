@@ -309,6 +309,35 @@ pwd`, 2)
 	}
 }
 
+// A multi-slice job's ranks are its slices' hosts in order, each told its
+// slice and how to find the others, as JAX multislice expects.
+func TestStartGivesEverySliceItsMultisliceEnvironment(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, t.TempDir(), WithExtraEnv([]string{"PATH=" + os.Getenv("PATH")}))
+	s := newSpec(`env | grep -E '^(FALCON_RANK|FALCON_WORLD_SIZE|MEGASCALE_)' | sort`, 6)
+	s.Slices = 3
+	h.start(t, s)
+	h.waitPhase(t, s.JobID, PhaseSucceeded)
+	for rank := range 6 {
+		want := strings.Join([]string{
+			fmt.Sprintf("FALCON_RANK=%d", rank),
+			"FALCON_WORLD_SIZE=6",
+			"MEGASCALE_COORDINATOR_ADDRESS=127.0.0.1:8081",
+			"MEGASCALE_NUM_SLICES=3",
+			"MEGASCALE_PORT=8081",
+			fmt.Sprintf("MEGASCALE_SLICE_ID=%d", rank/2),
+		}, "\n") + "\n"
+		if diff := cmp.Diff(want, h.log(t, s.JobID, rank)); diff != "" {
+			t.Errorf("rank %d environment (-want +got):\n%s", rank, diff)
+		}
+	}
+	bad := newSpec("true", 5)
+	bad.Slices = 2
+	if err := h.e.Start(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "slices") {
+		t.Errorf("5 ranks in 2 slices: %v; want an error naming slices", err)
+	}
+}
+
 func TestStatusReportsHowARankEnded(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

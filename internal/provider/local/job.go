@@ -159,7 +159,7 @@ func (e *Executor) start(j *job, s Spec) (persisted bool, err error) {
 			e.recordLocked(j, r, exitRecord{End: endSibling, Detail: "not started: an earlier rank failed to start"})
 			continue
 		}
-		rankEnv := slices.Concat(env, []string{envRank + "=" + strconv.Itoa(i)})
+		rankEnv := slices.Concat(env, s.rankEnv(i))
 		if serr := e.startRank(j, r, s.Command, rankEnv); serr != nil {
 			err = fmt.Errorf("start job %s: rank %d (pod %s): %w", s.JobID, i, r.pod, serr)
 			e.recordLocked(j, r, exitRecord{End: endStartFailed, Detail: serr.Error()})

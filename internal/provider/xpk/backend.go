@@ -13,6 +13,7 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/accelerator"
+	"github.com/falconhq/falcon/internal/placement"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/xpk"
 )
@@ -51,9 +52,8 @@ func New(w Workloads, creds xpk.Credentials, opts ...Option) *Backend {
 	return b
 }
 
-// WorkloadName is the job's workload: deterministic, so a retried dispatch
-// finds what an earlier one created.
-func WorkloadName(jobID string) string { return "falcon-" + jobID }
+// WorkloadName is the job's workload (xpk.WorkloadName).
+func WorkloadName(jobID string) string { return xpk.WorkloadName(jobID) }
 
 func (b *Backend) cluster(ctx context.Context, c *falconv1.Cluster) (xpk.Cluster, error) {
 	xc := xpk.FromAPI(c)
@@ -216,7 +216,10 @@ func Spec(c *falconv1.Cluster, j *falconv1.Job) (xpk.WorkloadSpec, error) {
 		env = map[string]string{}
 	}
 	env["FALCON_EXP_ID"], env["FALCON_JOB_ID"], env["FALCON_ROLE"] = j.GetExpId(), j.GetId(), j.GetRole()
-	env["FALCON_WORLD_SIZE"] = strconv.Itoa(sl.Hosts)
+	// xpk's JobSet gives each slice's pods the MEGASCALE_* variables itself
+	// (--num-slices); the world is every host of every slice.
+	slices := placement.Slices(ts)
+	env["FALCON_WORLD_SIZE"] = strconv.Itoa(sl.Hosts * slices)
 	if cfg := j.GetConfig(); cfg != "" && len(cfg) <= maxConfigEnv {
 		env["CUSTOM_CONFIG_KEY"] = cfg
 	}
@@ -228,5 +231,6 @@ func Spec(c *falconv1.Cluster, j *falconv1.Job) (xpk.WorkloadSpec, error) {
 	if class == xpk.ClassGPU {
 		s.NumNodes = sl.Hosts
 	}
+	s.NumSlices = slices
 	return s, nil
 }

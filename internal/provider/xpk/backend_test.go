@@ -200,6 +200,14 @@ func TestSpec(t *testing.T) {
 	if s.AcceleratorType != "h100-80gb-8" || s.DeviceClass != xpk.ClassGPU || s.NumNodes != 2 || s.Priority != "medium" {
 		t.Errorf("GPU spec %+v: want h100-80gb-8 by --device-type on 2 nodes", s)
 	}
+	multi := &falconv1.Job{Id: "job-dddddddddd", TaskSpec: &falconv1.TaskSpec{Command: "python train.py", Replica: 2, Image: "img", DeviceType: "v5p", DeviceTopo: "2x2x2", Slices: 4}}
+	s, err = provider.Spec(&falconv1.Cluster{}, multi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.AcceleratorType != "v5p-2x2x2" || s.NumSlices != 4 || s.Env["FALCON_WORLD_SIZE"] != "8" {
+		t.Errorf("multi-slice spec %+v: want 4 slices of v5p-2x2x2 and a world of 8 hosts", s)
+	}
 	if _, err := provider.Spec(&falconv1.Cluster{}, &falconv1.Job{TaskSpec: &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v5p", DeviceTopo: "2x2x1"}}); err == nil {
 		t.Error("a task without an image was accepted")
 	}

@@ -223,6 +223,11 @@ func Render(in Input) (*Objects, error) {
 	if err != nil {
 		appendErr(&errs, err)
 	}
+	if n := task.GetSlices(); n > 1 {
+		// One Indexed Job runs on one node pool; the API server refuses such
+		// a task when no other cluster could take it (placement.SingleSlice).
+		errs.Add("slices", "%d slices cannot run on a Kubernetes cluster, which runs a task as one Job on one slice; run it on an xpk cluster or set slices to 1", n)
+	}
 	for _, k := range sortedKeys(task.GetEnvs()) {
 		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
 			errs.Add("envs."+k, "is not a valid environment variable name: %s", strings.Join(msgs, "; "))

@@ -606,6 +606,7 @@ func TestRenderErrors(t *testing.T) {
 		fields []string
 	}{
 		{"missing image", func(in *Input) { in.Job.TaskSpec.Image = " " }, []string{"image"}},
+		{"several slices", func(in *Input) { in.Job.TaskSpec.Slices = 2 }, []string{"slices"}},
 		{"bad device type", func(in *Input) { in.Job.TaskSpec.DeviceType = "v9z" }, []string{"device_type"}},
 		{"replica does not match the topology", func(in *Input) { in.Job.TaskSpec.Replica = 2 }, []string{"replica"}},
 		{"device_count in chips", func(in *Input) { in.Job.TaskSpec.DeviceCount = 4 }, []string{"device_count"}},

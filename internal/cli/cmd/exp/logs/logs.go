@@ -24,6 +24,7 @@ import (
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/logjson"
 	"github.com/falconhq/falcon/internal/output"
+	"github.com/falconhq/falcon/internal/placement"
 )
 
 // Options are the inputs of `falcon exp logs`.
@@ -292,7 +293,7 @@ func podCount(exp *falconv1.Experiment, role string, rank *int32) int {
 		if role != "" && name != role {
 			continue
 		}
-		replicas := max(int(spec.GetReplica()), 1)
+		replicas := max(placement.Ranks(spec), 1)
 		switch {
 		case rank == nil:
 			n += replicas
