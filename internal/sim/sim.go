@@ -492,17 +492,13 @@ func (r *run) list(c *cluster) {
 }
 
 // changesBetween reports whether a listing made at to could read
-// differently from the valid one made at from: only a pool turning ready,
-// starting its deletion or going away can change it (a create invalidates
-// the listing, so every pool alive was requested by from).
+// differently from the valid one made at from: only a pool turning ready
+// or going away can change it (a create or a delete invalidates the
+// listing, so every pool alive was requested, and every deletion begun,
+// by from).
 func (c *cluster) changesBetween(from, to time.Time) bool {
-	in := func(t time.Time) bool { return t.After(from) && !t.After(to) }
-	for _, p := range c.alive {
-		if in(p.readyAt) || in(p.deletingAt) || in(p.goneAt) {
-			return true
-		}
-	}
-	return false
+	first := c.firstEventAfter(&c.listEvent, from)
+	return !first.IsZero() && !first.After(to)
 }
 
 // listingWake notes when each of the cluster's pools turns ready or goes
