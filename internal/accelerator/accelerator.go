@@ -308,6 +308,22 @@ type Slice struct {
 // a coordinator and stable DNS names for its ranks.
 func (sl Slice) MultiHost() bool { return sl.Hosts > 1 }
 
+// PoolShape names the node pools that can serve the slice, as Falcon labels
+// its pools and matches an idle one to the next job: a TPU slice's
+// topology (2x2x4), which fixes its hosts; for a GPU slice its hosts and
+// GPUs per host (1x8gpu, 2x4gpu), because a GPU count is a machine type of
+// its own and a pool has a fixed number of nodes, so a pool of another
+// count or size would leave GPUs idle or pods unschedulable. Empty for CPU.
+func (sl Slice) PoolShape() string {
+	switch sl.Spec.Kind {
+	case KindTPU:
+		return sl.Topology
+	case KindGPU:
+		return fmt.Sprintf("%dx%dgpu", sl.Hosts, sl.ChipsPerHost)
+	}
+	return ""
+}
+
 // NeedsPlacementPolicy reports whether the slice's node pool must be created
 // with a workload policy rather than --tpu-topology (multi-host v7x).
 func (sl Slice) NeedsPlacementPolicy() bool { return sl.Spec.PlacementPolicy && sl.MultiHost() }

@@ -450,6 +450,33 @@ func TestPlacementPolicy(t *testing.T) {
 	}
 }
 
+func TestPoolShape(t *testing.T) {
+	tests := []struct {
+		name                 string
+		deviceType, topo     string
+		replica, deviceCount int
+		want                 string
+	}{
+		{"TPU multi-host is its topology", "v5p", "2x2x2", 2, 0, "2x2x2"},
+		{"TPU topology is lower-cased", "v6e", "4X4", 4, 0, "4x4"},
+		{"GPU default count", "h100", "", 1, 0, "1x8gpu"},
+		{"GPU count and hosts", "nvidia-l4", "", 2, 4, "2x4gpu"},
+		{"GPU one GPU per host", "a100", "", 3, 1, "3x1gpu"},
+		{"CPU has none", "cpu", "", 2, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sl, err := Resolve(tt.deviceType, tt.topo, tt.replica, tt.deviceCount)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sl.PoolShape(); got != tt.want {
+				t.Errorf("PoolShape() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestSpecsAreCopies(t *testing.T) {
 	specs := Specs()
 	specs[0].Aliases[0] = "changed"

@@ -1,6 +1,14 @@
-// Package gke manages the GKE node pools Falcon runs TPU jobs on (000
-// section 5, lifecycle phases 3 and 6) through the official REST client
-// libraries for container v1 and compute v1.
+// Package gke manages the GKE node pools Falcon runs TPU and GPU jobs on
+// (000 section 5, lifecycle phases 3 and 6) through the official REST
+// client libraries for container v1 and compute v1.
+//
+// TPU and GPU pools go through the same lifecycle; they differ only in the
+// pool asked for. A GPU pool's machine type and GPU count come from the
+// accelerator table (a3-highgpu-8g with 8 nvidia-h100-80gb), stated in its
+// acceleratorConfig with GKE's driver installation (LATEST), and its shape
+// label is hosts x GPUs per host (1x8gpu), since a GPU slice has no
+// topology and only a pool of the same count and size can serve the next
+// job.
 //
 // A job gets its own pool, named deterministically from the job ID, so a
 // controller restarted in the middle of a creation adopts the pool instead

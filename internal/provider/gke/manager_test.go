@@ -259,6 +259,116 @@ func TestPoolSpec(t *testing.T) {
 	}
 }
 
+// TestPoolSpecGPU: a GPU pool's machine type and accelerator come from the
+// accelerator table (device_count picks the machine type by its GPU
+// count), and fakegke, which checks them against its own table of GPU
+// machine types, accepts them.
+func TestPoolSpecGPU(t *testing.T) {
+	gpu := func(typ string, hosts, count int) accelerator.Slice {
+		t.Helper()
+		sl, err := accelerator.Resolve(typ, "", hosts, count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sl
+	}
+	tests := []struct {
+		name        string
+		slice       accelerator.Slice
+		mode        gke.SupplyMode
+		wantMachine string
+		wantType    string
+		wantCount   int64
+		wantHosts   int64
+		wantShape   string // falcon.dev/topology, what reuse matches
+	}{
+		{"h100 default count from reservation", gpu("h100", 1, 0), gke.SupplyReservation, "a3-highgpu-8g", "nvidia-h100-80gb", 8, 1, "1x8gpu"},
+		{"h100 four GPUs on two hosts flex-start", gpu("nvidia-h100-80gb", 2, 4), gke.SupplyFlexStart, "a3-highgpu-4g", "nvidia-h100-80gb", 4, 2, "2x4gpu"},
+		{"l4 device_count picks g2-standard-24", gpu("l4", 1, 2), gke.SupplyFlexStart, "g2-standard-24", "nvidia-l4", 2, 1, "1x2gpu"},
+		{"l4 one GPU is g2-standard-4", gpu("nvidia-l4", 3, 1), gke.SupplyReservation, "g2-standard-4", "nvidia-l4", 1, 3, "3x1gpu"},
+		{"a100 40GB", gpu("a100", 1, 4), gke.SupplyFlexStart, "a2-highgpu-4g", "nvidia-tesla-a100", 4, 1, "1x4gpu"},
+		{"a100 80GB", gpu("a100-80gb", 1, 8), gke.SupplyFlexStart, "a2-ultragpu-8g", "nvidia-a100-80gb", 8, 1, "1x8gpu"},
+		{"h100 mega", gpu("h100-mega", 1, 0), gke.SupplyFlexStart, "a3-megagpu-8g", "nvidia-h100-mega-80gb", 8, 1, "1x8gpu"},
+		{"h200", gpu("h200", 2, 0), gke.SupplyReservation, "a3-ultragpu-8g", "nvidia-h200-141gb", 8, 2, "2x8gpu"},
+		{"b200", gpu("b200", 1, 0), gke.SupplyFlexStart, "a4-highgpu-8g", "nvidia-b200", 8, 1, "1x8gpu"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.fake.SetReservation(project, zone, resName, 16, 0)
+			e.cluster.DefaultReservation = resName
+			res, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-gpu0000001", SupplyMode: tt.mode, Slice: tt.slice})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Mode != tt.mode {
+				t.Errorf("mode %s, want %s", res.Mode, tt.mode)
+			}
+			np, ok := e.fake.Pool(res.Pool)
+			if !ok {
+				t.Fatal("pool not created")
+			}
+			cfg := np.Config
+			if cfg.MachineType != tt.wantMachine || np.InitialNodeCount != tt.wantHosts {
+				t.Errorf("machine %s x%d, want %s x%d", cfg.MachineType, np.InitialNodeCount, tt.wantMachine, tt.wantHosts)
+			}
+			wantAccel := []*container.AcceleratorConfig{{
+				AcceleratorType: tt.wantType, AcceleratorCount: tt.wantCount,
+				GpuDriverInstallationConfig: &container.GPUDriverInstallationConfig{GpuDriverVersion: "LATEST"},
+			}}
+			if diff := cmp.Diff(wantAccel, cfg.Accelerators); diff != "" {
+				t.Errorf("accelerators (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]*container.NodeTaint{{Key: "nvidia.com/gpu", Value: "present", Effect: "NO_SCHEDULE"}}, cfg.Taints); diff != "" {
+				t.Errorf("taints (-want +got):\n%s", diff)
+			}
+			if np.PlacementPolicy != nil {
+				t.Errorf("placementPolicy %+v on a GPU pool", np.PlacementPolicy)
+			}
+			if cfg.Labels[gke.LabelAccelerator] != tt.slice.Spec.Name || cfg.Labels[gke.LabelTopology] != tt.wantShape {
+				t.Errorf("labels %s=%q %s=%q, want %q and %q", gke.LabelAccelerator, cfg.Labels[gke.LabelAccelerator],
+					gke.LabelTopology, cfg.Labels[gke.LabelTopology], tt.slice.Spec.Name, tt.wantShape)
+			}
+			switch tt.mode {
+			case gke.SupplyReservation:
+				if cfg.ReservationAffinity == nil || cfg.FlexStart {
+					t.Errorf("reservation pool: reservationAffinity=%v flexStart=%v", cfg.ReservationAffinity, cfg.FlexStart)
+				}
+			case gke.SupplyFlexStart:
+				if !cfg.FlexStart || cfg.ReservationAffinity != nil {
+					t.Errorf("flex-start pool: flexStart=%v reservationAffinity=%v", cfg.FlexStart, cfg.ReservationAffinity)
+				}
+			}
+			if err := e.waitReady(t, res.Pool); err != nil {
+				t.Fatal(err)
+			}
+			pools, err := e.mgr.ListFalconPools(ctx(t), e.cluster)
+			if err != nil || len(pools) != 1 || pools[0].Labels[gke.LabelTopology] != tt.wantShape || pools[0].MachineType != tt.wantMachine {
+				t.Errorf("listed %+v, %v; want one pool of shape %s", pools, err, tt.wantShape)
+			}
+		})
+	}
+}
+
+// TestGPUPoolRefusedByGKE: an accelerator table row whose machine type
+// does not carry its GPU is refused by GKE with INVALID_ARGUMENT, and the
+// job fails with NodePoolFailed and GKE's message instead of waiting for
+// nodes no pod would select.
+func TestGPUPoolRefusedByGKE(t *testing.T) {
+	e := newEnv(t)
+	sl := slice(t, "h100", "", 1)
+	sl.MachineType = "g2-standard-96" // a wrong row: L4 machines for an H100 slice
+	_, err := e.mgr.Ensure(ctx(t), gke.Request{Cluster: e.cluster, JobID: "job-gpubad0001", Slice: sl})
+	var pe *gke.PoolError
+	if !errors.As(err, &pe) || pe.Reason != lifecycle.ReasonNodePoolFailed ||
+		!strings.Contains(pe.Message, `Accelerator type "nvidia-h100-80gb" is not supported with machine type "g2-standard-96"`) {
+		t.Fatalf("Ensure = %v, want NodePoolFailed with GKE's refusal", err)
+	}
+	if names := e.fake.PoolNames(); len(names) != 0 {
+		t.Errorf("pools %v after a refused create", names)
+	}
+}
+
 func TestEnsureAdoptsPoolAfterRestart(t *testing.T) {
 	e := newEnv(t)
 	req := gke.Request{Cluster: e.cluster, JobID: "job-abc123xyz0", Slice: slice(t, "v6e", "4x4", 4)}

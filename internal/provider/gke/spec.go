@@ -33,10 +33,19 @@ const (
 	// LabelAccelerator and LabelTopology say which slices a pool can serve
 	// once its first job is done: single-host pools have no placement
 	// policy to read the topology from, and v7x pools name a workload
-	// policy instead.
+	// policy instead. A GPU pool's "topology" is its shape, hosts x GPUs
+	// per host (accelerator.Slice.PoolShape), since a GPU slice has none
+	// and a pool of another GPU count or size cannot serve it.
 	LabelAccelerator = "falcon.dev/accelerator" // canonical name, e.g. v5p
-	LabelTopology    = "falcon.dev/topology"    // e.g. 2x2x4
+	LabelTopology    = "falcon.dev/topology"    // e.g. 2x2x4, 1x8gpu
 )
+
+// GPUDriverVersion is the NVIDIA driver GKE installs on Falcon's GPU
+// nodes. Without a driver installation config GKE's default depends on the
+// cluster version (older ones install none, and pods then wait for a
+// device plugin that never reports GPUs); LATEST is what the CUDA images
+// of current frameworks need.
+const GPUDriverVersion = "LATEST"
 
 const maxPoolName = 40 // GKE's limit on node pool names
 
@@ -75,8 +84,20 @@ func (m *Manager) poolSpec(name, jobID string, sl accelerator.Slice, mode Supply
 			LabelCreatedAt:     strconv.FormatInt(now.Unix(), 10),
 			LabelScaleDownTime: strconv.FormatInt(int64(scaleDown/time.Second), 10) + "s",
 			LabelAccelerator:   sl.Spec.Name,
-			LabelTopology:      sl.Topology,
+			LabelTopology:      sl.PoolShape(),
 		},
+	}
+	if sl.Spec.Kind == accelerator.KindGPU {
+		// The machine type implies its GPUs (a3-highgpu-8g: 8 H100), but
+		// GKE installs a driver only when the config asks for one, and
+		// stating type and count makes GKE refuse a mismatched table row
+		// instead of creating nodes no pod selects. The accelerator type
+		// is the GKE node label's value (nvidia-h100-80gb).
+		cfg.Accelerators = []*container.AcceleratorConfig{{
+			AcceleratorType:             sl.Spec.NodeLabel,
+			AcceleratorCount:            int64(sl.ChipsPerHost),
+			GpuDriverInstallationConfig: &container.GPUDriverInstallationConfig{GpuDriverVersion: GPUDriverVersion},
+		}}
 	}
 	if t := sl.Toleration; t != nil {
 		// GKE taints TPU and GPU nodes itself; stating it keeps non-
