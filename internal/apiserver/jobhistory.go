@@ -11,7 +11,7 @@ import (
 // ListJobHistory lists every user's jobs created since req.since, oldest
 // first, for a replay of the history (falcon sim --from-db). Admins only
 // (the rules table): it shows everyone's jobs. A job's task spec is cut to
-// what a replay reads (accelerator, topology, hosts, supply mode), and the
+// what a replay reads (accelerator, topology, hosts, slices, supply mode), and the
 // Message dropped: the commands, images and environments of other
 // people's jobs are none of the simulator's business. The placement record
 // stays: it tells a job pinned to its cluster from one selection sent
@@ -39,7 +39,7 @@ func (s *Server) ListJobHistory(ctx context.Context, req *falconv1.ListJobHistor
 		out := jobToAPI(j)
 		ts := out.GetTaskSpec()
 		out.TaskSpec = &falconv1.TaskSpec{Replica: ts.GetReplica(), DeviceCount: ts.GetDeviceCount(), DeviceType: ts.GetDeviceType(),
-			DeviceTopo: ts.GetDeviceTopo(), SupplyMode: ts.GetSupplyMode()}
+			DeviceTopo: ts.GetDeviceTopo(), SupplyMode: ts.GetSupplyMode(), Slices: ts.GetSlices()}
 		out.Message = ""
 		resp.Items = append(resp.Items, out)
 	}

@@ -15,17 +15,19 @@ type Skipped struct {
 	NeverStarted int // aborted or failed before they ran: no duration to replay
 	NotTPU       int // CPU and GPU jobs: the simulator models TPU node pools only
 	BadShape     int // an accelerator or topology the table no longer knows
+	MultiSlice   int // several slices at once: the simulator models a pool per job
 }
 
 // Total is how many jobs were skipped.
-func (s Skipped) Total() int { return s.NeverStarted + s.NotTPU + s.BadShape }
+func (s Skipped) Total() int { return s.NeverStarted + s.NotTPU + s.BadShape + s.MultiSlice }
 
 func (s Skipped) String() string {
 	var parts []string
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{s.NeverStarted, "never started"}, {s.NotTPU, "not on a TPU"}, {s.BadShape, "of a shape the accelerator table does not know"}} {
+	}{{s.NeverStarted, "never started"}, {s.NotTPU, "not on a TPU"}, {s.BadShape, "of a shape the accelerator table does not know"},
+		{s.MultiSlice, "on several slices"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 		}
@@ -56,6 +58,10 @@ func FromHistory(jobs []*falconv1.Job, now time.Time) (trace []Job, clusters []s
 		}
 		if spec.Kind != accelerator.KindTPU {
 			skipped.NotTPU++
+			continue
+		}
+		if ts.GetSlices() > 1 {
+			skipped.MultiSlice++
 			continue
 		}
 		sl, err := spec.Slice(ts.GetDeviceTopo(), int(ts.GetReplica()), 0)

@@ -32,6 +32,8 @@ func TestFromHistory(t *testing.T) {
 		{Creator: "cy@example.com", TaskSpec: &falconv1.TaskSpec{Replica: 1}, CreatedAt: ts(2 * time.Hour), StartedAt: ts(2 * time.Hour), FinishedAt: ts(3 * time.Hour), ClusterName: "cpu"},
 		{Creator: "cy@example.com", TaskSpec: &falconv1.TaskSpec{DeviceType: "nvidia-h100-80gb", DeviceCount: 8, Replica: 1}, CreatedAt: ts(2 * time.Hour),
 			StartedAt: ts(2 * time.Hour), FinishedAt: ts(3 * time.Hour), ClusterName: "gpu"},
+		{Creator: "cy@example.com", TaskSpec: &falconv1.TaskSpec{DeviceType: "v5p", DeviceTopo: "2x2x1", Replica: 1, Slices: 2}, CreatedAt: ts(2 * time.Hour),
+			StartedAt: ts(2 * time.Hour), FinishedAt: ts(3 * time.Hour), ClusterName: "edge-a"},
 		{Creator: "cy@example.com", TaskSpec: tpu("2x2x4", 2), CreatedAt: ts(2 * time.Hour), StartedAt: ts(2 * time.Hour), FinishedAt: ts(3 * time.Hour), ClusterName: "edge-a"},
 	}
 	trace, clusters, skipped := FromHistory(jobs, now)
@@ -46,7 +48,7 @@ func TestFromHistory(t *testing.T) {
 	if diff := cmp.Diff([]string{"edge-a", "edge-b"}, clusters); diff != "" {
 		t.Errorf("clusters (-want +got):\n%s", diff)
 	}
-	if want := (Skipped{NeverStarted: 1, NotTPU: 2, BadShape: 1}); skipped != want {
+	if want := (Skipped{NeverStarted: 1, NotTPU: 2, BadShape: 1, MultiSlice: 1}); skipped != want {
 		t.Errorf("skipped %+v, want %+v", skipped, want)
 	}
 }
