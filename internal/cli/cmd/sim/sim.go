@@ -59,7 +59,8 @@ priority (001's cluster choice); join terms with + (priority+linger=15m).
 --from-db replays the real history instead of a file: the jobs created
 since --since (a duration back from now, such as 7d or 36h, or an RFC 3339
 time), read from the API server (admins only). Jobs that never started,
-and CPU and GPU jobs, are left out and counted on stderr. Without
+CPU and GPU jobs, and multi-slice jobs are left out and counted on
+stderr. Without
 --clusters the simulated clusters take the names of those the history ran
 on, so that pinned jobs find theirs.`,
 		Example: `  falcon sim --trace internal/sim/testdata/day.jsonl --policy spec --policy per-job --policy linger=15m
