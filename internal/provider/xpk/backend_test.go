@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +90,7 @@ func TestDispatchObserveStop(t *testing.T) {
 		if creates != 1 {
 			t.Errorf("%d creates for two dispatches, want 1", creates)
 		}
-		got, err := kc.Clientset().BatchV1().Jobs("default").Get(ctx, "falcon-job-aaaaaaaaa1", metav1.GetOptions{})
+		got, err := kc.Clientset().BatchV1().Jobs("default").Get(ctx, "falcon-job-aaaaaaaaa1-slice-job-0", metav1.GetOptions{})
 		if err != nil || got.Labels["xpk.google.com/workload"] != "falcon-job-aaaaaaaaa1" {
 			t.Fatalf("Job on the cluster: %v, %v; want one labelled as xpk labels its workloads", got.GetLabels(), err)
 		}
@@ -97,6 +98,48 @@ func TestDispatchObserveStop(t *testing.T) {
 		obs := waitPhase(t, j, resourcemanager.PhaseSucceeded)
 		if !strings.Contains(obs.Message, "JobSet finished successfully") {
 			t.Errorf("message %q, want xpk's", obs.Message)
+		}
+	})
+
+	t.Run("several slices run as one workload", func(t *testing.T) {
+		j := job("job-aaaaaaaaa4", map[string]string{"FALCON_TEST_DURATION": "3s"})
+		j.TaskSpec.Slices = 2
+		if err := b.Dispatch(ctx, cl, j); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range xpktest.Invocations(t, log) {
+			if joined := strings.Join(args, " "); args[1] == "create" && strings.Contains(joined, "--workload=falcon-job-aaaaaaaaa4") {
+				for _, want := range []string{"--num-slices=2", "--env=FALCON_WORLD_SIZE=4"} {
+					if !strings.Contains(joined, want) {
+						t.Errorf("create %q lacks %s", joined, want)
+					}
+				}
+			}
+		}
+		for slice := range 2 {
+			name := xpk.SliceJobName("falcon-job-aaaaaaaaa4", slice)
+			got, err := kc.Clientset().BatchV1().Jobs("default").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("slice %d's Job %s: %v", slice, name, err)
+			}
+			env := map[string]string{}
+			for _, e := range got.Spec.Template.Spec.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+			if *got.Spec.Completions != 2 || env["MEGASCALE_SLICE_ID"] != strconv.Itoa(slice) || env["MEGASCALE_NUM_SLICES"] != "2" {
+				t.Errorf("slice %d's Job: %d hosts, env %v; want 2 hosts and its MEGASCALE variables", slice, *got.Spec.Completions, env)
+			}
+		}
+		waitPhase(t, j, resourcemanager.PhaseRunning)
+		waitPhase(t, j, resourcemanager.PhaseSucceeded)
+		if err := b.Stop(ctx, cl, j); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		for slice := range 2 {
+			name := xpk.SliceJobName("falcon-job-aaaaaaaaa4", slice)
+			if got, err := kc.Clientset().BatchV1().Jobs("default").Get(ctx, name, metav1.GetOptions{}); err == nil && got.DeletionTimestamp == nil {
+				t.Errorf("slice %d's Job %s is still there after Stop", slice, name)
+			}
 		}
 	})
 

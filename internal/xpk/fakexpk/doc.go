@@ -16,10 +16,14 @@
 //
 // Workloads live in one of two places:
 //   - with FAKEXPK_KUBECONFIG, on a real cluster: create makes a batch/v1
-//     Job labelled as xpk labels its JobSet (xpk.google.com/workload,
-//     kueue.x-k8s.io/queue-name), delete removes it, and list derives each
-//     row from the Job's real status (pods ready: Admitted; complete or
-//     failed: Finished), so a workload's state comes from the cluster;
+//     Job per slice (--num-slices), named and labelled as xpk's JobSet
+//     makes them (<workload>-slice-job-<i>; xpk.google.com/workload,
+//     kueue.x-k8s.io/queue-name, jobset.sigs.k8s.io/jobset-name and
+//     job-index), with the MEGASCALE variables on a multi-slice workload's
+//     pods; delete removes them, and list derives each workload's row from
+//     its Jobs' real status (every slice's pods ready: Admitted; all
+//     complete or one failed: Finished), so a workload's state comes from
+//     the cluster;
 //   - otherwise in the JSON file FAKEXPK_STATE (name -> row), which tests
 //     seed with any status.
 //
