@@ -182,6 +182,10 @@ type run struct {
 	depth    map[queue.Key]*depthStat
 	cycles   int
 	instants int
+	// readyNone: the scheduler had no queue with a free slot and a
+	// waiting job when last asked, and nothing was enqueued, picked or
+	// removed since, so asking again would say the same.
+	readyNone bool
 }
 
 // depthStat is one queue's depth over time.
@@ -364,6 +368,7 @@ func (r *run) cycle() (changed bool, ended int) {
 			left = append(left, j) // unplaceable for now (a full queue): again next cycle
 			continue
 		}
+		r.readyNone = false
 		j.key, j.cluster = key, r.byName[key.Cluster]
 		j.cluster.demand[j.shape]++
 		j.cluster.touch()
@@ -375,7 +380,13 @@ func (r *run) cycle() (changed bool, ended int) {
 	for progress := true; progress; {
 		progress = false
 		var picked []*job
-		for _, key := range r.sched.Ready() {
+		var ready []queue.Key
+		if !r.readyNone {
+			ready = r.sched.Ready()
+			r.readyNone = len(ready) == 0
+		}
+		for _, key := range ready {
+			r.readyNone = false
 			sj, ok := r.sched.Pick(key)
 			if !ok {
 				continue
@@ -611,6 +622,7 @@ func (r *run) dispatch(j *job) {
 	j.cluster.running++
 	heap.Push(&r.ends, j)
 	_ = r.sched.Remove(j.id)
+	r.readyNone = false
 	for i, a := range r.acquire {
 		if a == j {
 			r.acquire = append(r.acquire[:i], r.acquire[i+1:]...)
