@@ -75,6 +75,8 @@ type setup struct {
 	reservation                     *[2]int64 // count, in use
 	timing                          func(*resourcemanager.PoolTiming)
 	noManager                       bool
+	accelerators                    []string                 // the cluster's accelerator_types; default v5p
+	rmOpts                          []resourcemanager.Option // more options for the resource manager
 }
 
 type fixture struct {
@@ -86,6 +88,7 @@ type fixture struct {
 	connect gke.Connector
 	timing  resourcemanager.PoolTiming
 	opts    []gke.Option
+	rmOpts  []resourcemanager.Option
 	n       atomic.Int32
 }
 
@@ -113,9 +116,14 @@ func newFixture(t *testing.T, s setup) *fixture {
 		f.fake.SetReservation(itProject, itZone, reservation, s.reservation[0], s.reservation[1])
 	}
 	f.api = apitest.Start(t, nil)
+	accels := s.accelerators
+	if accels == nil {
+		accels = []string{"v5p"}
+	}
+	f.rmOpts = s.rmOpts
 	if _, err := falconv1.NewClusterServiceClient(f.api.UserConn).RegisterCluster(ctx, &falconv1.RegisterClusterRequest{Cluster: &falconv1.Cluster{
 		Name: falconCl, Backend: gke.BackendName, Project: itProject, Location: itZone, GkeCluster: gkeName,
-		DefaultReservation: reservation, AcceleratorTypes: []string{"v5p"}, Namespace: f.ns,
+		DefaultReservation: reservation, AcceleratorTypes: accels, Namespace: f.ns,
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +170,9 @@ func (f *fixture) manager() (*resourcemanager.Manager, *gke.Backend) {
 			}
 		}),
 	}, f.opts...)
-	mgr := resourcemanager.New(f.api.Conn, resourcemanager.WithBackend(gke.BackendName, b),
-		resourcemanager.WithInterval(200*time.Millisecond), resourcemanager.WithPoolTiming(f.timing))
+	opts := append([]resourcemanager.Option{resourcemanager.WithBackend(gke.BackendName, b),
+		resourcemanager.WithInterval(200 * time.Millisecond), resourcemanager.WithPoolTiming(f.timing)}, f.rmOpts...)
+	mgr := resourcemanager.New(f.api.Conn, opts...)
 	ptr.Store(mgr)
 	return mgr, b
 }
