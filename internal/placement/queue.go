@@ -79,3 +79,16 @@ func QueueProbe(p *falconv1.ClusterProbe) *queue.Probe {
 	return &queue.Probe{Reachable: p.GetReachable(), QueueDepth: int(p.GetQueueDepth()), RunningCount: int(p.GetRunningCount()),
 		Error: p.GetError(), ProbedAt: p.GetProbedAt().AsTime()}
 }
+
+// PoolShape is the shape of node pool a task runs on, as pools are
+// labelled and matched for reuse (accelerator.Slice.PoolShape): a TPU's
+// topology, a GPU's hosts and GPUs per host (1x8gpu), so an 8-GPU pool
+// never serves a 4-GPU task; the lower-cased topology for a task this build
+// cannot resolve (an old row).
+func PoolShape(ts *falconv1.TaskSpec) string {
+	sl, err := accelerator.Resolve(ts.GetDeviceType(), ts.GetDeviceTopo(), int(ts.GetReplica()), int(ts.GetDeviceCount()))
+	if err != nil {
+		return strings.ToLower(ts.GetDeviceTopo())
+	}
+	return sl.PoolShape()
+}

@@ -550,7 +550,7 @@ func schedJob(j *falconv1.Job) queue.Job {
 	}
 	return queue.Job{
 		ID: j.GetId(), Actor: actor, Name: j.GetExpName() + "/" + j.GetRole(),
-		AcceleratorType: deviceType(j), Topology: queueKey(j),
+		AcceleratorType: deviceType(j), Topology: queueKey(j), Shape: topologyOrEmpty(j),
 		PinnedCluster: pinned(j), Created: j.GetCreatedAt().AsTime(),
 	}
 }

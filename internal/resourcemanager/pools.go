@@ -12,6 +12,7 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/placement"
 	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 )
 
@@ -332,8 +333,9 @@ func older(a, b Pool) bool {
 	return a.Name < b.Name
 }
 
-// topologyOrEmpty is the job's topology as pools are labelled with it.
-func topologyOrEmpty(j *falconv1.Job) string { return strings.ToLower(j.GetTaskSpec().GetDeviceTopo()) }
+// topologyOrEmpty is the job's shape as pools are labelled with it
+// (placement.PoolShape).
+func topologyOrEmpty(j *falconv1.Job) string { return placement.PoolShape(j.GetTaskSpec()) }
 
 // poolFailed handles an error from the backend: a *PoolError fails the job
 // with its Reason (the pool, if any, is then released like any other);

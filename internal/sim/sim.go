@@ -224,7 +224,7 @@ func Simulate(trace []Job, cfg Config, policy Policy, seed uint64) (*Result, err
 		tj := &trace[i]
 		j := &job{idx: i, id: fmt.Sprintf("job-%07d", i), tj: tj, shape: queue.Pool{AcceleratorType: tj.Accelerator, Topology: tj.Topology}}
 		j.sj = queue.Job{ID: j.id, Actor: tj.User, Name: fmt.Sprintf("%s-%d", tj.User, i), AcceleratorType: tj.Accelerator,
-			Topology: tj.Accelerator + ":" + tj.Topology, PinnedCluster: tj.Cluster, Created: tj.T}
+			Topology: tj.Accelerator + ":" + tj.Topology, Shape: tj.Topology, PinnedCluster: tj.Cluster, Created: tj.T}
 		r.jobs[i] = j
 		r.byID[j.id] = j
 	}

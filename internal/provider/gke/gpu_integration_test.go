@@ -176,11 +176,9 @@ func TestIdleGPUPoolNotReusedByAnotherGPUCount(t *testing.T) {
 // 8-GPU pool instead of creating one.
 func TestIdleGPUPoolReusedBySameShape(t *testing.T) {
 	t.Parallel()
-	// The pool's shape is 1x8gpu (accelerator.Slice.PoolShape), but the
-	// resource manager still gives a GPU job the shape of its device_topo,
-	// which is empty, so it matches no GPU pool: until its topologyOrEmpty
-	// returns the slice's PoolShape this test fails at the first check.
-	t.Skip("the resource manager matches GPU jobs to pools by device_topo, not accelerator.Slice.PoolShape")
+	// The pool's shape is 1x8gpu (accelerator.Slice.PoolShape), and the
+	// resource manager gives the job the same (placement.PoolShape); were it
+	// the job's device_topo, empty for a GPU, no GPU pool would match.
 	f := newFixture(t, setup{accelerators: []string{h100}, rmOpts: []resourcemanager.Option{resourcemanager.WithPoolLinger(gpuLinger)}})
 	a := f.submit(gpuTask(time.Second, 8, 1))
 	ja := f.waitJob(a, "succeeded", status("Succeeded"))

@@ -30,7 +30,13 @@ type Job struct {
 	Name            string // shown to other users in Waiting messages
 	AcceleratorType string // e.g. "v7x"
 	Topology        string // the queue within a cluster, e.g. "2x2x4" (see Key)
-	PinnedCluster   string // if set, the only cluster the job may run in
+	// Shape is the node pool shape the job runs on (a TPU topology, a GPU
+	// host count and GPUs per host: accelerator.Slice.PoolShape), matched
+	// against Cluster.IdlePools; empty is Topology. The queue key and the
+	// pool shape differ: a queue key names its type too (v5p:2x2x2), and
+	// GPU jobs of one GPU count share a queue whatever their hosts.
+	Shape         string
+	PinnedCluster string // if set, the only cluster the job may run in
 	// Created orders the job within its actor's FIFO; the ID breaks ties.
 	Created time.Time
 }

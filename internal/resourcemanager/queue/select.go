@@ -223,6 +223,10 @@ func Explain(job Job, clusters []Cluster, depth func(Key) int, p Policy, now tim
 		p = PolicySpread
 	}
 	typ, topo := job.AcceleratorType, job.Topology
+	shape := job.Shape
+	if shape == "" {
+		shape = topo
+	}
 	sel := Selection{JobID: job.ID, AcceleratorType: typ, Topology: topo, Policy: p, DecidedAt: now}
 	cands := make([]Candidate, len(clusters))
 	for i := range clusters {
@@ -234,7 +238,7 @@ func Explain(job Job, clusters []Cluster, depth func(Key) int, p Policy, now tim
 		}
 		cands[i] = Candidate{
 			Cluster: c.Name, Active: c.Active, Offers: offers, Priority: shown, Probe: c.Probe,
-			QueueDepth: depth(Key{c.Name, topo}), MaxQueueDepth: c.MaxQueueDepth, IdlePools: c.IdlePools[Pool{typ, topo}],
+			QueueDepth: depth(Key{c.Name, topo}), MaxQueueDepth: c.MaxQueueDepth, IdlePools: c.IdlePools[Pool{typ, shape}],
 		}
 		cd := &cands[i]
 		switch {
@@ -293,7 +297,7 @@ func Explain(job Job, clusters []Cluster, depth func(Key) int, p Policy, now tim
 	if len(sel.Candidates) > 0 && sel.Candidates[0].Rank == 1 {
 		best := &sel.Candidates[0]
 		sel.Selected = best.Cluster
-		sel.Reason = "selected " + best.Cluster + ": " + chosenWhy(job, best, p, topo)
+		sel.Reason = "selected " + best.Cluster + ": " + chosenWhy(job, best, p, topo, shape)
 		return sel, nil
 	}
 	return sel, unplaceable(job, sel, clusters, p)
@@ -314,14 +318,14 @@ func maxText(n int) string {
 	return fmt.Sprint(n)
 }
 
-func chosenWhy(job Job, c *Candidate, p Policy, topo string) string {
+func chosenWhy(job Job, c *Candidate, p Policy, topo, shape string) string {
 	switch {
 	case job.PinnedCluster != "":
 		return fmt.Sprintf("the job is pinned to it (the experiment's cluster_name), queue_depth=%d, max=%s", c.QueueDepth, maxText(c.MaxQueueDepth))
 	case p == PolicyPriority:
 		return fmt.Sprintf("reachable, queue_depth=%d <= max=%s, priority %d", priorityDepth(c), maxText(c.MaxQueueDepth), c.Priority)
 	case c.IdlePools > 0:
-		return fmt.Sprintf("idle %s pool (%d idle), queue_depth=%d", topo, c.IdlePools, c.QueueDepth)
+		return fmt.Sprintf("idle %s pool (%d idle), queue_depth=%d", shape, c.IdlePools, c.QueueDepth)
 	}
 	return fmt.Sprintf("shortest queue for %s, queue_depth=%d < max=%s, priority %d", topo, c.QueueDepth, maxText(c.MaxQueueDepth), c.Priority)
 }

@@ -61,6 +61,23 @@ func TestSelect(t *testing.T) {
 			want:     "c2",
 		},
 		{
+			// The queue key names its type (v7x:2x2x4 in the resource
+			// manager) and GPU queues ignore hosts; pools are matched by
+			// the job's pool shape.
+			name:     "idle pool of the job's pool shape wins, whatever its queue is called",
+			clusters: []queue.Cluster{cl("c1", idle("1x8gpu")), cl("c2")},
+			depths:   map[string]int{"c1": 3},
+			job:      func() queue.Job { j := job("new", "alice", 100); j.Shape = "1x8gpu"; return j }(),
+			want:     "c1",
+		},
+		{
+			name:     "idle pool named like the queue but of another shape does not count",
+			clusters: []queue.Cluster{cl("c1", idle("2x2x4")), cl("c2")},
+			depths:   map[string]int{"c1": 1},
+			job:      func() queue.Job { j := job("new", "alice", 100); j.Shape = "2x4gpu"; return j }(),
+			want:     "c2",
+		},
+		{
 			name:     "no idle pool: shortest queue",
 			clusters: []queue.Cluster{cl("c1"), cl("c2"), cl("c3")},
 			depths:   map[string]int{"c1": 2, "c2": 1, "c3": 4},

@@ -153,7 +153,7 @@ func (f *fleet) explainWaiting(j *falconv1.Job, je *falconv1.JobExplanation, now
 	for _, x := range f.clusters {
 		cands = append(cands, f.candidate(x, typ))
 	}
-	sj := queue.Job{ID: j.GetId(), Actor: "-", AcceleratorType: typ, Topology: topo, Created: j.GetCreatedAt().AsTime()}
+	sj := queue.Job{ID: j.GetId(), Actor: "-", AcceleratorType: typ, Topology: topo, Shape: placement.PoolShape(j.GetTaskSpec()), Created: j.GetCreatedAt().AsTime()}
 	if j.GetDispatchedAt() == nil {
 		sj.PinnedCluster = j.GetClusterName()
 	}
