@@ -74,7 +74,7 @@ func BenchmarkExecKube(b *testing.B) {
 		roundTrips(b, c, k.id)
 		var plainRT []time.Duration
 		for range execRounds {
-			plainRT = append(plainRT, timed(b, func() { plainExec(b, k.c, k.pods[0], []string{"true"}, nil) }))
+			plainRT = append(plainRT, timed(b, func() { plainExec(b, k.c, k.pods[0], []string{"true"}, nil, io.Discard) }))
 		}
 		slices.Sort(plainRT)
 		b.ReportMetric(float64(plainRT[len(plainRT)/2].Microseconds())/1000, "p50-plain-ms")
@@ -87,7 +87,7 @@ func BenchmarkExecKube(b *testing.B) {
 				b.Fatalf("exec: %v %v", exit, err)
 			}
 		})
-		plain := timed(b, func() { plainExec(b, k.c, k.pods[0], out, nil) })
+		plain := timed(b, func() { plainExec(b, k.c, k.pods[0], out, nil, io.Discard) })
 		b.ReportMetric(mbps(size, falcon), "stdout-MB/s")
 		b.ReportMetric(mbps(size, plain), "stdout-plain-MB/s")
 		b.ReportMetric(plain.Seconds()/falcon.Seconds(), "stdout-ratio")
@@ -104,14 +104,23 @@ func BenchmarkExecKube(b *testing.B) {
 			}
 			defer f.Close()
 			// head -c, as exp cp: kwok never closes the command's stdin.
-			plainExec(b, k.c, k.pods[0], []string{"sh", "-c", fmt.Sprintf("head -c %d > %s/plain.bin", size, remote)}, f)
+			plainExec(b, k.c, k.pods[0], []string{"sh", "-c", fmt.Sprintf("head -c %d > %s/plain.bin", size, remote)}, f, io.Discard)
 		})
 		down := timed(b, func() {
 			if r := k.d.run("", "exp", "cp", k.id+":"+remote+"/up.bin", filepath.Join(b.TempDir(), "down.bin")); r.code != 0 {
 				b.Fatalf("cp down: %d %s", r.code, r.stderr)
 			}
 		})
-		plainDown := timed(b, func() { plainExec(b, k.c, k.pods[0], []string{"cat", remote + "/plain.bin"}, nil) })
+		// A copy down lands in a file, as kubectl cp's does: the baseline
+		// writes one too, so both pay for the local write.
+		plainDown := timed(b, func() {
+			f, err := os.Create(filepath.Join(b.TempDir(), "plain-down.bin"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			plainExec(b, k.c, k.pods[0], []string{"cat", remote + "/plain.bin"}, nil, f)
+		})
 		b.ReportMetric(mbps(size, up), "cp-up-MB/s")
 		b.ReportMetric(mbps(size, plainUp), "cp-up-plain-MB/s")
 		b.ReportMetric(plainUp.Seconds()/up.Seconds(), "cp-up-ratio")
@@ -131,8 +140,8 @@ func timed(b *testing.B, f func()) time.Duration {
 func mbps(n int64, d time.Duration) float64 { return float64(n) / 1e6 / d.Seconds() }
 
 // plainExec is the baseline: client-go's remotecommand straight to the
-// edge cluster's apiserver, as kubectl exec does, output discarded.
-func plainExec(b *testing.B, c *kubeenv.Cluster, pod string, argv []string, stdin io.Reader) {
+// edge cluster's apiserver, as kubectl exec does, stdout to out.
+func plainExec(b *testing.B, c *kubeenv.Cluster, pod string, argv []string, stdin io.Reader, out io.Writer) {
 	b.Helper()
 	req := c.Clientset().CoreV1().RESTClient().Post().Resource("pods").Namespace(kubeNamespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: "task", Command: argv, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
@@ -151,7 +160,7 @@ func plainExec(b *testing.B, c *kubeenv.Cluster, pod string, argv []string, stdi
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdin: stdin, Stdout: io.Discard, Stderr: io.Discard}); err != nil {
+	if err := ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdin: stdin, Stdout: out, Stderr: io.Discard}); err != nil {
 		b.Fatalf("plain exec %v: %v", argv, err)
 	}
 }
