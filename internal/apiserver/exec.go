@@ -247,7 +247,11 @@ func (s *Server) execJob(ctx context.Context, expID, role string, rank int32) (*
 		}
 	}
 	if n := job.TaskSpec.Ranks(); rank < 0 || rank >= n {
-		return nil, errdefs.Invalid("rank", "role %s has ranks 0 to %d (%d slices of replica %d), not %d", job.Role, n-1, max(job.TaskSpec.Slices, 1), job.TaskSpec.Replica, rank)
+		hosts := fmt.Sprintf("replica %d", job.TaskSpec.Replica)
+		if job.TaskSpec.Slices > 1 {
+			hosts = fmt.Sprintf("%d slices of replica %d", job.TaskSpec.Slices, job.TaskSpec.Replica)
+		}
+		return nil, errdefs.Invalid("rank", "role %s has ranks 0 to %d (%s), not %d", job.Role, n-1, hosts, rank)
 	}
 	return job, nil
 }
