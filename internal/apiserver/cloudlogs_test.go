@@ -195,3 +195,91 @@ func readLogs(ctx context.Context, env *apitest.Env, req *falconv1.GetExpLogsReq
 		out = append(out, l.GetLines()...)
 	}
 }
+
+// Following an xpk job's logs streams every slice's lines as Cloud Logging
+// ingests them, and ends once the job has ended and its last lines had
+// time to arrive.
+func TestFollowXpkLogs(t *testing.T) {
+	ctx := context.Background()
+	srv := cloudlogtest.Start(t)
+	r, err := cloudlog.New(ctx, srv.ClientOptions(), cloudlog.WithCallOptions(gax.WithRetry(nil)), cloudlog.WithLateness(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	env := apitest.Start(t, map[string]string{"xpk-f": "xpk"}, apiserver.WithCloudLogging(r), apiserver.WithLogPoll(50*time.Millisecond))
+	c, err := env.Store.GetCluster(ctx, "xpk-f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Project, c.Location, c.Spec.GKECluster = "proj-f", "us-east5-a", "tpu-f"
+	if _, err := env.Store.UpsertCluster(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	exp := env.Create(t, "xpk-follow", map[string]*falconv1.TaskSpec{"main": {
+		Command: "train", Replica: 1, Image: "trainer:v1", DeviceType: "v5p", DeviceTopo: "2x2x1", Slices: 2,
+	}})
+	job := exp.GetJobs()[0].GetId()
+	if _, err := env.Jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Running", ClusterName: "xpk-f"}); err != nil {
+		t.Fatal(err)
+	}
+	slice := func(s int) cloudlogtest.Workload {
+		return cloudlogtest.Workload{Project: "proj-f", Location: "us-east5-a", Cluster: "tpu-f", Namespace: "default", Job: "falcon-" + job + "-slice-job-" + strconv.Itoa(s)}
+	}
+	srv.Append(slice(0).Entry(slice(0).Pod(0), 0, time.Now(), "before the follow"))
+
+	st, err := env.Exps.GetExpLogs(ctx, &falconv1.GetExpLogsRequest{Id: exp.GetId(), Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan *falconv1.LogLine, 16)
+	ended := make(chan error, 1)
+	go func() {
+		for {
+			m, err := st.Recv()
+			if err != nil {
+				ended <- err
+				return
+			}
+			for _, l := range m.GetLines() {
+				lines <- l
+			}
+		}
+	}()
+	next := func(what string) *falconv1.LogLine {
+		t.Helper()
+		select {
+		case l := <-lines:
+			return l
+		case err := <-ended:
+			t.Fatalf("waiting for %s, the stream ended: %v", what, err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no line %s", what)
+		}
+		return nil
+	}
+	if l := next("from before"); l.GetLine() != "before the follow" || l.GetRank() != 0 {
+		t.Errorf("first line %+v", l)
+	}
+	// Lines ingested after the follow began, from the second slice: rank 1.
+	srv.Append(slice(1).Entry(slice(1).Pod(0), 0, time.Now(), "while following"))
+	if l := next("ingested while following"); l.GetLine() != "while following" || l.GetRank() != 1 {
+		t.Errorf("followed line %+v; want rank 1's", l)
+	}
+	select {
+	case err := <-ended:
+		t.Fatalf("the follow ended while the job runs: %v", err)
+	default:
+	}
+	if _, err := env.Jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Running", Status: "Succeeded"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, io.EOF) {
+			t.Errorf("the follow ended with %v; want a clean end", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follow did not end after the job did")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/cloudlog"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/podlogs"
 	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/xpk"
@@ -132,6 +134,9 @@ func (s *Server) jobLogs(ctx context.Context, j *store.Job, opts podlogs.Options
 		if s.cloudlog == nil {
 			return errdefs.Precondition("logs of job %s: cluster %s runs jobs through xpk, whose logs are read from Cloud Logging, and this server was started without it", j.ID, c.Name)
 		}
+		if opts.Follow {
+			return s.followCloudLogs(ctx, c, j, opts, emit)
+		}
 		return s.cloudLogs(ctx, c, j, opts, emit)
 	}
 	if s.kube != nil {
@@ -169,9 +174,71 @@ func (s *Server) jobLogs(ctx context.Context, j *store.Job, opts podlogs.Options
 	return nil
 }
 
-// cloudLogs reads a GKE job's logs from Cloud Logging. A failure there
+// followCloudLogs follows an xpk job's logs in Cloud Logging, every slice
+// at once, until the job has ended and Cloud Logging's lateness has passed
+// for its last lines; the job's status is read every logPoll, as falcon
+// dev's follower reads its experiment's.
+func (s *Server) followCloudLogs(ctx context.Context, c *store.Cluster, j *store.Job, opts podlogs.Options, emit func(podlogs.Line) error) error {
+	fctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ended := make(chan struct{})
+	go func() {
+		for {
+			job, err := s.store.GetJob(fctx, j.ID)
+			if err == nil && lifecycle.JobMachine.IsTerminal(job.Status) {
+				select {
+				case <-time.After(s.cloudlog.Lateness()):
+					close(ended)
+					stop()
+				case <-fctx.Done():
+				}
+				return
+			}
+			select {
+			case <-time.After(s.logPoll):
+			case <-fctx.Done():
+				return
+			}
+		}
+	}()
+	ws := logWorkloads(c, j)
+	errc := make(chan error, len(ws))
+	for _, w := range ws {
+		go func() { errc <- s.cloudLogsOf(fctx, c, j, w, opts, true, emit) }()
+	}
+	var first error
+	for range ws {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			stop()
+		}
+	}
+	select {
+	case <-ended:
+		return nil // the job ended and its last lines were given
+	default:
+	}
+	if errors.Is(first, context.Canceled) && ctx.Err() != nil {
+		return nil // the client stopped following
+	}
+	return first
+}
+
+// cloudLogs reads a GKE or xpk job's logs from Cloud Logging. A failure there
 // marks the log missing with its reason; it never touches the job.
 func (s *Server) cloudLogs(ctx context.Context, c *store.Cluster, j *store.Job, opts podlogs.Options, emit func(podlogs.Line) error) error {
+	for _, w := range logWorkloads(c, j) {
+		if err := s.cloudLogsOf(ctx, c, j, w, opts, false, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cloudLogsOf reads (or follows) the lines of one of j's workloads, its
+// ranks moved to the Falcon job's. A failure there marks the log missing
+// with its reason; it never touches the job.
+func (s *Server) cloudLogsOf(ctx context.Context, c *store.Cluster, j *store.Job, w logWorkload, opts podlogs.Options, follow bool, emit func(podlogs.Line) error) error {
 	name := c.Spec.GKECluster
 	if name == "" {
 		name = c.Name
@@ -181,27 +248,20 @@ func (s *Server) cloudLogs(ctx context.Context, c *store.Cluster, j *store.Job, 
 		ns = "default"
 	}
 	f := cloudlog.Filter{Ranks: opts.Ranks, Since: opts.Since, Grep: opts.Grep, Tail: opts.Tail}
-	var err error
-	for _, w := range logWorkloads(c, j) {
-		t := cloudlog.Target{Project: c.Project, Location: c.Location, Cluster: name, Namespace: ns, Workload: w.name}
-		f := f
-		if f.Ranks != nil {
-			f.Ranks = w.local(opts.Ranks)
-			if len(f.Ranks) == 0 {
-				continue // no rank asked for runs in this workload
-			}
-		}
-		err = s.cloudlog.Stream(ctx, t, f, false, func(l cloudlog.Line) error {
-			rank := l.Rank
-			if rank >= 0 {
-				rank += w.first
-			}
-			return emit(podlogs.Line{Pod: l.Pod, Rank: rank, Time: l.Time, Text: l.Text})
-		})
-		if err != nil {
-			break
+	if f.Ranks != nil {
+		f.Ranks = w.local(opts.Ranks)
+		if len(f.Ranks) == 0 {
+			return nil // no rank asked for runs in this workload
 		}
 	}
+	t := cloudlog.Target{Project: c.Project, Location: c.Location, Cluster: name, Namespace: ns, Workload: w.name}
+	err := s.cloudlog.Stream(ctx, t, f, follow, func(l cloudlog.Line) error {
+		rank := l.Rank
+		if rank >= 0 {
+			rank += w.first
+		}
+		return emit(podlogs.Line{Pod: l.Pod, Rank: rank, Time: l.Time, Text: l.Text})
+	})
 	var re *cloudlog.RetrievalError
 	if errors.As(err, &re) {
 		if re.Retryable() {

@@ -59,6 +59,11 @@ func WithClock(now func() time.Time) Option { return func(r *Retriever) { r.now 
 // reached Cloud Logging late. Default 2s, Cloud Logging's own tail buffer.
 func WithLateness(d time.Duration) Option { return func(r *Retriever) { r.lateness = max(d, 0) } }
 
+// Lateness is how late an entry may be ingested after its timestamp and
+// still be given (WithLateness): a follower of a workload that ended waits
+// this long for its last lines before it stops.
+func (r *Retriever) Lateness() time.Duration { return r.lateness }
+
 // WithCallOptions adds options to every ListLogEntries call, after the
 // client's defaults (which retry Unavailable, Internal and DeadlineExceeded
 // with backoff for up to a minute). Tests pass gax.WithRetry(nil) to see a
