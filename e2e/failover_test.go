@@ -168,12 +168,15 @@ func TestControllerFailover(t *testing.T) {
 	const n = 12
 	var ids []string
 	for i := range n {
-		exp := c.create(fmt.Sprintf("name: failover-%d\ncluster_name: box\nrole_to_task_spec:\n  main:\n    command: sleep 1; echo ran $FALCON_JOB_ID rank $FALCON_RANK\n    replica: 2\n", i))
+		exp := c.create(fmt.Sprintf("name: failover-%d\ncluster_name: box\nrole_to_task_spec:\n  main:\n    command: sleep 2; echo ran $FALCON_JOB_ID rank $FALCON_RANK\n    replica: 2\n", i))
 		ids = append(ids, exp["id"].(string))
 	}
 	// Kill the leader with work in flight: some jobs running, some queued.
-	waitUntil(t, 30*time.Second, "a running experiment", func() bool {
-		return c.mustJSON("exp", "get", ids[0])["status"] == "Running"
+	// The first experiment having started (Running, or already past it: a
+	// loaded machine's CLI may take longer than its two seconds of running
+	// to answer one poll) says the leader is at work on the others.
+	waitUntil(t, 30*time.Second, "a started experiment", func() bool {
+		return c.mustJSON("exp", "get", ids[0])["status"] != "Created"
 	})
 	killed := time.Now()
 	if err := leaderProc.cmd.Process.Kill(); err != nil {
