@@ -149,7 +149,10 @@ func TestRunFollowsTheFeed(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	waitFor("the first cycle's full read", func() bool { return conn.count("ListExps") > 0 })
+	// A full read lists each live status in turn (Created, Running,
+	// Aborting): counted before its last list, the first read's own calls
+	// would look like later ones.
+	waitFor("the first cycle's full read", func() bool { return conn.count("ListExps") >= 3 })
 	lists := conn.count("ListExps")
 	for i := range 3 {
 		move(t, env, jobs[i], "Pending", "Running", "", "")
