@@ -55,23 +55,7 @@ func TestLogsFromCloudLogging(t *testing.T) {
 		}
 	}
 
-	read := func(req *falconv1.GetExpLogsRequest) ([]*falconv1.LogLine, error) {
-		st, err := env.Exps.GetExpLogs(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		var out []*falconv1.LogLine
-		for {
-			l, err := st.Recv()
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			if err != nil {
-				return out, err
-			}
-			out = append(out, l.GetLines()...)
-		}
-	}
+	read := func(req *falconv1.GetExpLogsRequest) ([]*falconv1.LogLine, error) { return readLogs(ctx, env, req) }
 	lines, err := read(&falconv1.GetExpLogsRequest{Id: exp.GetId()})
 	if err != nil || len(lines) != 6 {
 		t.Fatalf("logs: %d lines, %v", len(lines), err)

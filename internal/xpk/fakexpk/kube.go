@@ -179,6 +179,9 @@ func (k *kubeStore) list(ctx context.Context) ([]row, error) {
 			}
 			needed += n
 			succeeded += j.Status.Succeeded
+			if j.CreationTimestamp.Before(&first.CreationTimestamp) {
+				first = *j // the set is as old as its first Job
+			}
 			if j.Status.Ready != nil {
 				ready += *j.Status.Ready
 			}
@@ -194,9 +197,6 @@ func (k *kubeStore) list(ctx context.Context) ([]row, error) {
 			if !(j.Status.Active >= n && j.Status.Active > 0 && podsRunning(ctx, k.cs, j)) {
 				allRunning = false
 			}
-		}
-		if first.CreationTimestamp.After(jobs[len(jobs)-1].CreationTimestamp.Time) {
-			first = jobs[len(jobs)-1]
 		}
 		r := row{Name: name, Created: first.CreationTimestamp.UTC().Format(time.RFC3339),
 			Priority: first.Annotations[annoPriority], Needed: strconv.Itoa(int(needed))}
@@ -230,7 +230,8 @@ func condition(j *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition
 }
 
 func podsRunning(ctx context.Context, cs kubernetes.Interface, j *batchv1.Job) bool {
-	pods, err := cs.CoreV1().Pods(j.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelWorkload + "=" + j.Labels[labelWorkload]})
+	// This Job's pods only: a workload's other slices are asked for their own.
+	pods, err := cs.CoreV1().Pods(j.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + j.Name})
 	if err != nil || len(pods.Items) == 0 {
 		return false
 	}
