@@ -155,7 +155,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 					mu.Lock()
 					runningCh[id] = ch
 					mu.Unlock()
-					if _, err := cs.BatchV1().Jobs(idealNS).Create(ctx, objs.Job, metav1.CreateOptions{}); err != nil {
+					if _, err := cs.BatchV1().Jobs(idealNS).Create(ctx, objs.Jobs[0], metav1.CreateOptions{}); err != nil {
 						b.Error(err)
 						return
 					}

@@ -94,7 +94,7 @@ func BenchmarkKubeDispatchCPU(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					if _, err := c.Clientset().BatchV1().Jobs(plainNS).Create(ctx, objs.Job, metav1.CreateOptions{}); err != nil {
+					if _, err := c.Clientset().BatchV1().Jobs(plainNS).Create(ctx, objs.Jobs[0], metav1.CreateOptions{}); err != nil {
 						b.Error(err)
 						return
 					}

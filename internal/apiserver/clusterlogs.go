@@ -14,14 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	batchv1 "k8s.io/api/batch/v1"
-
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/cloudlog"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/podlogs"
+	"github.com/falconhq/falcon/internal/provider/kube/render"
 	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/xpk"
 )
@@ -142,7 +141,7 @@ func (s *Server) jobLogs(ctx context.Context, j *store.Job, opts podlogs.Options
 	if s.kube != nil {
 		client, ns, err := s.kube(ctx, c)
 		if err == nil {
-			pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + j.ID, Limit: 1})
+			pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: render.LabelJobID + "=" + j.ID, Limit: 1})
 			if err == nil && (len(pods.Items) > 0 || c.GCSBucket == "") {
 				return podlogs.Stream(ctx, client, ns, j.ID, opts, emit)
 			}

@@ -50,12 +50,6 @@ type Backend struct {
 	// Limit bounds Size; LimitName names it in messages.
 	Limit     int
 	LimitName string
-	// SingleSlice: the backend runs a task on one slice only, so a task
-	// with slices > 1 cannot run there. The kubernetes and gke backends
-	// render one Indexed Job on one node pool per task; multi-slice tasks
-	// run on xpk clusters (its JobSet, --num-slices) and on the local
-	// machine.
-	SingleSlice bool
 }
 
 // BackendOf returns what the named backend needs of a task. A backend
@@ -79,8 +73,7 @@ var backends = map[string]Backend{
 func kubernetes(name string) Backend {
 	return Backend{
 		Name: name, NeedsImage: true, Size: jobBytes, Limit: MaxObjectBytes,
-		LimitName:   "the largest object a Kubernetes cluster stores (etcd's request limit)",
-		SingleSlice: true,
+		LimitName: "the largest object a Kubernetes cluster stores (etcd's request limit)",
 	}
 }
 
@@ -119,18 +112,6 @@ func jobBytes(t *falconv1.TaskSpec, config string) int {
 func ImageNeeders(cs []*falconv1.Cluster) (names []string, all bool) {
 	for _, c := range cs {
 		if b, _ := BackendOf(c.GetBackend()); b.NeedsImage {
-			names = append(names, c.GetName())
-		}
-	}
-	return names, len(cs) > 0 && len(names) == len(cs)
-}
-
-// SingleSliceOnly returns the names of the clusters among cs whose backend
-// runs one slice per task, and whether all of them do (false for no
-// clusters): only then can a multi-slice task not run.
-func SingleSliceOnly(cs []*falconv1.Cluster) (names []string, all bool) {
-	for _, c := range cs {
-		if b, _ := BackendOf(c.GetBackend()); b.SingleSlice {
 			names = append(names, c.GetName())
 		}
 	}

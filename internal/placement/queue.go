@@ -84,11 +84,12 @@ func QueueProbe(p *falconv1.ClusterProbe) *queue.Probe {
 // labelled and matched for reuse (accelerator.Slice.PoolShape): a TPU's
 // topology, a GPU's hosts and GPUs per host (1x8gpu), so an 8-GPU pool
 // never serves a 4-GPU task; the lower-cased topology for a task this build
-// cannot resolve (an old row).
+// cannot resolve (an old row). A multi-slice task runs on a group of pools,
+// one per slice, whose shape counts the slices (GroupShape).
 func PoolShape(ts *falconv1.TaskSpec) string {
 	sl, err := accelerator.Resolve(ts.GetDeviceType(), ts.GetDeviceTopo(), int(ts.GetReplica()), int(ts.GetDeviceCount()))
 	if err != nil {
-		return strings.ToLower(ts.GetDeviceTopo())
+		return GroupShape(strings.ToLower(ts.GetDeviceTopo()), Slices(ts))
 	}
-	return sl.PoolShape()
+	return GroupShape(sl.PoolShape(), Slices(ts))
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/util/exec"
 
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/provider/kube/render"
 	"github.com/falconhq/falcon/internal/rankexec"
 )
 
@@ -30,7 +30,9 @@ import (
 // if there is one (a retried index may have several), else the newest.
 // Found is false when the rank has no pod yet.
 func RankPod(ctx context.Context, client kubernetes.Interface, namespace, job string, rank int) (pod *corev1.Pod, found bool, err error) {
-	list, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	// By Falcon's job label, not the Job's name: a multi-slice job has a
+	// Job per slice, and rank is counted across them (render.PodRank).
+	list, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: render.LabelJobID + "=" + job})
 	if err != nil {
 		return nil, false, errdefs.Unavailable("list the pods of job %s: %v", job, err)
 	}
@@ -56,12 +58,11 @@ func RankPod(ctx context.Context, client kubernetes.Interface, namespace, job st
 	return mine[0], true, nil
 }
 
-// podRank is the completion index of a pod of an Indexed Job, or -1.
+// podRank is the Falcon rank of a pod of one of the job's Indexed Jobs,
+// or -1.
 func podRank(p *corev1.Pod, job string) int {
-	for _, v := range []string{p.Annotations[batchv1.JobCompletionIndexAnnotation], p.Labels[batchv1.JobCompletionIndexAnnotation]} {
-		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-			return n
-		}
+	if n := render.PodRank(p); n >= 0 {
+		return n
 	}
 	// <job>-<index>-<suffix>
 	rest, ok := strings.CutPrefix(p.Name, job+"-")

@@ -93,8 +93,20 @@ func namespace(t *testing.T, c *kubeenv.Cluster) string {
 // keeps Running until endPods.
 func createJob(t *testing.T, c *kubeenv.Cluster, ns, name string, ranks, parallel int32) {
 	t.Helper()
+	createSliceJob(t, c, ns, name, name, 0, ranks, parallel)
+}
+
+// createSliceJob creates the Job named name of Falcon job jobID whose
+// ranks start at firstRank, as Falcon renders each slice of a multi-slice
+// job (render.LabelFirstRank).
+func createSliceJob(t *testing.T, c *kubeenv.Cluster, ns, jobID, name string, firstRank, ranks, parallel int32) {
+	t.Helper()
+	labels := map[string]string{render.LabelRole: "worker", render.LabelJobID: jobID}
+	if name != jobID {
+		labels[render.LabelFirstRank] = fmt.Sprint(firstRank)
+	}
 	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: batchv1.JobSpec{
 			Completions:    &ranks,
 			Parallelism:    &parallel,
@@ -102,7 +114,7 @@ func createJob(t *testing.T, c *kubeenv.Cluster, ns, name string, ranks, paralle
 			BackoffLimit:   new(int32(0)),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels:      map[string]string{render.LabelRole: "worker"},
+					Labels:      labels,
 					Annotations: map[string]string{kubeenv.AnnotationRunForever: "true"},
 				},
 				Spec: corev1.PodSpec{
@@ -485,5 +497,38 @@ func TestResume(t *testing.T) {
 		if l.Rank != 0 || l.Pod != pods[0].Name {
 			t.Errorf("line %d %q: pod %s rank %d", i, l.Text, l.Pod, l.Rank)
 		}
+	}
+}
+
+// TestFollowMultislice follows a job of two slices, a Job each: every
+// line comes with its rank across slices, and the read ends only once both
+// slices' Jobs have ended.
+func TestFollowMultislice(t *testing.T) {
+	c := cluster(t)
+	ns := namespace(t, c)
+	ctx := testContext(t)
+	createSliceJob(t, c, ns, "ms", "ms-s0", 0, 2, 2)
+	createSliceJob(t, c, ns, "ms", "ms-s1", 2, 2, 2)
+	f := follow(ctx, c, ns, "ms", podlogs.Options{})
+	pods := append(runningPods(t, c, ns, "ms-s0", 2), runningPods(t, c, ns, "ms-s1", 2)...)
+	files := serve(t, c, ns, pods)
+	for r, file := range files {
+		appendLog(t, file, base, fmt.Sprintf("rank %d", r))
+	}
+	got := f.next(t, 4)
+	endPods(t, c, ns, pods[:2]) // slice 0 ends; slice 1 still runs
+	appendLog(t, files[3], base.Add(time.Second), "rank 3 still here")
+	got = append(got, f.next(t, 1)...)
+	endPods(t, c, ns, pods[2:])
+	if err := f.end(t); err != nil {
+		t.Fatalf("follow ended with %v, want nil once both slices' Jobs are Complete", err)
+	}
+	ranks := map[string]int{}
+	for _, l := range got {
+		ranks[l.Text] = l.Rank
+	}
+	want := map[string]int{"rank 0": 0, "rank 1": 1, "rank 2": 2, "rank 3": 3, "rank 3 still here": 3}
+	if diff := cmp.Diff(want, ranks); diff != "" {
+		t.Errorf("rank of each line (-want +got):\n%s", diff)
 	}
 }

@@ -121,14 +121,13 @@ const (
 	labelCompletionIndex = batchv1.JobCompletionIndexAnnotation // batch.kubernetes.io/job-completion-index
 )
 
-// podRank is a pod's completion index: its annotation, else its label (both
-// set by the Job controller), else the <index> of the pod name
-// <job>-<index>-<suffix>. -1 if none says.
+// podRank is a pod's Falcon rank: its completion index (annotation, else
+// label, both set by the Job controller) plus its slice's first rank
+// (render.PodRank), else the <index> of the pod name <job>-<index>-<suffix>.
+// -1 if none says.
 func podRank(p *corev1.Pod, job string) int {
-	for _, v := range []string{p.Annotations[labelCompletionIndex], p.Labels[labelCompletionIndex]} {
-		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-			return n
-		}
+	if n := render.PodRank(p); n >= 0 {
+		return n
 	}
 	return nameRank(p.Name, job)
 }

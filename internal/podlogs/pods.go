@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -65,7 +64,9 @@ type reader struct {
 	o         *compiled
 }
 
-func (r *reader) selector() string { return labelJobName + "=" + r.job }
+// selector finds the job's pods and Jobs by Falcon's job label: a
+// multi-slice job has a Job per slice, each with its own job-name.
+func (r *reader) selector() string { return render.LabelJobID + "=" + r.job }
 
 // once reads every started pod's log in rank order.
 func (r *reader) once(ctx context.Context, emit func(Line) error) error {
@@ -322,14 +323,13 @@ func (r *reader) follow(ctx context.Context, emit func(Line) error) error {
 			return r.client.CoreV1().Pods(r.namespace).Watch(ctx, o)
 		},
 	}, &corev1.Pod{}, 0, cache.Indexers{})
-	byName := fields.OneTermEqualSelector("metadata.name", r.job).String()
 	jobs := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
+			o.LabelSelector = r.selector()
 			return r.client.BatchV1().Jobs(r.namespace).List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
+			o.LabelSelector = r.selector()
 			return r.client.BatchV1().Jobs(r.namespace).Watch(ctx, o)
 		},
 	}, &batchv1.Job{}, 0, cache.Indexers{})
@@ -451,9 +451,9 @@ func (w *watcher) sync() (bool, error) {
 		}
 	}
 
-	jobEnded := true
-	if objs := w.jobStore.List(); len(objs) > 0 {
-		jobEnded = jobFinished(objs[0].(*batchv1.Job))
+	jobEnded := true // no Job (any more): only its pods are left
+	for _, obj := range w.jobStore.List() {
+		jobEnded = jobEnded && jobFinished(obj.(*batchv1.Job)) // every slice's
 	}
 	if !jobEnded {
 		return false, nil

@@ -287,6 +287,14 @@ type Provisioning struct {
 	Message string
 }
 
+// PoolCheck is one look at a pool being provisioned.
+type PoolCheck struct {
+	Ready bool
+	// Message, when set, is how far the pool is (a multi-slice job's
+	// group: how many slice pools run); the job shows it while it waits.
+	Message string
+}
+
 // PoolError is a pool failure that ends the job with Reason (NodePoolFailed,
 // NodePoolTimeout); any other error from a PoolBackend is retried.
 type PoolError struct {
@@ -309,9 +317,9 @@ type PoolBackend interface {
 	// ProvisionPool starts creating the job's own pool (deterministically
 	// named), or adopts it when it exists already. It does not wait.
 	ProvisionPool(ctx context.Context, cluster *falconv1.Cluster, job *falconv1.Job) (Provisioning, error)
-	// CheckPool looks once at a pool being provisioned: true once it can
+	// CheckPool looks once at a pool being provisioned: Ready once it can
 	// take pods, a *PoolError when it never will.
-	CheckPool(ctx context.Context, cluster *falconv1.Cluster, pool string) (bool, error)
+	CheckPool(ctx context.Context, cluster *falconv1.Cluster, pool string) (PoolCheck, error)
 	// ListPools lists the pools the backend created on the cluster.
 	ListPools(ctx context.Context, cluster *falconv1.Cluster) ([]Pool, error)
 	// DeletePool starts deleting a pool; a missing pool is not an error,

@@ -235,11 +235,14 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			c.deadline(st.next)
 			return false
 		}
-		ready, err := pc.b.CheckPool(ctx, pc.cl, j.GetNodePool())
+		check, err := pc.b.CheckPool(ctx, pc.cl, j.GetNodePool())
 		if m.poolFailed(ctx, c, pc, j, err) {
 			return false
 		}
-		if !ready {
+		if !check.Ready {
+			if check.Message != "" {
+				m.updatePool(ctx, j, lifecycle.Reason(j.GetReason()), check.Message, j.GetNodePool())
+			}
 			m.schedulePoll(c, j.GetId(), false)
 			return false
 		}

@@ -170,18 +170,18 @@ func (s *simBackend) ProvisionPool(_ context.Context, cl *falconv1.Cluster, j *f
 }
 
 // CheckPool reports the pool ready once its creation latency has passed.
-func (s *simBackend) CheckPool(_ context.Context, cl *falconv1.Cluster, pool string) (bool, error) {
+func (s *simBackend) CheckPool(_ context.Context, cl *falconv1.Cluster, pool string) (resourcemanager.PoolCheck, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	p := s.pools[cl.GetName()][pool]
 	if p == nil || p.gone(now) {
-		return false, &resourcemanager.PoolError{Reason: lifecycle.ReasonNodePoolFailed, Message: "node pool " + pool + " does not exist"}
+		return resourcemanager.PoolCheck{}, &resourcemanager.PoolError{Reason: lifecycle.ReasonNodePoolFailed, Message: "node pool " + pool + " does not exist"}
 	}
 	if p.deleting() {
-		return false, &resourcemanager.PoolError{Reason: lifecycle.ReasonNodePoolFailed, Message: "node pool " + pool + " is being deleted"}
+		return resourcemanager.PoolCheck{}, &resourcemanager.PoolError{Reason: lifecycle.ReasonNodePoolFailed, Message: "node pool " + pool + " is being deleted"}
 	}
-	return p.ready(now), nil
+	return resourcemanager.PoolCheck{Ready: p.ready(now)}, nil
 }
 
 // ListPools lists the pools that exist, by name.

@@ -62,10 +62,6 @@ func Placement(e *falconv1.Experiment, clusters []*falconv1.Cluster) error {
 			errs.Add(path+".image", "is required: the task can only run in a container, on %s (backend %s); name the container image the command runs in (e.g. python:3.12), or pin a cluster of the local backend, which needs none",
 				where, strings.Join(backendsOf(cands), ", "))
 		}
-		if _, all := placement.SingleSliceOnly(cands); all && t.GetSlices() > 1 {
-			errs.Add(path+".slices", "%d slices cannot run on %s: the %s backend runs a task on one slice; run multi-slice tasks on an xpk cluster (--num-slices) or under falcon dev, or set slices to 1",
-				t.GetSlices(), where, strings.Join(backendsOf(cands), ", "))
-		}
 		if over, all := placement.Overflows(cands, t, e.GetConfig()); all {
 			var parts []string
 			for _, o := range over {

@@ -61,8 +61,7 @@ func TestPlacement(t *testing.T) {
 				t.Command, t.Envs, t.DeviceType, t.DeviceTopo, t.Replica = big, envs(19), "v6e", "2x2", 1
 			},
 			want: map[string][]string{"role_to_task_spec.main.command": {"the local backend (local) needs at least", "over its limit of 2097152", "ARG_MAX"}}},
-		{name: "two slices where only one-slice backends take the type", task: func(t *falconv1.TaskSpec) { t.Slices = 2 },
-			want: map[string][]string{"role_to_task_spec.main.slices": {"2 slices cannot run on the clusters that could take it (tpu-east)", "gke backend runs a task on one slice", "xpk cluster"}}},
+		{name: "two slices on the gke cluster", task: func(t *falconv1.TaskSpec) { t.Slices = 2 }},
 		{name: "two slices on the xpk cluster", task: func(t *falconv1.TaskSpec) { t.Slices, t.DeviceType = 2, "v5p" }},
 		{name: "two slices pinned to the local machine", pin: "local", task: func(t *falconv1.TaskSpec) { t.Slices, t.DeviceType, t.DeviceTopo = 2, "v6e", "2x4" }},
 		{name: "under every limit", config: big, task: func(t *falconv1.TaskSpec) { t.Command, t.Envs = big, map[string]string{"A": big} }},

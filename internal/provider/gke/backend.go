@@ -19,6 +19,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/placement"
 	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 )
@@ -165,24 +166,27 @@ func (b *Backend) ProvisionPool(ctx context.Context, c *falconv1.Cluster, j *fal
 	if err != nil {
 		return resourcemanager.Provisioning{}, &resourcemanager.PoolError{Reason: lifecycle.ReasonNodePoolFailed, Message: "no node pool fits the task: " + err.Error()}
 	}
-	r, err := pools.Ensure(ctx, Request{Cluster: ClusterOf(c), JobID: j.GetId(), SupplyMode: SupplyMode(ts.GetSupplyMode()), Slice: sl})
+	r, err := pools.Ensure(ctx, Request{Cluster: ClusterOf(c), JobID: j.GetId(), SupplyMode: SupplyMode(ts.GetSupplyMode()), Slice: sl, Slices: placement.Slices(ts)})
 	if err != nil {
 		return resourcemanager.Provisioning{}, poolErr(err)
 	}
 	return resourcemanager.Provisioning{Pool: r.Pool, Reason: r.Reason, Message: r.Message}, nil
 }
 
-// CheckPool implements resourcemanager.PoolBackend.
-func (b *Backend) CheckPool(ctx context.Context, c *falconv1.Cluster, pool string) (bool, error) {
+// CheckPool implements resourcemanager.PoolBackend; a pool group says how
+// many of its slice pools are running.
+func (b *Backend) CheckPool(ctx context.Context, c *falconv1.Cluster, pool string) (resourcemanager.PoolCheck, error) {
 	_, pools, err := b.connected(ctx)
 	if err != nil {
-		return false, err
+		return resourcemanager.PoolCheck{}, err
 	}
-	ready, err := pools.Check(ctx, ClusterOf(c), pool)
-	return ready, poolErr(err)
+	r, err := pools.Look(ctx, ClusterOf(c), pool)
+	return resourcemanager.PoolCheck{Ready: r.Ready, Message: r.Message}, poolErr(err)
 }
 
-// ListPools implements resourcemanager.PoolBackend.
+// ListPools implements resourcemanager.PoolBackend. The slice pools of a
+// multi-slice job are listed as their group, one pool of the group's
+// shape (placement.GroupShape).
 func (b *Backend) ListPools(ctx context.Context, c *falconv1.Cluster) ([]resourcemanager.Pool, error) {
 	_, pools, err := b.connected(ctx)
 	if err != nil {
@@ -192,12 +196,14 @@ func (b *Backend) ListPools(ctx context.Context, c *falconv1.Cluster) ([]resourc
 	if err != nil {
 		return nil, err
 	}
+	infos = groupPools(infos)
 	out := make([]resourcemanager.Pool, 0, len(infos))
 	for _, p := range infos {
 		topo := p.Labels[LabelTopology]
 		if topo == "" {
 			topo = p.Topology
 		}
+		topo = placement.GroupShape(topo, groupSize(p))
 		out = append(out, resourcemanager.Pool{
 			Name: p.Name, AcceleratorType: p.Labels[LabelAccelerator], Topology: topo, Nodes: p.Nodes,
 			State: poolState(p.Status), Status: p.Status, SupplyMode: string(p.Mode),
@@ -227,7 +233,7 @@ func (b *Backend) DeletePool(ctx context.Context, c *falconv1.Cluster, pool stri
 	if err != nil {
 		return err
 	}
-	err = pools.StartDelete(ctx, ClusterOf(c), pool)
+	err = pools.Delete(ctx, ClusterOf(c), pool)
 	if errors.Is(err, ErrBusy) {
 		return fmt.Errorf("%w: %v", resourcemanager.ErrPoolBusy, err)
 	}

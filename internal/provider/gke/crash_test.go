@@ -26,6 +26,7 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
+	"github.com/falconhq/falcon/internal/placement"
 	"github.com/falconhq/falcon/internal/provider/gke"
 	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/provider/kube/render"
@@ -181,7 +182,7 @@ func (x fusedBackend) ProvisionPool(ctx context.Context, c *falconv1.Cluster, j 
 	return p, err
 }
 
-func (x fusedBackend) CheckPool(ctx context.Context, c *falconv1.Cluster, pool string) (ok bool, err error) {
+func (x fusedBackend) CheckPool(ctx context.Context, c *falconv1.Cluster, pool string) (ok resourcemanager.PoolCheck, err error) {
 	err = x.f.do(func() (err error) { ok, err = x.b.CheckPool(ctx, c, pool); return err })
 	return ok, err
 }
@@ -261,6 +262,7 @@ func (p *controllerProc) stop() {
 type crashSpec struct {
 	topo     string
 	replica  int32
+	slices   int32 // 0 or 1: one slice
 	duration time.Duration
 	exitCode int           // 0 or 3
 	abortIn  time.Duration // after submission; 0: never aborted
@@ -271,7 +273,7 @@ func (s crashSpec) task() *falconv1.TaskSpec {
 	if s.exitCode != 0 {
 		env["FALCON_TEST_EXIT_CODE"] = strconv.Itoa(s.exitCode)
 	}
-	return &falconv1.TaskSpec{Command: "python train.py", Image: "python:3.12", Replica: s.replica, DeviceType: "v5p", DeviceTopo: s.topo, Envs: env}
+	return &falconv1.TaskSpec{Command: "python train.py", Image: "python:3.12", Replica: s.replica, DeviceType: "v5p", DeviceTopo: s.topo, Slices: s.slices, Envs: env}
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -288,11 +290,11 @@ func envInt(t *testing.T, name string, def int) int {
 }
 
 // kubeJobLog records every Kubernetes Job ever created in the namespace, by
-// Falcon job, so a Job deleted and made again is seen although the two
-// never coexisted.
+// name (a multi-slice job has one per slice), so a Job deleted and made
+// again is seen although the two never coexisted.
 type kubeJobLog struct {
 	mu   sync.Mutex
-	uids map[string]map[string]bool // Falcon job ID -> Job UIDs
+	uids map[string]map[string]bool // Job name -> Job UIDs
 }
 
 func (f *fixture) watchKubeJobs(ctx context.Context) *kubeJobLog {
@@ -312,7 +314,7 @@ func (f *fixture) watchKubeJobs(ctx context.Context) *kubeJobLog {
 					continue
 				}
 				rv = m.GetResourceVersion()
-				id := m.GetLabels()[render.LabelJobID]
+				id := m.GetName()
 				l.mu.Lock()
 				if l.uids[id] == nil {
 					l.uids[id] = map[string]bool{}
@@ -392,21 +394,22 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 	shapes := []struct {
 		topo    string
 		replica int32
-	}{{"2x2x1", 1}, {"2x2x2", 2}, {"2x2x4", 4}}
+		slices  int32
+	}{{"2x2x1", 1, 0}, {"2x2x2", 2, 0}, {"2x2x1", 1, 2}, {"2x2x4", 4, 0}}
 	if os.Getenv("FALCON_CRASH_EXPS") == "" && os.Getenv("FALCON_CRASH_SHAPES") != "all" {
 		// Open bug: twice in about ten small runs a 4-host job stayed
 		// Running with "1/4 pods running" after the kills (seeds
 		// 1796127871582951483, 1796129506755065376; neither replay
 		// reproduces it). Until it is understood the small run in make
-		// test keeps to 1- and 2-host slices so that it stays a reliable
-		// gate; make bench (FALCON_CRASH_EXPS set) and
-		// FALCON_CRASH_SHAPES=all run all three.
-		shapes = shapes[:2]
+		// test keeps to 1- and 2-host slices (and two 1-host slices) so
+		// that it stays a reliable gate; make bench (FALCON_CRASH_EXPS set)
+		// and FALCON_CRASH_SHAPES=all run every shape.
+		shapes = shapes[:3]
 	}
 	specs := make([]crashSpec, nExps)
 	for i := range specs {
 		sh := shapes[rng.IntN(len(shapes))]
-		s := crashSpec{topo: sh.topo, replica: sh.replica, duration: time.Duration(300+rng.IntN(2700)) * time.Millisecond}
+		s := crashSpec{topo: sh.topo, replica: sh.replica, slices: sh.slices, duration: time.Duration(300+rng.IntN(2700)) * time.Millisecond}
 		if rng.IntN(5) == 0 {
 			s.exitCode = 3
 		}
@@ -541,16 +544,26 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 		}
 	}
 
-	// Node pools: named after the job they were created for, so a pool
-	// created twice, or a job given two pools, is two accepted creates of
-	// one name; any other name is not one Falcon should have made.
+	// Node pools: named after the job they were created for (a
+	// multi-slice job's after its group, one per slice), so a pool created
+	// twice, or a job given two pools, is two accepted creates of one name;
+	// any other name is not one Falcon should have made.
 	owner := map[string]string{}
-	for _, id := range jobIDs {
+	for i, id := range jobIDs {
 		name, err := gke.PoolName(id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		owner[name] = id
+		if n := specs[i].slices; n > 1 {
+			group, err := gke.GroupName(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s := range int(n) {
+				owner[placement.SlicePool(group, s)] = id
+			}
+		}
 	}
 	creates := map[string]int{}
 	for _, c := range f.fake.Calls() {

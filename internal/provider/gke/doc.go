@@ -20,6 +20,12 @@
 // the lifecycle.Reason the job will fail with (NodePoolTimeout,
 // NodePoolFailed), so the resource manager does not parse messages.
 //
+// A multi-slice job gets a pool group instead (slices.go): one pool per
+// slice under the group's name, one supply mode for all of them, listed to
+// the resource manager as one pool whose shape counts the slices, ready
+// when every member runs, failed when one fails, and deleted member by
+// member, so the slices are held, reused and released together.
+//
 // Nothing here blocks for minutes: Ensure starts a create, Check looks at a
 // pool once, StartDelete asks for a deletion. Waiting, retrying, deciding
 // whether an idle pool is reused and sweeping orphans belong to the

@@ -46,7 +46,22 @@ type Request struct {
 	JobID      string
 	SupplyMode SupplyMode // the task's supply_mode; SupplyAuto decides
 	Slice      accelerator.Slice
+	// Slices above 1 asks for a pool group: one pool of Slice per slice.
+	Slices int
 }
+
+// pool names the request's pool, or its group, in messages.
+func (r Request) pool() string {
+	if r.Slices > 1 {
+		g, _ := GroupName(r.JobID)
+		return fmt.Sprintf("group %s (%d slice pools)", g, r.Slices)
+	}
+	name, _ := PoolName(r.JobID)
+	return name
+}
+
+// hosts is how many nodes the request needs in all.
+func (r Request) hosts() int64 { return int64(r.Slice.Hosts) * int64(max(r.Slices, 1)) }
 
 // Result is the pool a job got and how. Reason and Message are what the job
 // shows while it waits for the pool.
@@ -145,6 +160,9 @@ func New(containerSvc *container.Service, computeSvc *compute.Service, opts ...O
 // as asked (forced reservation without room, invalid request); others are
 // API errors worth retrying.
 func (m *Manager) Ensure(ctx context.Context, req Request) (Result, error) {
+	if req.Slices > 1 {
+		return m.ensureGroup(ctx, req)
+	}
 	name, err := PoolName(req.JobID)
 	if err != nil {
 		return Result{}, failed("", err.Error(), err)
@@ -232,8 +250,8 @@ func parseReservation(c Cluster) (*reservationRef, error) {
 // chooseMode applies 000 section 5: the reservation when it has room for
 // every host, flex-start otherwise; a forced mode wins.
 func (m *Manager) chooseMode(ctx context.Context, req Request) (SupplyMode, lifecycle.Reason, string, *reservationRef, error) {
-	hosts := int64(req.Slice.Hosts)
-	name, _ := PoolName(req.JobID)
+	hosts := req.hosts()
+	name := req.pool()
 	flex := func(reason lifecycle.Reason, why string) (SupplyMode, lifecycle.Reason, string, *reservationRef, error) {
 		return SupplyFlexStart, reason, why, nil, nil
 	}
@@ -288,17 +306,8 @@ func (m *Manager) chooseMode(ctx context.Context, req Request) (SupplyMode, life
 // (its created-at label) plus the provision timeout. Transient API errors
 // are nil, false: look again later.
 func (m *Manager) Check(ctx context.Context, c Cluster, pool string) (bool, error) {
-	np, err := m.getPool(ctx, c, pool)
-	if err != nil && !isNotFound(err) && transient(err) {
-		return false, nil
-	}
-	created := m.opts.clock.Now()
-	if err == nil {
-		if info := poolInfo(np); !info.CreatedAt.IsZero() {
-			created = info.CreatedAt
-		}
-	}
-	return m.judge(pool, np, err, created.Add(m.opts.provisionTimeout))
+	r, err := m.Look(ctx, c, pool)
+	return r.Ready, err
 }
 
 // judge turns one read of a pool into ready, still waiting, or a failure.
@@ -340,14 +349,22 @@ var ErrBusy = errors.New("another operation is running on the node pool")
 // StartDelete asks GKE to delete a pool without waiting for it to go. A
 // missing pool is success; a pool busy with another operation is ErrBusy.
 func (m *Manager) StartDelete(ctx context.Context, c Cluster, pool string) error {
-	_, err := m.container.Projects.Locations.Clusters.NodePools.Delete(c.poolPath(pool)).Context(ctx).Do()
+	_, err := m.startDelete(ctx, c, pool)
+	return err
+}
+
+// startDelete is StartDelete that also says whether the pool was there.
+func (m *Manager) startDelete(ctx context.Context, c Cluster, pool string) (found bool, err error) {
+	_, err = m.container.Projects.Locations.Clusters.NodePools.Delete(c.poolPath(pool)).Context(ctx).Do()
 	switch {
-	case err == nil, isNotFound(err):
-		return nil
+	case err == nil:
+		return true, nil
+	case isNotFound(err):
+		return false, nil
 	case busy(err):
-		return fmt.Errorf("delete node pool %s: %w (%s)", pool, ErrBusy, apiMessage(err))
+		return true, fmt.Errorf("delete node pool %s: %w (%s)", pool, ErrBusy, apiMessage(err))
 	default:
-		return fmt.Errorf("delete node pool %s: %s", pool, apiMessage(err))
+		return true, fmt.Errorf("delete node pool %s: %s", pool, apiMessage(err))
 	}
 }
 

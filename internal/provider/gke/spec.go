@@ -54,12 +54,15 @@ var poolNameRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 // PoolName is the node pool of a job: deterministic, so a restarted
 // controller finds the pool it was creating. IDs too long for GKE's 40
 // characters keep a prefix and gain a hash of the whole ID.
-func PoolName(jobID string) (string, error) {
+func PoolName(jobID string) (string, error) { return poolName(jobID, maxPoolName) }
+
+// poolName is PoolName within limit characters.
+func poolName(jobID string, limit int) (string, error) {
 	id := strings.ToLower(jobID)
 	name := PoolPrefix + id
-	if len(name) > maxPoolName {
+	if len(name) > limit {
 		sum := sha256.Sum256([]byte(id))
-		keep := maxPoolName - len(PoolPrefix) - 9
+		keep := limit - len(PoolPrefix) - 9
 		name = PoolPrefix + strings.TrimRight(id[:keep], "-") + "-" + hex.EncodeToString(sum[:4])
 	}
 	if !poolNameRE.MatchString(name) {

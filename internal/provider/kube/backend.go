@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/placement"
 	"github.com/falconhq/falcon/internal/provider/kube/render"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 )
@@ -310,8 +312,10 @@ func (b *Backend) Close() {
 	}
 }
 
-// Dispatch creates the job's Service (multi-host) and Job. Both are named
-// from the job ID, so a retry finds what an earlier attempt created.
+// Dispatch creates the job's Service (multi-host) and its Jobs, one per
+// slice. All are named from the job ID, so a retry finds what an earlier
+// attempt created; the slices of a multi-slice job are created together,
+// in one call, and an attempt cut short is completed by the next.
 func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
 	e, err := b.edgeFor(c)
 	var unusable *resourcemanager.UnusableError
@@ -343,12 +347,25 @@ func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1
 			return retryable(fmt.Errorf("create Service %s/%s: %w", e.namespace, objs.Service.Name, err))
 		}
 	}
-	created, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, objs.Job, metav1.CreateOptions{})
+	for i, job := range objs.Jobs {
+		if err := b.createJob(ctx, e, j, job, objs.Service, i == 0); err != nil {
+			return err
+		}
+	}
+	b.submitted.Store(j.GetId(), b.now())
+	return nil
+}
+
+// createJob creates one of j's Jobs; the first owns svc, so deleting it
+// deletes the Service too. A Job of that name that Falcon created for j
+// already is success.
+func (b *Backend) createJob(ctx context.Context, e *edge, j *falconv1.Job, job *batchv1.Job, svc *corev1.Service, ownsService bool) error {
+	created, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, job, metav1.CreateOptions{})
 	e.record(b.now(), ignoreExists(err))
-	if err == nil && objs.Service != nil {
+	if err == nil && svc != nil && ownsService {
 		// Let the garbage collector delete the Service with the Job, even
 		// if the Job is removed outside Falcon.
-		svc, gerr := e.client.CoreV1().Services(e.namespace).Get(ctx, objs.Service.Name, metav1.GetOptions{})
+		svc, gerr := e.client.CoreV1().Services(e.namespace).Get(ctx, svc.Name, metav1.GetOptions{})
 		if gerr == nil {
 			render.SetOwner(svc, created)
 			if _, uerr := e.client.CoreV1().Services(e.namespace).Update(ctx, svc, metav1.UpdateOptions{}); uerr != nil {
@@ -356,21 +373,18 @@ func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1
 			}
 		}
 	}
-	if err == nil {
-		b.submitted.Store(j.GetId(), b.now())
-	}
 	if apierrors.IsAlreadyExists(err) {
-		existing, gerr := e.client.BatchV1().Jobs(e.namespace).Get(ctx, objs.Job.Name, metav1.GetOptions{})
+		existing, gerr := e.client.BatchV1().Jobs(e.namespace).Get(ctx, job.Name, metav1.GetOptions{})
 		if gerr != nil {
-			return retryable(fmt.Errorf("get existing Job %s/%s: %w", e.namespace, objs.Job.Name, gerr))
+			return retryable(fmt.Errorf("get existing Job %s/%s: %w", e.namespace, job.Name, gerr))
 		}
 		if existing.Labels[render.LabelJobID] != j.GetId() {
-			return fmt.Errorf("a Job named %s/%s exists that Falcon did not create for %s", e.namespace, objs.Job.Name, j.GetId())
+			return fmt.Errorf("a Job named %s/%s exists that Falcon did not create for %s", e.namespace, job.Name, j.GetId())
 		}
 		return nil
 	}
 	if err != nil {
-		return retryable(fmt.Errorf("create Job %s/%s: %w", e.namespace, objs.Job.Name, err))
+		return retryable(fmt.Errorf("create Job %s/%s: %w", e.namespace, job.Name, err))
 	}
 	return nil
 }
@@ -390,7 +404,8 @@ func retryable(err error) error {
 	return err
 }
 
-// Stop deletes the Job and its pods and Service. Missing objects are fine.
+// Stop deletes the Jobs (every slice's) and their pods and Service.
+// Missing objects are fine.
 func (b *Backend) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
 	e, err := b.edgeFor(c)
 	if err != nil {
@@ -401,10 +416,12 @@ func (b *Backend) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job
 	name := render.Name(j.GetId())
 	b.submitted.Delete(j.GetId())
 	bg := metav1.DeletePropagationBackground
-	err = e.client.BatchV1().Jobs(e.namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
-	e.record(b.now(), ignoreNotFound(err))
-	if err := ignoreNotFound(err); err != nil {
-		return fmt.Errorf("delete Job %s/%s: %w", e.namespace, name, err)
+	for _, job := range render.JobNames(j.GetId(), placement.Slices(j.GetTaskSpec())) {
+		err = e.client.BatchV1().Jobs(e.namespace).Delete(ctx, job, metav1.DeleteOptions{PropagationPolicy: &bg})
+		e.record(b.now(), ignoreNotFound(err))
+		if err := ignoreNotFound(err); err != nil {
+			return fmt.Errorf("delete Job %s/%s: %w", e.namespace, job, err)
+		}
 	}
 	// Don't wait for the garbage collector to notice the Job is gone: start
 	// terminating the pods now (with their grace period, so a task can
@@ -438,8 +455,10 @@ func (b *Backend) Residents(c *falconv1.Cluster) ([]string, error) {
 		return nil, err
 	}
 	out := make([]string, 0, len(jobs))
+	seen := map[string]bool{}
 	for _, j := range jobs {
-		if id := j.Labels[render.LabelJobID]; id != "" {
+		if id := j.Labels[render.LabelJobID]; id != "" && !seen[id] { // once for all its slices
+			seen[id] = true
 			out = append(out, id)
 		}
 	}
@@ -449,37 +468,23 @@ func (b *Backend) Residents(c *falconv1.Cluster) ([]string, error) {
 // errNotSynced: the cluster's informer caches have not synced yet.
 var errNotSynced = errors.New("the cluster's caches have not synced yet")
 
-// Observe reports the job from the informer caches.
+// Observe reports the job from the informer caches: its one Job, or on a
+// multi-slice job every slice's, combined (ObserveSlices).
 func (b *Backend) Observe(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) (resourcemanager.Observation, error) {
 	e, err := b.edgeFor(c)
 	if err != nil {
 		return resourcemanager.Observation{}, err
 	}
-	name := render.Name(j.GetId())
-	job, err := e.jobs.Jobs(e.namespace).Get(name)
-	if err == nil {
-		b.submitted.Delete(j.GetId()) // the informer has it now
-	}
-	if apierrors.IsNotFound(err) && e.synced() {
-		if at, ok := b.submitted.Load(j.GetId()); ok && b.now().Sub(at.(time.Time)) < informerLag {
-			return resourcemanager.Observation{Phase: resourcemanager.PhasePending,
-				Message: fmt.Sprintf("submitted Kubernetes Job %s/%s; waiting for its pods", e.namespace, name)}, nil
+	names := render.JobNames(j.GetId(), placement.Slices(j.GetTaskSpec()))
+	jobs := make([]*batchv1.Job, len(names))
+	for i, name := range names {
+		job, obs, err := b.getJob(ctx, e, j, name)
+		if err != nil || job == nil {
+			return obs, err
 		}
+		jobs[i] = job
 	}
-	if apierrors.IsNotFound(err) || !e.synced() {
-		// The cache may lag a create; ask the apiserver before concluding.
-		gctx, cancel := context.WithTimeout(ctx, b.callLimit)
-		job, err = e.client.BatchV1().Jobs(e.namespace).Get(gctx, name, metav1.GetOptions{})
-		cancel()
-		e.record(b.now(), ignoreNotFound(err))
-	}
-	if apierrors.IsNotFound(err) {
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseUnknown,
-			Message: fmt.Sprintf("Kubernetes Job %s/%s is gone (deleted outside Falcon?)", e.namespace, name)}, nil
-	}
-	if err != nil {
-		return resourcemanager.Observation{}, err
-	}
+	b.submitted.Delete(j.GetId()) // the informer has them now
 	var pods []*corev1.Pod
 	if e.synced() {
 		pods, err = e.pods.Pods(e.namespace).List(labels.SelectorFromSet(labels.Set{render.LabelJobID: j.GetId()}))
@@ -498,7 +503,49 @@ func (b *Backend) Observe(ctx context.Context, c *falconv1.Cluster, j *falconv1.
 			pods = append(pods, &list.Items[i])
 		}
 	}
-	return Observe(job, pods, int(j.GetTaskSpec().GetReplica())), nil
+	replica := int(j.GetTaskSpec().GetReplica())
+	if len(jobs) == 1 {
+		return Observe(jobs[0], pods, replica), nil
+	}
+	perSlice := make([]resourcemanager.Observation, len(jobs))
+	for i, job := range jobs {
+		var mine []*corev1.Pod
+		for _, p := range pods {
+			if p.Labels[batchv1.JobNameLabel] == job.Name {
+				mine = append(mine, p)
+			}
+		}
+		perSlice[i] = Observe(job, mine, replica)
+	}
+	return ObserveSlices(perSlice), nil
+}
+
+// getJob reads one of j's Jobs from the informer cache, asking the
+// apiserver when the cache does not have it. A nil Job comes with the
+// observation to report instead: just submitted, or gone.
+func (b *Backend) getJob(ctx context.Context, e *edge, j *falconv1.Job, name string) (*batchv1.Job, resourcemanager.Observation, error) {
+	job, err := e.jobs.Jobs(e.namespace).Get(name)
+	if apierrors.IsNotFound(err) && e.synced() {
+		if at, ok := b.submitted.Load(j.GetId()); ok && b.now().Sub(at.(time.Time)) < informerLag {
+			return nil, resourcemanager.Observation{Phase: resourcemanager.PhasePending,
+				Message: fmt.Sprintf("submitted Kubernetes Job %s/%s; waiting for its pods", e.namespace, name)}, nil
+		}
+	}
+	if apierrors.IsNotFound(err) || !e.synced() {
+		// The cache may lag a create; ask the apiserver before concluding.
+		gctx, cancel := context.WithTimeout(ctx, b.callLimit)
+		job, err = e.client.BatchV1().Jobs(e.namespace).Get(gctx, name, metav1.GetOptions{})
+		cancel()
+		e.record(b.now(), ignoreNotFound(err))
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, resourcemanager.Observation{Phase: resourcemanager.PhaseUnknown,
+			Message: fmt.Sprintf("Kubernetes Job %s/%s is gone (deleted outside Falcon?)", e.namespace, name)}, nil
+	}
+	if err != nil {
+		return nil, resourcemanager.Observation{}, err
+	}
+	return job, resourcemanager.Observation{}, nil
 }
 
 func ignoreExists(err error) error {

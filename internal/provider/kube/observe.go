@@ -80,6 +80,55 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 	return resourcemanager.Observation{Phase: resourcemanager.PhasePending, Message: msg}
 }
 
+// ObserveSlices combines the observations of a multi-slice job's Jobs, in
+// slice order, into the job's: the slices run as one job, so
+//   - any slice Failed -> Failed (the manager then stops every slice),
+//     naming the slice;
+//   - any slice gone -> Unknown, naming it;
+//   - every slice Succeeded -> Succeeded;
+//   - every slice Running (or already done) -> Running, which releases the
+//     queue slot only once all slices have their hosts;
+//   - otherwise Pending, saying how many slices are running and why the
+//     first one that is not waits.
+func ObserveSlices(slices []resourcemanager.Observation) resourcemanager.Observation {
+	n := len(slices)
+	for _, want := range []resourcemanager.Phase{resourcemanager.PhaseFailed, resourcemanager.PhaseUnknown} {
+		for i, o := range slices {
+			if o.Phase == want {
+				return resourcemanager.Observation{Phase: want, Message: fmt.Sprintf("slice %d of %d: %s", i, n, o.Message)}
+			}
+		}
+	}
+	succeeded, running, waiting := 0, 0, -1
+	for i, o := range slices {
+		switch o.Phase {
+		case resourcemanager.PhaseSucceeded:
+			succeeded++
+		case resourcemanager.PhaseRunning:
+			running++
+		default:
+			if waiting < 0 {
+				waiting = i
+			}
+		}
+	}
+	switch {
+	case n > 0 && succeeded == n:
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: fmt.Sprintf("%d/%d slices succeeded", n, n)}
+	case n > 0 && waiting < 0:
+		msg := fmt.Sprintf("%d/%d slices running", running+succeeded, n)
+		if succeeded > 0 {
+			msg += fmt.Sprintf(" (%d succeeded)", succeeded)
+		}
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: msg}
+	}
+	msg := fmt.Sprintf("%d/%d slices running", running+succeeded, n)
+	if waiting >= 0 {
+		msg += fmt.Sprintf("; slice %d: %s", waiting, slices[waiting].Message)
+	}
+	return resourcemanager.Observation{Phase: resourcemanager.PhasePending, Message: msg}
+}
+
 // podFailure reports why a pod has failed for good, if it has.
 func podFailure(p *corev1.Pod) (string, bool) {
 	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)

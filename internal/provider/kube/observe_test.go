@@ -83,3 +83,46 @@ func TestObserve(t *testing.T) {
 		})
 	}
 }
+
+func TestObserveSlices(t *testing.T) {
+	o := func(p resourcemanager.Phase, msg string) resourcemanager.Observation {
+		return resourcemanager.Observation{Phase: p, Message: msg}
+	}
+	const (
+		pending   = resourcemanager.PhasePending
+		running   = resourcemanager.PhaseRunning
+		succeeded = resourcemanager.PhaseSucceeded
+		failed    = resourcemanager.PhaseFailed
+		unknown   = resourcemanager.PhaseUnknown
+	)
+	tests := []struct {
+		name   string
+		slices []resourcemanager.Observation
+		want   resourcemanager.Observation
+	}{
+		{"all running", []resourcemanager.Observation{o(running, "4/4 pods running"), o(running, "4/4 pods running")},
+			o(running, "2/2 slices running")},
+		{"one slice still waiting for hosts holds the job pending",
+			[]resourcemanager.Observation{o(running, "4/4 pods running"), o(pending, "1/4 pods running; pod x unschedulable")},
+			o(pending, "1/2 slices running; slice 1: 1/4 pods running; pod x unschedulable")},
+		{"one slice failing fails the job", []resourcemanager.Observation{o(running, "4/4 pods running"), o(failed, "pod p terminated: Error (exit code 1)")},
+			o(failed, "slice 1 of 2: pod p terminated: Error (exit code 1)")},
+		{"a failure wins over a missing slice", []resourcemanager.Observation{o(unknown, "gone"), o(failed, "boom")},
+			o(failed, "slice 1 of 2: boom")},
+		{"a slice deleted outside Falcon", []resourcemanager.Observation{o(unknown, "Kubernetes Job ns/j-s0 is gone"), o(running, "4/4 pods running")},
+			o(unknown, "slice 0 of 2: Kubernetes Job ns/j-s0 is gone")},
+		{"one slice done, the other still running", []resourcemanager.Observation{o(succeeded, "4/4 pods succeeded"), o(running, "4/4 pods running")},
+			o(running, "2/2 slices running (1 succeeded)")},
+		{"every slice done", []resourcemanager.Observation{o(succeeded, "x"), o(succeeded, "x"), o(succeeded, "x")},
+			o(succeeded, "3/3 slices succeeded")},
+		{"none yet", []resourcemanager.Observation{o(pending, "0/4 pods running"), o(pending, "0/4 pods running")},
+			o(pending, "0/2 slices running; slice 0: 0/4 pods running")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ObserveSlices(tt.slices); got != tt.want {
+				t.Errorf("ObserveSlices = %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}

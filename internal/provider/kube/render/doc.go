@@ -1,6 +1,7 @@
 // Package render turns one Falcon job into the Kubernetes objects that run
-// it: an Indexed batch/v1 Job with one pod per host and, for a multi-host
-// slice, the headless Service that gives its ranks stable DNS names.
+// it: an Indexed batch/v1 Job per slice with one pod per host and, for a
+// multi-host or multi-slice job, the headless Service that gives its ranks
+// stable DNS names.
 //
 // It is pure — no client, no clock, no randomness — so that the kube
 // provider's reconcile stays idempotent: the Job's name is the Falcon job ID,
@@ -22,7 +23,17 @@
 //	JAX_PROCESS_ID, JAX_NUM_PROCESSES           rank and replica (multi-host only)
 //
 // plus the task's own envs; Falcon's names win over a task env of the same
-// name. On multi-host TPU slices GKE's webhook adds TPU_WORKER_ID and
+// name.
+//
+// A task of slices: N > 1 renders N Jobs, <job>-s<i>, each of replica pods
+// labelled falcon.dev/slice and falcon.dev/first-rank (i*replica), pinned to
+// the node pool placement.SlicePool(pool, i) when the job has a pool, under
+// the one Service <job>. FALCON_RANK is then first-rank plus the index
+// (added by the container's shell, since the downward API cannot add) and
+// FALCON_WORLD_SIZE N*replica; JAX_* are the slice's own (its index 0 as
+// coordinator, replica processes) and MEGASCALE_COORDINATOR_ADDRESS
+// (<job>-s0-0.<job>:8081), MEGASCALE_PORT, MEGASCALE_NUM_SLICES and
+// MEGASCALE_SLICE_ID join the slices for JAX multislice. On multi-host TPU slices GKE's webhook adds TPU_WORKER_ID and
 // TPU_WORKER_HOSTNAMES (<job>-<i>.<job>) itself, because the Job is Indexed,
 // has a subdomain and requests google.com/tpu; Falcon does not set them, so
 // the two can never disagree. Every literal the user wrote (command, env

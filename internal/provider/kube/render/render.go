@@ -18,6 +18,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/placement"
 	falconvalidation "github.com/falconhq/falcon/internal/validation"
 )
 
@@ -34,6 +35,12 @@ const (
 	LabelJobID     = LabelPrefix + "job-id"
 	LabelClusterID = LabelPrefix + "cluster-id"
 	LabelRole      = LabelPrefix + "role"
+	// LabelSlice and LabelFirstRank are on the Jobs of a multi-slice job
+	// and their pods: which slice a Job runs, and the Falcon rank of its
+	// completion index 0, so a pod's rank is LabelFirstRank plus its index
+	// (PodRank).
+	LabelSlice     = LabelPrefix + "slice"
+	LabelFirstRank = LabelPrefix + "first-rank"
 )
 
 // Annotations on the Job, for people reading `kubectl describe`; Falcon
@@ -73,6 +80,16 @@ const (
 	EnvJAXCoordinator  = "JAX_COORDINATOR_ADDRESS"
 	EnvJAXProcessID    = "JAX_PROCESS_ID"
 	EnvJAXNumProcesses = "JAX_NUM_PROCESSES"
+
+	// JAX multislice's (validation.MultisliceEnvs), only on a multi-slice
+	// job: every host of every slice gets the same coordinator, slice 0's
+	// first host, and its own slice's index.
+	EnvMegascaleCoordinator = "MEGASCALE_COORDINATOR_ADDRESS"
+	EnvMegascalePort        = "MEGASCALE_PORT"
+	EnvMegascaleNumSlices   = "MEGASCALE_NUM_SLICES"
+	EnvMegascaleSliceID     = "MEGASCALE_SLICE_ID"
+	// MegascalePort is the port JAX's multislice runtime uses by default.
+	MegascalePort = 8081
 )
 
 // GCS FUSE CSI driver (GKE add-on) and the pod annotation that injects its
@@ -134,8 +151,11 @@ type Input struct {
 
 // Objects are what Render produces for one job.
 type Objects struct {
-	Job *batchv1.Job
-	// Service is the headless Service of a multi-host slice; nil for one host.
+	// Jobs holds one Indexed Job per slice, in slice order (JobNames): one
+	// for a task of one slice.
+	Jobs []*batchv1.Job
+	// Service is the headless Service of a multi-host or multi-slice job;
+	// nil for one host.
 	Service *corev1.Service
 	// Slice is the checked placement the objects were built for: the node
 	// pool a job needs is described by it.
@@ -146,6 +166,42 @@ type Objects struct {
 // job ID itself, already a DNS label, so that a provider retrying after a
 // crash finds the Job it created instead of creating another.
 func Name(jobID string) string { return jobID }
+
+// JobNames are the Kubernetes Jobs of a Falcon job over slices slices: the
+// one Job named Name(jobID), or one per slice, <job ID>-s<slice>. The
+// headless Service stays Name(jobID) and covers every slice's pods.
+func JobNames(jobID string, slices int) []string {
+	if slices <= 1 {
+		return []string{Name(jobID)}
+	}
+	out := make([]string, slices)
+	for i := range out {
+		out[i] = Name(jobID) + "-s" + strconv.Itoa(i)
+	}
+	return out
+}
+
+// PodRank is the Falcon rank of a pod of one of a job's Jobs: its
+// completion index, plus its slice's first rank on a multi-slice job; -1
+// when the pod says neither. (A pod of a Job Falcon did not render has no
+// first-rank label and counts from 0.)
+func PodRank(p *corev1.Pod) int {
+	index := -1
+	for _, v := range []string{p.Annotations[batchv1.JobCompletionIndexAnnotation], p.Labels[batchv1.JobCompletionIndexAnnotation]} {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			index = n
+			break
+		}
+	}
+	if index < 0 {
+		return -1
+	}
+	first, err := strconv.Atoi(p.Labels[LabelFirstRank])
+	if err != nil || first < 0 {
+		first = 0
+	}
+	return first + index
+}
 
 // Hostname is the hostname of a rank's pod, which an Indexed Job sets to
 // <job name>-<index>.
@@ -167,6 +223,10 @@ func ArtifactPrefix(expID, artifactID string) string {
 func CoordinatorAddress(jobID string) string {
 	return Hostname(jobID, 0) + "." + Name(jobID) + ":" + strconv.Itoa(JAXCoordinatorPort)
 }
+
+// sliceHost is the stable DNS name of index 0 of the Job named job, under
+// the headless Service of jobID.
+func sliceHost(job, jobID string) string { return job + "-0." + Name(jobID) }
 
 // SetOwner makes job the owner of svc, so that deleting the Job (an abort,
 // or its TTL) deletes the Service too. Call it with the Job as created,
@@ -223,10 +283,9 @@ func Render(in Input) (*Objects, error) {
 	if err != nil {
 		appendErr(&errs, err)
 	}
-	if n := task.GetSlices(); n > 1 {
-		// One Indexed Job runs on one node pool; the API server refuses such
-		// a task when no other cluster could take it (placement.SingleSlice).
-		errs.Add("slices", "%d slices cannot run on a Kubernetes cluster, which runs a task as one Job on one slice; run it on an xpk cluster or set slices to 1", n)
+	slices := placement.Slices(task)
+	if slices > 1 && slice.Spec.Kind != accelerator.KindTPU {
+		errs.Add("slices", "%d slices need a TPU device_type (JAX multislice joins TPU slices)", slices)
 	}
 	for _, k := range sortedKeys(task.GetEnvs()) {
 		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
@@ -238,7 +297,7 @@ func Render(in Input) (*Objects, error) {
 
 	// The job and where it runs.
 	id := job.GetId()
-	checkName(&errs, id, replica)
+	checkName(&errs, id, replica, slices)
 	checkLabelValue(&errs, "job.exp_id", job.GetExpId(), true)
 	checkLabelValue(&errs, "job.role", job.GetRole(), true)
 	config := in.Config
@@ -276,7 +335,7 @@ func Render(in Input) (*Objects, error) {
 		return nil, err
 	}
 
-	r := renderer{in: in, job: job, task: task, id: id, replica: replica, slice: slice,
+	r := renderer{in: in, job: job, task: task, id: id, replica: replica, slices: slices, slice: slice,
 		image: image, command: command, config: config, art: art, res: res}
 	return r.objects(), nil
 }
@@ -287,7 +346,8 @@ type renderer struct {
 	job     *falconv1.Job
 	task    *falconv1.TaskSpec
 	id      string
-	replica int
+	replica int // hosts per slice
+	slices  int
 	slice   accelerator.Slice
 	image   string
 	command string
@@ -296,11 +356,35 @@ type renderer struct {
 	res     corev1.ResourceRequirements
 }
 
-func (r renderer) multiHost() bool { return r.replica > 1 }
+// multiHost: the ranks need stable DNS names (a headless Service) to find
+// a coordinator, their slice's or slice 0's.
+func (r renderer) multiHost() bool { return r.replica > 1 || r.slices > 1 }
 
 func (r renderer) objects() *Objects {
-	name := Name(r.id)
-	labels := r.labels()
+	out := &Objects{Slice: r.slice}
+	for i, name := range JobNames(r.id, r.slices) {
+		out.Jobs = append(out.Jobs, r.job1(i, name))
+	}
+	if r.multiHost() {
+		out.Service = &corev1.Service{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: Name(r.id), Namespace: r.in.Namespace, Labels: r.jobLabels(),
+			},
+			Spec: corev1.ServiceSpec{
+				ClusterIP: corev1.ClusterIPNone,
+				Selector:  map[string]string{LabelJobID: r.id},
+				// Ranks look each other up while starting, before any is Ready.
+				PublishNotReadyAddresses: true,
+			},
+		}
+	}
+	return out
+}
+
+// job1 is the Indexed Job of slice s, named name.
+func (r renderer) job1(s int, name string) *batchv1.Job {
+	labels := r.labels(s)
 	annotations := map[string]string{}
 	for k, v := range map[string]string{
 		AnnotationExpName: r.job.GetExpName(), AnnotationCreator: r.job.GetCreator(), AnnotationClusterName: r.in.ClusterName,
@@ -320,42 +404,25 @@ func (r renderer) objects() *Objects {
 		// A failed rank fails the Falcon job; the user reruns it.
 		BackoffLimit: new(int32(0)),
 		Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: r.labels(), Annotations: r.podAnnotations()},
-			Spec:       r.podSpec(),
+			ObjectMeta: metav1.ObjectMeta{Labels: r.labels(s), Annotations: r.podAnnotations()},
+			Spec:       r.podSpec(s),
 		},
 	}
 	if ttl := r.in.TTLAfterFinished; ttl > 0 {
 		secs := min((ttl+time.Second-1)/time.Second, math.MaxInt32) // never round down to "at once"
 		spec.TTLSecondsAfterFinished = new(int32(secs))
 	}
-	out := &Objects{
-		Job: &batchv1.Job{
-			TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name: name, Namespace: r.in.Namespace, Labels: labels, Annotations: annotations,
-			},
-			Spec: spec,
+	return &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: r.in.Namespace, Labels: labels, Annotations: annotations,
 		},
-		Slice: r.slice,
+		Spec: spec,
 	}
-	if r.multiHost() {
-		out.Service = &corev1.Service{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name: name, Namespace: r.in.Namespace, Labels: r.labels(),
-			},
-			Spec: corev1.ServiceSpec{
-				ClusterIP: corev1.ClusterIPNone,
-				Selector:  map[string]string{LabelJobID: r.id},
-				// Ranks look each other up while starting, before any is Ready.
-				PublishNotReadyAddresses: true,
-			},
-		}
-	}
-	return out
 }
 
-func (r renderer) labels() map[string]string {
+// jobLabels are on every object of the job.
+func (r renderer) jobLabels() map[string]string {
 	return map[string]string{
 		LabelManagedBy: ManagedBy,
 		LabelExpID:     r.job.GetExpId(),
@@ -365,6 +432,16 @@ func (r renderer) labels() map[string]string {
 	}
 }
 
+// labels are on slice s's Job and its pods.
+func (r renderer) labels(s int) map[string]string {
+	l := r.jobLabels()
+	if r.slices > 1 {
+		l[LabelSlice] = strconv.Itoa(s)
+		l[LabelFirstRank] = strconv.Itoa(s * r.replica)
+	}
+	return l
+}
+
 func (r renderer) podAnnotations() map[string]string {
 	if r.in.Bucket == "" && r.art.bucket == "" {
 		return nil
@@ -372,7 +449,7 @@ func (r renderer) podAnnotations() map[string]string {
 	return map[string]string{GCSFuseAnnotation: "true"}
 }
 
-func (r renderer) podSpec() corev1.PodSpec {
+func (r renderer) podSpec(s int) corev1.PodSpec {
 	spec := corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		EnableServiceLinks:            new(false),
@@ -381,7 +458,7 @@ func (r renderer) podSpec() corev1.PodSpec {
 		// Tasks do not talk to the Kubernetes API; GCS access goes through
 		// Workload Identity's metadata server, not this token.
 		AutomountServiceAccountToken: new(false),
-		Containers:                   []corev1.Container{r.container()},
+		Containers:                   []corev1.Container{r.container(s)},
 		Volumes:                      r.volumes(),
 	}
 	if r.multiHost() {
@@ -393,7 +470,11 @@ func (r renderer) podSpec() corev1.PodSpec {
 			spec.NodeSelector[k] = v
 		}
 		if r.in.NodePool != "" {
-			spec.NodeSelector[accelerator.LabelNodePool] = r.in.NodePool
+			pool := r.in.NodePool
+			if r.slices > 1 {
+				pool = placement.SlicePool(pool, s) // each slice its own pool
+			}
+			spec.NodeSelector[accelerator.LabelNodePool] = pool
 		}
 	}
 	if t := r.slice.Toleration; t != nil {
@@ -404,24 +485,41 @@ func (r renderer) podSpec() corev1.PodSpec {
 	return spec
 }
 
-func (r renderer) container() corev1.Container {
+func (r renderer) container(s int) corev1.Container {
 	c := corev1.Container{
 		Name:      ContainerName,
 		Image:     r.image,
 		Command:   []string{"/bin/sh", "-c"},
-		Env:       r.env(),
+		Env:       r.env(s),
 		Resources: r.res,
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: volArtifacts, MountPath: ArtifactDir},
 		},
 	}
-	if r.in.Bucket != "" {
-		c.Args = []string{literal(logWrapper(LogDir, logDrain)), "falcon-task", literal(r.command)}
+	switch {
+	case r.in.Bucket != "":
+		c.Args = []string{literal(r.rankPrelude(s) + logWrapper(LogDir, logDrain)), "falcon-task", literal(r.command)}
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volLogs, MountPath: LogDir})
-	} else {
+	case r.slices > 1:
+		c.Args = []string{literal(r.rankPrelude(s) + `exec /bin/sh -c "$1"` + "\n"), "falcon-task", literal(r.command)}
+	default:
 		c.Args = []string{literal(r.command)}
 	}
 	return c
+}
+
+// rankPrelude sets FALCON_RANK on a multi-slice job, where it is the
+// slice's first rank plus the pod's completion index: the downward API
+// gives the index but cannot add, so the container's shell does before
+// the task's command starts (and before the log wrapper names the rank's
+// log file after it), from the index the container's FALCON_RANK holds.
+// A shell opened later by exec sees the container's FALCON_RANK, the index
+// within the slice; MEGASCALE_SLICE_ID says which slice.
+func (r renderer) rankPrelude(s int) string {
+	if r.slices <= 1 {
+		return ""
+	}
+	return EnvRank + "=$((" + EnvRank + " + " + strconv.Itoa(s*r.replica) + "))\nexport " + EnvRank + "\n"
 }
 
 // logDrain is how long the log wrapper lets tee copy what is left in the
@@ -457,9 +555,11 @@ exit "$rc"
 `
 }
 
-func (r renderer) env() []corev1.EnvVar {
+func (r renderer) env(s int) []corev1.EnvVar {
 	rank := &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: rankField}}
-	world := strconv.Itoa(r.replica)
+	world := strconv.Itoa(r.replica * r.slices)
+	hosts := strconv.Itoa(r.replica)
+	names := JobNames(r.id, r.slices)
 	env := []corev1.EnvVar{
 		{Name: EnvExpID, Value: literal(r.job.GetExpId())},
 		{Name: EnvJobID, Value: literal(r.id)},
@@ -470,11 +570,21 @@ func (r renderer) env() []corev1.EnvVar {
 		{Name: EnvArtifactAlt, Value: ArtifactDir},
 		{Name: EnvConfig, Value: literal(r.config)},
 	}
-	if r.multiHost() {
+	if r.replica > 1 {
+		// Each slice's own coordinator: jax.distributed within the slice.
 		env = append(env,
-			corev1.EnvVar{Name: EnvJAXCoordinator, Value: CoordinatorAddress(r.id)},
+			corev1.EnvVar{Name: EnvJAXCoordinator, Value: sliceHost(names[s], r.id) + ":" + strconv.Itoa(JAXCoordinatorPort)},
 			corev1.EnvVar{Name: EnvJAXProcessID, ValueFrom: rank.DeepCopy()},
-			corev1.EnvVar{Name: EnvJAXNumProcesses, Value: world},
+			corev1.EnvVar{Name: EnvJAXNumProcesses, Value: hosts},
+		)
+	}
+	if r.slices > 1 {
+		port := strconv.Itoa(MegascalePort)
+		env = append(env,
+			corev1.EnvVar{Name: EnvMegascaleCoordinator, Value: sliceHost(names[0], r.id) + ":" + port},
+			corev1.EnvVar{Name: EnvMegascalePort, Value: port},
+			corev1.EnvVar{Name: EnvMegascaleNumSlices, Value: strconv.Itoa(r.slices)},
+			corev1.EnvVar{Name: EnvMegascaleSliceID, Value: strconv.Itoa(s)},
 		)
 	}
 	ours := make([]string, len(env))
@@ -630,15 +740,17 @@ func addAccelerator(res *corev1.ResourceRequirements, sl accelerator.Slice) {
 	}
 }
 
-// checkJobName checks that the job ID can be the Job's name and, with the
-// highest index appended, its pods' hostname (a DNS label of 63 characters).
-func checkName(errs *errdefs.FieldErrors, id string, replica int) {
+// checkName checks that the job ID can be the Job's name and, as the last
+// slice's Job name with the highest index appended, its pods' hostname (a
+// DNS label of 63 characters).
+func checkName(errs *errdefs.FieldErrors, id string, replica, slices int) {
 	// DNS-1035 (a letter first) because the same name is the Service's.
 	if msgs := validation.IsDNS1035Label(id); len(msgs) > 0 {
 		errs.Add("job.id", "%q cannot name a Kubernetes Job and Service: %s", id, strings.Join(msgs, "; "))
 		return
 	}
-	if host := Hostname(id, max(replica-1, 0)); len(host) > validation.DNS1123LabelMaxLength {
+	names := JobNames(id, slices)
+	if host := names[len(names)-1] + "-" + strconv.Itoa(max(replica-1, 0)); len(host) > validation.DNS1123LabelMaxLength {
 		errs.Add("job.id", "%q is too long: the pod hostname %s must be at most %d characters", id, host, validation.DNS1123LabelMaxLength)
 	}
 }

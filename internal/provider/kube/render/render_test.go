@@ -97,14 +97,14 @@ func TestRenderIsDeterministic(t *testing.T) {
 			t.Fatalf("rendering twice differs (-first +again):\n%s", diff)
 		}
 	}
-	if first.Job.Name != jobID || first.Service.Name != jobID {
-		t.Errorf("names = %s, %s; want the job ID %s for both", first.Job.Name, first.Service.Name, jobID)
+	if first.Jobs[0].Name != jobID || first.Service.Name != jobID {
+		t.Errorf("names = %s, %s; want the job ID %s for both", first.Jobs[0].Name, first.Service.Name, jobID)
 	}
 }
 
 func TestRenderV7xMultiHost(t *testing.T) {
 	objs := render(t, input(v7xJob()))
-	job := objs.Job
+	job := objs.Jobs[0]
 
 	if diff := cmp.Diff(metav1.ObjectMeta{
 		Name: jobID, Namespace: "falcon", Labels: wantLabels(),
@@ -229,16 +229,16 @@ func TestRenderV6eSingleHost(t *testing.T) {
 	in.TTLAfterFinished = 90 * time.Minute
 	objs := render(t, in)
 
-	if ttl := objs.Job.Spec.TTLSecondsAfterFinished; ttl == nil || *ttl != 5400 {
+	if ttl := objs.Jobs[0].Spec.TTLSecondsAfterFinished; ttl == nil || *ttl != 5400 {
 		t.Errorf("TTLSecondsAfterFinished = %v, want 5400", ttl)
 	}
 	if objs.Service != nil {
 		t.Errorf("single-host job has a Service: %+v", objs.Service)
 	}
-	if c, p := *objs.Job.Spec.Completions, *objs.Job.Spec.Parallelism; c != 1 || p != 1 {
+	if c, p := *objs.Jobs[0].Spec.Completions, *objs.Jobs[0].Spec.Parallelism; c != 1 || p != 1 {
 		t.Errorf("completions, parallelism = %d, %d; want 1, 1", c, p)
 	}
-	pod := objs.Job.Spec.Template.Spec
+	pod := objs.Jobs[0].Spec.Template.Spec
 	if pod.Subdomain != "" {
 		t.Errorf("Subdomain = %q, want none", pod.Subdomain)
 	}
@@ -271,7 +271,7 @@ func TestRenderGPU(t *testing.T) {
 	in.NodePool = ""
 	objs := render(t, in)
 
-	pod := objs.Job.Spec.Template.Spec
+	pod := objs.Jobs[0].Spec.Template.Spec
 	if diff := cmp.Diff(map[string]string{"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}, pod.NodeSelector); diff != "" {
 		t.Errorf("NodeSelector (-want +got):\n%s", diff)
 	}
@@ -357,7 +357,7 @@ func TestRenderCPUResources(t *testing.T) {
 			j.TaskSpec.Resources = tt.task
 			in := input(j)
 			in.NodePool = ""
-			pod := render(t, in).Job.Spec.Template.Spec
+			pod := render(t, in).Jobs[0].Spec.Template.Spec
 			if diff := cmp.Diff(tt.want, pod.Containers[0].Resources); diff != "" {
 				t.Errorf("resources (-want +got):\n%s", diff)
 			}
@@ -405,7 +405,7 @@ func TestRenderResourcesOnAcceleratorJob(t *testing.T) {
 				gpu(j)
 				in.NodePool = ""
 			}
-			got := render(t, in).Job.Spec.Template.Spec.Containers[0].Resources
+			got := render(t, in).Jobs[0].Spec.Template.Spec.Containers[0].Resources
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("resources (-want +got):\n%s", diff)
 			}
@@ -422,7 +422,7 @@ func TestRenderEveryTaskResourceName(t *testing.T) {
 		j.TaskSpec.Resources.Requests[name] = "1"
 		j.TaskSpec.Resources.Limits[name] = "2"
 	}
-	got := render(t, input(j)).Job.Spec.Template.Spec.Containers[0].Resources
+	got := render(t, input(j)).Jobs[0].Spec.Template.Spec.Containers[0].Resources
 	for _, name := range validation.ResourceNames {
 		req, lim := got.Requests[corev1.ResourceName(name)], got.Limits[corev1.ResourceName(name)]
 		if req.String() != "1" || lim.String() != "2" {
@@ -445,7 +445,7 @@ func TestRenderServiceAccount(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := input(v7xJob())
 			in.ServiceAccount = tt.sa
-			pod := render(t, in).Job.Spec.Template.Spec
+			pod := render(t, in).Jobs[0].Spec.Template.Spec
 			if pod.ServiceAccountName != tt.sa {
 				t.Errorf("serviceAccountName = %q, want %q", pod.ServiceAccountName, tt.sa)
 			}
@@ -462,7 +462,7 @@ func TestRenderWithoutBucket(t *testing.T) {
 	in := input(j)
 	in.Bucket = ""
 	objs := render(t, in)
-	tmpl := objs.Job.Spec.Template
+	tmpl := objs.Jobs[0].Spec.Template
 
 	if tmpl.Annotations != nil {
 		t.Errorf("pod annotations = %v, want none (no GCS FUSE)", tmpl.Annotations)
@@ -507,7 +507,7 @@ func TestRenderArtifactLocation(t *testing.T) {
 			in := input(j)
 			in.Bucket = tt.bucket
 			objs := render(t, in)
-			v := objs.Job.Spec.Template.Spec.Volumes[0]
+			v := objs.Jobs[0].Spec.Template.Spec.Volumes[0]
 			if v.Name != "falcon-artifacts" {
 				t.Fatalf("first volume is %s", v.Name)
 			}
@@ -518,7 +518,7 @@ func TestRenderArtifactLocation(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("artifact volume (-want +got):\n%s", diff)
 			}
-			fuse := objs.Job.Spec.Template.Annotations["gke-gcsfuse/volumes"] == "true"
+			fuse := objs.Jobs[0].Spec.Template.Annotations["gke-gcsfuse/volumes"] == "true"
 			if fuse != (tt.want != nil || tt.bucket != "") {
 				t.Errorf("gke-gcsfuse/volumes annotation = %v with artifact %v and bucket %q", fuse, tt.want, tt.bucket)
 			}
@@ -531,7 +531,7 @@ func TestRenderFalconEnvsWin(t *testing.T) {
 	j.TaskSpec.Envs = map[string]string{
 		"FALCON_RANK": "7", "FALCON_JOB_ID": "job-other00000", "JAX_COORDINATOR_ADDRESS": "elsewhere:1", "MINE": "1",
 	}
-	env := render(t, input(j)).Job.Spec.Template.Spec.Containers[0].Env
+	env := render(t, input(j)).Jobs[0].Spec.Template.Spec.Containers[0].Env
 	m := envMap(env)
 	if m["FALCON_RANK"].ValueFrom == nil || m["FALCON_JOB_ID"].Value != jobID ||
 		m["JAX_COORDINATOR_ADDRESS"].Value != CoordinatorAddress(jobID) || m["MINE"].Value != "1" {
@@ -579,7 +579,7 @@ func TestRenderKeepsDollarsLiteral(t *testing.T) {
 	j.TaskSpec.Envs = map[string]string{"PRICE": "$(FALCON_JOB_ID) costs $$5"}
 	j.Config = "cost: $$(FALCON_ROLE)"
 	objs := render(t, input(j))
-	c := objs.Job.Spec.Template.Spec.Containers[0]
+	c := objs.Jobs[0].Spec.Template.Spec.Containers[0]
 
 	vars := map[string]string{}
 	for _, e := range c.Env {
@@ -606,7 +606,12 @@ func TestRenderErrors(t *testing.T) {
 		fields []string
 	}{
 		{"missing image", func(in *Input) { in.Job.TaskSpec.Image = " " }, []string{"image"}},
-		{"several slices", func(in *Input) { in.Job.TaskSpec.Slices = 2 }, []string{"slices"}},
+		{"several slices of GPUs", func(in *Input) {
+			in.Job.TaskSpec.DeviceType, in.Job.TaskSpec.DeviceTopo, in.Job.TaskSpec.Replica, in.Job.TaskSpec.Slices = "nvidia-h100-80gb", "", 1, 2
+		}, []string{"slices"}},
+		{"job ID too long for the last slice's hostname", func(in *Input) {
+			in.Job.Id, in.Job.TaskSpec.Slices = "job-"+strings.Repeat("a", 56), 2
+		}, []string{"job.id"}},
 		{"bad device type", func(in *Input) { in.Job.TaskSpec.DeviceType = "v9z" }, []string{"device_type"}},
 		{"replica does not match the topology", func(in *Input) { in.Job.TaskSpec.Replica = 2 }, []string{"replica"}},
 		{"device_count in chips", func(in *Input) { in.Job.TaskSpec.DeviceCount = 4 }, []string{"device_count"}},
@@ -673,7 +678,7 @@ func TestRenderErrors(t *testing.T) {
 // The variables a task may not set (validation) are the ones Falcon sets
 // for every rank (here), in the same order.
 func TestReservedEnvsMatchValidation(t *testing.T) {
-	env := render(t, input(v7xJob())).Job.Spec.Template.Spec.Containers[0].Env
+	env := render(t, input(v7xJob())).Jobs[0].Spec.Template.Spec.Containers[0].Env
 	var got []string
 	for _, e := range env[:len(validation.ReservedEnvs)] {
 		got = append(got, e.Name)
@@ -700,7 +705,7 @@ func TestNames(t *testing.T) {
 
 func TestSetOwner(t *testing.T) {
 	objs := render(t, input(v7xJob()))
-	created := objs.Job.DeepCopy()
+	created := objs.Jobs[0].DeepCopy()
 	created.UID = types.UID("0b5a6d2c-1111-4c3e-9f00-000000000001")
 	SetOwner(objs.Service, created)
 	SetOwner(objs.Service, created) // idempotent
@@ -728,7 +733,16 @@ func envMap(env []corev1.EnvVar) map[string]corev1.EnvVar {
 // hostnames of the Indexed pods, and the Service selecting the pods.
 func validateObjects(t *testing.T, objs *Objects) {
 	t.Helper()
-	job := objs.Job
+	if len(objs.Jobs) == 0 {
+		t.Fatal("no Job rendered")
+	}
+	for _, job := range objs.Jobs {
+		validateJob(t, job, objs.Service)
+	}
+}
+
+func validateJob(t *testing.T, job *batchv1.Job, svc *corev1.Service) {
+	t.Helper()
 	var errs field.ErrorList
 	errs = append(errs, apimachineryvalidation.ValidateObjectMeta(&job.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("job", "metadata"))...)
 	tmpl := job.Spec.Template
@@ -798,7 +812,7 @@ func validateObjects(t *testing.T, objs *Objects) {
 		}
 	}
 
-	if svc := objs.Service; svc != nil {
+	if svc != nil {
 		errs = append(errs, apimachineryvalidation.ValidateObjectMeta(&svc.ObjectMeta, true, apimachineryvalidation.NameIsDNS1035Label, field.NewPath("service", "metadata"))...)
 		errs = append(errs, metavalidation.ValidateLabels(svc.Spec.Selector, field.NewPath("service", "selector"))...)
 		for k, v := range svc.Spec.Selector {
