@@ -198,6 +198,7 @@ func TestServerAuthFlags(t *testing.T) {
 		{"an unknown pool policy lists the valid ones", []string{"dev", "--data-dir", t.TempDir(), "--pool-policy", "hoard"},
 			`--pool-policy: hoard: unknown policy "hoard"; valid policies: spec, per-job, linger=DUR`},
 		{"linger needs a duration", []string{"dev", "--data-dir", t.TempDir(), "--pool-policy", "linger=soon"}, `--pool-policy: linger=soon: linger takes a positive duration`},
+		{"cap needs a number of pools", []string{"dev", "--data-dir", t.TempDir(), "--pool-policy", "cap=0"}, `--pool-policy: cap=0: cap takes a positive number of pools (cap=4), got "0"`},
 		{"cluster choice is the registry's", []string{"controller", "--controller-token-file", secretFile, "--pool-policy", "priority+linger=10m"},
 			"--pool-policy: \"priority+linger=10m\" chooses clusters, which the registry sets: put selection: priority in the clusters file"},
 		{"every bad pool flag is named", []string{"controller", "--controller-token-file", secretFile, "--reservation-scale-down", "-1s", "--flex-start-scale-down", "0s"},

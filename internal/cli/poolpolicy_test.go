@@ -33,7 +33,9 @@ import (
 //     per-job every job gets a pool of its own;
 //   - two jobs one after the other: under spec the first job's pool is
 //     deleted when it ends, as nobody waits; under linger=10m it waits
-//     idle, and the second job takes it.
+//     idle, and the second job takes it;
+//   - three jobs at once under cap=1: one pool of the shape at most, so
+//     all three run on it, one after the other.
 func TestPoolPolicyReachesTheManager(t *testing.T) {
 	kc := kubeenv.Start(t, kubeenv.WithName("poolpolicy"))
 	for _, tc := range []struct {
@@ -41,9 +43,11 @@ func TestPoolPolicyReachesTheManager(t *testing.T) {
 		together bool
 		n        int
 		reuse    bool
+		pools    int // distinct pools the jobs ran on; 0: not checked
 	}{
-		{"spec", true, 3, true}, {"per-job", true, 3, false},
-		{"spec", false, 2, false}, {"linger=10m", false, 2, true},
+		{"spec", true, 3, true, 0}, {"per-job", true, 3, false, 3},
+		{"spec", false, 2, false, 0}, {"linger=10m", false, 2, true, 1},
+		{"cap=1", true, 3, true, 1},
 	} {
 		name := fmt.Sprintf("%s/%d one after the other", tc.policy, tc.n)
 		if tc.together {
@@ -67,6 +71,9 @@ func TestPoolPolicyReachesTheManager(t *testing.T) {
 			}
 			if reused := len(distinct) < len(ran); reused != tc.reuse {
 				t.Errorf("--pool-policy %s: the jobs ran on pools %v; want a pool reused: %v", tc.policy, ran, tc.reuse)
+			}
+			if tc.pools > 0 && len(distinct) != tc.pools {
+				t.Errorf("--pool-policy %s: the jobs ran on %d pools %v, want %d", tc.policy, len(distinct), ran, tc.pools)
 			}
 		})
 	}

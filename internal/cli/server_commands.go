@@ -383,7 +383,7 @@ func (p *poolFlags) flags(f *pflag.FlagSet) {
 	f.DurationVar(&p.flexScaleDown, "flex-start-scale-down", 6*time.Hour, "how long an idle flex-start node pool keeps its nodes (scaleDownUnneededTime)")
 	f.DurationVar(&p.provisionTimeout, "node-pool-timeout", 30*time.Minute, "a node pool not RUNNING this long after creation fails its job with NodePoolTimeout")
 	f.DurationVar(&p.grace, "orphan-grace", 10*time.Minute, "a falcon-* node pool no job owns is left alone while younger than this and still provisioning")
-	f.StringVar(&p.policy, "pool-policy", "spec", "what becomes of a node pool whose job ended, by falcon sim's names: spec (kept for a waiting job of its shape, else deleted), per-job (always deleted), linger=DUR (kept up to DUR idle, e.g. linger=15m)")
+	f.StringVar(&p.policy, "pool-policy", "spec", "what becomes of a node pool whose job ended, by falcon sim's names: spec (kept for a waiting job of its shape, else deleted), per-job (always deleted), linger=DUR (kept up to DUR idle, e.g. linger=15m), cap=N (at most N pools of a shape per cluster; a job beyond waits for one to fall free), joined with + (cap=8+linger=5m)")
 }
 
 func (p *poolFlags) config() (stack.GKEConfig, error) {
@@ -420,6 +420,7 @@ func (p *poolFlags) config() (stack.GKEConfig, error) {
 		PoolTiming:  &t,
 		NoPoolReuse: policy.NoReuse,
 		PoolLinger:  policy.Linger,
+		PoolCap:     policy.Cap,
 	}, nil
 }
 

@@ -57,10 +57,15 @@ func (t Table[S]) Check(from, to S) error {
 // Reason (000's lifecycle phases):
 //
 //	Waiting ──picked──▶ Provisioning / ProvisioningFallback ──pool ready──▶ Dispatching
+//	   │                      ▲                                                ▲
+//	   └──picked, at the pool cap──▶ WaitingForPool ──a pool falls free──────────┘
 //	   └──────picked, idle pool of its shape or no pool needed──────────────▶ Dispatching
 //
-// Waiting repeats (its queue position changes); an acquiring job may repeat
-// its phase (progress messages), switch from a pool still being created to
+// Waiting repeats (its queue position changes); WaitingForPool (the pool
+// cap) ends when a pool of the shape falls free (→ Dispatching, or →
+// Provisioning when it is still being created) or the cluster has fewer
+// pools than the cap (→ Provisioning / ProvisioningFallback, a create); an
+// acquiring job may repeat its phase (progress messages), switch from a pool still being created to
 // an idle one that is ready (→ Dispatching), or take over a pool another job
 // abandoned mid-creation (→ Provisioning). Leaving Pending (Running, Failed,
 // Aborting) is JobMachine's business. Nothing goes back to Waiting: a job
@@ -71,9 +76,10 @@ var PendingPhases = Table[Reason]{
 	Initial: ReasonWaiting,
 	Transitions: []Step[Reason]{
 		{From: []Reason{ReasonWaiting}, To: ReasonWaiting},
-		{From: []Reason{ReasonWaiting, ReasonProvisioning, ReasonProvisioningFallback}, To: ReasonProvisioning},
-		{From: []Reason{ReasonWaiting, ReasonProvisioningFallback}, To: ReasonProvisioningFallback},
-		{From: []Reason{ReasonWaiting, ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching}, To: ReasonDispatching},
+		{From: []Reason{ReasonWaiting, ReasonWaitingForPool}, To: ReasonWaitingForPool},
+		{From: []Reason{ReasonWaiting, ReasonWaitingForPool, ReasonProvisioning, ReasonProvisioningFallback}, To: ReasonProvisioning},
+		{From: []Reason{ReasonWaiting, ReasonWaitingForPool, ReasonProvisioningFallback}, To: ReasonProvisioningFallback},
+		{From: []Reason{ReasonWaiting, ReasonWaitingForPool, ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching}, To: ReasonDispatching},
 	},
 }
 
@@ -83,7 +89,7 @@ var PendingPhases = Table[Reason]{
 // dispatched_at when acquiring begins) and status propagation share.
 func Acquiring(r Reason) bool {
 	switch r {
-	case ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching:
+	case ReasonWaitingForPool, ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching:
 		return true
 	}
 	return false

@@ -15,6 +15,10 @@ var (
 		{ReasonProvisioningFallback, ReasonProvisioningFallback}: true, {ReasonProvisioningFallback, ReasonProvisioning}: true,
 		{ReasonProvisioningFallback, ReasonDispatching}: true,
 		{ReasonDispatching, ReasonDispatching}:          true,
+		// The pool cap.
+		{ReasonWaiting, ReasonWaitingForPool}: true, {ReasonWaitingForPool, ReasonWaitingForPool}: true,
+		{ReasonWaitingForPool, ReasonProvisioning}: true, {ReasonWaitingForPool, ReasonProvisioningFallback}: true,
+		{ReasonWaitingForPool, ReasonDispatching}: true,
 	}
 	legalPool = map[[2]PoolState]bool{
 		{PoolProvisioning, PoolProvisioning}: true, {PoolProvisioning, PoolReady}: true, {PoolReady, PoolReady}: true,
@@ -54,7 +58,7 @@ func TestPendingPhasesCoverEveryPendingReason(t *testing.T) {
 
 func TestAcquiring(t *testing.T) {
 	for _, r := range append(append([]Reason{}, PendingReasons...), FailedReasons...) {
-		want := r == ReasonProvisioning || r == ReasonProvisioningFallback || r == ReasonDispatching
+		want := r == ReasonWaitingForPool || r == ReasonProvisioning || r == ReasonProvisioningFallback || r == ReasonDispatching
 		if got := Acquiring(r); got != want {
 			t.Errorf("Acquiring(%s) = %v, want %v", r, got, want)
 		}

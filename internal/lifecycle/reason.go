@@ -13,6 +13,11 @@ const (
 	ReasonProvisioning         Reason = "Provisioning"
 	ReasonProvisioningFallback Reason = "ProvisioningFallback"
 	ReasonDispatching          Reason = "Dispatching"
+	// ReasonWaitingForPool: picked, and holding its queue's slot, but its
+	// cluster already has as many pools of the shape as the pool cap
+	// allows (cap=N): it takes the first that falls free, or creates one
+	// once there are fewer.
+	ReasonWaitingForPool Reason = "WaitingForPool"
 )
 
 // Failed reasons: why the job failed.
@@ -35,7 +40,7 @@ const (
 
 // PendingReasons and FailedReasons are the vocabularies a job may carry.
 var (
-	PendingReasons = []Reason{ReasonWaiting, ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching}
+	PendingReasons = []Reason{ReasonWaiting, ReasonWaitingForPool, ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching}
 	FailedReasons  = []Reason{ReasonNodePoolTimeout, ReasonNodePoolFailed, ReasonJobSubmitFailed, ReasonJobFailed, ReasonTimeout}
 )
 

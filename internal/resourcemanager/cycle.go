@@ -285,7 +285,8 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	if len(c.pools) > 0 {
 		var allWaiting []*falconv1.Job
 		for _, j := range c.all {
-			if j.GetStatus() == string(lifecycle.Pending) && !acquiring(j) {
+			capped := lifecycle.Reason(j.GetReason()) == lifecycle.ReasonWaitingForPool
+			if j.GetStatus() == string(lifecycle.Pending) && (!acquiring(j) || capped) {
 				allWaiting = append(allWaiting, j)
 			}
 		}

@@ -116,6 +116,7 @@ type Manager struct {
 	poolTiming PoolTiming
 	noReuse    bool
 	linger     time.Duration // WithPoolLinger
+	poolCap    int           // WithPoolCap; 0: none
 
 	metrics *metrics.RM
 	// lastOK is when a cycle last read the API server successfully.

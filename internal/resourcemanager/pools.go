@@ -56,6 +56,15 @@ func WithoutPoolReuse() Option { return func(m *Manager) { m.noReuse = true } }
 // within d. A pool a waiting job wants is kept regardless, as always.
 func WithPoolLinger(d time.Duration) Option { return func(m *Manager) { m.linger = max(d, 0) } }
 
+// WithPoolCap bounds the node pools of one shape on a cluster at n (the
+// "cap=N" policy of falcon sim; 0, the default, is 000's rule: no bound).
+// A job picked while its cluster already has n pools of its shape, none of
+// them free, holds its queue's slot as WaitingForPool and takes the first
+// that falls free (kept for it, as for a waiting job), or creates its own
+// once there are fewer: bursts queue behind busy pools instead of each
+// creating one, trading waits for pool creations.
+func WithPoolCap(n int) Option { return func(m *Manager) { m.poolCap = max(n, 0) } }
+
 // WithPoolTiming replaces DefaultPoolTiming.
 func WithPoolTiming(t PoolTiming) Option { return func(m *Manager) { m.poolTiming = t } }
 
@@ -209,6 +218,11 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			m.reused(pc, j, p.Name, "node pool reused")
 			return true
 		}
+		if n := m.poolsOfShape(pc, j); m.poolCap > 0 && n >= m.poolCap {
+			msg := fmt.Sprintf("cluster %s has %d node pools of %s %s, the pool cap (cap=%d), none free; waiting for one of them", pc.cl.GetName(), n, deviceType(j), topologyOrEmpty(j), m.poolCap)
+			m.updatePool(ctx, j, lifecycle.ReasonWaitingForPool, msg, "")
+			return false
+		}
 		prov, err := pc.b.ProvisionPool(ctx, pc.cl, j)
 		if m.poolFailed(ctx, c, pc, j, err) {
 			return false
@@ -270,6 +284,20 @@ func (m *Manager) assign(ctx context.Context, c *cycle, pc *poolCluster, j *falc
 		m.schedulePoll(c, j.GetId(), true)
 	}
 	return true
+}
+
+// poolsOfShape counts the cluster's pools of j's shape that can still
+// serve a job (being created or ready, no deletion started): what the pool
+// cap bounds.
+func (m *Manager) poolsOfShape(pc *poolCluster, j *falconv1.Job) int {
+	shape := queue.Pool{AcceleratorType: deviceType(j), Topology: topologyOrEmpty(j)}
+	n := 0
+	for _, p := range pc.pools {
+		if p.AcceleratorType == shape.AcceleratorType && p.Topology == shape.Topology && p.State.Usable() && !m.deleting(pc.cl.GetName(), p.Name) {
+			n++
+		}
+	}
+	return n
 }
 
 // reused logs and counts a job given a pool that was not created for it.
@@ -391,15 +419,24 @@ func (m *Manager) updatePool(ctx context.Context, j *falconv1.Job, reason lifecy
 // point leaves a state this pass resumes from.
 func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv1.Job) {
 	demand := map[string]map[queue.Pool]int{}
+	want := func(cluster string, j *falconv1.Job) {
+		if demand[cluster] == nil {
+			demand[cluster] = map[queue.Pool]int{}
+		}
+		demand[cluster][queue.Pool{AcceleratorType: deviceType(j), Topology: topologyOrEmpty(j)}]++
+	}
 	for _, j := range waiting {
+		if lifecycle.Reason(j.GetReason()) == lifecycle.ReasonWaitingForPool && j.GetNodePool() == "" {
+			// At the pool cap: the next pool of its shape to fall free
+			// is its.
+			want(j.GetClusterName(), j)
+			continue
+		}
 		key, phase, ok := m.mem.sched.Lookup(j.GetId())
 		if !ok || phase != queue.PhaseWaiting {
 			continue
 		}
-		if demand[key.Cluster] == nil {
-			demand[key.Cluster] = map[queue.Pool]int{}
-		}
-		demand[key.Cluster][queue.Pool{AcceleratorType: deviceType(j), Topology: topologyOrEmpty(j)}]++
+		want(key.Cluster, j)
 	}
 	now := m.now()
 	for name, pc := range c.pools {

@@ -263,6 +263,16 @@ func (r *simResult) meanWait() time.Duration { return sim.Mean(r.all) }
 // policy, stepping virtual time, and checks every job succeeded.
 func runSimDay(tb testing.TB, trace []simTraceJob, reuse bool) *simResult {
 	tb.Helper()
+	if !reuse {
+		return runSimDayWith(tb, trace, "naive", resourcemanager.WithoutPoolReuse())
+	}
+	return runSimDayWith(tb, trace, "reuse")
+}
+
+// runSimDayWith runs the day with the manager configured by policyOpts,
+// named name in the results.
+func runSimDayWith(tb testing.TB, trace []simTraceJob, name string, policyOpts ...resourcemanager.Option) *simResult {
+	tb.Helper()
 	wallStart := time.Now()
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
@@ -301,13 +311,9 @@ func runSimDay(tb testing.TB, trace []simTraceJob, reuse bool) *simResult {
 		resourcemanager.WithBackend("gke", sim), resourcemanager.WithClock(clk.Now),
 		resourcemanager.WithPoolTiming(simTiming), resourcemanager.WithLogger(slog.New(logs)),
 	}
-	policy := "reuse"
-	if !reuse {
-		policy = "naive"
-		opts = append(opts, resourcemanager.WithoutPoolReuse())
-	}
+	opts = append(opts, policyOpts...)
 	mgr := resourcemanager.New(conn, opts...)
-	res := &simResult{policy: policy, jobs: len(trace), waits: map[string][]time.Duration{}}
+	res := &simResult{policy: name, jobs: len(trace), waits: map[string][]time.Duration{}}
 
 	submit := func(tj *simTraceJob) {
 		uctx := metadata.AppendToOutgoingContext(ctx, "x-user", tj.user)
@@ -335,16 +341,16 @@ func runSimDay(tb testing.TB, trace []simTraceJob, reuse bool) *simResult {
 		var deadline time.Time
 		for i := 0; ; i++ {
 			if i == simMaxCycles {
-				tb.Fatalf("%s: at %s the manager still acts after %d cycles (livelock?)", policy, now.Format("15:04:05"), i)
+				tb.Fatalf("%s: at %s the manager still acts after %d cycles (livelock?)", name, now.Format("15:04:05"), i)
 			}
 			w0, m0 := conn.writes.Load(), sim.Mutations()
 			d, err := mgr.Reconcile(ctx)
 			res.reconciles++
 			if err != nil {
-				tb.Fatalf("%s: reconcile at %s: %v", policy, now.Format("15:04:05"), err)
+				tb.Fatalf("%s: reconcile at %s: %v", name, now.Format("15:04:05"), err)
 			}
 			if v := sim.Violations(); len(v) > 0 {
-				tb.Fatalf("%s: the manager broke the cluster's rules:\n  %s", policy, strings.Join(v, "\n  "))
+				tb.Fatalf("%s: the manager broke the cluster's rules:\n  %s", name, strings.Join(v, "\n  "))
 			}
 			if d.After(now) && (deadline.IsZero() || d.Before(deadline)) {
 				deadline = d
@@ -367,7 +373,7 @@ func runSimDay(tb testing.TB, trace []simTraceJob, reuse bool) *simResult {
 		}
 		if step.IsZero() || step.Sub(t0) > 72*time.Hour {
 			tb.Fatalf("%s: stuck at %s: %d/%d jobs ended, %d pools alive, %d jobs running, next event %v",
-				policy, now.Format("Jan 2 15:04:05"), conn.endedCount(), len(trace), sim.livePools(now), sim.runningJobs(now), step)
+				name, now.Format("Jan 2 15:04:05"), conn.endedCount(), len(trace), sim.livePools(now), sim.runningJobs(now), step)
 		}
 		now = step
 		clk.Set(now)
@@ -422,7 +428,7 @@ func runSimDay(tb testing.TB, trace []simTraceJob, reuse bool) *simResult {
 		if len(bad) > 10 {
 			bad = append(bad[:10], fmt.Sprintf("... and %d more", len(bad)-10))
 		}
-		tb.Fatalf("%s: %d of %d jobs did not end as they should:\n  %s", policy, len(bad), len(trace), strings.Join(bad, "\n  "))
+		tb.Fatalf("%s: %d of %d jobs did not end as they should:\n  %s", name, len(bad), len(trace), strings.Join(bad, "\n  "))
 	}
 
 	res.decisions = make([]string, len(trace))
@@ -480,7 +486,7 @@ func runSimDay(tb testing.TB, trace []simTraceJob, reuse bool) *simResult {
 	res.poolIdle = res.idleFirst + res.idleBetween + res.idleLast
 	res.busyDenied = sim.busyDenied
 	if sim.stops > 0 {
-		tb.Fatalf("%s: the manager stopped %d jobs; none should have been", policy, sim.stops)
+		tb.Fatalf("%s: the manager stopped %d jobs; none should have been", name, sim.stops)
 	}
 	logs.mu.Lock()
 	res.warnings, res.warnSamples = logs.n, slices.Clone(logs.samples)

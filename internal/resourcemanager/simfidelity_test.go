@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/sim"
 )
 
@@ -49,16 +50,13 @@ func simDayConfig() sim.Config {
 
 func TestSimFidelity(t *testing.T) {
 	trace := simTrace(60, 6*time.Hour, simSeed)
-	for _, tc := range []struct {
-		policy string
-		reuse  bool
-	}{{"spec", true}, {"per-job", false}} {
-		t.Run(tc.policy, func(t *testing.T) {
-			real := runSimDay(t, trace, tc.reuse)
-			p, err := sim.ParsePolicy(tc.policy)
+	for _, policy := range []string{"spec", "per-job", "cap=2"} {
+		t.Run(policy, func(t *testing.T) {
+			p, err := sim.ParsePolicy(policy)
 			if err != nil {
 				t.Fatal(err)
 			}
+			real := runSimDayWith(t, trace, policy, managerOptions(p)...)
 			got, err := sim.Simulate(simJobs(trace), simDayConfig(), p, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -74,9 +72,25 @@ func TestSimFidelity(t *testing.T) {
 				t.Errorf("manager created %d pools and reused %d times; simulator %d and %d", real.poolsCreated, real.reused, got.PoolsCreated, got.Reused)
 			}
 			t.Logf("%s: %d jobs, %d pools created, %d reuses; idle pool-min manager %.1f, simulator %.1f; mean wait %.1f / %.1f min",
-				tc.policy, len(trace), got.PoolsCreated, got.Reused, real.poolIdle.Minutes(), got.PoolIdle.Minutes(), real.meanWait().Minutes(), got.WaitMean.Minutes())
+				policy, len(trace), got.PoolsCreated, got.Reused, real.poolIdle.Minutes(), got.PoolIdle.Minutes(), real.meanWait().Minutes(), got.WaitMean.Minutes())
 		})
 	}
+}
+
+// managerOptions are the manager's options for a falcon sim policy, as
+// falcon controller --pool-policy sets them (stack.GKEConfig).
+func managerOptions(p sim.Policy) []resourcemanager.Option {
+	var opts []resourcemanager.Option
+	if p.NoReuse {
+		opts = append(opts, resourcemanager.WithoutPoolReuse())
+	}
+	if p.Linger > 0 {
+		opts = append(opts, resourcemanager.WithPoolLinger(p.Linger))
+	}
+	if p.Cap > 0 {
+		opts = append(opts, resourcemanager.WithPoolCap(p.Cap))
+	}
+	return opts
 }
 
 // TestBundledDayTrace checks that the trace falcon sim bundles is the

@@ -53,6 +53,7 @@ func TestDecisionsUnchanged(t *testing.T) {
 		{"day linger=20m", day, DefaultConfig(day), "linger=20m", "6dfde50f18e66a46 pools=250 reused=362 idle=101h26m20s cycles=6038 instants=4664"},
 		{"day priority", day, DefaultConfig(day), "priority", "0d18363c6ed796b6 pools=266 reused=379 idle=1h59m12s cycles=6182 instants=5142"},
 		{"day priority+linger=20m", day, DefaultConfig(day), "priority+linger=20m", "87f89413d79c2861 pools=198 reused=429 idle=80h23m48s cycles=5428 instants=4180"},
+		{"day priority+cap=8", day, DefaultConfig(day), "priority+cap=8", "be5fe0662287a953 pools=190 reused=392 idle=1h26m21s cycles=4958 instants=3919"},
 		{"generated spec", gen, DefaultConfig(gen), "spec", "1770e592fa509fa6 pools=2048 reused=1650 idle=15h34m24s cycles=42081 instants=35471"},
 		{"generated linger=10m", gen, DefaultConfig(gen), "linger=10m", "619e104c6cd98b75 pools=1653 reused=2111 idle=302h33m54s cycles=39331 instants=31024"},
 		{"generated scarce spec", gen, scarce, "spec", "8f97af3d0fe7030f pools=1936 reused=1731 idle=15h16m26s cycles=43833 instants=37282"},
@@ -72,5 +73,40 @@ func TestDecisionsUnchanged(t *testing.T) {
 				t.Errorf("decisions changed:\n got %s\nwant %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestBundledDayMeetsThePoolGoals holds the pool goals of falcon sim's
+// purpose on the bundled day, for the policy that meets them all
+// (priority+cap=8): pool creations at most 40% of per-job's, idle
+// pool-minutes at most 5% of busy ones, Jain's index of the users' mean
+// waits at least 0.95, and no user's p95 wait over twice the median
+// user's. The simulation runs in virtual time: these are its decisions,
+// not timings.
+func TestBundledDayMeetsThePoolGoals(t *testing.T) {
+	day := dayTrace(t)
+	run := func(policy string) *Result {
+		p, err := ParsePolicy(policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Simulate(day, DefaultConfig(day), p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	perJob, best := run("per-job"), run("priority+cap=8")
+	if got, limit := best.PoolsCreated, perJob.PoolsCreated*40/100; got > limit {
+		t.Errorf("%d pools created, over 40%% of per-job's %d (%d)", got, perJob.PoolsCreated, limit)
+	}
+	if idle, busy := best.PoolIdle, best.PoolBusy; idle*20 > busy {
+		t.Errorf("idle %s is over 5%% of busy %s", idle, busy)
+	}
+	if best.Jain < 0.95 {
+		t.Errorf("Jain's index of the users' mean waits %.3f, want at least 0.95", best.Jain)
+	}
+	if best.WorstP95OverMedian > 2 {
+		t.Errorf("worst user's p95 wait is %.2f times the median user's, want at most 2", best.WorstP95OverMedian)
 	}
 }

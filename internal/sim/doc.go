@@ -6,7 +6,9 @@
 // The decisions are the controller's own, not a model of them: placement
 // and the pick rule are package queue's Scheduler (EnqueueExplained, Pick,
 // Remove), which pool a job reuses is resourcemanager.ReusablePool, and
-// which idle pools are kept or deleted is resourcemanager.PlanPools. What
+// which idle pools are kept or deleted is resourcemanager.PlanPools. The
+// pool cap (cap=N) is the manager's poolsOfShape rule, mirrored in poolsOf
+// over the same listing, and held to the manager's by the fidelity test. What
 // the simulator supplies is the orchestration of one resource-manager cycle
 // (the phases of Manager.Reconcile, in its order: acquiring jobs, placing
 // new ones, handing out free slots, observing running jobs, releasing

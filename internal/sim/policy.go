@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,11 +20,14 @@ type Policy struct {
 	NoReuse bool
 	// Linger keeps an idle pool this long (resourcemanager.WithPoolLinger).
 	Linger time.Duration
+	// Cap bounds the pools of one shape on a cluster
+	// (resourcemanager.WithPoolCap); 0: no bound.
+	Cap int
 }
 
 // PolicyNames are the policies falcon sim knows; terms join with "+"
 // (priority+linger=20m).
-const PolicyNames = "spec, per-job, linger=DUR (e.g. linger=15m), priority"
+const PolicyNames = "spec, per-job, linger=DUR (e.g. linger=15m), cap=N (e.g. cap=4), priority"
 
 // ParsePolicy reads one --policy value.
 func ParsePolicy(s string) (Policy, error) { return ParsePolicyFlag("--policy", s) }
@@ -42,6 +46,12 @@ func ParsePolicyFlag(flag, s string) (Policy, error) {
 			p.NoReuse = true
 		case name == "priority" && !hasArg:
 			p.Selection = queue.PolicyPriority
+		case name == "cap" && hasArg:
+			n, err := strconv.Atoi(arg)
+			if err != nil || n <= 0 {
+				return Policy{}, fmt.Errorf("%s %s: cap takes a positive number of pools (cap=4), got %q", flag, s, arg)
+			}
+			p.Cap = n
 		case name == "linger" && hasArg:
 			d, err := time.ParseDuration(arg)
 			if err != nil || d <= 0 {

@@ -123,6 +123,7 @@ const (
 	arriving phase = iota
 	waiting
 	provisioning // holds its queue's slot, its pool being created
+	capped       // holds its queue's slot, waiting for a pool under the cap
 	running
 	done
 )
@@ -355,7 +356,7 @@ func (r *run) cycle() (changed bool, ended int) {
 	// 3. Acquiring jobs: a ready idle pool of the shape, else the poll.
 	r.scratch = append(r.scratch[:0], r.acquire...)
 	for _, j := range r.scratch {
-		if j.phase == provisioning && r.advance(j) {
+		if (j.phase == provisioning || j.phase == capped) && r.advance(j) {
 			changed = true
 		}
 	}
@@ -646,12 +647,35 @@ func (r *run) pick(j *job) bool {
 		r.pollFirst(j)
 		return false
 	}
+	if r.policy.Cap > 0 && r.poolsOf(c, j.shape) >= r.policy.Cap {
+		// At the cap: wait for one of the shape's pools to fall free,
+		// counted as demand so that it is kept for this job.
+		j.phase = capped
+		c.demand[j.shape]++
+		c.touch()
+		r.insertAcquiring(j)
+		return false
+	}
 	r.assign(j, r.create(c, j))
 	c.listValid = false // the manager lists again after a create
 	c.touch()
 	r.insertAcquiring(j)
 	r.pollFirst(j)
 	return false
+}
+
+// poolsOf is the manager's poolsOfShape: the listed pools of shape that
+// can still serve a job and whose deletion it has not started.
+func (r *run) poolsOf(c *cluster, shape queue.Pool) int {
+	n := 0
+	for name, p := range c.listed {
+		if p.AcceleratorType == shape.AcceleratorType && p.Topology == shape.Topology && p.State.Usable() {
+			if _, deleting := c.deletes[name]; !deleting {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (r *run) insertAcquiring(j *job) {
@@ -666,6 +690,27 @@ func (r *run) insertAcquiring(j *job) {
 // is checked when its poll is due. It reports whether the job now runs.
 func (r *run) advance(j *job) bool {
 	c := j.cluster
+	if j.phase == capped {
+		p, ok := r.reusable(c, j.shape)
+		switch {
+		case ok:
+			c.demand[j.shape]--
+			r.assign(j, c.byName[p.Name])
+			if p.State == lifecycle.PoolReady {
+				r.dispatch(j)
+				return true
+			}
+			r.pollFirst(j)
+			return false
+		case r.poolsOf(c, j.shape) < r.policy.Cap:
+			c.demand[j.shape]--
+			r.assign(j, r.create(c, j))
+			c.listValid = false
+			c.touch()
+			r.pollFirst(j)
+		}
+		return false
+	}
 	if p, ok := r.reusable(c, j.shape); ok && p.State == lifecycle.PoolReady {
 		r.assign(j, c.byName[p.Name])
 		r.dispatch(j)

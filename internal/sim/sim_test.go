@@ -67,12 +67,12 @@ func TestJain(t *testing.T) {
 }
 
 func TestParsePolicy(t *testing.T) {
-	for _, s := range []string{"spec", "per-job", "linger=15m", "priority", "priority+linger=5m"} {
+	for _, s := range []string{"spec", "per-job", "linger=15m", "priority", "priority+linger=5m", "cap=4", "priority+cap=8"} {
 		if _, err := ParsePolicy(s); err != nil {
 			t.Errorf("%s: %v", s, err)
 		}
 	}
-	for _, s := range []string{"fifo", "linger", "linger=-1m", "per-job+linger=5m", ""} {
+	for _, s := range []string{"fifo", "linger", "linger=-1m", "per-job+linger=5m", "", "cap", "cap=0", "cap=two"} {
 		_, err := ParsePolicy(s)
 		if err == nil {
 			t.Errorf("%q accepted", s)

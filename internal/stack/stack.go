@@ -77,10 +77,11 @@ type GKEConfig struct {
 	PoolOptions []gke.Option
 	// PoolTiming paces the resource manager's pool work; nil is the default.
 	PoolTiming *resourcemanager.PoolTiming
-	// NoPoolReuse and PoolLinger are the pool policy (--pool-policy):
-	// per-job, or linger=DUR; both zero is 000's rule.
+	// NoPoolReuse, PoolLinger and PoolCap are the pool policy
+	// (--pool-policy): per-job, linger=DUR, cap=N; all zero is 000's rule.
 	NoPoolReuse bool
 	PoolLinger  time.Duration
+	PoolCap     int
 }
 
 // devConnect is how falcon dev reaches the GKE API: the configured
@@ -185,6 +186,9 @@ func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, i
 	}
 	if gc.PoolLinger > 0 {
 		opts = append(opts, resourcemanager.WithPoolLinger(gc.PoolLinger))
+	}
+	if gc.PoolCap > 0 {
+		opts = append(opts, resourcemanager.WithPoolCap(gc.PoolCap))
 	}
 	mgr = resourcemanager.New(conn, opts...)
 	return mgr, func() { kb.Close(); gb.Close() }

@@ -54,7 +54,9 @@ user's, and each cluster's use.
 
 Policies: spec (000: reuse an idle pool of the shape, else delete it at
 once), per-job (a pool per job), linger=DUR (keep an idle pool up to DUR),
-priority (001's cluster choice); join terms with + (priority+linger=15m).
+cap=N (at most N pools of a shape per cluster: a job beyond waits for one
+to fall free), priority (001's cluster choice); join terms with +
+(priority+cap=8, which meets every pool goal on the bundled day).
 
 --from-db replays the real history instead of a file: the jobs created
 since --since (a duration back from now, such as 7d or 36h, or an RFC 3339
@@ -63,7 +65,7 @@ CPU and GPU jobs, and multi-slice jobs are left out and counted on
 stderr. Without
 --clusters the simulated clusters take the names of those the history ran
 on, so that pinned jobs find theirs.`,
-		Example: `  falcon sim --trace internal/sim/testdata/day.jsonl --policy spec --policy per-job --policy linger=15m
+		Example: `  falcon sim --trace internal/sim/testdata/day.jsonl --policy spec --policy per-job --policy linger=15m --policy priority+cap=8
   falcon sim --trace day.jsonl --clusters sim-clusters.yaml -o md
   falcon sim --trace day.jsonl --out ./timeline     # one CSV per policy, a row per job
   falcon sim --trace day.jsonl --out ./timeline --out-format parquet
