@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -134,7 +135,7 @@ func BenchmarkSimulate(b *testing.B) {
 		tr, _ := Generate(GenOptions{Users: 8, Jobs: n, Shapes: shapes, Burstiness: 0.7, Start: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC),
 			Span: time.Duration(n/500) * 24 * time.Hour, Seed: 1})
 		p, _ := ParsePolicy("spec")
-		b.Run(strings.Repeat("0", 0)+time.Duration(n).String(), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%d-jobs", n), func(b *testing.B) {
 			for range b.N {
 				if _, err := Simulate(tr, DefaultConfig(tr), p, 1); err != nil {
 					b.Fatal(err)
