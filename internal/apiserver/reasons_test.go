@@ -14,7 +14,7 @@ import (
 )
 
 const (
-	pendingReasons = "Waiting, Provisioning, ProvisioningFallback, Dispatching"
+	pendingReasons = "Waiting, WaitingForPool, Provisioning, ProvisioningFallback, Dispatching"
 	failedReasons  = "NodePoolTimeout, NodePoolFailed, JobSubmitFailed, JobFailed, Timeout"
 )
 

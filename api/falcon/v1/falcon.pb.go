@@ -4372,9 +4372,10 @@ type UpdateJobStatusRequest struct {
 	// Precondition: the update applies only while the row still has this status.
 	ExpectedStatus string `protobuf:"bytes,2,opt,name=expected_status,json=expectedStatus,proto3" json:"expected_status,omitempty"`
 	Status         string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
-	// Only with status Pending (Waiting, Provisioning, ProvisioningFallback,
-	// Dispatching) or Failed (NodePoolTimeout, NodePoolFailed,
-	// JobSubmitFailed, JobFailed, Timeout); empty for every other status.
+	// Only with status Pending (Waiting, WaitingForPool, Provisioning,
+	// ProvisioningFallback, Dispatching) or Failed (NodePoolTimeout,
+	// NodePoolFailed, JobSubmitFailed, JobFailed, Timeout); empty for every
+	// other status.
 	Reason      string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	Message     string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
 	ClusterName string `protobuf:"bytes,6,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
