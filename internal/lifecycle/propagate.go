@@ -184,8 +184,8 @@ func firstFailure(jobs []Entity) (Entity, bool) {
 }
 
 var pendingOrder = map[string]int{
-	string(ReasonWaiting): 1, string(ReasonProvisioning): 2,
-	string(ReasonProvisioningFallback): 2, string(ReasonDispatching): 3,
+	string(ReasonWaiting): 1, string(ReasonWaitingForPool): 2, string(ReasonProvisioning): 3,
+	string(ReasonProvisioningFallback): 3, string(ReasonDispatching): 4,
 }
 
 func mostAdvancedPending(jobs []Entity) *Entity {

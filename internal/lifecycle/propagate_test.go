@@ -35,6 +35,20 @@ func TestPropagate(t *testing.T) {
 			want: Plan{},
 		},
 		{
+			name: "a job at the pool cap is further along than a waiting one, not as far as a provisioning one",
+			exp:  Entity{ID: "exp-1", Status: Created},
+			jobs: []Entity{job("job-1", "a", Pending, "Waiting", "queue position #1"), job("job-2", "b", Pending, "WaitingForPool", "at the cap")},
+			art:  art,
+			want: Plan{Exp: []Update{{ID: "exp-1", From: Created, To: Created, Reason: "WaitingForPool", Message: "role b: at the cap"}}},
+		},
+		{
+			name: "a provisioning job is further along than one at the pool cap",
+			exp:  Entity{ID: "exp-1", Status: Created},
+			jobs: []Entity{job("job-1", "a", Pending, "WaitingForPool", "at the cap"), job("job-2", "b", Pending, "Provisioning", "creating")},
+			art:  art,
+			want: Plan{Exp: []Update{{ID: "exp-1", From: Created, To: Created, Reason: "Provisioning", Message: "role b: creating"}}},
+		},
+		{
 			name: "running job makes the experiment running",
 			exp:  Entity{ID: "exp-1", Status: Created},
 			jobs: []Entity{job("job-1", "worker", Running, "", "")},
