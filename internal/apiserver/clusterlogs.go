@@ -291,20 +291,26 @@ func (w logWorkload) local(ranks []int) []int {
 }
 
 // logWorkloads names the Kubernetes Jobs that ran j's pods. Falcon's own
-// backends name the Job after the job. xpk submits a JobSet named after
-// the workload, whose replicated job "slice-job" makes one Job per slice,
+// backends name the Job after the job, or each slice's after the job and
+// the slice (render.JobNames). xpk submits a JobSet named after the
+// workload, whose replicated job "slice-job" makes one Job per slice,
 // <workload>-slice-job-<slice> (JobSet's rule <jobset>-<replicatedJob>-<index>),
 // and GKE labels the pods' log entries with that Job's name. Each slice's
 // pods are numbered from 0, so slice i holds ranks i*hosts ….
 func logWorkloads(c *store.Cluster, j *store.Job) []logWorkload {
-	if c.Backend != "xpk" {
-		return []logWorkload{{name: j.ID, first: 0, hosts: math.MaxInt32}}
-	}
 	hosts := int(max(j.TaskSpec.Replica, 1))
 	slices := int(max(j.TaskSpec.Slices, 1))
+	if c.Backend != "xpk" && slices == 1 {
+		return []logWorkload{{name: j.ID, first: 0, hosts: math.MaxInt32}}
+	}
+	names := render.JobNames(j.ID, slices)
 	out := make([]logWorkload, slices)
 	for i := range out {
-		out[i] = logWorkload{name: xpk.SliceJobName(xpk.WorkloadName(j.ID), i), first: i * hosts, hosts: hosts}
+		name := names[i]
+		if c.Backend == "xpk" {
+			name = xpk.SliceJobName(xpk.WorkloadName(j.ID), i)
+		}
+		out[i] = logWorkload{name: name, first: i * hosts, hosts: hosts}
 	}
 	return out
 }

@@ -61,7 +61,10 @@ func (t Table[S]) Check(from, to S) error {
 //	   └──picked, at the pool cap──▶ WaitingForPool ──a pool falls free──────────┘
 //	   └──────picked, idle pool of its shape or no pool needed──────────────▶ Dispatching
 //
-// Waiting repeats (its queue position changes); WaitingForPool (the pool
+// A pick is recorded as Dispatching, with the cluster it was picked for
+// (the job holds its queue's slot from then); a job that needs a node pool
+// then moves on to Provisioning, ProvisioningFallback or WaitingForPool
+// as it gets one. Waiting repeats (its queue position changes); WaitingForPool (the pool
 // cap) ends when a pool of the shape falls free (→ Dispatching, or →
 // Provisioning when it is still being created) or the cluster has fewer
 // pools than the cap (→ Provisioning / ProvisioningFallback, a create); an
@@ -80,6 +83,10 @@ var PendingPhases = Table[Reason]{
 		{From: []Reason{ReasonWaiting, ReasonWaitingForPool, ReasonProvisioning, ReasonProvisioningFallback}, To: ReasonProvisioning},
 		{From: []Reason{ReasonWaiting, ReasonWaitingForPool, ReasonProvisioningFallback}, To: ReasonProvisioningFallback},
 		{From: []Reason{ReasonWaiting, ReasonWaitingForPool, ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching}, To: ReasonDispatching},
+		// The pick, recorded as Dispatching, of a job that needs a pool.
+		{From: []Reason{ReasonDispatching}, To: ReasonWaitingForPool},
+		{From: []Reason{ReasonDispatching}, To: ReasonProvisioning},
+		{From: []Reason{ReasonDispatching}, To: ReasonProvisioningFallback},
 	},
 }
 

@@ -19,6 +19,9 @@ var (
 		{ReasonWaiting, ReasonWaitingForPool}: true, {ReasonWaitingForPool, ReasonWaitingForPool}: true,
 		{ReasonWaitingForPool, ReasonProvisioning}: true, {ReasonWaitingForPool, ReasonProvisioningFallback}: true,
 		{ReasonWaitingForPool, ReasonDispatching}: true,
+		// A pick is recorded as Dispatching; a job that needs a pool then gets one.
+		{ReasonDispatching, ReasonWaitingForPool}: true, {ReasonDispatching, ReasonProvisioning}: true,
+		{ReasonDispatching, ReasonProvisioningFallback}: true,
 	}
 	legalPool = map[[2]PoolState]bool{
 		{PoolProvisioning, PoolProvisioning}: true, {PoolProvisioning, PoolReady}: true, {PoolReady, PoolReady}: true,

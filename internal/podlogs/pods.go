@@ -33,12 +33,13 @@ const (
 	backoffMax = 5 * time.Second
 )
 
-// Stream reads the task container logs of the pods of the Kubernetes Job job
-// in namespace (pods labelled batch.kubernetes.io/job-name=job) and hands
-// each line to emit, never concurrently; an error from emit stops the read
-// and is returned. Without opts.Follow it reads each pod that has started,
-// in rank order, and returns; with it, it reads until the pods and the Job
-// have ended or ctx ends (then it returns ctx's error). Bad options are an
+// Stream reads the task container logs of the pods of the Falcon job job in
+// namespace (pods labelled falcon.dev/job-id=job: its one Kubernetes Job's,
+// or every slice's of a multi-slice job), and hands each line to emit,
+// never concurrently; an error from emit stops the read and is returned.
+// Without opts.Follow it reads each pod that has started, in rank order, and
+// returns; with it, it reads until the pods and every Job of the job have
+// ended or ctx ends (then it returns ctx's error). Bad options are an
 // errdefs.FieldError naming the option ("grep", "tail", "ranks").
 //
 // A pod whose log cannot be read fails a one-off read with an error naming

@@ -319,7 +319,9 @@ type PoolBackend interface {
 	// named), or adopts it when it exists already. It does not wait.
 	ProvisionPool(ctx context.Context, cluster *falconv1.Cluster, job *falconv1.Job) (Provisioning, error)
 	// CheckPool looks once at a pool being provisioned: Ready once it can
-	// take pods, a *PoolError when it never will.
+	// take pods, a *PoolError when it never will. It may start work that
+	// makes the pool whole (GKE: a group's members a restart left
+	// uncreated), and never waits for it.
 	CheckPool(ctx context.Context, cluster *falconv1.Cluster, pool string) (PoolCheck, error)
 	// ListPools lists the pools the backend created on the cluster.
 	ListPools(ctx context.Context, cluster *falconv1.Cluster) ([]Pool, error)

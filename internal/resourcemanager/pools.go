@@ -219,7 +219,11 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			return true
 		}
 		if n := m.poolsOfShape(pc, j); m.poolCap > 0 && n >= m.poolCap {
-			msg := fmt.Sprintf("cluster %s has %d node pools of %s %s, the pool cap (cap=%d), none free; waiting for one of them", pc.cl.GetName(), n, deviceType(j), topologyOrEmpty(j), m.poolCap)
+			pools := "node pools"
+			if n == 1 {
+				pools = "node pool"
+			}
+			msg := fmt.Sprintf("cluster %s has %d %s of %s %s, the pool cap (cap=%d), none free; waiting for one to fall free", pc.cl.GetName(), n, pools, deviceType(j), topologyOrEmpty(j), m.poolCap)
 			m.updatePool(ctx, j, lifecycle.ReasonWaitingForPool, msg, "")
 			return false
 		}
@@ -298,6 +302,14 @@ func (m *Manager) poolsOfShape(pc *poolCluster, j *falconv1.Job) int {
 		}
 	}
 	return n
+}
+
+// freeOfShape reports whether the cluster has a pool of j's shape that no
+// live job owns and that can serve j: what a job at the pool cap waits for.
+func (m *Manager) freeOfShape(pc *poolCluster, j *falconv1.Job) bool {
+	_, ok := ReusablePool(pc.pools, pc.owner, queue.Pool{AcceleratorType: deviceType(j), Topology: topologyOrEmpty(j)},
+		func(pool string) bool { return m.deleting(pc.cl.GetName(), pool) })
+	return ok
 }
 
 // reused logs and counts a job given a pool that was not created for it.
@@ -425,11 +437,13 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 		}
 		demand[cluster][queue.Pool{AcceleratorType: deviceType(j), Topology: topologyOrEmpty(j)}]++
 	}
+	var capped []*falconv1.Job
 	for _, j := range waiting {
 		if lifecycle.Reason(j.GetReason()) == lifecycle.ReasonWaitingForPool && j.GetNodePool() == "" {
 			// At the pool cap: the next pool of its shape to fall free
 			// is its.
 			want(j.GetClusterName(), j)
+			capped = append(capped, j)
 			continue
 		}
 		key, phase, ok := m.mem.sched.Lookup(j.GetId())
@@ -439,6 +453,15 @@ func (m *Manager) releasePools(ctx context.Context, c *cycle, waiting []*falconv
 		want(key.Cluster, j)
 	}
 	now := m.now()
+	for _, j := range capped {
+		// A pool it can take has fallen free: it takes it at once (the
+		// next cycle looks at it), not at the next resync. Nothing is
+		// free for it without reuse, so a per-job policy is not woken.
+		if pc := c.pools[j.GetClusterName()]; pc != nil && pc.err == nil && !m.noReuse && m.freeOfShape(pc, j) {
+			m.mem.due[j.GetId()] = now
+			c.deadline(now)
+		}
+	}
 	for name, pc := range c.pools {
 		if pc.err != nil {
 			continue

@@ -196,7 +196,7 @@ func (b *Backend) ListPools(ctx context.Context, c *falconv1.Cluster) ([]resourc
 	if err != nil {
 		return nil, err
 	}
-	infos = groupPools(infos)
+	infos = groupPools(infos, pools.Refused(ClusterOf(c)))
 	out := make([]resourcemanager.Pool, 0, len(infos))
 	for _, p := range infos {
 		topo := p.Labels[LabelTopology]

@@ -26,8 +26,9 @@
 // when every member runs, failed when one fails, and deleted member by
 // member, so the slices are held, reused and released together.
 //
-// Nothing here blocks for minutes: Ensure starts a create, Check looks at a
-// pool once, StartDelete asks for a deletion. Waiting, retrying, deciding
+// Nothing here blocks for minutes: Ensure starts a create, Check and Look
+// look at a pool once (Look at a group may start creating the members a
+// restart left uncreated), StartDelete and Delete ask for a deletion. Waiting, retrying, deciding
 // whether an idle pool is reused and sweeping orphans belong to the
 // resource manager's level-triggered cycle: it owns the queues and the jobs
 // table. Backend adapts all of this to resourcemanager.PoolBackend and runs

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	compute "google.golang.org/api/compute/v1"
@@ -128,6 +129,14 @@ type Manager struct {
 	container *container.Service
 	compute   *compute.Service
 	opts      options
+
+	// refused holds the pool groups (cluster path + "/" + group) GKE
+	// refused a member of: listed as failed, so the resource manager
+	// deletes what was created rather than handing a group that cannot be
+	// completed to the next job. A restart forgets them; the next job to
+	// take such a group fails with GKE's refusal and refills this.
+	mu      sync.Mutex
+	refused map[string]bool
 }
 
 // New returns a Manager using the given API clients (built with Application

@@ -208,3 +208,27 @@ func TestMultisliceGroupTimesOutAsAWhole(t *testing.T) {
 		t.Errorf("%d Kubernetes Jobs for a job whose group never came up", n)
 	}
 }
+
+// One slice pool ending in ERROR (a stockout) fails the job with GKE's
+// message, and the group is deleted whole, the member that came up too.
+func TestMultisliceMemberStockoutFailsAndFreesTheGroup(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, setup{noManager: true})
+	id := f.submit(sliceTask(time.Second, 2))
+	group, err := gke.GroupName(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.fake.SetCreateOutcome(placement.SlicePool(group, 1), fakegke.OutcomeStockout)
+	f.start()
+	j := f.waitJob(id, "failed", status("Failed"))
+	if j.GetReason() != "NodePoolFailed" || !strings.Contains(j.GetMessage(), "ZONE_RESOURCE_POOL_EXHAUSTED") || !strings.Contains(j.GetMessage(), group) {
+		t.Errorf("stockout of a slice pool: %s %q", j.GetReason(), j.GetMessage())
+	}
+	for s := range 2 {
+		f.waitPoolGone(placement.SlicePool(group, s))
+	}
+	if n := f.kubeJobs(id); n != 0 {
+		t.Errorf("%d Kubernetes Jobs for a job whose group failed", n)
+	}
+}

@@ -3,6 +3,7 @@ package gke
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,12 +105,32 @@ func (m *Manager) ensureGroup(ctx context.Context, req Request) (Result, error) 
 		switch {
 		case err == nil, isConflict(err): // a concurrent create won: it is ours
 		case apiCode(err) >= 400 && apiCode(err) < 500 && !transient(err):
+			m.refuse(req.Cluster, group)
 			return Result{}, failed(group, fmt.Sprintf("GKE refused to create node pool %s of group %s: %s", n, group, apiMessage(err)), err)
 		default:
 			return Result{}, fmt.Errorf("create node pool %s of group %s: %w", n, group, err)
 		}
 	}
 	return Result{Pool: group, Mode: mode, Reason: reason, Message: msg, CreatedAt: now}, nil
+}
+
+// refuse records that GKE refused a member of group (Manager.refused).
+func (m *Manager) refuse(c Cluster, group string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.refused == nil {
+		m.refused = map[string]bool{}
+	}
+	m.refused[c.path()+"/"+group] = true
+}
+
+// Refused reports the groups of c that GKE refused a member of.
+func (m *Manager) Refused(c Cluster) func(group string) bool {
+	return func(group string) bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.refused[c.path()+"/"+group]
+	}
 }
 
 // listGroup returns the members of group that exist, in slice order; none
@@ -182,7 +203,7 @@ func (m *Manager) Look(ctx context.Context, c Cluster, pool string) (Readiness, 
 		ready, err := m.judge(pool, nil, err, m.opts.clock.Now())
 		return Readiness{Ready: ready}, err
 	}
-	want := groupSize(members[0])
+	want, mode := groupSize(members[0]), members[0].Mode
 	if len(members) < want {
 		if err := m.completeGroup(ctx, c, pool, members, want); err != nil {
 			return Readiness{}, err
@@ -192,7 +213,7 @@ func (m *Manager) Look(ctx context.Context, c Cluster, pool string) (Readiness, 
 	for _, p := range members {
 		np, err := m.getPool(ctx, c, p.Name)
 		if err != nil && !isNotFound(err) && transient(err) {
-			return Readiness{Message: fmt.Sprintf("node pool group %s: %d/%d slice pools RUNNING", pool, running, want)}, nil
+			return Readiness{Message: fmt.Sprintf("node pool group %s (%s): %d/%d slice pools RUNNING", pool, mode, running, want)}, nil
 		}
 		created := p.CreatedAt
 		if created.IsZero() {
@@ -210,11 +231,12 @@ func (m *Manager) Look(ctx context.Context, c Cluster, pool string) (Readiness, 
 			running++
 		}
 	}
-	return Readiness{Ready: running == want, Message: fmt.Sprintf("node pool group %s: %d/%d slice pools RUNNING", pool, running, want)}, nil
+	return Readiness{Ready: running == want, Message: fmt.Sprintf("node pool group %s (%s): %d/%d slice pools RUNNING", pool, mode, running, want)}, nil
 }
 
 // completeGroup creates the members of group that are missing, each a copy
-// of an existing member's spec under its own name.
+// of an existing member's spec under its own name and with its own
+// creation time, from which its provision timeout counts.
 func (m *Manager) completeGroup(ctx context.Context, c Cluster, group string, have []PoolInfo, want int) error {
 	src, err := m.getPool(ctx, c, have[0].Name)
 	if err != nil {
@@ -228,13 +250,17 @@ func (m *Manager) completeGroup(ctx context.Context, c Cluster, group string, ha
 		if exists[n] {
 			continue
 		}
+		cfg := *src.Config
+		cfg.Labels = maps.Clone(src.Config.Labels)
+		cfg.Labels[LabelCreatedAt] = strconv.FormatInt(m.opts.clock.Now().Unix(), 10)
 		spec := &container.NodePool{
-			Name: n, InitialNodeCount: src.InitialNodeCount, Config: src.Config, Autoscaling: src.Autoscaling,
+			Name: n, InitialNodeCount: src.InitialNodeCount, Config: &cfg, Autoscaling: src.Autoscaling,
 			Locations: src.Locations, PlacementPolicy: src.PlacementPolicy,
 		}
 		_, err := m.container.Projects.Locations.Clusters.NodePools.Create(c.path(), &container.CreateNodePoolRequest{NodePool: spec}).Context(ctx).Do()
 		if err != nil && !isConflict(err) {
 			if apiCode(err) >= 400 && apiCode(err) < 500 && !transient(err) {
+				m.refuse(c, group)
 				return failed(group, fmt.Sprintf("GKE refused to create node pool %s of group %s: %s", n, group, apiMessage(err)), err)
 			}
 			return fmt.Errorf("create node pool %s of group %s: %w", n, group, err)
@@ -267,8 +293,10 @@ func (m *Manager) Delete(ctx context.Context, c Cluster, pool string) error {
 // groupPools folds the members of each pool group in infos into one
 // PoolInfo named after the group, as the resource manager sees it; single
 // pools pass through. A group's state is its least ready member's, and a
-// group missing members is still provisioning (Look completes it).
-func groupPools(infos []PoolInfo) []PoolInfo {
+// group missing members is still provisioning (Look completes it), unless
+// GKE refused one of its members (refused): then it is failed, for the
+// resource manager to delete.
+func groupPools(infos []PoolInfo, refused func(group string) bool) []PoolInfo {
 	var out []PoolInfo
 	at := map[string]int{}
 	count := map[string]int{}
@@ -299,7 +327,10 @@ func groupPools(infos []PoolInfo) []PoolInfo {
 		}
 	}
 	for g, i := range at {
-		if count[g] < groupSize(out[i]) && out[i].Status != "STOPPING" && out[i].Status != "ERROR" {
+		switch {
+		case refused != nil && refused(g) && out[i].Status != "STOPPING":
+			out[i].Status = "ERROR"
+		case count[g] < groupSize(out[i]) && out[i].Status != "STOPPING" && out[i].Status != "ERROR":
 			out[i].Status = "PROVISIONING"
 		}
 	}

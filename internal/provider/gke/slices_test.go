@@ -32,24 +32,27 @@ func TestGroupPools(t *testing.T) {
 	tests := []struct {
 		name    string
 		in      []PoolInfo
+		refused bool // GKE refused a member
 		status  string
 		nodes   int64
 		created time.Time
 	}{
-		{"every member running", []PoolInfo{member("falcon-job-a-s0", "RUNNING", t0, "2"), member("falcon-job-a-s1", "RUNNING", t0.Add(time.Second), "2")},
+		{"every member running", []PoolInfo{member("falcon-job-a-s0", "RUNNING", t0, "2"), member("falcon-job-a-s1", "RUNNING", t0.Add(time.Second), "2")}, false,
 			"RUNNING", 4, t0},
-		{"one member still provisioning", []PoolInfo{member("falcon-job-a-s0", "RUNNING", t0, "2"), member("falcon-job-a-s1", "PROVISIONING", t0, "2")},
+		{"one member still provisioning", []PoolInfo{member("falcon-job-a-s0", "RUNNING", t0, "2"), member("falcon-job-a-s1", "PROVISIONING", t0, "2")}, false,
 			"PROVISIONING", 4, t0},
-		{"one member failed", []PoolInfo{member("falcon-job-a-s0", "ERROR", t0, "2"), member("falcon-job-a-s1", "RUNNING", t0, "2")},
+		{"one member failed", []PoolInfo{member("falcon-job-a-s0", "ERROR", t0, "2"), member("falcon-job-a-s1", "RUNNING", t0, "2")}, false,
 			"ERROR", 4, t0},
-		{"one member being deleted", []PoolInfo{member("falcon-job-a-s0", "RUNNING", t0, "2"), member("falcon-job-a-s1", "STOPPING", t0, "2")},
+		{"one member being deleted", []PoolInfo{member("falcon-job-a-s0", "RUNNING", t0, "2"), member("falcon-job-a-s1", "STOPPING", t0, "2")}, false,
 			"STOPPING", 4, t0},
-		{"a member missing (a create cut short) is provisioning", []PoolInfo{member("falcon-job-a-s1", "RUNNING", t0.Add(time.Second), "2")},
+		{"a member missing (a create cut short) is provisioning", []PoolInfo{member("falcon-job-a-s1", "RUNNING", t0.Add(time.Second), "2")}, false,
 			"PROVISIONING", 2, t0.Add(time.Second)},
+		{"a member GKE refused: failed, to be deleted rather than reused", []PoolInfo{member("falcon-job-a-s0", "RUNNING", t0, "2")}, true,
+			"ERROR", 2, t0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := groupPools(append([]PoolInfo{single}, tt.in...))
+			got := groupPools(append([]PoolInfo{single}, tt.in...), func(string) bool { return tt.refused })
 			if len(got) != 2 || got[0].Name != single.Name {
 				t.Fatalf("groupPools = %+v, want the single pool and one group", got)
 			}

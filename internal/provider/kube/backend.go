@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -416,17 +417,19 @@ func (b *Backend) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job
 	name := render.Name(j.GetId())
 	b.submitted.Delete(j.GetId())
 	bg := metav1.DeletePropagationBackground
-	for _, job := range render.JobNames(j.GetId(), placement.Slices(j.GetTaskSpec())) {
-		err = e.client.BatchV1().Jobs(e.namespace).Delete(ctx, job, metav1.DeleteOptions{PropagationPolicy: &bg})
-		e.record(b.now(), ignoreNotFound(err))
-		if err := ignoreNotFound(err); err != nil {
-			return fmt.Errorf("delete Job %s/%s: %w", e.namespace, job, err)
-		}
+	// By Falcon's job label rather than by name: every slice's Job goes,
+	// also for a job whose row (and so its slice count) is gone, as when
+	// the sweep removes what a deleted experiment left behind.
+	sel := labels.Set{render.LabelJobID: j.GetId()}.String()
+	err = e.client.BatchV1().Jobs(e.namespace).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg},
+		metav1.ListOptions{LabelSelector: sel})
+	e.record(b.now(), ignoreNotFound(err))
+	if err := ignoreNotFound(err); err != nil {
+		return fmt.Errorf("delete the Jobs of %s in %s: %w", j.GetId(), e.namespace, err)
 	}
 	// Don't wait for the garbage collector to notice the Job is gone: start
 	// terminating the pods now (with their grace period, so a task can
 	// flush a last profile or log line).
-	sel := labels.Set{render.LabelJobID: j.GetId()}.String()
 	if err := e.client.CoreV1().Pods(e.namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
 		metav1.ListOptions{LabelSelector: sel}); ignoreNotFound(err) != nil {
 		return fmt.Errorf("delete pods of %s: %w", name, err)
@@ -511,7 +514,9 @@ func (b *Backend) Observe(ctx context.Context, c *falconv1.Cluster, j *falconv1.
 	for i, job := range jobs {
 		var mine []*corev1.Pod
 		for _, p := range pods {
-			if p.Labels[batchv1.JobNameLabel] == job.Name {
+			// Falcon's slice label: batch.kubernetes.io/job-name is
+			// only set by Kubernetes 1.27 and later.
+			if p.Labels[render.LabelSlice] == strconv.Itoa(i) {
 				mine = append(mine, p)
 			}
 		}

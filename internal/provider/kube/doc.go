@@ -1,7 +1,8 @@
 // Package kube is the cluster backend for any conformant Kubernetes cluster:
-// it submits each Falcon job as one Kubernetes Job (rendered by the render
-// subpackage), learns its state from informers rather than by polling, and
-// deletes it (with its pods) to stop it.
+// it submits each Falcon job as one Kubernetes Job, or one per slice of a
+// multi-slice job (rendered by the render subpackage), learns its state from
+// informers rather than by polling, and deletes them (with their pods) to
+// stop it.
 //
 // Everything is keyed by the Falcon job ID: the Kubernetes Job's name is
 // derived from it, so a dispatch retried after a crash finds the Job it

@@ -30,11 +30,14 @@
 // the node pool placement.SlicePool(pool, i) when the job has a pool, under
 // the one Service <job>. FALCON_RANK is then first-rank plus the index
 // (added by the container's shell, since the downward API cannot add) and
-// FALCON_WORLD_SIZE N*replica; JAX_* are the slice's own (its index 0 as
-// coordinator, replica processes) and MEGASCALE_COORDINATOR_ADDRESS
-// (<job>-s0-0.<job>:8081), MEGASCALE_PORT, MEGASCALE_NUM_SLICES and
-// MEGASCALE_SLICE_ID join the slices for JAX multislice. On multi-host TPU slices GKE's webhook adds TPU_WORKER_ID and
-// TPU_WORKER_HOSTNAMES (<job>-<i>.<job>) itself, because the Job is Indexed,
+// FALCON_WORLD_SIZE N*replica; JAX_* span the slices as JAX's own Cloud TPU
+// detection sets them up for multislice (coordinator <job>-s0-0.<job>:8476,
+// JAX_PROCESS_ID the rank across slices, N*replica processes), and
+// MEGASCALE_COORDINATOR_ADDRESS (<job>-s0-0.<job>:8081), MEGASCALE_PORT,
+// MEGASCALE_NUM_SLICES and MEGASCALE_SLICE_ID join the slices over DCN.
+// GKE's webhook names each slice's workers (TPU_WORKER_HOSTNAMES) from its
+// own Job: <job>-s<i>-<index>.<job>. On multi-host TPU slices GKE's webhook adds TPU_WORKER_ID and
+// TPU_WORKER_HOSTNAMES (<job>-<i>.<job>, for one slice) itself, because the Job is Indexed,
 // has a subdomain and requests google.com/tpu; Falcon does not set them, so
 // the two can never disagree. Every literal the user wrote (command, env
 // values, config) has its '$' doubled, because the kubelet expands $(VAR) in

@@ -512,14 +512,16 @@ func (r renderer) container(s int) corev1.Container {
 // slice's first rank plus the pod's completion index: the downward API
 // gives the index but cannot add, so the container's shell does before
 // the task's command starts (and before the log wrapper names the rank's
-// log file after it), from the index the container's FALCON_RANK holds.
-// A shell opened later by exec sees the container's FALCON_RANK, the index
-// within the slice; MEGASCALE_SLICE_ID says which slice.
+// log file after it), from the index the container's FALCON_RANK holds;
+// JAX_PROCESS_ID is the same rank. A shell opened later by exec sees the
+// container's values, the index within the slice; MEGASCALE_SLICE_ID says
+// which slice.
 func (r renderer) rankPrelude(s int) string {
 	if r.slices <= 1 {
 		return ""
 	}
-	return EnvRank + "=$((" + EnvRank + " + " + strconv.Itoa(s*r.replica) + "))\nexport " + EnvRank + "\n"
+	return EnvRank + "=$((" + EnvRank + " + " + strconv.Itoa(s*r.replica) + "))\n" +
+		EnvJAXProcessID + "=$" + EnvRank + "\nexport " + EnvRank + " " + EnvJAXProcessID + "\n"
 }
 
 // logDrain is how long the log wrapper lets tee copy what is left in the
@@ -570,10 +572,22 @@ func (r renderer) env(s int) []corev1.EnvVar {
 		{Name: EnvArtifactAlt, Value: ArtifactDir},
 		{Name: EnvConfig, Value: literal(r.config)},
 	}
-	if r.replica > 1 {
-		// Each slice's own coordinator: jax.distributed within the slice.
+	switch {
+	case r.slices > 1:
+		// One jax.distributed over every host of every slice, as JAX's
+		// own Cloud TPU detection sets it up for multislice: its
+		// coordinator is slice 0's first host (the MEGASCALE
+		// coordinator's host) and a process's ID its rank across slices,
+		// which the prelude sets (rankPrelude). Coordinators per slice
+		// would split the job into one JAX cluster per slice.
 		env = append(env,
-			corev1.EnvVar{Name: EnvJAXCoordinator, Value: sliceHost(names[s], r.id) + ":" + strconv.Itoa(JAXCoordinatorPort)},
+			corev1.EnvVar{Name: EnvJAXCoordinator, Value: sliceHost(names[0], r.id) + ":" + strconv.Itoa(JAXCoordinatorPort)},
+			corev1.EnvVar{Name: EnvJAXProcessID, ValueFrom: rank.DeepCopy()},
+			corev1.EnvVar{Name: EnvJAXNumProcesses, Value: world},
+		)
+	case r.replica > 1:
+		env = append(env,
+			corev1.EnvVar{Name: EnvJAXCoordinator, Value: CoordinatorAddress(r.id)},
 			corev1.EnvVar{Name: EnvJAXProcessID, ValueFrom: rank.DeepCopy()},
 			corev1.EnvVar{Name: EnvJAXNumProcesses, Value: hosts},
 		)

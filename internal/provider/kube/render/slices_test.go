@@ -55,8 +55,8 @@ func TestRenderMultislice(t *testing.T) {
 		env := envMap(tmpl.Spec.Containers[0].Env)
 		for k, v := range map[string]string{
 			"FALCON_WORLD_SIZE":             "8",
-			"JAX_COORDINATOR_ADDRESS":       name + "-0." + jobID + ":8476",
-			"JAX_NUM_PROCESSES":             "4",
+			"JAX_COORDINATOR_ADDRESS":       jobID + "-s0-0." + jobID + ":8476",
+			"JAX_NUM_PROCESSES":             "8",
 			"MEGASCALE_COORDINATOR_ADDRESS": jobID + "-s0-0." + jobID + ":8081",
 			"MEGASCALE_PORT":                "8081",
 			"MEGASCALE_NUM_SLICES":          "2",
@@ -67,7 +67,7 @@ func TestRenderMultislice(t *testing.T) {
 			}
 		}
 		if diff := cmp.Diff(rankEnv("JAX_PROCESS_ID"), env["JAX_PROCESS_ID"]); diff != "" {
-			t.Errorf("slice %d: JAX_PROCESS_ID is the index within the slice (-want +got):\n%s", s, diff)
+			t.Errorf("slice %d: JAX_PROCESS_ID starts as the index, for the prelude to add the slice's first rank (-want +got):\n%s", s, diff)
 		}
 	}
 }
@@ -101,7 +101,7 @@ func unescape(s string) string { return strings.ReplaceAll(s, "$$", "$") }
 // /bin/sh as in a pod: the task sees its rank across slices.
 func TestMultisliceRankUnderShell(t *testing.T) {
 	j := v7xJob()
-	j.TaskSpec.Slices, j.TaskSpec.Command = 3, `echo "rank=$FALCON_RANK slice=$MEGASCALE_SLICE_ID"`
+	j.TaskSpec.Slices, j.TaskSpec.Command = 3, `echo "rank=$FALCON_RANK jax=$JAX_PROCESS_ID slice=$MEGASCALE_SLICE_ID"`
 	in := input(j)
 	in.Bucket = "" // no log wrapper: its log dir is the GCS mount
 	objs := render(t, in)
@@ -113,12 +113,12 @@ func TestMultisliceRankUnderShell(t *testing.T) {
 				args[i] = unescape(args[i])
 			}
 			cmd := exec.Command("/bin/sh", args...)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), fmt.Sprintf("FALCON_RANK=%d", index), fmt.Sprintf("MEGASCALE_SLICE_ID=%d", s)}
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), fmt.Sprintf("FALCON_RANK=%d", index), fmt.Sprintf("JAX_PROCESS_ID=%d", index), fmt.Sprintf("MEGASCALE_SLICE_ID=%d", s)}
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("slice %d index %d: %v: %s", s, index, err, out)
 			}
-			if want := fmt.Sprintf("rank=%d slice=%d\n", 4*s+index, s); string(out) != want {
+			if want := fmt.Sprintf("rank=%d jax=%d slice=%d\n", 4*s+index, 4*s+index, s); string(out) != want {
 				t.Errorf("slice %d index %d printed %q, want %q", s, index, out, want)
 			}
 		}
