@@ -418,9 +418,7 @@ func (p *poolFlags) config() (stack.GKEConfig, error) {
 	return stack.GKEConfig{
 		PoolOptions: []gke.Option{gke.WithScaleDownUnneeded(p.reservationScaleDown, p.flexScaleDown), gke.WithProvisionTimeout(p.provisionTimeout)},
 		PoolTiming:  &t,
-		NoPoolReuse: policy.NoReuse,
-		PoolLinger:  policy.Linger,
-		PoolCap:     policy.Cap,
+		PoolPolicy:  policy,
 	}, nil
 }
 

@@ -18,7 +18,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/sim"
 )
 
@@ -56,7 +55,7 @@ func TestSimFidelity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			real := runSimDayWith(t, trace, policy, managerOptions(p)...)
+			real := runSimDayWith(t, trace, policy, p.ManagerOptions()...)
 			got, err := sim.Simulate(simJobs(trace), simDayConfig(), p, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -75,22 +74,6 @@ func TestSimFidelity(t *testing.T) {
 				policy, len(trace), got.PoolsCreated, got.Reused, real.poolIdle.Minutes(), got.PoolIdle.Minutes(), real.meanWait().Minutes(), got.WaitMean.Minutes())
 		})
 	}
-}
-
-// managerOptions are the manager's options for a falcon sim policy, as
-// falcon controller --pool-policy sets them (stack.GKEConfig).
-func managerOptions(p sim.Policy) []resourcemanager.Option {
-	var opts []resourcemanager.Option
-	if p.NoReuse {
-		opts = append(opts, resourcemanager.WithoutPoolReuse())
-	}
-	if p.Linger > 0 {
-		opts = append(opts, resourcemanager.WithPoolLinger(p.Linger))
-	}
-	if p.Cap > 0 {
-		opts = append(opts, resourcemanager.WithPoolCap(p.Cap))
-	}
-	return opts
 }
 
 // TestBundledDayTrace checks that the trace falcon sim bundles is the

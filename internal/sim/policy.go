@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 )
 
@@ -23,6 +24,23 @@ type Policy struct {
 	// Cap bounds the pools of one shape on a cluster
 	// (resourcemanager.WithPoolCap); 0: no bound.
 	Cap int
+}
+
+// ManagerOptions are the resource manager's options for the policy's pool
+// rule: what falcon controller --pool-policy runs. The cluster choice
+// (Selection) is the registry's, not an option of the manager.
+func (p Policy) ManagerOptions() []resourcemanager.Option {
+	var opts []resourcemanager.Option
+	if p.NoReuse {
+		opts = append(opts, resourcemanager.WithoutPoolReuse())
+	}
+	if p.Linger > 0 {
+		opts = append(opts, resourcemanager.WithPoolLinger(p.Linger))
+	}
+	if p.Cap > 0 {
+		opts = append(opts, resourcemanager.WithPoolCap(p.Cap))
+	}
+	return opts
 }
 
 // PolicyNames are the policies falcon sim knows; terms join with "+"

@@ -37,6 +37,7 @@ import (
 	"github.com/falconhq/falcon/internal/provider/local"
 	xpkprovider "github.com/falconhq/falcon/internal/provider/xpk"
 	"github.com/falconhq/falcon/internal/resourcemanager"
+	"github.com/falconhq/falcon/internal/sim"
 	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/store/sqlstore"
 	"github.com/falconhq/falcon/internal/xpk"
@@ -77,11 +78,9 @@ type GKEConfig struct {
 	PoolOptions []gke.Option
 	// PoolTiming paces the resource manager's pool work; nil is the default.
 	PoolTiming *resourcemanager.PoolTiming
-	// NoPoolReuse, PoolLinger and PoolCap are the pool policy
-	// (--pool-policy): per-job, linger=DUR, cap=N; all zero is 000's rule.
-	NoPoolReuse bool
-	PoolLinger  time.Duration
-	PoolCap     int
+	// PoolPolicy is the pool rule (--pool-policy: per-job, linger=DUR,
+	// cap=N); the zero Policy is 000's.
+	PoolPolicy sim.Policy
 }
 
 // devConnect is how falcon dev reaches the GKE API: the configured
@@ -181,15 +180,7 @@ func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, i
 	if gc.PoolTiming != nil {
 		opts = append(opts, resourcemanager.WithPoolTiming(*gc.PoolTiming))
 	}
-	if gc.NoPoolReuse {
-		opts = append(opts, resourcemanager.WithoutPoolReuse())
-	}
-	if gc.PoolLinger > 0 {
-		opts = append(opts, resourcemanager.WithPoolLinger(gc.PoolLinger))
-	}
-	if gc.PoolCap > 0 {
-		opts = append(opts, resourcemanager.WithPoolCap(gc.PoolCap))
-	}
+	opts = append(opts, gc.PoolPolicy.ManagerOptions()...)
 	mgr = resourcemanager.New(conn, opts...)
 	return mgr, func() { kb.Close(); gb.Close() }
 }

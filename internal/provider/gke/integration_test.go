@@ -252,6 +252,20 @@ func (f *fixture) waitPoolGone(pool string) {
 	}
 }
 
+// poolNodes names the nodes of pool.
+func (f *fixture) poolNodes(pool string) map[string]bool {
+	f.t.Helper()
+	nodes, err := f.join.Nodes(context.Background(), pool)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, n := range nodes {
+		names[n.Name] = true
+	}
+	return names
+}
+
 // kubeJobs lists the Kubernetes Jobs Falcon made for id.
 func (f *fixture) kubeJobs(id string) int {
 	list, err := shared.Clientset().BatchV1().Jobs(f.ns).List(context.Background(), metav1.ListOptions{LabelSelector: render.LabelJobID + "=" + id})
@@ -280,14 +294,7 @@ func TestReservationPathRunsOnThePoolAndDeletesIt(t *testing.T) {
 	if err != nil || len(pods.Items) != 2 {
 		t.Fatalf("pods: %d, %v", len(pods.Items), err)
 	}
-	nodes, err := f.join.Nodes(context.Background(), pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	onPool := map[string]bool{}
-	for _, n := range nodes {
-		onPool[n.Name] = true
-	}
+	onPool := f.poolNodes(pool)
 	for _, p := range pods.Items {
 		if !onPool[p.Spec.NodeName] {
 			t.Errorf("pod %s on node %q, not on pool %s", p.Name, p.Spec.NodeName, pool)

@@ -42,14 +42,7 @@ func (f *fixture) slicePods(id, group string, slices int) map[int][]corev1.Pod {
 	out := map[int][]corev1.Pod{}
 	for s := range slices {
 		pool := placement.SlicePool(group, s)
-		nodes, err := f.join.Nodes(context.Background(), pool)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		onPool := map[string]bool{}
-		for _, n := range nodes {
-			onPool[n.Name] = true
-		}
+		onPool := f.poolNodes(pool)
 		for _, p := range pods.Items {
 			if p.Labels[render.LabelSlice] != fmt.Sprint(s) {
 				continue

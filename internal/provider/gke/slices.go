@@ -98,17 +98,8 @@ func (m *Manager) ensureGroup(ctx context.Context, req Request) (Result, error) 
 		spec := m.poolSpec(n, req.JobID, req.Slice, mode, res, now)
 		spec.Config.Labels[LabelSliceGroup] = group
 		spec.Config.Labels[LabelSlices] = strconv.Itoa(req.Slices)
-		err := m.retry(ctx, func() error {
-			_, err := m.container.Projects.Locations.Clusters.NodePools.Create(req.Cluster.path(), &container.CreateNodePoolRequest{NodePool: spec}).Context(ctx).Do()
-			return err
-		})
-		switch {
-		case err == nil, isConflict(err): // a concurrent create won: it is ours
-		case apiCode(err) >= 400 && apiCode(err) < 500 && !transient(err):
-			m.refuse(req.Cluster, group)
-			return Result{}, failed(group, fmt.Sprintf("GKE refused to create node pool %s of group %s: %s", n, group, apiMessage(err)), err)
-		default:
-			return Result{}, fmt.Errorf("create node pool %s of group %s: %w", n, group, err)
+		if err := m.createMember(ctx, req.Cluster, group, spec); err != nil {
+			return Result{}, err
 		}
 	}
 	return Result{Pool: group, Mode: mode, Reason: reason, Message: msg, CreatedAt: now}, nil
@@ -257,16 +248,30 @@ func (m *Manager) completeGroup(ctx context.Context, c Cluster, group string, ha
 			Name: n, InitialNodeCount: src.InitialNodeCount, Config: &cfg, Autoscaling: src.Autoscaling,
 			Locations: src.Locations, PlacementPolicy: src.PlacementPolicy,
 		}
-		_, err := m.container.Projects.Locations.Clusters.NodePools.Create(c.path(), &container.CreateNodePoolRequest{NodePool: spec}).Context(ctx).Do()
-		if err != nil && !isConflict(err) {
-			if apiCode(err) >= 400 && apiCode(err) < 500 && !transient(err) {
-				m.refuse(c, group)
-				return failed(group, fmt.Sprintf("GKE refused to create node pool %s of group %s: %s", n, group, apiMessage(err)), err)
-			}
-			return fmt.Errorf("create node pool %s of group %s: %w", n, group, err)
+		if err := m.createMember(ctx, c, group, spec); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// createMember creates one member of group. A concurrent create winning
+// (409) is success: the pool is ours. A refusal that will not pass fails
+// the group for good (refuse); anything else is retried by the caller.
+func (m *Manager) createMember(ctx context.Context, c Cluster, group string, spec *container.NodePool) error {
+	err := m.retry(ctx, func() error {
+		_, err := m.container.Projects.Locations.Clusters.NodePools.Create(c.path(), &container.CreateNodePoolRequest{NodePool: spec}).Context(ctx).Do()
+		return err
+	})
+	switch {
+	case err == nil, isConflict(err):
+		return nil
+	case apiCode(err) >= 400 && apiCode(err) < 500 && !transient(err):
+		m.refuse(c, group)
+		return failed(group, fmt.Sprintf("GKE refused to create node pool %s of group %s: %s", spec.Name, group, apiMessage(err)), err)
+	default:
+		return fmt.Errorf("create node pool %s of group %s: %w", spec.Name, group, err)
+	}
 }
 
 // Delete starts deleting a job's pool or every member of its pool group.
