@@ -179,10 +179,34 @@ func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobS
 		resp.Results[i] = &falconv1.JobStatusResult{Job: jobToAPI(jobs[k])}
 		changes = append(changes, jobChange(jobs[k]))
 	}
+	if req.GetWithConfig() {
+		s.addConfigs(ctx, resp.Results)
+	}
 	if len(changes) > 0 {
 		s.changed(changes...)
 	}
 	return resp, nil
+}
+
+// addConfigs sets each written job's Config to its experiment's, read once
+// per experiment. A config that cannot be read is left empty, as GetJob
+// leaves it, and the caller reads it again.
+func (s *Server) addConfigs(ctx context.Context, results []*falconv1.JobStatusResult) {
+	configs := map[string]string{}
+	for _, r := range results {
+		j := r.GetJob()
+		if j == nil {
+			continue
+		}
+		c, ok := configs[j.GetExpId()]
+		if !ok {
+			if exp, err := s.store.GetExp(ctx, j.GetExpId()); err == nil {
+				c = exp.Config
+			}
+			configs[j.GetExpId()] = c
+		}
+		j.Config = c
+	}
 }
 
 // refusal is one refused update of a batch, coded as the call would be.

@@ -52,3 +52,35 @@ func TestUpdateJobStatuses(t *testing.T) {
 		t.Errorf("1001 updates: %v, want InvalidArgument", err)
 	}
 }
+
+// A batch asked for configs returns each written job with its experiment's
+// config, as GetJob does, so the resource manager submits a pick without
+// reading it again; without the flag the answer carries none.
+func TestUpdateJobStatusesWithConfig(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	exp := env.Create(t, "cfg", map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}})
+	id := exp.GetJobs()[0].GetId()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		withConfig bool
+		expected   string // the status the update expects
+		want       string // the written job's config
+	}{
+		{"without the flag", false, "Pending", ""},
+		{"with the flag", true, "Pending", "cfg-cfg"},
+		{"a refused update carries no job", true, "Running", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := env.Jobs.UpdateJobStatuses(ctx, &falconv1.UpdateJobStatusesRequest{WithConfig: tc.withConfig, Updates: []*falconv1.UpdateJobStatusRequest{
+				{Id: id, ExpectedStatus: tc.expected, Status: "Pending", Reason: "Waiting", Message: tc.name},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.GetResults()[0].GetJob().GetConfig(); got != tc.want {
+				t.Errorf("config %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -39,17 +39,24 @@ type cycle struct {
 	// submitted holds what concurrent submissions returned (see
 	// submitAll), by job ID, for dispatch to take.
 	submitted map[string]error
-	// writes are the updates of Running jobs, sent together by flush: a
-	// cycle learning of many pods that finished or restarted writes them
-	// in one call, each under its own precondition.
+	// configRead names the jobs whose config came back with the write
+	// of their pick (empty if the experiment has none): submit need not
+	// read it.
+	configRead map[string]bool
+	// writes are updates sent together, each under its own precondition:
+	// a cycle learning of many pods that finished or restarted writes them
+	// in one call (flush), and a slot holder's Running rides the write
+	// that records the next pick of its queue (pickAll).
 	writes []deferred
 }
 
-// deferred is a status update sent by flush; then runs if it landed.
+// deferred is a status update sent by flush or with the picks; then runs
+// if it landed, lost if it did not.
 type deferred struct {
 	j    *falconv1.Job
 	req  *falconv1.UpdateJobStatusRequest
 	then func()
+	lost func()
 }
 
 // later queues an update of a Running job (to Running with a new message,
@@ -80,9 +87,18 @@ func (m *Manager) flush(ctx context.Context, c *cycle) {
 	for i, w := range c.writes {
 		jobs[i], reqs[i] = w.j, w.req
 	}
-	m.writeBatch(ctx, jobs, reqs)
+	m.writeBatch(ctx, jobs, reqs, false)
+	m.settle(c)
+}
+
+// settle runs what follows each of c.writes once they were sent, and
+// empties them.
+func (m *Manager) settle(c *cycle) {
 	for _, w := range c.writes {
 		if w.j.GetStatus() != w.req.GetStatus() || w.j.GetMessage() != w.req.GetMessage() {
+			if w.lost != nil {
+				w.lost()
+			}
 			continue // not written
 		}
 		if lifecycle.JobMachine.IsTerminal(lifecycle.Status(w.j.GetStatus())) {
@@ -759,7 +775,23 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 		if len(picked) == 0 {
 			return
 		}
-		m.writeBatch(ctx, picked, reqs)
+		// The updates queued so far (a slot holder's Running above all)
+		// go in the same write: one transaction records the holder's
+		// pods running and the pick that takes its slot.
+		held := len(c.writes)
+		jobs := make([]*falconv1.Job, 0, held+len(picked))
+		all := make([]*falconv1.UpdateJobStatusRequest, 0, held+len(picked))
+		for _, w := range c.writes {
+			jobs, all = append(jobs, w.j), append(all, w.req)
+		}
+		m.writeBatch(ctx, append(jobs, picked...), append(all, reqs...), true) // with the configs submit needs
+		m.settle(c)
+		if c.configRead == nil {
+			c.configRead = map[string]bool{}
+		}
+		for _, j := range picked {
+			c.configRead[j.GetId()] = acquiring(j)
+		}
 		var ready []*falconv1.Job
 		for _, j := range picked {
 			if !acquiring(j) {
@@ -837,7 +869,7 @@ func (m *Manager) submitAll(ctx context.Context, c *cycle, jobs []*falconv1.Job)
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			err := m.submit(ctx, s.cl, s.b, s.j)
+			err := m.submit(ctx, s.cl, s.b, s.j, c.configRead[s.j.GetId()])
 			mu.Lock()
 			c.submitted[s.j.GetId()] = err
 			mu.Unlock()
@@ -952,8 +984,22 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 				}
 				c.cur = ""
 			})
-		} else if m.update(ctx, j, lifecycle.Running, "", d.message, "") {
-			running()
+		} else {
+			// Its slot goes to the next job now: the pick's write carries
+			// this one (pickAll), so both land or neither does, and the
+			// handover costs one write, not two in a row. Not written
+			// (aborted meanwhile, or the write failed), it is looked at
+			// again next cycle, which takes the slot back if it still
+			// acquires.
+			m.mem.leaveQueue(j.GetId())
+			c.laterWith(j, lifecycle.Running, "", d.message, running)
+			if n := len(c.writes); n > 0 && c.writes[n-1].j == j {
+				c.writes[n-1].lost = func() {
+					c.look(j)
+					c.deadline(m.now())
+					c.cur = ""
+				}
+			}
 		}
 	case lifecycle.Succeeded:
 		// Finished before we saw it run: pass through Running.
@@ -1017,7 +1063,7 @@ func (m *Manager) dispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, 
 	err, done := c.submitted[j.GetId()]
 	delete(c.submitted, j.GetId())
 	if !done {
-		err = m.submit(ctx, cl, b, j)
+		err = m.submit(ctx, cl, b, j, c.configRead[j.GetId()])
 	}
 	var prev *dispatchFailure
 	if f, failing := m.mem.dispatchFailing[j.GetId()]; failing {
@@ -1048,11 +1094,11 @@ func (m *Manager) dispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, 
 	return err
 }
 
-// submit reads the job's config (a list does not carry it) and hands the
-// job to its backend. It only does I/O: dispatch decides what the outcome
-// means.
-func (m *Manager) submit(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job) error {
-	if j.GetConfig() == "" {
+// submit reads the job's config (a list does not carry it) unless it
+// came with the write of the pick (configRead), and hands the job to its
+// backend. It only does I/O: dispatch decides what the outcome means.
+func (m *Manager) submit(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job, configRead bool) error {
+	if j.GetConfig() == "" && !configRead {
 		full, err := m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: j.GetId()})
 		if err != nil {
 			m.log.Warn("get job", "job", j.GetId(), "err", err)
@@ -1162,7 +1208,7 @@ func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]
 		}
 	}
 	clear(m.mem.touched)
-	m.writeBatch(ctx, jobs, reqs)
+	m.writeBatch(ctx, jobs, reqs, false)
 	for i, j := range jobs {
 		if j.GetMessage() == reqs[i].GetMessage() { // written (refreshed from the row)
 			m.mem.positions[j.GetId()] = poss[i]
@@ -1186,11 +1232,12 @@ const batchSize = 500
 
 // writeBatch sends reqs (reqs[i] updates jobs[i]) in batches and refreshes
 // each job that was written. A refused update, usually a job aborted since
-// it was read, is left to the next cycle like any lost race.
-func (m *Manager) writeBatch(ctx context.Context, jobs []*falconv1.Job, reqs []*falconv1.UpdateJobStatusRequest) {
+// it was read, is left to the next cycle like any lost race. withConfig
+// asks for each job's config in the answer, sparing submit its read.
+func (m *Manager) writeBatch(ctx context.Context, jobs []*falconv1.Job, reqs []*falconv1.UpdateJobStatusRequest, withConfig bool) {
 	for start := 0; start < len(reqs); start += batchSize {
 		end := min(start+batchSize, len(reqs))
-		resp, err := m.jobs.UpdateJobStatuses(ctx, &falconv1.UpdateJobStatusesRequest{Updates: reqs[start:end]})
+		resp, err := m.jobs.UpdateJobStatuses(ctx, &falconv1.UpdateJobStatusesRequest{Updates: reqs[start:end], WithConfig: withConfig})
 		if err != nil {
 			m.log.Warn("update job statuses", "jobs", end-start, "err", err)
 			return

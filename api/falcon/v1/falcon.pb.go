@@ -4475,8 +4475,12 @@ func (x *UpdateJobStatusRequest) GetSelection() *ClusterSelection {
 }
 
 type UpdateJobStatusesRequest struct {
-	state         protoimpl.MessageState    `protogen:"open.v1"`
-	Updates       []*UpdateJobStatusRequest `protobuf:"bytes,1,rep,name=updates,proto3" json:"updates,omitempty"`
+	state   protoimpl.MessageState    `protogen:"open.v1"`
+	Updates []*UpdateJobStatusRequest `protobuf:"bytes,1,rep,name=updates,proto3" json:"updates,omitempty"`
+	// Each written job comes back with its experiment's config, as GetJob
+	// returns it: the resource manager records a pick and submits it with
+	// no read in between.
+	WithConfig    bool `protobuf:"varint,2,opt,name=with_config,json=withConfig,proto3" json:"with_config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4516,6 +4520,13 @@ func (x *UpdateJobStatusesRequest) GetUpdates() []*UpdateJobStatusRequest {
 		return x.Updates
 	}
 	return nil
+}
+
+func (x *UpdateJobStatusesRequest) GetWithConfig() bool {
+	if x != nil {
+		return x.WithConfig
+	}
+	return false
 }
 
 type UpdateJobStatusesResponse struct {
@@ -8095,9 +8106,11 @@ const file_falcon_proto_rawDesc = "" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12!\n" +
 	"\fcluster_name\x18\x06 \x01(\tR\vclusterName\x12\x1b\n" +
 	"\tnode_pool\x18\a \x01(\tR\bnodePool\x129\n" +
-	"\tselection\x18\b \x01(\v2\x1b.falcon.v1.ClusterSelectionR\tselection\"W\n" +
+	"\tselection\x18\b \x01(\v2\x1b.falcon.v1.ClusterSelectionR\tselection\"x\n" +
 	"\x18UpdateJobStatusesRequest\x12;\n" +
-	"\aupdates\x18\x01 \x03(\v2!.falcon.v1.UpdateJobStatusRequestR\aupdates\"Q\n" +
+	"\aupdates\x18\x01 \x03(\v2!.falcon.v1.UpdateJobStatusRequestR\aupdates\x12\x1f\n" +
+	"\vwith_config\x18\x02 \x01(\bR\n" +
+	"withConfig\"Q\n" +
 	"\x19UpdateJobStatusesResponse\x124\n" +
 	"\aresults\x18\x01 \x03(\v2\x1a.falcon.v1.JobStatusResultR\aresults\"a\n" +
 	"\x0fJobStatusResult\x12 \n" +

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -103,7 +104,8 @@ func (c *Controller) Shutdown(ctx context.Context) error { return c.loop.Shutdow
 //     thousand experiments, not one per experiment);
 //  3. for each experiment compute the plan (lifecycle.Propagate) and apply
 //     it in order — abort sibling jobs, update the artifact, update the
-//     experiment. A failed update is logged with the experiment and job it
+//     experiment — several experiments at a time (each one's writes in
+//     order). A failed update is logged with the experiment and job it
 //     concerns and the cycle moves on;
 //  4. ask the API server to end or warn the live experiments whose ttl or
 //     idle_ttl is up or near (ttlDue).
@@ -111,10 +113,15 @@ func (c *Controller) Shutdown(ctx context.Context) error { return c.loop.Shutdow
 // So a job's end reaches its experiment in the cycle its write wakes,
 // which reads that one experiment, not every live one.
 func (c *Controller) Reconcile(ctx context.Context) error {
+	start := time.Now()
 	exps, err := c.toLookAt(ctx)
 	if err != nil {
 		return err
 	}
+	read := time.Since(start)
+	defer func() {
+		c.log.Debug("expController cycle", "exps", len(exps), "read", read, "took", time.Since(start))
+	}()
 	ids := make([]string, 0, len(exps))
 	for _, e := range exps {
 		ids = append(ids, e.GetId())
@@ -127,11 +134,27 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			return err
 		}
 	}
+	// Each experiment's plan is its own and its writes are conditional on
+	// what was read, so they are applied getsInFlight experiments at a
+	// time: a cycle after a burst of changes costs a few round trips per
+	// getsInFlight experiments, not per experiment.
+	sem := make(chan struct{}, getsInFlight)
+	var wg sync.WaitGroup
 	for _, e := range exps {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			break
 		}
-		c.reconcileOne(ctx, e, jobs[e.GetId()], arts[e.GetId()])
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c.reconcileOne(ctx, e, jobs[e.GetId()], arts[e.GetId()])
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	live := make([]*falconv1.Experiment, 0, len(c.live))
 	for _, e := range c.live {
@@ -166,22 +189,55 @@ func (c *Controller) toLookAt(ctx context.Context) ([]*falconv1.Experiment, erro
 		c.resyncedAt = time.Now()
 		return exps, nil
 	}
+	// The reads go out getsInFlight at a time: a burst of changes (a
+	// thousand creates, every queue position moving) is read in the time
+	// of a few round trips, not one after another.
+	got := make([]*falconv1.Experiment, len(changed))
+	errs := make([]error, len(changed))
+	sem := make(chan struct{}, getsInFlight)
+	var wg sync.WaitGroup
+	for i, id := range changed {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			got[i], errs[i] = c.exps.GetExp(ctx, &falconv1.GetExpRequest{Id: id})
+		}()
+	}
+	wg.Wait()
+	var failed []string
+	var first error
 	exps := make([]*falconv1.Experiment, 0, len(changed))
 	for i, id := range changed {
-		e, err := c.exps.GetExp(ctx, &falconv1.GetExpRequest{Id: id})
-		switch {
+		switch err := errs[i]; {
 		case status.Code(err) == codes.NotFound:
 			delete(c.live, id) // deleted
-			continue
 		case err != nil:
-			c.follower.Return(changed[i:])
-			return nil, err
+			failed = append(failed, id)
+			if first == nil {
+				first = err
+			}
+		default:
+			c.keep(got[i])
+			exps = append(exps, got[i])
 		}
-		c.keep(e)
-		exps = append(exps, e)
+	}
+	if first != nil {
+		// Those that failed are read again next cycle; those read are
+		// looked at now.
+		c.follower.Return(failed)
+		if len(exps) == 0 {
+			return nil, first
+		}
+		c.log.Warn("read changed experiments", "failed", len(failed), "err", first)
 	}
 	return exps, nil
 }
+
+// getsInFlight bounds the concurrent reads of changed experiments, and the
+// experiments whose plans are applied at once.
+const getsInFlight = 8
 
 // keep records e in the live set, or drops it once it is terminal.
 func (c *Controller) keep(e *falconv1.Experiment) {
