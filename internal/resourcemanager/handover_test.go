@@ -1,0 +1,88 @@
+package resourcemanager_test
+
+import (
+	"context"
+	"path"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/resourcemanager"
+	"github.com/falconhq/falcon/internal/testenv/apitest"
+)
+
+// callCounter is the controller's real connection, counting the calls
+// made through it by method name.
+type callCounter struct {
+	grpc.ClientConnInterface
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *callCounter) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	c.mu.Lock()
+	c.calls[path.Base(method)]++
+	c.mu.Unlock()
+	return c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+}
+
+func (c *callCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.calls
+	c.calls = map[string]int{}
+	return out
+}
+
+// A handover is one write: the holder's Running and the pick that takes its
+// slot land in one transaction (so a crash leaves both or neither), and the
+// pick's write brings the config the submission needs, so nothing is read
+// between the holder's pods running and the next job's submission.
+func TestHandoverIsOneWrite(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "test"})
+	be := newScripted()
+	be.startPhase = resourcemanager.PhasePending
+	conn := &callCounter{ClientConnInterface: env.Conn, calls: map[string]int{}}
+	now := time.Now()
+	mgr := resourcemanager.New(conn, resourcemanager.WithBackend("test", be), resourcemanager.WithClock(func() time.Time { return now }))
+	cycle := func() {
+		t.Helper()
+		if _, err := mgr.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task := &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
+	j1 := env.Create(t, "holder", map[string]*falconv1.TaskSpec{"main": task}).GetJobs()[0].GetId()
+	j2 := env.Create(t, "next", map[string]*falconv1.TaskSpec{"main": task}).GetJobs()[0].GetId()
+	cycle()
+	want(t, env.Job(t, j1), "Pending", "Dispatching", "")
+	want(t, env.Job(t, j2), "Pending", "Waiting", "next in line")
+
+	conn.take()
+	be.set(j1, resourcemanager.PhaseRunning, "1/1 pods running")
+	cycle()
+	want(t, env.Job(t, j1), "Running", "", "1/1 pods running")
+	want(t, env.Job(t, j2), "Pending", "Dispatching", "")
+	calls := conn.take()
+	for _, c := range []struct {
+		method string
+		want   int
+	}{
+		{"UpdateJobStatuses", 1}, // the holder's Running and the pick, together
+		{"UpdateJobStatus", 0},
+		{"GetJob", 0}, // the config came with the pick's write
+	} {
+		if calls[c.method] != c.want {
+			t.Errorf("%s called %d times during the handover, want %d (all calls: %v)", c.method, calls[c.method], c.want, calls)
+		}
+	}
+	be.mu.Lock()
+	got := be.dispatched[j2].GetConfig()
+	be.mu.Unlock()
+	if got != "cfg-next" {
+		t.Errorf("the next job was submitted with config %q, want its experiment's %q", got, "cfg-next")
+	}
+}
