@@ -50,13 +50,11 @@ type cycle struct {
 	writes []deferred
 }
 
-// deferred is a status update sent by flush or with the picks; then runs
-// if it landed, lost if it did not.
+// deferred is a status update sent by flush; then runs if it landed.
 type deferred struct {
 	j    *falconv1.Job
 	req  *falconv1.UpdateJobStatusRequest
 	then func()
-	lost func()
 }
 
 // later queues an update of a Running job (to Running with a new message,
@@ -75,31 +73,28 @@ func (c *cycle) laterWith(j *falconv1.Job, to lifecycle.Status, reason lifecycle
 	}})
 }
 
-// flush sends the queued updates in batches and runs what follows each one
-// that landed; a refused one (the job changed meanwhile, usually an abort)
-// is left to the next cycle like any lost race.
-func (m *Manager) flush(ctx context.Context, c *cycle) {
-	if len(c.writes) == 0 {
+// flush sends the queued updates, and picks (reqs[i] recording jobs[i]'s
+// pick, with the config its submission needs) in the same batch, so a slot
+// holder's Running and the pick taking its slot land together; then it
+// runs what follows each queued update that landed. One that did not (the
+// job changed meanwhile, usually an abort, or the call failed) is looked
+// at again next cycle, like any lost race.
+func (m *Manager) flush(ctx context.Context, c *cycle, picked []*falconv1.Job, reqs []*falconv1.UpdateJobStatusRequest) {
+	if len(c.writes) == 0 && len(picked) == 0 {
 		return
 	}
-	jobs := make([]*falconv1.Job, len(c.writes))
-	reqs := make([]*falconv1.UpdateJobStatusRequest, len(c.writes))
-	for i, w := range c.writes {
-		jobs[i], reqs[i] = w.j, w.req
+	jobs := make([]*falconv1.Job, 0, len(c.writes)+len(picked))
+	all := make([]*falconv1.UpdateJobStatusRequest, 0, len(c.writes)+len(picked))
+	for _, w := range c.writes {
+		jobs, all = append(jobs, w.j), append(all, w.req)
 	}
-	m.writeBatch(ctx, jobs, reqs, false)
-	m.settle(c)
-}
-
-// settle runs what follows each of c.writes once they were sent, and
-// empties them.
-func (m *Manager) settle(c *cycle) {
+	m.writeBatch(ctx, append(jobs, picked...), append(all, reqs...), len(picked) > 0)
 	for _, w := range c.writes {
 		if w.j.GetStatus() != w.req.GetStatus() || w.j.GetMessage() != w.req.GetMessage() {
-			if w.lost != nil {
-				w.lost()
-			}
-			continue // not written
+			c.look(w.j)
+			c.deadline(m.now())
+			c.cur = ""
+			continue
 		}
 		if lifecycle.JobMachine.IsTerminal(lifecycle.Status(w.j.GetStatus())) {
 			m.metrics.Finished.WithLabelValues(w.j.GetClusterName(), w.j.GetStatus(), w.j.GetReason()).Inc()
@@ -294,7 +289,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		}
 	}
 	c.cur = ""
-	m.flush(ctx, c)
+	m.flush(ctx, c, nil, nil)
 	// Jobs that ended above released their pools; decide on those now
 	// against the jobs still waiting.
 	m.loadOwners(c, c.all)
@@ -775,17 +770,10 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 		if len(picked) == 0 {
 			return
 		}
-		// The updates queued so far (a slot holder's Running above all)
-		// go in the same write: one transaction records the holder's
-		// pods running and the pick that takes its slot.
-		held := len(c.writes)
-		jobs := make([]*falconv1.Job, 0, held+len(picked))
-		all := make([]*falconv1.UpdateJobStatusRequest, 0, held+len(picked))
-		for _, w := range c.writes {
-			jobs, all = append(jobs, w.j), append(all, w.req)
-		}
-		m.writeBatch(ctx, append(jobs, picked...), append(all, reqs...), true) // with the configs submit needs
-		m.settle(c)
+		// With the updates queued so far (a slot holder's Running above
+		// all): one transaction records the holder's pods running and
+		// the pick that takes its slot.
+		m.flush(ctx, c, picked, reqs)
 		if c.configRead == nil {
 			c.configRead = map[string]bool{}
 		}
@@ -993,13 +981,6 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 			// acquires.
 			m.mem.leaveQueue(j.GetId())
 			c.laterWith(j, lifecycle.Running, "", d.message, running)
-			if n := len(c.writes); n > 0 && c.writes[n-1].j == j {
-				c.writes[n-1].lost = func() {
-					c.look(j)
-					c.deadline(m.now())
-					c.cur = ""
-				}
-			}
 		}
 	case lifecycle.Succeeded:
 		// Finished before we saw it run: pass through Running.

@@ -2,40 +2,13 @@ package resourcemanager_test
 
 import (
 	"context"
-	"path"
-	"sync"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
-
-// callCounter is the controller's real connection, counting the calls
-// made through it by method name.
-type callCounter struct {
-	grpc.ClientConnInterface
-	mu    sync.Mutex
-	calls map[string]int
-}
-
-func (c *callCounter) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	c.mu.Lock()
-	c.calls[path.Base(method)]++
-	c.mu.Unlock()
-	return c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
-}
-
-func (c *callCounter) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.calls
-	c.calls = map[string]int{}
-	return out
-}
 
 // A handover is one write: the holder's Running and the pick that takes its
 // slot land in one transaction (so a crash leaves both or neither), and the
@@ -45,7 +18,7 @@ func TestHandoverIsOneWrite(t *testing.T) {
 	env := apitest.Start(t, map[string]string{"local": "test"})
 	be := newScripted()
 	be.startPhase = resourcemanager.PhasePending
-	conn := &callCounter{ClientConnInterface: env.Conn, calls: map[string]int{}}
+	conn := apitest.CountCalls(env.Conn)
 	now := time.Now()
 	mgr := resourcemanager.New(conn, resourcemanager.WithBackend("test", be), resourcemanager.WithClock(func() time.Time { return now }))
 	cycle := func() {
@@ -61,12 +34,12 @@ func TestHandoverIsOneWrite(t *testing.T) {
 	want(t, env.Job(t, j1), "Pending", "Dispatching", "")
 	want(t, env.Job(t, j2), "Pending", "Waiting", "next in line")
 
-	conn.take()
+	conn.Take()
 	be.set(j1, resourcemanager.PhaseRunning, "1/1 pods running")
 	cycle()
 	want(t, env.Job(t, j1), "Running", "", "1/1 pods running")
 	want(t, env.Job(t, j2), "Pending", "Dispatching", "")
-	calls := conn.take()
+	calls := conn.Take()
 	for _, c := range []struct {
 		method string
 		want   int

@@ -3,12 +3,8 @@ package exp_test
 import (
 	"context"
 	"fmt"
-	"path"
-	"sync"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
@@ -100,26 +96,6 @@ func TestAllSucceeded(t *testing.T) {
 	}
 }
 
-// countingConn counts the unary calls made through it, by method.
-type countingConn struct {
-	grpc.ClientConnInterface
-	mu    sync.Mutex
-	calls map[string]int
-}
-
-func (c *countingConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	c.mu.Lock()
-	c.calls[path.Base(method)]++
-	c.mu.Unlock()
-	return c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
-}
-
-func (c *countingConn) count(method string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.calls[method]
-}
-
 // TestRunFollowsTheFeed: once running, the controller reads only the
 // experiments the change feed names — a job's change reaches its
 // experiment without a read of every live experiment.
@@ -130,7 +106,7 @@ func TestRunFollowsTheFeed(t *testing.T) {
 		exp := env.Create(t, fmt.Sprintf("e%d", i), map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}})
 		jobs = append(jobs, exp.GetJobs()[0].GetId())
 	}
-	conn := &countingConn{ClientConnInterface: env.Conn, calls: map[string]int{}}
+	conn := apitest.CountCalls(env.Conn)
 	c := expctl.New(conn, expctl.WithInterval(time.Hour), expctl.WithResync(time.Hour))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -152,19 +128,19 @@ func TestRunFollowsTheFeed(t *testing.T) {
 	// A full read lists each live status in turn (Created, Running,
 	// Aborting): counted before its last list, the first read's own calls
 	// would look like later ones.
-	waitFor("the first cycle's full read", func() bool { return conn.count("ListExps") >= 3 })
-	lists := conn.count("ListExps")
+	waitFor("the first cycle's full read", func() bool { return conn.Count("ListExps") >= 3 })
+	lists := conn.Count("ListExps")
 	for i := range 3 {
 		move(t, env, jobs[i], "Pending", "Running", "", "")
 		exp := env.Job(t, jobs[i]).GetExpId()
 		waitFor("experiment "+exp+" Running", func() bool { return env.Exp(t, exp).GetStatus() == "Running" })
 	}
-	if got := conn.count("ListExps"); got != lists {
+	if got := conn.Count("ListExps"); got != lists {
 		t.Errorf("%d full reads of live experiments after the first, want none: the feed names what changed", got-lists)
 	}
 	// Each change: its experiment read, then again at the echo of the
 	// controller's own write; never one read per live experiment.
-	if got := conn.count("GetExp"); got > 12 {
+	if got := conn.Count("GetExp"); got > 12 {
 		t.Errorf("%d experiments read for 3 changes among 40 live ones, want at most 12", got)
 	}
 }
