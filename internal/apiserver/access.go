@@ -59,12 +59,13 @@ var rules = map[string]rule{
 	}},
 	// A stream: the handler writes the audit row once the session ends,
 	// with its exit code and duration (the interceptor sees no request).
-	falconv1.ExperimentService_ExecExp_FullMethodName:         {forUsers, func(any) (string, bool) { return "", false }},
-	falconv1.ExperimentService_GetExp_FullMethodName:          {callers: forAll},
-	falconv1.ExperimentService_ListExps_FullMethodName:        {callers: forAll},
-	falconv1.ExperimentService_GetExpLogs_FullMethodName:      {callers: forAll},
-	falconv1.ExperimentService_WatchExp_FullMethodName:        {callers: forAll},
-	falconv1.ExperimentService_UpdateExpStatus_FullMethodName: {callers: forControllers},
+	falconv1.ExperimentService_ExecExp_FullMethodName:           {forUsers, func(any) (string, bool) { return "", false }},
+	falconv1.ExperimentService_GetExp_FullMethodName:            {callers: forAll},
+	falconv1.ExperimentService_ListExps_FullMethodName:          {callers: forAll},
+	falconv1.ExperimentService_GetExpLogs_FullMethodName:        {callers: forAll},
+	falconv1.ExperimentService_WatchExp_FullMethodName:          {callers: forAll},
+	falconv1.ExperimentService_UpdateExpStatus_FullMethodName:   {callers: forControllers},
+	falconv1.ExperimentService_UpdateExpStatuses_FullMethodName: {callers: forControllers},
 	falconv1.ExperimentService_ExtendExp_FullMethodName: {forUsers, func(r any) (string, bool) {
 		return r.(*falconv1.ExtendExpRequest).GetId(), true
 	}},

@@ -10,6 +10,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/blobstore"
+	"github.com/falconhq/falcon/internal/changefeed"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/lifecycle"
@@ -226,7 +227,11 @@ func (s *Server) ListExps(ctx context.Context, req *falconv1.ListExpsRequest) (*
 	if strings.Contains(name, "*") {
 		return nil, errdefs.Invalid("name", "%q: only a trailing * is allowed (a name prefix, as in my-run*)", req.GetName())
 	}
+	if n := len(req.GetIds()); n > maxBatch {
+		return nil, errdefs.Invalid("ids", "at most %d per call, got %d", maxBatch, n)
+	}
 	items, next, err := s.store.ListExps(ctx, store.ExpFilter{
+		IDs:         req.GetIds(),
 		Page:        store.Page{Size: size, Token: req.GetPageToken()},
 		ClusterName: req.GetClusterName(), Status: status,
 		ExpType: req.GetExpType(), Creator: req.GetCreator(),
@@ -354,8 +359,51 @@ func (s *Server) UpdateExpStatus(ctx context.Context, req *falconv1.UpdateExpSta
 	if err != nil {
 		return nil, err
 	}
-	s.changed(expChange(exp.ID))
+	s.changed(derived(expChange(exp.ID)))
 	return expToAPI(exp), nil
+}
+
+// UpdateExpStatuses is the expController's write path for a whole cycle:
+// every update in one transaction, each judged on its own.
+func (s *Server) UpdateExpStatuses(ctx context.Context, req *falconv1.UpdateExpStatusesRequest) (*falconv1.UpdateExpStatusesResponse, error) {
+	if n := len(req.GetUpdates()); n > maxBatch {
+		return nil, errdefs.Invalid("updates", "at most %d per call, got %d", maxBatch, n)
+	}
+	resp := &falconv1.UpdateExpStatusesResponse{Results: make([]*falconv1.ExpStatusResult, len(req.GetUpdates()))}
+	var us []store.StatusUpdate
+	var at []int // index in the request of each entry of us
+	for i, r := range req.GetUpdates() {
+		u, err := statusUpdate(lifecycle.ExperimentMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage())
+		if err != nil {
+			resp.Results[i] = expRefusal(err)
+			continue
+		}
+		us = append(us, u)
+		at = append(at, i)
+	}
+	exps, errs, err := s.store.UpdateExpStatuses(ctx, us)
+	if err != nil {
+		return nil, err
+	}
+	var changes []changefeed.Change
+	for k, i := range at {
+		if errs[k] != nil {
+			resp.Results[i] = expRefusal(errs[k])
+			continue
+		}
+		resp.Results[i] = &falconv1.ExpStatusResult{Experiment: expToAPI(exps[k])}
+		changes = append(changes, derived(expChange(exps[k].ID)))
+	}
+	if len(changes) > 0 {
+		s.changed(changes...)
+	}
+	return resp, nil
+}
+
+// expRefusal is one refused update of a batch, coded as the call would be.
+func expRefusal(err error) *falconv1.ExpStatusResult {
+	r := refusal(err)
+	return &falconv1.ExpStatusResult{Code: r.GetCode(), Message: r.GetMessage()}
 }
 
 func statusUpdate(m lifecycle.Machine, id, expected, to, reason, msg string) (store.StatusUpdate, error) {

@@ -289,7 +289,7 @@ func (s *Server) WatchChanges(req *falconv1.WatchChangesRequest, stream falconv1
 			}
 		}
 		for _, c := range changes {
-			if err := stream.Send(&falconv1.Change{Kind: c.Kind, Id: c.ID, ExpId: c.ExpID, Seq: c.Seq, Epoch: epoch}); err != nil {
+			if err := stream.Send(&falconv1.Change{Kind: c.Kind, Id: c.ID, ExpId: c.ExpID, Seq: c.Seq, Epoch: epoch, Derived: c.Derived}); err != nil {
 				return err
 			}
 			cursor = c.Seq
@@ -350,6 +350,6 @@ func (s *Server) UpdateArtifactStatus(ctx context.Context, req *falconv1.UpdateA
 	if err != nil {
 		return nil, err
 	}
-	s.changed(changefeed.Change{Kind: "artifact", ID: a.ID, ExpID: a.ExpID})
+	s.changed(derived(changefeed.Change{Kind: "artifact", ID: a.ID, ExpID: a.ExpID}))
 	return artifactToAPI(a), nil
 }

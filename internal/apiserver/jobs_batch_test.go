@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -82,5 +83,85 @@ func TestUpdateJobStatusesWithConfig(t *testing.T) {
 				t.Errorf("config %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// The expController's batch: in order, each under its own precondition, a
+// success's two steps in one call; controllers only; bounded. Its changes
+// reach the feed marked derived, so followers of jobs need not look again.
+func TestUpdateExpStatuses(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	role := map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}}
+	a, b := env.Create(t, "batch-a", role).GetId(), env.Create(t, "batch-b", role).GetId()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream, err := env.Jobs.WatchChanges(ctx, &falconv1.WatchChangesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil { // the hello
+		t.Fatal(err)
+	}
+	ctl := falconv1.NewExperimentServiceClient(env.Conn) // the controllers' connection
+	resp, err := ctl.UpdateExpStatuses(ctx, &falconv1.UpdateExpStatusesRequest{Updates: []*falconv1.UpdateExpStatusRequest{
+		{Id: a, ExpectedStatus: "Created", Status: "Running"},
+		{Id: b, ExpectedStatus: "Running", Status: "Succeeded"},
+		{Id: a, ExpectedStatus: "Running", Status: "Succeeded", Message: "done"},
+		{Id: b, ExpectedStatus: "Created", Status: "Bogus"},
+		{Id: b, ExpectedStatus: "created", Status: "Created", Reason: "Waiting", Message: "queue position 2"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		code   codes.Code
+		status string // the written experiment's
+	}{
+		{"first step", codes.OK, "Running"},
+		{"stale precondition", codes.FailedPrecondition, ""},
+		{"second step sees the first", codes.OK, "Succeeded"},
+		{"invalid status", codes.InvalidArgument, ""},
+		{"written after a refusal", codes.OK, "Created"},
+	}
+	for i, tc := range tests {
+		r := resp.GetResults()[i]
+		if codes.Code(r.GetCode()) != tc.code || r.GetExperiment().GetStatus() != tc.status {
+			t.Errorf("%s: code %v %q, experiment %q; want %v, %q", tc.name, codes.Code(r.GetCode()), r.GetMessage(), r.GetExperiment().GetStatus(), tc.code, tc.status)
+		}
+	}
+	for range 3 {
+		c, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.GetKind() != "experiment" || !c.GetDerived() {
+			t.Errorf("change of a batch write %v, want kind experiment, derived", c)
+		}
+	}
+	// A job's change is news.
+	j := env.Exp(t, b).GetJobs()[0].GetId()
+	if _, err := env.Jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: j, ExpectedStatus: "Pending", Status: "Running"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := stream.Recv(); err != nil || c.GetKind() != "job" || c.GetDerived() {
+		t.Errorf("change of a job write %v (%v), want kind job, not derived", c, err)
+	}
+	_, err = env.Exps.UpdateExpStatuses(ctx, &falconv1.UpdateExpStatusesRequest{})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Errorf("a user's batch: %v, want PermissionDenied", err)
+	}
+	_, err = ctl.UpdateExpStatuses(ctx, &falconv1.UpdateExpStatusesRequest{Updates: make([]*falconv1.UpdateExpStatusRequest, 1001)})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("1001 updates: %v, want InvalidArgument", err)
+	}
+	// ListExps by IDs: exactly those named, unknown ones left out, bounded.
+	list, err := env.Exps.ListExps(ctx, &falconv1.ListExpsRequest{Ids: []string{a, "exp-zzzzzzzzzz"}})
+	if err != nil || len(list.GetItems()) != 1 || list.GetItems()[0].GetId() != a {
+		t.Errorf("ListExps by IDs = %v, %v; want %s alone", list.GetItems(), err, a)
+	}
+	_, err = env.Exps.ListExps(ctx, &falconv1.ListExpsRequest{Ids: make([]string, 1001)})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "ids") {
+		t.Errorf("1001 IDs: %v, want InvalidArgument naming ids", err)
 	}
 }

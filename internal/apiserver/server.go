@@ -371,6 +371,13 @@ func expChange(id string) changefeed.Change {
 	return changefeed.Change{Kind: "experiment", ID: id, ExpID: id}
 }
 
+// derived marks c as following from changes already on the feed (see
+// falconv1.Change.derived): the expController's own writes.
+func derived(c changefeed.Change) changefeed.Change {
+	c.Derived = true
+	return c
+}
+
 func jobChange(j *store.Job) changefeed.Change {
 	return changefeed.Change{Kind: "job", ID: j.ID, ExpID: j.ExpID}
 }

@@ -18,6 +18,7 @@ import (
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/store"
+	"github.com/falconhq/falcon/internal/store/sqlstore"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
 
@@ -50,7 +51,9 @@ func TestTTL(t *testing.T) {
 			}
 			e := apitest.StartWith(t, apitest.Options{
 				Clusters: map[string]string{"local": "local"},
-				Store:    db.open(t),
+				// The store's clock too: it stamps started_at, from which
+				// an expiry is counted.
+				Store: db.open(t, sqlstore.WithClock(clock.now)),
 				Server: []apiserver.Option{apiserver.WithAuthenticator(cf), apiserver.WithAdmins(auth.NewAdmins(admin)),
 					apiserver.WithClock(clock.now), apiserver.WithMaxTTL(24 * time.Hour)},
 			})

@@ -11,6 +11,9 @@ import (
 type Change struct {
 	Kind, ID, ExpID string
 	Seq             int64
+	// Derived: the change only follows from others on the feed (the
+	// expController's writes mirroring an experiment's jobs).
+	Derived bool
 }
 
 // DefaultRetain is how many changes a Feed keeps for watchers that resume.

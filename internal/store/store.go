@@ -387,6 +387,8 @@ type ExpFilter struct {
 	NamePrefix bool
 	// Tags: only experiments carrying every one.
 	Tags []string
+	// IDs: only these experiments.
+	IDs []string
 }
 
 // JobFilter selects jobs; empty fields match everything. Oldest first, so a
@@ -440,6 +442,12 @@ type Store interface {
 	// (ErrFailedPrecondition otherwise).
 	DeleteExp(ctx context.Context, id string) error
 	UpdateExpStatus(ctx context.Context, u StatusUpdate) (*Experiment, error)
+	// UpdateExpStatuses applies many updates in one transaction, in order,
+	// each under its own precondition (a later update of an experiment
+	// sees an earlier one's write): errs[i] is update i's refusal and
+	// exps[i] its row otherwise. err is set, and nothing written, only
+	// when the database fails.
+	UpdateExpStatuses(ctx context.Context, us []StatusUpdate) (exps []*Experiment, errs []error, err error)
 	// ExtendExp makes a running experiment expire at at, or gives one that
 	// has not run yet the TTL ttl; FailedPrecondition once it is ending.
 	ExtendExp(ctx context.Context, id string, at time.Time, ttl time.Duration) (*Experiment, error)

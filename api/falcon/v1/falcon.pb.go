@@ -2855,7 +2855,10 @@ type ListExpsRequest struct {
 	// those whose name starts with what comes before it.
 	Name string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
 	// Only experiments carrying every one of these tags.
-	Tags          []string `protobuf:"bytes,8,rep,name=tags,proto3" json:"tags,omitempty"`
+	Tags []string `protobuf:"bytes,8,rep,name=tags,proto3" json:"tags,omitempty"`
+	// Only these experiments (at most 1000): a controller reads the ones the
+	// change feed named in one call. Unknown IDs are left out.
+	Ids           []string `protobuf:"bytes,9,rep,name=ids,proto3" json:"ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2942,6 +2945,13 @@ func (x *ListExpsRequest) GetName() string {
 func (x *ListExpsRequest) GetTags() []string {
 	if x != nil {
 		return x.Tags
+	}
+	return nil
+}
+
+func (x *ListExpsRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
 	}
 	return nil
 }
@@ -4122,6 +4132,159 @@ func (x *UpdateExpStatusRequest) GetMessage() string {
 	return ""
 }
 
+type UpdateExpStatusesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 1000.
+	Updates       []*UpdateExpStatusRequest `protobuf:"bytes,1,rep,name=updates,proto3" json:"updates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateExpStatusesRequest) Reset() {
+	*x = UpdateExpStatusesRequest{}
+	mi := &file_falcon_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateExpStatusesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateExpStatusesRequest) ProtoMessage() {}
+
+func (x *UpdateExpStatusesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateExpStatusesRequest.ProtoReflect.Descriptor instead.
+func (*UpdateExpStatusesRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *UpdateExpStatusesRequest) GetUpdates() []*UpdateExpStatusRequest {
+	if x != nil {
+		return x.Updates
+	}
+	return nil
+}
+
+type UpdateExpStatusesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per update, in order.
+	Results       []*ExpStatusResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateExpStatusesResponse) Reset() {
+	*x = UpdateExpStatusesResponse{}
+	mi := &file_falcon_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateExpStatusesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateExpStatusesResponse) ProtoMessage() {}
+
+func (x *UpdateExpStatusesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateExpStatusesResponse.ProtoReflect.Descriptor instead.
+func (*UpdateExpStatusesResponse) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *UpdateExpStatusesResponse) GetResults() []*ExpStatusResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type ExpStatusResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The experiment as written; absent when the update was refused.
+	Experiment *Experiment `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
+	// The refusal: a google.rpc.Code (FAILED_PRECONDITION when the
+	// experiment changed since it was read) and its message; 0 when written.
+	Code          int32  `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpStatusResult) Reset() {
+	*x = ExpStatusResult{}
+	mi := &file_falcon_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpStatusResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpStatusResult) ProtoMessage() {}
+
+func (x *ExpStatusResult) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpStatusResult.ProtoReflect.Descriptor instead.
+func (*ExpStatusResult) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ExpStatusResult) GetExperiment() *Experiment {
+	if x != nil {
+		return x.Experiment
+	}
+	return nil
+}
+
+func (x *ExpStatusResult) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *ExpStatusResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type GetJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -4131,7 +4294,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4143,7 +4306,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[45]
+	mi := &file_falcon_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4156,7 +4319,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{45}
+	return file_falcon_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -4183,7 +4346,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4195,7 +4358,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[46]
+	mi := &file_falcon_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4208,7 +4371,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{46}
+	return file_falcon_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListJobsRequest) GetPageSize() int32 {
@@ -4263,7 +4426,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4275,7 +4438,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[47]
+	mi := &file_falcon_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4288,7 +4451,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{47}
+	return file_falcon_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListJobsResponse) GetItems() []*Job {
@@ -4317,7 +4480,7 @@ type ListJobHistoryRequest struct {
 
 func (x *ListJobHistoryRequest) Reset() {
 	*x = ListJobHistoryRequest{}
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4329,7 +4492,7 @@ func (x *ListJobHistoryRequest) String() string {
 func (*ListJobHistoryRequest) ProtoMessage() {}
 
 func (x *ListJobHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[48]
+	mi := &file_falcon_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4342,7 +4505,7 @@ func (x *ListJobHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobHistoryRequest.ProtoReflect.Descriptor instead.
 func (*ListJobHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{48}
+	return file_falcon_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListJobHistoryRequest) GetPageSize() int32 {
@@ -4390,7 +4553,7 @@ type UpdateJobStatusRequest struct {
 
 func (x *UpdateJobStatusRequest) Reset() {
 	*x = UpdateJobStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4402,7 +4565,7 @@ func (x *UpdateJobStatusRequest) String() string {
 func (*UpdateJobStatusRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[49]
+	mi := &file_falcon_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4415,7 +4578,7 @@ func (x *UpdateJobStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{49}
+	return file_falcon_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *UpdateJobStatusRequest) GetId() string {
@@ -4487,7 +4650,7 @@ type UpdateJobStatusesRequest struct {
 
 func (x *UpdateJobStatusesRequest) Reset() {
 	*x = UpdateJobStatusesRequest{}
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4499,7 +4662,7 @@ func (x *UpdateJobStatusesRequest) String() string {
 func (*UpdateJobStatusesRequest) ProtoMessage() {}
 
 func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[50]
+	mi := &file_falcon_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4512,7 +4675,7 @@ func (x *UpdateJobStatusesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{50}
+	return file_falcon_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *UpdateJobStatusesRequest) GetUpdates() []*UpdateJobStatusRequest {
@@ -4539,7 +4702,7 @@ type UpdateJobStatusesResponse struct {
 
 func (x *UpdateJobStatusesResponse) Reset() {
 	*x = UpdateJobStatusesResponse{}
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4551,7 +4714,7 @@ func (x *UpdateJobStatusesResponse) String() string {
 func (*UpdateJobStatusesResponse) ProtoMessage() {}
 
 func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[51]
+	mi := &file_falcon_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4564,7 +4727,7 @@ func (x *UpdateJobStatusesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobStatusesResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobStatusesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{51}
+	return file_falcon_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *UpdateJobStatusesResponse) GetResults() []*JobStatusResult {
@@ -4588,7 +4751,7 @@ type JobStatusResult struct {
 
 func (x *JobStatusResult) Reset() {
 	*x = JobStatusResult{}
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4600,7 +4763,7 @@ func (x *JobStatusResult) String() string {
 func (*JobStatusResult) ProtoMessage() {}
 
 func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[52]
+	mi := &file_falcon_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4613,7 +4776,7 @@ func (x *JobStatusResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatusResult.ProtoReflect.Descriptor instead.
 func (*JobStatusResult) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{52}
+	return file_falcon_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *JobStatusResult) GetJob() *Job {
@@ -4647,7 +4810,7 @@ type AppendJobMessageRequest struct {
 
 func (x *AppendJobMessageRequest) Reset() {
 	*x = AppendJobMessageRequest{}
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4659,7 +4822,7 @@ func (x *AppendJobMessageRequest) String() string {
 func (*AppendJobMessageRequest) ProtoMessage() {}
 
 func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[53]
+	mi := &file_falcon_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4672,7 +4835,7 @@ func (x *AppendJobMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendJobMessageRequest.ProtoReflect.Descriptor instead.
 func (*AppendJobMessageRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{53}
+	return file_falcon_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AppendJobMessageRequest) GetId() string {
@@ -4702,7 +4865,7 @@ type AbortJobRequest struct {
 
 func (x *AbortJobRequest) Reset() {
 	*x = AbortJobRequest{}
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4714,7 +4877,7 @@ func (x *AbortJobRequest) String() string {
 func (*AbortJobRequest) ProtoMessage() {}
 
 func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[54]
+	mi := &file_falcon_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4727,7 +4890,7 @@ func (x *AbortJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortJobRequest.ProtoReflect.Descriptor instead.
 func (*AbortJobRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{54}
+	return file_falcon_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *AbortJobRequest) GetId() string {
@@ -4766,7 +4929,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4778,7 +4941,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[55]
+	mi := &file_falcon_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4791,7 +4954,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{55}
+	return file_falcon_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *WatchChangesRequest) GetSince() int64 {
@@ -4822,14 +4985,19 @@ type Change struct {
 	Seq int64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
 	// Names the server process that numbered the change; seqs of different
 	// epochs are unrelated.
-	Epoch         string `protobuf:"bytes,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch string `protobuf:"bytes,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The change only follows from changes already on the feed: the
+	// expController's writes of an experiment's or artifact's status, which
+	// mirror its jobs. Nothing about any job changed, so a watcher that
+	// follows jobs (and the expController itself) need not look again.
+	Derived       bool `protobuf:"varint,6,opt,name=derived,proto3" json:"derived,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4841,7 +5009,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[56]
+	mi := &file_falcon_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4854,7 +5022,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{56}
+	return file_falcon_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Change) GetKind() string {
@@ -4892,6 +5060,13 @@ func (x *Change) GetEpoch() string {
 	return ""
 }
 
+func (x *Change) GetDerived() bool {
+	if x != nil {
+		return x.Derived
+	}
+	return false
+}
+
 type GetArtifactRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -4901,7 +5076,7 @@ type GetArtifactRequest struct {
 
 func (x *GetArtifactRequest) Reset() {
 	*x = GetArtifactRequest{}
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4913,7 +5088,7 @@ func (x *GetArtifactRequest) String() string {
 func (*GetArtifactRequest) ProtoMessage() {}
 
 func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[57]
+	mi := &file_falcon_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4926,7 +5101,7 @@ func (x *GetArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{57}
+	return file_falcon_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetArtifactRequest) GetId() string {
@@ -4950,7 +5125,7 @@ type ListArtifactsRequest struct {
 
 func (x *ListArtifactsRequest) Reset() {
 	*x = ListArtifactsRequest{}
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4962,7 +5137,7 @@ func (x *ListArtifactsRequest) String() string {
 func (*ListArtifactsRequest) ProtoMessage() {}
 
 func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[58]
+	mi := &file_falcon_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4975,7 +5150,7 @@ func (x *ListArtifactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{58}
+	return file_falcon_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListArtifactsRequest) GetPageSize() int32 {
@@ -5023,7 +5198,7 @@ type ListArtifactsResponse struct {
 
 func (x *ListArtifactsResponse) Reset() {
 	*x = ListArtifactsResponse{}
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5035,7 +5210,7 @@ func (x *ListArtifactsResponse) String() string {
 func (*ListArtifactsResponse) ProtoMessage() {}
 
 func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[59]
+	mi := &file_falcon_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5048,7 +5223,7 @@ func (x *ListArtifactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactsResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{59}
+	return file_falcon_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListArtifactsResponse) GetItems() []*Artifact {
@@ -5080,7 +5255,7 @@ type ListArtifactFilesRequest struct {
 
 func (x *ListArtifactFilesRequest) Reset() {
 	*x = ListArtifactFilesRequest{}
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5092,7 +5267,7 @@ func (x *ListArtifactFilesRequest) String() string {
 func (*ListArtifactFilesRequest) ProtoMessage() {}
 
 func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[60]
+	mi := &file_falcon_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5105,7 +5280,7 @@ func (x *ListArtifactFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{60}
+	return file_falcon_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListArtifactFilesRequest) GetExpId() string {
@@ -5155,7 +5330,7 @@ type ListArtifactFilesResponse struct {
 
 func (x *ListArtifactFilesResponse) Reset() {
 	*x = ListArtifactFilesResponse{}
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5167,7 +5342,7 @@ func (x *ListArtifactFilesResponse) String() string {
 func (*ListArtifactFilesResponse) ProtoMessage() {}
 
 func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[61]
+	mi := &file_falcon_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5180,7 +5355,7 @@ func (x *ListArtifactFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListArtifactFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListArtifactFilesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{61}
+	return file_falcon_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListArtifactFilesResponse) GetItems() []*ArtifactFile {
@@ -5218,7 +5393,7 @@ type ReadArtifactFileRequest struct {
 
 func (x *ReadArtifactFileRequest) Reset() {
 	*x = ReadArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5230,7 +5405,7 @@ func (x *ReadArtifactFileRequest) String() string {
 func (*ReadArtifactFileRequest) ProtoMessage() {}
 
 func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[62]
+	mi := &file_falcon_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5243,7 +5418,7 @@ func (x *ReadArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{62}
+	return file_falcon_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReadArtifactFileRequest) GetExpId() string {
@@ -5284,7 +5459,7 @@ type StatArtifactFileRequest struct {
 
 func (x *StatArtifactFileRequest) Reset() {
 	*x = StatArtifactFileRequest{}
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5296,7 +5471,7 @@ func (x *StatArtifactFileRequest) String() string {
 func (*StatArtifactFileRequest) ProtoMessage() {}
 
 func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[63]
+	mi := &file_falcon_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5309,7 +5484,7 @@ func (x *StatArtifactFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatArtifactFileRequest.ProtoReflect.Descriptor instead.
 func (*StatArtifactFileRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{63}
+	return file_falcon_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *StatArtifactFileRequest) GetExpId() string {
@@ -5337,7 +5512,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5349,7 +5524,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[64]
+	mi := &file_falcon_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5362,7 +5537,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{64}
+	return file_falcon_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -5392,7 +5567,7 @@ type UpdateArtifactStatusRequest struct {
 
 func (x *UpdateArtifactStatusRequest) Reset() {
 	*x = UpdateArtifactStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5404,7 +5579,7 @@ func (x *UpdateArtifactStatusRequest) String() string {
 func (*UpdateArtifactStatusRequest) ProtoMessage() {}
 
 func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[65]
+	mi := &file_falcon_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5417,7 +5592,7 @@ func (x *UpdateArtifactStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateArtifactStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateArtifactStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{65}
+	return file_falcon_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *UpdateArtifactStatusRequest) GetId() string {
@@ -5476,7 +5651,7 @@ type ClusterProbe struct {
 
 func (x *ClusterProbe) Reset() {
 	*x = ClusterProbe{}
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5488,7 +5663,7 @@ func (x *ClusterProbe) String() string {
 func (*ClusterProbe) ProtoMessage() {}
 
 func (x *ClusterProbe) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[66]
+	mi := &file_falcon_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5501,7 +5676,7 @@ func (x *ClusterProbe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterProbe.ProtoReflect.Descriptor instead.
 func (*ClusterProbe) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{66}
+	return file_falcon_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ClusterProbe) GetCluster() string {
@@ -5554,7 +5729,7 @@ type ListClusterProbesRequest struct {
 
 func (x *ListClusterProbesRequest) Reset() {
 	*x = ListClusterProbesRequest{}
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5566,7 +5741,7 @@ func (x *ListClusterProbesRequest) String() string {
 func (*ListClusterProbesRequest) ProtoMessage() {}
 
 func (x *ListClusterProbesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[67]
+	mi := &file_falcon_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5579,7 +5754,7 @@ func (x *ListClusterProbesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClusterProbesRequest.ProtoReflect.Descriptor instead.
 func (*ListClusterProbesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{67}
+	return file_falcon_proto_rawDescGZIP(), []int{70}
 }
 
 type ListClusterProbesResponse struct {
@@ -5591,7 +5766,7 @@ type ListClusterProbesResponse struct {
 
 func (x *ListClusterProbesResponse) Reset() {
 	*x = ListClusterProbesResponse{}
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5603,7 +5778,7 @@ func (x *ListClusterProbesResponse) String() string {
 func (*ListClusterProbesResponse) ProtoMessage() {}
 
 func (x *ListClusterProbesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[68]
+	mi := &file_falcon_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5616,7 +5791,7 @@ func (x *ListClusterProbesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClusterProbesResponse.ProtoReflect.Descriptor instead.
 func (*ListClusterProbesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{68}
+	return file_falcon_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListClusterProbesResponse) GetItems() []*ClusterProbe {
@@ -5635,7 +5810,7 @@ type ProbeClustersRequest struct {
 
 func (x *ProbeClustersRequest) Reset() {
 	*x = ProbeClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5647,7 +5822,7 @@ func (x *ProbeClustersRequest) String() string {
 func (*ProbeClustersRequest) ProtoMessage() {}
 
 func (x *ProbeClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5660,7 +5835,7 @@ func (x *ProbeClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeClustersRequest.ProtoReflect.Descriptor instead.
 func (*ProbeClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{69}
+	return file_falcon_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ProbeClustersRequest) GetNames() []string {
@@ -5679,7 +5854,7 @@ type ReportClusterProbesRequest struct {
 
 func (x *ReportClusterProbesRequest) Reset() {
 	*x = ReportClusterProbesRequest{}
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5691,7 +5866,7 @@ func (x *ReportClusterProbesRequest) String() string {
 func (*ReportClusterProbesRequest) ProtoMessage() {}
 
 func (x *ReportClusterProbesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5704,7 +5879,7 @@ func (x *ReportClusterProbesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterProbesRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterProbesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{70}
+	return file_falcon_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ReportClusterProbesRequest) GetItems() []*ClusterProbe {
@@ -5723,7 +5898,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5735,7 +5910,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5748,7 +5923,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{71}
+	return file_falcon_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -5767,7 +5942,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5779,7 +5954,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5792,7 +5967,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{72}
+	return file_falcon_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -5821,7 +5996,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5833,7 +6008,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5846,7 +6021,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{73}
+	return file_falcon_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -5909,7 +6084,7 @@ type ClusterStatuses struct {
 
 func (x *ClusterStatuses) Reset() {
 	*x = ClusterStatuses{}
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5921,7 +6096,7 @@ func (x *ClusterStatuses) String() string {
 func (*ClusterStatuses) ProtoMessage() {}
 
 func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5934,7 +6109,7 @@ func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
 func (*ClusterStatuses) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{74}
+	return file_falcon_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ClusterStatuses) GetItems() []*ClusterStatus {
@@ -5958,7 +6133,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5970,7 +6145,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5983,7 +6158,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{75}
+	return file_falcon_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -6042,7 +6217,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6054,7 +6229,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6067,7 +6242,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{76}
+	return file_falcon_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -6152,7 +6327,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6164,7 +6339,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6177,7 +6352,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{77}
+	return file_falcon_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -6225,7 +6400,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6237,7 +6412,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6250,7 +6425,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{78}
+	return file_falcon_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -6268,7 +6443,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6280,7 +6455,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6293,7 +6468,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{79}
+	return file_falcon_proto_rawDescGZIP(), []int{82}
 }
 
 type ListClustersResponse struct {
@@ -6309,7 +6484,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6321,7 +6496,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6334,7 +6509,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{80}
+	return file_falcon_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -6360,7 +6535,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6372,7 +6547,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6385,7 +6560,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{81}
+	return file_falcon_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -6411,7 +6586,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[82]
+	mi := &file_falcon_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6423,7 +6598,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[82]
+	mi := &file_falcon_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6436,7 +6611,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{82}
+	return file_falcon_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -6480,7 +6655,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[83]
+	mi := &file_falcon_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6492,7 +6667,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[83]
+	mi := &file_falcon_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6505,7 +6680,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{83}
+	return file_falcon_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -6543,7 +6718,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[84]
+	mi := &file_falcon_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6555,7 +6730,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[84]
+	mi := &file_falcon_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6568,7 +6743,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{84}
+	return file_falcon_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -6610,7 +6785,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[85]
+	mi := &file_falcon_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6622,7 +6797,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[85]
+	mi := &file_falcon_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6635,7 +6810,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{85}
+	return file_falcon_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -6660,7 +6835,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[86]
+	mi := &file_falcon_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6672,7 +6847,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[86]
+	mi := &file_falcon_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6685,7 +6860,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{86}
+	return file_falcon_proto_rawDescGZIP(), []int{89}
 }
 
 type ListUsersRequest struct {
@@ -6696,7 +6871,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[87]
+	mi := &file_falcon_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6708,7 +6883,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[87]
+	mi := &file_falcon_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6721,7 +6896,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{87}
+	return file_falcon_proto_rawDescGZIP(), []int{90}
 }
 
 type ListUsersResponse struct {
@@ -6736,7 +6911,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[88]
+	mi := &file_falcon_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6748,7 +6923,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[88]
+	mi := &file_falcon_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6761,7 +6936,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{88}
+	return file_falcon_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -6791,7 +6966,7 @@ type RelinkUserRequest struct {
 
 func (x *RelinkUserRequest) Reset() {
 	*x = RelinkUserRequest{}
-	mi := &file_falcon_proto_msgTypes[89]
+	mi := &file_falcon_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6803,7 +6978,7 @@ func (x *RelinkUserRequest) String() string {
 func (*RelinkUserRequest) ProtoMessage() {}
 
 func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[89]
+	mi := &file_falcon_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6816,7 +6991,7 @@ func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserRequest.ProtoReflect.Descriptor instead.
 func (*RelinkUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{89}
+	return file_falcon_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *RelinkUserRequest) GetEmail() string {
@@ -6849,7 +7024,7 @@ type RelinkUserResponse struct {
 
 func (x *RelinkUserResponse) Reset() {
 	*x = RelinkUserResponse{}
-	mi := &file_falcon_proto_msgTypes[90]
+	mi := &file_falcon_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6861,7 +7036,7 @@ func (x *RelinkUserResponse) String() string {
 func (*RelinkUserResponse) ProtoMessage() {}
 
 func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[90]
+	mi := &file_falcon_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6874,7 +7049,7 @@ func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserResponse.ProtoReflect.Descriptor instead.
 func (*RelinkUserResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{90}
+	return file_falcon_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *RelinkUserResponse) GetUser() *User {
@@ -6933,7 +7108,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[91]
+	mi := &file_falcon_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6945,7 +7120,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[91]
+	mi := &file_falcon_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6958,7 +7133,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{91}
+	return file_falcon_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -7043,7 +7218,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[92]
+	mi := &file_falcon_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7055,7 +7230,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[92]
+	mi := &file_falcon_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7068,7 +7243,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{92}
+	return file_falcon_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -7116,7 +7291,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[93]
+	mi := &file_falcon_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7128,7 +7303,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[93]
+	mi := &file_falcon_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7141,7 +7316,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{93}
+	return file_falcon_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -7184,7 +7359,7 @@ type Analysis struct {
 
 func (x *Analysis) Reset() {
 	*x = Analysis{}
-	mi := &file_falcon_proto_msgTypes[94]
+	mi := &file_falcon_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7196,7 +7371,7 @@ func (x *Analysis) String() string {
 func (*Analysis) ProtoMessage() {}
 
 func (x *Analysis) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[94]
+	mi := &file_falcon_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7209,7 +7384,7 @@ func (x *Analysis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Analysis.ProtoReflect.Descriptor instead.
 func (*Analysis) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{94}
+	return file_falcon_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *Analysis) GetId() string {
@@ -7307,7 +7482,7 @@ type CreateAnalysisRequest struct {
 
 func (x *CreateAnalysisRequest) Reset() {
 	*x = CreateAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[95]
+	mi := &file_falcon_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7319,7 +7494,7 @@ func (x *CreateAnalysisRequest) String() string {
 func (*CreateAnalysisRequest) ProtoMessage() {}
 
 func (x *CreateAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[95]
+	mi := &file_falcon_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7332,7 +7507,7 @@ func (x *CreateAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*CreateAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{95}
+	return file_falcon_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *CreateAnalysisRequest) GetKind() string {
@@ -7365,7 +7540,7 @@ type GetAnalysisRequest struct {
 
 func (x *GetAnalysisRequest) Reset() {
 	*x = GetAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[96]
+	mi := &file_falcon_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7377,7 +7552,7 @@ func (x *GetAnalysisRequest) String() string {
 func (*GetAnalysisRequest) ProtoMessage() {}
 
 func (x *GetAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[96]
+	mi := &file_falcon_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7390,7 +7565,7 @@ func (x *GetAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*GetAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{96}
+	return file_falcon_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *GetAnalysisRequest) GetId() string {
@@ -7410,7 +7585,7 @@ type ListAnalysesRequest struct {
 
 func (x *ListAnalysesRequest) Reset() {
 	*x = ListAnalysesRequest{}
-	mi := &file_falcon_proto_msgTypes[97]
+	mi := &file_falcon_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7422,7 +7597,7 @@ func (x *ListAnalysesRequest) String() string {
 func (*ListAnalysesRequest) ProtoMessage() {}
 
 func (x *ListAnalysesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[97]
+	mi := &file_falcon_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7435,7 +7610,7 @@ func (x *ListAnalysesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAnalysesRequest.ProtoReflect.Descriptor instead.
 func (*ListAnalysesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{97}
+	return file_falcon_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ListAnalysesRequest) GetExpId() string {
@@ -7454,7 +7629,7 @@ type ListAnalysesResponse struct {
 
 func (x *ListAnalysesResponse) Reset() {
 	*x = ListAnalysesResponse{}
-	mi := &file_falcon_proto_msgTypes[98]
+	mi := &file_falcon_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7466,7 +7641,7 @@ func (x *ListAnalysesResponse) String() string {
 func (*ListAnalysesResponse) ProtoMessage() {}
 
 func (x *ListAnalysesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[98]
+	mi := &file_falcon_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7479,7 +7654,7 @@ func (x *ListAnalysesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAnalysesResponse.ProtoReflect.Descriptor instead.
 func (*ListAnalysesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{98}
+	return file_falcon_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ListAnalysesResponse) GetItems() []*Analysis {
@@ -7499,7 +7674,7 @@ type ClaimAnalysisRequest struct {
 
 func (x *ClaimAnalysisRequest) Reset() {
 	*x = ClaimAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[99]
+	mi := &file_falcon_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7511,7 +7686,7 @@ func (x *ClaimAnalysisRequest) String() string {
 func (*ClaimAnalysisRequest) ProtoMessage() {}
 
 func (x *ClaimAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[99]
+	mi := &file_falcon_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7524,7 +7699,7 @@ func (x *ClaimAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*ClaimAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{99}
+	return file_falcon_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ClaimAnalysisRequest) GetWorker() string {
@@ -7546,7 +7721,7 @@ type ClaimAnalysisResponse struct {
 
 func (x *ClaimAnalysisResponse) Reset() {
 	*x = ClaimAnalysisResponse{}
-	mi := &file_falcon_proto_msgTypes[100]
+	mi := &file_falcon_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7558,7 +7733,7 @@ func (x *ClaimAnalysisResponse) String() string {
 func (*ClaimAnalysisResponse) ProtoMessage() {}
 
 func (x *ClaimAnalysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[100]
+	mi := &file_falcon_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7571,7 +7746,7 @@ func (x *ClaimAnalysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAnalysisResponse.ProtoReflect.Descriptor instead.
 func (*ClaimAnalysisResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{100}
+	return file_falcon_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ClaimAnalysisResponse) GetAnalysis() *Analysis {
@@ -7605,7 +7780,7 @@ type FinishAnalysisRequest struct {
 
 func (x *FinishAnalysisRequest) Reset() {
 	*x = FinishAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[101]
+	mi := &file_falcon_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7617,7 +7792,7 @@ func (x *FinishAnalysisRequest) String() string {
 func (*FinishAnalysisRequest) ProtoMessage() {}
 
 func (x *FinishAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[101]
+	mi := &file_falcon_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7630,7 +7805,7 @@ func (x *FinishAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*FinishAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{101}
+	return file_falcon_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *FinishAnalysisRequest) GetId() string {
@@ -7976,7 +8151,7 @@ const file_falcon_proto_rawDesc = "" +
 	"experiment\x12#\n" +
 	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"\x1f\n" +
 	"\rGetExpRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xe5\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xf7\x01\n" +
 	"\x0fListExpsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -7986,7 +8161,8 @@ const file_falcon_proto_rawDesc = "" +
 	"\bexp_type\x18\x05 \x01(\tR\aexpType\x12\x18\n" +
 	"\acreator\x18\x06 \x01(\tR\acreator\x12\x12\n" +
 	"\x04name\x18\a \x01(\tR\x04name\x12\x12\n" +
-	"\x04tags\x18\b \x03(\tR\x04tags\"g\n" +
+	"\x04tags\x18\b \x03(\tR\x04tags\x12\x10\n" +
+	"\x03ids\x18\t \x03(\tR\x03ids\"g\n" +
 	"\x10ListExpsResponse\x12+\n" +
 	"\x05items\x18\x01 \x03(\v2\x15.falcon.v1.ExperimentR\x05items\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"O\n" +
@@ -8079,7 +8255,17 @@ const file_falcon_proto_rawDesc = "" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"\x1f\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"W\n" +
+	"\x18UpdateExpStatusesRequest\x12;\n" +
+	"\aupdates\x18\x01 \x03(\v2!.falcon.v1.UpdateExpStatusRequestR\aupdates\"Q\n" +
+	"\x19UpdateExpStatusesResponse\x124\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.falcon.v1.ExpStatusResultR\aresults\"v\n" +
+	"\x0fExpStatusResult\x125\n" +
+	"\n" +
+	"experiment\x18\x01 \x01(\v2\x15.falcon.v1.ExperimentR\n" +
+	"experiment\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x1f\n" +
 	"\rGetJobRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\xbc\x01\n" +
 	"\x0fListJobsRequest\x12\x1b\n" +
@@ -8126,13 +8312,14 @@ const file_falcon_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"A\n" +
 	"\x13WatchChangesRequest\x12\x14\n" +
 	"\x05since\x18\x01 \x01(\x03R\x05since\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\tR\x05epoch\"k\n" +
+	"\x05epoch\x18\x02 \x01(\tR\x05epoch\"\x85\x01\n" +
 	"\x06Change\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x15\n" +
 	"\x06exp_id\x18\x03 \x01(\tR\x05expId\x12\x10\n" +
 	"\x03seq\x18\x04 \x01(\x03R\x03seq\x12\x14\n" +
-	"\x05epoch\x18\x05 \x01(\tR\x05epoch\"$\n" +
+	"\x05epoch\x18\x05 \x01(\tR\x05epoch\x12\x18\n" +
+	"\aderived\x18\x06 \x01(\bR\aderived\"$\n" +
 	"\x12GetArtifactRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x9e\x01\n" +
 	"\x14ListArtifactsRequest\x12\x1b\n" +
@@ -8338,7 +8525,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\asummary\x18\x04 \x01(\tR\asummary\x12\x1f\n" +
 	"\vreport_path\x18\x05 \x01(\tR\n" +
 	"reportPath\x12\x16\n" +
-	"\x06worker\x18\x06 \x01(\tR\x06worker2\x93\a\n" +
+	"\x06worker\x18\x06 \x01(\tR\x06worker2\xf3\a\n" +
 	"\x11ExperimentService\x12?\n" +
 	"\tCreateExp\x12\x1b.falcon.v1.CreateExpRequest\x1a\x15.falcon.v1.Experiment\x129\n" +
 	"\x06GetExp\x12\x18.falcon.v1.GetExpRequest\x1a\x15.falcon.v1.Experiment\x12C\n" +
@@ -8350,7 +8537,8 @@ const file_falcon_proto_rawDesc = "" +
 	"\rExportExpLogs\x12\x1f.falcon.v1.ExportExpLogsRequest\x1a\x1a.falcon.v1.LogExportResult\x12G\n" +
 	"\rGetExpMetrics\x12\x1f.falcon.v1.GetExpMetricsRequest\x1a\x15.falcon.v1.ExpMetrics\x12?\n" +
 	"\tExtendExp\x12\x1b.falcon.v1.ExtendExpRequest\x1a\x15.falcon.v1.Experiment\x12K\n" +
-	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment\x12I\n" +
+	"\x0fUpdateExpStatus\x12!.falcon.v1.UpdateExpStatusRequest\x1a\x15.falcon.v1.Experiment\x12^\n" +
+	"\x11UpdateExpStatuses\x12#.falcon.v1.UpdateExpStatusesRequest\x1a$.falcon.v1.UpdateExpStatusesResponse\x12I\n" +
 	"\n" +
 	"EnforceTTL\x12\x1c.falcon.v1.EnforceTTLRequest\x1a\x1d.falcon.v1.EnforceTTLResponse\x12=\n" +
 	"\bWatchExp\x12\x1a.falcon.v1.WatchExpRequest\x1a\x13.falcon.v1.ExpEvent0\x01\x12>\n" +
@@ -8410,7 +8598,7 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 113)
 var file_falcon_proto_goTypes = []any{
 	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
 	(*Resources)(nil),                   // 1: falcon.v1.Resources
@@ -8457,119 +8645,122 @@ var file_falcon_proto_goTypes = []any{
 	(*MetricSeries)(nil),                // 42: falcon.v1.MetricSeries
 	(*MetricPoint)(nil),                 // 43: falcon.v1.MetricPoint
 	(*UpdateExpStatusRequest)(nil),      // 44: falcon.v1.UpdateExpStatusRequest
-	(*GetJobRequest)(nil),               // 45: falcon.v1.GetJobRequest
-	(*ListJobsRequest)(nil),             // 46: falcon.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 47: falcon.v1.ListJobsResponse
-	(*ListJobHistoryRequest)(nil),       // 48: falcon.v1.ListJobHistoryRequest
-	(*UpdateJobStatusRequest)(nil),      // 49: falcon.v1.UpdateJobStatusRequest
-	(*UpdateJobStatusesRequest)(nil),    // 50: falcon.v1.UpdateJobStatusesRequest
-	(*UpdateJobStatusesResponse)(nil),   // 51: falcon.v1.UpdateJobStatusesResponse
-	(*JobStatusResult)(nil),             // 52: falcon.v1.JobStatusResult
-	(*AppendJobMessageRequest)(nil),     // 53: falcon.v1.AppendJobMessageRequest
-	(*AbortJobRequest)(nil),             // 54: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 55: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 56: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 57: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 58: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 59: falcon.v1.ListArtifactsResponse
-	(*ListArtifactFilesRequest)(nil),    // 60: falcon.v1.ListArtifactFilesRequest
-	(*ListArtifactFilesResponse)(nil),   // 61: falcon.v1.ListArtifactFilesResponse
-	(*ReadArtifactFileRequest)(nil),     // 62: falcon.v1.ReadArtifactFileRequest
-	(*StatArtifactFileRequest)(nil),     // 63: falcon.v1.StatArtifactFileRequest
-	(*ArtifactChunk)(nil),               // 64: falcon.v1.ArtifactChunk
-	(*UpdateArtifactStatusRequest)(nil), // 65: falcon.v1.UpdateArtifactStatusRequest
-	(*ClusterProbe)(nil),                // 66: falcon.v1.ClusterProbe
-	(*ListClusterProbesRequest)(nil),    // 67: falcon.v1.ListClusterProbesRequest
-	(*ListClusterProbesResponse)(nil),   // 68: falcon.v1.ListClusterProbesResponse
-	(*ProbeClustersRequest)(nil),        // 69: falcon.v1.ProbeClustersRequest
-	(*ReportClusterProbesRequest)(nil),  // 70: falcon.v1.ReportClusterProbesRequest
-	(*GetClusterStatusRequest)(nil),     // 71: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 72: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 73: falcon.v1.ClusterStatus
-	(*ClusterStatuses)(nil),             // 74: falcon.v1.ClusterStatuses
-	(*ReservationCapacity)(nil),         // 75: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 76: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 77: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 78: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 79: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 80: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 81: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 82: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 83: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 84: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 85: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 86: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 87: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 88: falcon.v1.ListUsersResponse
-	(*RelinkUserRequest)(nil),           // 89: falcon.v1.RelinkUserRequest
-	(*RelinkUserResponse)(nil),          // 90: falcon.v1.RelinkUserResponse
-	(*AuditEvent)(nil),                  // 91: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 92: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 93: falcon.v1.ListAuditEventsResponse
-	(*Analysis)(nil),                    // 94: falcon.v1.Analysis
-	(*CreateAnalysisRequest)(nil),       // 95: falcon.v1.CreateAnalysisRequest
-	(*GetAnalysisRequest)(nil),          // 96: falcon.v1.GetAnalysisRequest
-	(*ListAnalysesRequest)(nil),         // 97: falcon.v1.ListAnalysesRequest
-	(*ListAnalysesResponse)(nil),        // 98: falcon.v1.ListAnalysesResponse
-	(*ClaimAnalysisRequest)(nil),        // 99: falcon.v1.ClaimAnalysisRequest
-	(*ClaimAnalysisResponse)(nil),       // 100: falcon.v1.ClaimAnalysisResponse
-	(*FinishAnalysisRequest)(nil),       // 101: falcon.v1.FinishAnalysisRequest
-	nil,                                 // 102: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 103: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 104: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 105: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 106: falcon.v1.Cluster.LabelsEntry
-	nil,                                 // 107: falcon.v1.ExpEvent.DetailEntry
-	nil,                                 // 108: falcon.v1.Analysis.ParamsEntry
-	nil,                                 // 109: falcon.v1.CreateAnalysisRequest.ParamsEntry
-	(*timestamppb.Timestamp)(nil),       // 110: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),         // 111: google.protobuf.Duration
+	(*UpdateExpStatusesRequest)(nil),    // 45: falcon.v1.UpdateExpStatusesRequest
+	(*UpdateExpStatusesResponse)(nil),   // 46: falcon.v1.UpdateExpStatusesResponse
+	(*ExpStatusResult)(nil),             // 47: falcon.v1.ExpStatusResult
+	(*GetJobRequest)(nil),               // 48: falcon.v1.GetJobRequest
+	(*ListJobsRequest)(nil),             // 49: falcon.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 50: falcon.v1.ListJobsResponse
+	(*ListJobHistoryRequest)(nil),       // 51: falcon.v1.ListJobHistoryRequest
+	(*UpdateJobStatusRequest)(nil),      // 52: falcon.v1.UpdateJobStatusRequest
+	(*UpdateJobStatusesRequest)(nil),    // 53: falcon.v1.UpdateJobStatusesRequest
+	(*UpdateJobStatusesResponse)(nil),   // 54: falcon.v1.UpdateJobStatusesResponse
+	(*JobStatusResult)(nil),             // 55: falcon.v1.JobStatusResult
+	(*AppendJobMessageRequest)(nil),     // 56: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),             // 57: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),         // 58: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                      // 59: falcon.v1.Change
+	(*GetArtifactRequest)(nil),          // 60: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),        // 61: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),       // 62: falcon.v1.ListArtifactsResponse
+	(*ListArtifactFilesRequest)(nil),    // 63: falcon.v1.ListArtifactFilesRequest
+	(*ListArtifactFilesResponse)(nil),   // 64: falcon.v1.ListArtifactFilesResponse
+	(*ReadArtifactFileRequest)(nil),     // 65: falcon.v1.ReadArtifactFileRequest
+	(*StatArtifactFileRequest)(nil),     // 66: falcon.v1.StatArtifactFileRequest
+	(*ArtifactChunk)(nil),               // 67: falcon.v1.ArtifactChunk
+	(*UpdateArtifactStatusRequest)(nil), // 68: falcon.v1.UpdateArtifactStatusRequest
+	(*ClusterProbe)(nil),                // 69: falcon.v1.ClusterProbe
+	(*ListClusterProbesRequest)(nil),    // 70: falcon.v1.ListClusterProbesRequest
+	(*ListClusterProbesResponse)(nil),   // 71: falcon.v1.ListClusterProbesResponse
+	(*ProbeClustersRequest)(nil),        // 72: falcon.v1.ProbeClustersRequest
+	(*ReportClusterProbesRequest)(nil),  // 73: falcon.v1.ReportClusterProbesRequest
+	(*GetClusterStatusRequest)(nil),     // 74: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),  // 75: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),               // 76: falcon.v1.ClusterStatus
+	(*ClusterStatuses)(nil),             // 77: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),         // 78: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),              // 79: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                 // 80: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),           // 81: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 82: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 83: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),      // 84: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),        // 85: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),               // 86: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),       // 87: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),     // 88: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),       // 89: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),            // 90: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),           // 91: falcon.v1.ListUsersResponse
+	(*RelinkUserRequest)(nil),           // 92: falcon.v1.RelinkUserRequest
+	(*RelinkUserResponse)(nil),          // 93: falcon.v1.RelinkUserResponse
+	(*AuditEvent)(nil),                  // 94: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),      // 95: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),     // 96: falcon.v1.ListAuditEventsResponse
+	(*Analysis)(nil),                    // 97: falcon.v1.Analysis
+	(*CreateAnalysisRequest)(nil),       // 98: falcon.v1.CreateAnalysisRequest
+	(*GetAnalysisRequest)(nil),          // 99: falcon.v1.GetAnalysisRequest
+	(*ListAnalysesRequest)(nil),         // 100: falcon.v1.ListAnalysesRequest
+	(*ListAnalysesResponse)(nil),        // 101: falcon.v1.ListAnalysesResponse
+	(*ClaimAnalysisRequest)(nil),        // 102: falcon.v1.ClaimAnalysisRequest
+	(*ClaimAnalysisResponse)(nil),       // 103: falcon.v1.ClaimAnalysisResponse
+	(*FinishAnalysisRequest)(nil),       // 104: falcon.v1.FinishAnalysisRequest
+	nil,                                 // 105: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                 // 106: falcon.v1.Resources.RequestsEntry
+	nil,                                 // 107: falcon.v1.Resources.LimitsEntry
+	nil,                                 // 108: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                 // 109: falcon.v1.Cluster.LabelsEntry
+	nil,                                 // 110: falcon.v1.ExpEvent.DetailEntry
+	nil,                                 // 111: falcon.v1.Analysis.ParamsEntry
+	nil,                                 // 112: falcon.v1.CreateAnalysisRequest.ParamsEntry
+	(*timestamppb.Timestamp)(nil),       // 113: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),         // 114: google.protobuf.Duration
 }
 var file_falcon_proto_depIdxs = []int32{
-	102, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	105, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
 	1,   // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	103, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	104, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	105, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	110, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	110, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	110, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	110, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	110, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	110, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	106, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	107, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	108, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	113, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	113, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	113, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	113, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	113, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	113, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	4,   // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	9,   // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	3,   // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
-	111, // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
-	111, // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
-	110, // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
-	110, // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
+	114, // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
+	114, // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
+	113, // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
+	113, // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
 	0,   // 18: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	110, // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	110, // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	110, // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	110, // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	110, // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	110, // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	110, // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	113, // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	113, // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	113, // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	113, // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	113, // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	113, // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	113, // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
 	5,   // 26: falcon.v1.Job.selection:type_name -> falcon.v1.ClusterSelection
 	8,   // 27: falcon.v1.ClusterSelection.candidates:type_name -> falcon.v1.SelectionCandidate
-	110, // 28: falcon.v1.ClusterSelection.decided_at:type_name -> google.protobuf.Timestamp
+	113, // 28: falcon.v1.ClusterSelection.decided_at:type_name -> google.protobuf.Timestamp
 	7,   // 29: falcon.v1.ExpExplanation.jobs:type_name -> falcon.v1.JobExplanation
 	5,   // 30: falcon.v1.JobExplanation.selection:type_name -> falcon.v1.ClusterSelection
 	5,   // 31: falcon.v1.JobExplanation.now:type_name -> falcon.v1.ClusterSelection
-	66,  // 32: falcon.v1.SelectionCandidate.probe:type_name -> falcon.v1.ClusterProbe
-	110, // 33: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	110, // 34: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	110, // 35: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
-	110, // 36: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
-	110, // 37: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	69,  // 32: falcon.v1.SelectionCandidate.probe:type_name -> falcon.v1.ClusterProbe
+	113, // 33: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	113, // 34: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	113, // 35: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	113, // 36: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	113, // 37: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	12,  // 38: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	106, // 39: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	110, // 40: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	110, // 41: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
-	107, // 42: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
-	111, // 43: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
+	109, // 39: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	113, // 40: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	113, // 41: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
+	110, // 42: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
+	114, // 43: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
 	2,   // 44: falcon.v1.EnforceTTLResponse.experiment:type_name -> falcon.v1.Experiment
 	20,  // 45: falcon.v1.ExecRequest.start:type_name -> falcon.v1.ExecStart
 	21,  // 46: falcon.v1.ExecRequest.resize:type_name -> falcon.v1.TerminalSize
@@ -8579,149 +8770,154 @@ var file_falcon_proto_depIdxs = []int32{
 	2,   // 50: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
 	2,   // 51: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
 	2,   // 52: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	110, // 53: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	110, // 54: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	113, // 53: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	113, // 54: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
 	34,  // 55: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
-	110, // 56: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	113, // 56: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
 	38,  // 57: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
 	41,  // 58: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
 	42,  // 59: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
 	43,  // 60: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
-	4,   // 61: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	110, // 62: falcon.v1.ListJobHistoryRequest.since:type_name -> google.protobuf.Timestamp
-	5,   // 63: falcon.v1.UpdateJobStatusRequest.selection:type_name -> falcon.v1.ClusterSelection
-	49,  // 64: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
-	52,  // 65: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
-	4,   // 66: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
-	9,   // 67: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	10,  // 68: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
-	10,  // 69: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
-	110, // 70: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
-	66,  // 71: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
-	66,  // 72: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
-	73,  // 73: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	110, // 74: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	75,  // 75: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	76,  // 76: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	77,  // 77: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	66,  // 78: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
-	73,  // 79: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	110, // 80: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	110, // 81: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	11,  // 82: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	11,  // 83: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	11,  // 84: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	83,  // 85: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	11,  // 86: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	13,  // 87: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	13,  // 88: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
-	110, // 89: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	91,  // 90: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	108, // 91: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
-	110, // 92: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
-	110, // 93: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
-	110, // 94: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
-	109, // 95: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
-	94,  // 96: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
-	94,  // 97: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
-	0,   // 98: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	25,  // 99: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	26,  // 100: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	27,  // 101: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	29,  // 102: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	31,  // 103: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	33,  // 104: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	36,  // 105: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	39,  // 106: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	16,  // 107: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
-	44,  // 108: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	17,  // 109: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
-	14,  // 110: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
-	19,  // 111: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
-	45,  // 112: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	46,  // 113: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	48,  // 114: falcon.v1.JobService.ListJobHistory:input_type -> falcon.v1.ListJobHistoryRequest
-	49,  // 115: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	50,  // 116: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	54,  // 117: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	53,  // 118: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	55,  // 119: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	57,  // 120: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	58,  // 121: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	60,  // 122: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	62,  // 123: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	63,  // 124: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	65,  // 125: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	78,  // 126: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	79,  // 127: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	81,  // 128: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	82,  // 129: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	85,  // 130: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	71,  // 131: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	72,  // 132: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	67,  // 133: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
-	69,  // 134: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
-	70,  // 135: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
-	86,  // 136: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	87,  // 137: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	89,  // 138: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
-	92,  // 139: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	95,  // 140: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
-	96,  // 141: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
-	97,  // 142: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
-	99,  // 143: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
-	101, // 144: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
-	2,   // 145: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,   // 146: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	28,  // 147: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	30,  // 148: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	32,  // 149: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	35,  // 150: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	37,  // 151: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	40,  // 152: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,   // 153: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
-	2,   // 154: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	18,  // 155: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
-	15,  // 156: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
-	22,  // 157: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
-	4,   // 158: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	47,  // 159: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	47,  // 160: falcon.v1.JobService.ListJobHistory:output_type -> falcon.v1.ListJobsResponse
-	4,   // 161: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	51,  // 162: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,   // 163: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,   // 164: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	56,  // 165: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	9,   // 166: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	59,  // 167: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	61,  // 168: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	64,  // 169: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	10,  // 170: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	9,   // 171: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	11,  // 172: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	80,  // 173: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	11,  // 174: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	84,  // 175: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	11,  // 176: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	73,  // 177: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	73,  // 178: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	68,  // 179: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	68,  // 180: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
-	68,  // 181: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	13,  // 182: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	88,  // 183: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	90,  // 184: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
-	93,  // 185: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	94,  // 186: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
-	94,  // 187: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
-	98,  // 188: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
-	100, // 189: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
-	94,  // 190: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
-	145, // [145:191] is the sub-list for method output_type
-	99,  // [99:145] is the sub-list for method input_type
-	99,  // [99:99] is the sub-list for extension type_name
-	99,  // [99:99] is the sub-list for extension extendee
-	0,   // [0:99] is the sub-list for field type_name
+	44,  // 61: falcon.v1.UpdateExpStatusesRequest.updates:type_name -> falcon.v1.UpdateExpStatusRequest
+	47,  // 62: falcon.v1.UpdateExpStatusesResponse.results:type_name -> falcon.v1.ExpStatusResult
+	2,   // 63: falcon.v1.ExpStatusResult.experiment:type_name -> falcon.v1.Experiment
+	4,   // 64: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
+	113, // 65: falcon.v1.ListJobHistoryRequest.since:type_name -> google.protobuf.Timestamp
+	5,   // 66: falcon.v1.UpdateJobStatusRequest.selection:type_name -> falcon.v1.ClusterSelection
+	52,  // 67: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	55,  // 68: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	4,   // 69: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	9,   // 70: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	10,  // 71: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
+	10,  // 72: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
+	113, // 73: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
+	69,  // 74: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
+	69,  // 75: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
+	76,  // 76: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	113, // 77: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	78,  // 78: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	79,  // 79: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	80,  // 80: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	69,  // 81: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
+	76,  // 82: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	113, // 83: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	113, // 84: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	11,  // 85: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	11,  // 86: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	11,  // 87: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	86,  // 88: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	11,  // 89: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	13,  // 90: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	13,  // 91: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
+	113, // 92: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	94,  // 93: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	111, // 94: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
+	113, // 95: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
+	113, // 96: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
+	113, // 97: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
+	112, // 98: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
+	97,  // 99: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
+	97,  // 100: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
+	0,   // 101: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	25,  // 102: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	26,  // 103: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	27,  // 104: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	29,  // 105: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	31,  // 106: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	33,  // 107: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	36,  // 108: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	39,  // 109: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	16,  // 110: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
+	44,  // 111: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	45,  // 112: falcon.v1.ExperimentService.UpdateExpStatuses:input_type -> falcon.v1.UpdateExpStatusesRequest
+	17,  // 113: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
+	14,  // 114: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
+	19,  // 115: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
+	48,  // 116: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	49,  // 117: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	51,  // 118: falcon.v1.JobService.ListJobHistory:input_type -> falcon.v1.ListJobHistoryRequest
+	52,  // 119: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	53,  // 120: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	57,  // 121: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	56,  // 122: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	58,  // 123: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	60,  // 124: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	61,  // 125: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	63,  // 126: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	65,  // 127: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	66,  // 128: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	68,  // 129: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	81,  // 130: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	82,  // 131: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	84,  // 132: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	85,  // 133: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	88,  // 134: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	74,  // 135: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	75,  // 136: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	70,  // 137: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
+	72,  // 138: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
+	73,  // 139: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
+	89,  // 140: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	90,  // 141: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	92,  // 142: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	95,  // 143: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	98,  // 144: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
+	99,  // 145: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
+	100, // 146: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
+	102, // 147: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
+	104, // 148: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
+	2,   // 149: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,   // 150: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	28,  // 151: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	30,  // 152: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	32,  // 153: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	35,  // 154: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	37,  // 155: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	40,  // 156: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,   // 157: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
+	2,   // 158: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	46,  // 159: falcon.v1.ExperimentService.UpdateExpStatuses:output_type -> falcon.v1.UpdateExpStatusesResponse
+	18,  // 160: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
+	15,  // 161: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
+	22,  // 162: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
+	4,   // 163: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	50,  // 164: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	50,  // 165: falcon.v1.JobService.ListJobHistory:output_type -> falcon.v1.ListJobsResponse
+	4,   // 166: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	54,  // 167: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,   // 168: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,   // 169: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	59,  // 170: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	9,   // 171: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	62,  // 172: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	64,  // 173: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	67,  // 174: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	10,  // 175: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	9,   // 176: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	11,  // 177: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	83,  // 178: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	11,  // 179: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	87,  // 180: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	11,  // 181: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	76,  // 182: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	76,  // 183: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	71,  // 184: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	71,  // 185: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
+	71,  // 186: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	13,  // 187: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	91,  // 188: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	93,  // 189: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	96,  // 190: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	97,  // 191: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
+	97,  // 192: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
+	101, // 193: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
+	103, // 194: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
+	97,  // 195: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
+	149, // [149:196] is the sub-list for method output_type
+	102, // [102:149] is the sub-list for method input_type
+	102, // [102:102] is the sub-list for extension type_name
+	102, // [102:102] is the sub-list for extension extendee
+	0,   // [0:102] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -8743,14 +8939,14 @@ func file_falcon_proto_init() {
 		(*ExecResponse_Exit)(nil),
 	}
 	file_falcon_proto_msgTypes[33].OneofWrappers = []any{}
-	file_falcon_proto_msgTypes[66].OneofWrappers = []any{}
+	file_falcon_proto_msgTypes[69].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   110,
+			NumMessages:   113,
 			NumExtensions: 0,
 			NumServices:   7,
 		},

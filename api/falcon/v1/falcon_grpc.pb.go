@@ -29,19 +29,20 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ExperimentService_CreateExp_FullMethodName       = "/falcon.v1.ExperimentService/CreateExp"
-	ExperimentService_GetExp_FullMethodName          = "/falcon.v1.ExperimentService/GetExp"
-	ExperimentService_ListExps_FullMethodName        = "/falcon.v1.ExperimentService/ListExps"
-	ExperimentService_AbortExp_FullMethodName        = "/falcon.v1.ExperimentService/AbortExp"
-	ExperimentService_DeleteExp_FullMethodName       = "/falcon.v1.ExperimentService/DeleteExp"
-	ExperimentService_GetExpLogs_FullMethodName      = "/falcon.v1.ExperimentService/GetExpLogs"
-	ExperimentService_ExportExpLogs_FullMethodName   = "/falcon.v1.ExperimentService/ExportExpLogs"
-	ExperimentService_GetExpMetrics_FullMethodName   = "/falcon.v1.ExperimentService/GetExpMetrics"
-	ExperimentService_ExtendExp_FullMethodName       = "/falcon.v1.ExperimentService/ExtendExp"
-	ExperimentService_UpdateExpStatus_FullMethodName = "/falcon.v1.ExperimentService/UpdateExpStatus"
-	ExperimentService_EnforceTTL_FullMethodName      = "/falcon.v1.ExperimentService/EnforceTTL"
-	ExperimentService_WatchExp_FullMethodName        = "/falcon.v1.ExperimentService/WatchExp"
-	ExperimentService_ExecExp_FullMethodName         = "/falcon.v1.ExperimentService/ExecExp"
+	ExperimentService_CreateExp_FullMethodName         = "/falcon.v1.ExperimentService/CreateExp"
+	ExperimentService_GetExp_FullMethodName            = "/falcon.v1.ExperimentService/GetExp"
+	ExperimentService_ListExps_FullMethodName          = "/falcon.v1.ExperimentService/ListExps"
+	ExperimentService_AbortExp_FullMethodName          = "/falcon.v1.ExperimentService/AbortExp"
+	ExperimentService_DeleteExp_FullMethodName         = "/falcon.v1.ExperimentService/DeleteExp"
+	ExperimentService_GetExpLogs_FullMethodName        = "/falcon.v1.ExperimentService/GetExpLogs"
+	ExperimentService_ExportExpLogs_FullMethodName     = "/falcon.v1.ExperimentService/ExportExpLogs"
+	ExperimentService_GetExpMetrics_FullMethodName     = "/falcon.v1.ExperimentService/GetExpMetrics"
+	ExperimentService_ExtendExp_FullMethodName         = "/falcon.v1.ExperimentService/ExtendExp"
+	ExperimentService_UpdateExpStatus_FullMethodName   = "/falcon.v1.ExperimentService/UpdateExpStatus"
+	ExperimentService_UpdateExpStatuses_FullMethodName = "/falcon.v1.ExperimentService/UpdateExpStatuses"
+	ExperimentService_EnforceTTL_FullMethodName        = "/falcon.v1.ExperimentService/EnforceTTL"
+	ExperimentService_WatchExp_FullMethodName          = "/falcon.v1.ExperimentService/WatchExp"
+	ExperimentService_ExecExp_FullMethodName           = "/falcon.v1.ExperimentService/ExecExp"
 )
 
 // ExperimentServiceClient is the client API for ExperimentService service.
@@ -65,6 +66,10 @@ type ExperimentServiceClient interface {
 	ExtendExp(ctx context.Context, in *ExtendExpRequest, opts ...grpc.CallOption) (*Experiment, error)
 	// Internal: expController.
 	UpdateExpStatus(ctx context.Context, in *UpdateExpStatusRequest, opts ...grpc.CallOption) (*Experiment, error)
+	// Many status updates in one transaction, applied in order, each under
+	// its own precondition (a later update of the same experiment sees the
+	// earlier one's write): the expController's writes of one cycle.
+	UpdateExpStatuses(ctx context.Context, in *UpdateExpStatusesRequest, opts ...grpc.CallOption) (*UpdateExpStatusesResponse, error)
 	// Internal: expController, for an experiment whose ttl or idle_ttl is
 	// near or past by its clock. The server decides by its own clock: an
 	// expired experiment is aborted with a Message saying which ttl
@@ -205,6 +210,16 @@ func (c *experimentServiceClient) UpdateExpStatus(ctx context.Context, in *Updat
 	return out, nil
 }
 
+func (c *experimentServiceClient) UpdateExpStatuses(ctx context.Context, in *UpdateExpStatusesRequest, opts ...grpc.CallOption) (*UpdateExpStatusesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateExpStatusesResponse)
+	err := c.cc.Invoke(ctx, ExperimentService_UpdateExpStatuses_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *experimentServiceClient) EnforceTTL(ctx context.Context, in *EnforceTTLRequest, opts ...grpc.CallOption) (*EnforceTTLResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(EnforceTTLResponse)
@@ -268,6 +283,10 @@ type ExperimentServiceServer interface {
 	ExtendExp(context.Context, *ExtendExpRequest) (*Experiment, error)
 	// Internal: expController.
 	UpdateExpStatus(context.Context, *UpdateExpStatusRequest) (*Experiment, error)
+	// Many status updates in one transaction, applied in order, each under
+	// its own precondition (a later update of the same experiment sees the
+	// earlier one's write): the expController's writes of one cycle.
+	UpdateExpStatuses(context.Context, *UpdateExpStatusesRequest) (*UpdateExpStatusesResponse, error)
 	// Internal: expController, for an experiment whose ttl or idle_ttl is
 	// near or past by its clock. The server decides by its own clock: an
 	// expired experiment is aborted with a Message saying which ttl
@@ -328,6 +347,9 @@ func (UnimplementedExperimentServiceServer) ExtendExp(context.Context, *ExtendEx
 }
 func (UnimplementedExperimentServiceServer) UpdateExpStatus(context.Context, *UpdateExpStatusRequest) (*Experiment, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateExpStatus not implemented")
+}
+func (UnimplementedExperimentServiceServer) UpdateExpStatuses(context.Context, *UpdateExpStatusesRequest) (*UpdateExpStatusesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateExpStatuses not implemented")
 }
 func (UnimplementedExperimentServiceServer) EnforceTTL(context.Context, *EnforceTTLRequest) (*EnforceTTLResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EnforceTTL not implemented")
@@ -532,6 +554,24 @@ func _ExperimentService_UpdateExpStatus_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ExperimentService_UpdateExpStatuses_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateExpStatusesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExperimentServiceServer).UpdateExpStatuses(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExperimentService_UpdateExpStatuses_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExperimentServiceServer).UpdateExpStatuses(ctx, req.(*UpdateExpStatusesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ExperimentService_EnforceTTL_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(EnforceTTLRequest)
 	if err := dec(in); err != nil {
@@ -610,6 +650,10 @@ var ExperimentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateExpStatus",
 			Handler:    _ExperimentService_UpdateExpStatus_Handler,
+		},
+		{
+			MethodName: "UpdateExpStatuses",
+			Handler:    _ExperimentService_UpdateExpStatuses_Handler,
 		},
 		{
 			MethodName: "EnforceTTL",

@@ -104,14 +104,18 @@ func (c *Controller) Shutdown(ctx context.Context) error { return c.loop.Shutdow
 //     thousand experiments, not one per experiment);
 //  3. for each experiment compute the plan (lifecycle.Propagate) and apply
 //     it in order — abort sibling jobs, update the artifact, update the
-//     experiment — several experiments at a time (each one's writes in
-//     order). A failed update is logged with the experiment and job it
-//     concerns and the cycle moves on;
+//     experiment — with the experiment updates of the whole cycle in one
+//     UpdateExpStatuses transaction (apply). A failed update is logged with
+//     the experiment and job it concerns, the experiment is looked at again
+//     next cycle, and the cycle moves on;
 //  4. ask the API server to end or warn the live experiments whose ttl or
 //     idle_ttl is up or near (ttlDue).
 //
 // So a job's end reaches its experiment in the cycle its write wakes,
-// which reads that one experiment, not every live one.
+// which reads that one experiment, not every live one, and a cycle after a
+// burst of changes costs a few calls, not a few per experiment. The
+// controller's own writes are derived changes (falconv1.Change.derived):
+// their echo does not wake it.
 func (c *Controller) Reconcile(ctx context.Context) error {
 	start := time.Now()
 	exps, err := c.toLookAt(ctx)
@@ -134,25 +138,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			return err
 		}
 	}
-	// Each experiment's plan is its own and its writes are conditional on
-	// what was read, so they are applied getsInFlight experiments at a
-	// time: a cycle after a burst of changes costs a few round trips per
-	// getsInFlight experiments, not per experiment.
-	sem := make(chan struct{}, getsInFlight)
-	var wg sync.WaitGroup
-	for _, e := range exps {
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			c.reconcileOne(ctx, e, jobs[e.GetId()], arts[e.GetId()])
-		}()
-	}
-	wg.Wait()
+	c.apply(ctx, exps, jobs, arts)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -189,38 +175,31 @@ func (c *Controller) toLookAt(ctx context.Context) ([]*falconv1.Experiment, erro
 		c.resyncedAt = time.Now()
 		return exps, nil
 	}
-	// The reads go out getsInFlight at a time: a burst of changes (a
-	// thousand creates, every queue position moving) is read in the time
-	// of a few round trips, not one after another.
-	got := make([]*falconv1.Experiment, len(changed))
-	errs := make([]error, len(changed))
-	sem := make(chan struct{}, getsInFlight)
-	var wg sync.WaitGroup
-	for i, id := range changed {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			got[i], errs[i] = c.exps.GetExp(ctx, &falconv1.GetExpRequest{Id: id})
-		}()
-	}
-	wg.Wait()
+	// One ListExps per batch IDs: a burst of changes (a thousand creates,
+	// every queue position moving) costs a few calls, not one each.
+	var exps []*falconv1.Experiment
 	var failed []string
 	var first error
-	exps := make([]*falconv1.Experiment, 0, len(changed))
-	for i, id := range changed {
-		switch err := errs[i]; {
-		case status.Code(err) == codes.NotFound:
-			delete(c.live, id) // deleted
-		case err != nil:
-			failed = append(failed, id)
+	for start := 0; start < len(changed); start += batch {
+		chunk := changed[start:min(start+batch, len(changed))]
+		resp, err := c.exps.ListExps(ctx, &falconv1.ListExpsRequest{Ids: chunk, PageSize: int32(len(chunk))})
+		if err != nil {
+			failed = append(failed, chunk...)
 			if first == nil {
 				first = err
 			}
-		default:
-			c.keep(got[i])
-			exps = append(exps, got[i])
+			continue
+		}
+		found := make(map[string]bool, len(resp.GetItems()))
+		for _, e := range resp.GetItems() {
+			found[e.GetId()] = true
+			c.keep(e)
+			exps = append(exps, e)
+		}
+		for _, id := range chunk {
+			if !found[id] {
+				delete(c.live, id) // deleted
+			}
 		}
 	}
 	if first != nil {
@@ -235,9 +214,9 @@ func (c *Controller) toLookAt(ctx context.Context) ([]*falconv1.Experiment, erro
 	return exps, nil
 }
 
-// getsInFlight bounds the concurrent reads of changed experiments, and the
-// experiments whose plans are applied at once.
-const getsInFlight = 8
+// inFlight bounds the experiments whose sibling aborts and artifact
+// updates are applied at once.
+const inFlight = 8
 
 // keep records e in the live set, or drops it once it is terminal.
 func (c *Controller) keep(e *falconv1.Experiment) {
@@ -248,7 +227,9 @@ func (c *Controller) keep(e *falconv1.Experiment) {
 	c.live[e.GetId()] = e
 }
 
-// batch is how many experiments' jobs one ListJobs call asks for.
+// batch is how many experiments one ListExps call reads, one ListJobs call
+// asks the jobs of, and one UpdateExpStatuses call writes (the API server
+// takes up to 1000).
 const batch = 500
 
 func (c *Controller) readBatch(ctx context.Context, ids []string, jobs map[string][]*falconv1.Job, arts map[string]*falconv1.Artifact) error {
@@ -330,8 +311,8 @@ func (c *Controller) liveExperiments(ctx context.Context) ([]*falconv1.Experimen
 	return out, nil
 }
 
-func (c *Controller) reconcileOne(ctx context.Context, exp *falconv1.Experiment, expJobs []*falconv1.Job, a *falconv1.Artifact) {
-	log := c.log.With("exp", exp.GetId(), "exp_name", exp.GetName(), "cluster", exp.GetClusterName())
+// plan is the experiment's lifecycle.Propagate plan from what was read.
+func plan(exp *falconv1.Experiment, expJobs []*falconv1.Job, a *falconv1.Artifact) lifecycle.Plan {
 	jobs := make([]lifecycle.Entity, 0, len(expJobs))
 	for _, j := range expJobs {
 		jobs = append(jobs, lifecycle.Entity{ID: j.GetId(), Role: j.GetRole(), Status: lifecycle.Status(j.GetStatus()), Reason: j.GetReason(), Message: j.GetMessage()})
@@ -340,30 +321,96 @@ func (c *Controller) reconcileOne(ctx context.Context, exp *falconv1.Experiment,
 	if a != nil {
 		art = &lifecycle.Entity{ID: a.GetId(), Status: lifecycle.Status(a.GetStatus()), Reason: a.GetReason(), Message: a.GetMessage()}
 	}
-	plan := lifecycle.Propagate(lifecycle.Entity{ID: exp.GetId(), Status: lifecycle.Status(exp.GetStatus()), Reason: exp.GetReason(), Message: exp.GetMessage()}, jobs, art)
+	return lifecycle.Propagate(lifecycle.Entity{ID: exp.GetId(), Status: lifecycle.Status(exp.GetStatus()), Reason: exp.GetReason(), Message: exp.GetMessage()}, jobs, art)
+}
 
-	for _, u := range plan.AbortJobs {
+// apply carries out the plans of exps (Reconcile, step 3). Each
+// experiment's writes stay in its plan's order: first the sibling aborts
+// and the artifact (rare: an experiment's end), inFlight experiments at a
+// time; then every experiment update of the cycle in one UpdateExpStatuses
+// transaction, which applies them in order, each under its precondition.
+// An experiment whose artifact could not be updated is left out (it
+// follows its artifact). Whatever did not land is looked at again next
+// cycle: a derived write's echo does not come back on the feed.
+func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, jobs map[string][]*falconv1.Job, arts map[string]*falconv1.Artifact) {
+	plans := make([]lifecycle.Plan, len(exps))
+	held := make([]bool, len(exps))
+	sem := make(chan struct{}, inFlight)
+	var wg sync.WaitGroup
+	for i, e := range exps {
+		plans[i] = plan(e, jobs[e.GetId()], arts[e.GetId()])
+		if len(plans[i].AbortJobs) == 0 && plans[i].Artifact == nil {
+			held[i] = true
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			held[i] = c.applyFirst(ctx, e, plans[i])
+		}()
+	}
+	wg.Wait()
+	var again []string
+	var reqs []*falconv1.UpdateExpStatusRequest
+	for i, e := range exps {
+		if !held[i] {
+			again = append(again, e.GetId())
+			continue
+		}
+		for _, u := range plans[i].Exp {
+			reqs = append(reqs, &falconv1.UpdateExpStatusRequest{
+				Id: u.ID, ExpectedStatus: string(u.From), Status: string(u.To), Reason: u.Reason, Message: u.Message,
+			})
+		}
+	}
+	for start := 0; start < len(reqs); start += batch {
+		chunk := reqs[start:min(start+batch, len(reqs))]
+		resp, err := c.exps.UpdateExpStatuses(ctx, &falconv1.UpdateExpStatusesRequest{Updates: chunk})
+		if err != nil {
+			c.log.Warn("update experiment statuses", "exps", len(chunk), "err", err)
+			for _, r := range chunk {
+				again = append(again, r.GetId())
+			}
+			continue
+		}
+		for i, r := range resp.GetResults() {
+			u := chunk[i]
+			log := c.log.With("exp", u.GetId())
+			if e := r.GetExperiment(); e != nil {
+				c.keep(e)
+				log.Info("experiment status", "exp_name", e.GetName(), "cluster", e.GetClusterName(), "from", u.GetExpectedStatus(), "to", u.GetStatus(), "reason", u.GetReason())
+				continue
+			}
+			logUpdate(log, "experiment", u.GetId(), status.Error(codes.Code(r.GetCode()), r.GetMessage()))
+			again = append(again, u.GetId())
+		}
+	}
+	if len(again) > 0 && c.follower != nil {
+		c.follower.Return(again)
+	}
+}
+
+// applyFirst aborts the experiment's sibling jobs and updates its artifact,
+// as its plan says; false when the artifact update failed, so the
+// experiment, which follows its artifact, waits for the next cycle.
+func (c *Controller) applyFirst(ctx context.Context, exp *falconv1.Experiment, p lifecycle.Plan) bool {
+	log := c.log.With("exp", exp.GetId(), "exp_name", exp.GetName(), "cluster", exp.GetClusterName())
+	for _, u := range p.AbortJobs {
 		if _, err := c.jobs.AbortJob(ctx, &falconv1.AbortJobRequest{Id: u.ID, Reason: u.Reason, Message: u.Message}); err != nil {
 			log.Warn("abort sibling job", "job", u.ID, "err", err)
 		}
 	}
-	if u := plan.Artifact; u != nil {
+	if u := p.Artifact; u != nil {
 		if _, err := c.arts.UpdateArtifactStatus(ctx, &falconv1.UpdateArtifactStatusRequest{
 			Id: u.ID, ExpectedStatus: string(u.From), Status: string(u.To), Reason: u.Reason, Message: u.Message,
 		}); err != nil {
 			logUpdate(log, "artifact", u.ID, err)
-			return // the experiment follows its artifact; retry both next cycle
+			return false
 		}
 	}
-	for _, u := range plan.Exp {
-		if _, err := c.exps.UpdateExpStatus(ctx, &falconv1.UpdateExpStatusRequest{
-			Id: u.ID, ExpectedStatus: string(u.From), Status: string(u.To), Reason: u.Reason, Message: u.Message,
-		}); err != nil {
-			logUpdate(log, "experiment", u.ID, err)
-			return
-		}
-		log.Info("experiment status", "from", u.From, "to", u.To, "reason", u.Reason)
-	}
+	return true
 }
 
 // logUpdate logs a failed write. A FailedPrecondition is expected (someone,

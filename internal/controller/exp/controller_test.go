@@ -128,19 +128,48 @@ func TestRunFollowsTheFeed(t *testing.T) {
 	// A full read lists each live status in turn (Created, Running,
 	// Aborting): counted before its last list, the first read's own calls
 	// would look like later ones.
-	waitFor("the first cycle's full read", func() bool { return conn.Count("ListExps") >= 3 })
-	lists := conn.Count("ListExps")
+	waitFor("the first cycle's full read", func() bool { return fullReads(conn) >= 3 })
+	full := fullReads(conn)
 	for i := range 3 {
 		move(t, env, jobs[i], "Pending", "Running", "", "")
 		exp := env.Job(t, jobs[i]).GetExpId()
 		waitFor("experiment "+exp+" Running", func() bool { return env.Exp(t, exp).GetStatus() == "Running" })
 	}
-	if got := conn.Count("ListExps"); got != lists {
-		t.Errorf("%d full reads of live experiments after the first, want none: the feed names what changed", got-lists)
+	// The controller's own writes are derived changes: their echo must not
+	// wake it. Three more changes it must act on show it was awake.
+	for i := 3; i < 6; i++ {
+		move(t, env, jobs[i], "Pending", "Running", "", "")
+		exp := env.Job(t, jobs[i]).GetExpId()
+		waitFor("experiment "+exp+" Running", func() bool { return env.Exp(t, exp).GetStatus() == "Running" })
 	}
-	// Each change: its experiment read, then again at the echo of the
-	// controller's own write; never one read per live experiment.
-	if got := conn.Count("GetExp"); got > 12 {
-		t.Errorf("%d experiments read for 3 changes among 40 live ones, want at most 12", got)
+	if got := fullReads(conn); got != full {
+		t.Errorf("%d full reads of live experiments after the first, want none: the feed names what changed", got-full)
 	}
+	// Each change: its experiment read by ID (one call for all a cycle
+	// names), never one read per live experiment, never a GetExp.
+	var named []string
+	for _, r := range conn.Requests("ListExps") {
+		named = append(named, r.(*falconv1.ListExpsRequest).GetIds()...)
+	}
+	if len(named) > 6 {
+		t.Errorf("%d experiments read by ID for 6 changes among 40 live ones (%v), want at most 6: the echo of a write woke the controller", len(named), named)
+	}
+	if got := conn.Count("GetExp"); got != 0 {
+		t.Errorf("%d GetExp calls, want 0: changed experiments are read in batches", got)
+	}
+	if got, writes := conn.Count("UpdateExpStatus"), conn.Count("UpdateExpStatuses"); got != 0 || writes < 1 || writes > 6 {
+		t.Errorf("%d UpdateExpStatus and %d UpdateExpStatuses calls for 6 changes, want 0 and 1 to 6", got, writes)
+	}
+}
+
+// fullReads counts the ListExps calls that listed every experiment of a
+// status, not ones named by ID.
+func fullReads(conn *apitest.Calls) int {
+	n := 0
+	for _, r := range conn.Requests("ListExps") {
+		if len(r.(*falconv1.ListExpsRequest).GetIds()) == 0 {
+			n++
+		}
+	}
+	return n
 }

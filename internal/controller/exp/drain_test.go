@@ -51,7 +51,7 @@ func TestShutdownDrainsTheCycleInFlight(t *testing.T) {
 			move(t, env, j, "Pending", "Running", "", "")
 			move(t, env, j, "Running", "Succeeded", "", "")
 
-			conn := &heldConn{ClientConnInterface: env.Conn, method: falconv1.ExperimentService_UpdateExpStatus_FullMethodName,
+			conn := &heldConn{ClientConnInterface: env.Conn, method: falconv1.ExperimentService_UpdateExpStatuses_FullMethodName,
 				entered: make(chan struct{}), release: make(chan struct{})}
 			c := expctl.New(conn, expctl.WithInterval(time.Hour))
 			ctx, cut := context.WithCancel(context.Background())

@@ -92,8 +92,9 @@ func (f *Follower) run(ctx context.Context, jobs falconv1.JobServiceClient, log 
 					break
 				}
 				backoff = 100 * time.Millisecond
-				f.note(c)
-				f.poke()
+				if f.note(c) {
+					f.poke()
+				}
 			}
 		}
 		if ctx.Err() != nil {
@@ -109,9 +110,21 @@ func (f *Follower) run(ctx context.Context, jobs falconv1.JobServiceClient, log 
 	}
 }
 
-func (f *Follower) note(c *falconv1.Change) {
+// note records c and reports whether the caller has something new to do.
+// A derived change (the expController's own mirror of an experiment's
+// jobs) is not news to anyone following: the job changes it follows from
+// were noted already, and its writer knows what it wrote.
+func (f *Follower) note(c *falconv1.Change) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if c.GetKind() != "" && c.GetSeq() > f.seq {
+		// Not the hello's: it names the latest change, and those before
+		// it may still be on their way.
+		f.seq = c.GetSeq()
+	}
+	if c.GetDerived() {
+		return false
+	}
 	switch c.GetKind() {
 	case "":
 		// The hello: a new epoch means a server we have not followed, so
@@ -122,7 +135,7 @@ func (f *Follower) note(c *falconv1.Change) {
 			}
 			f.epoch, f.seq = c.GetEpoch(), c.GetSeq()
 		}
-		return
+		return true
 	case "resync":
 		f.resync = true
 	case "cluster":
@@ -133,7 +146,5 @@ func (f *Follower) note(c *falconv1.Change) {
 			f.exps[id] = true
 		}
 	}
-	if c.GetSeq() > f.seq {
-		f.seq = c.GetSeq()
-	}
+	return true
 }

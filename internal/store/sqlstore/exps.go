@@ -220,6 +220,9 @@ func (s *Store) ListExps(ctx context.Context, f store.ExpFilter) ([]*store.Exper
 	c.eq("status", string(f.Status))
 	c.eq("exp_type", f.ExpType)
 	c.eq("creator", f.Creator)
+	if len(f.IDs) > 0 {
+		c.in("id", f.IDs)
+	}
 	if f.NamePrefix {
 		c.add("name LIKE ? ESCAPE '!'", likeEscape(f.Name)+"%")
 	} else {
@@ -254,6 +257,53 @@ func (s *Store) UpdateExpStatus(ctx context.Context, u store.StatusUpdate) (*sto
 		return err
 	})
 	return out, err
+}
+
+// UpdateExpStatuses implements store.Store. The experiments' rows are
+// locked first, all at once in ID order, so two batches naming the same
+// experiments cannot deadlock and every update's event is numbered under
+// its experiment's lock.
+func (s *Store) UpdateExpStatuses(ctx context.Context, us []store.StatusUpdate) (exps []*store.Experiment, errs []error, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		exps, errs = make([]*store.Experiment, len(us)), make([]error, len(us))
+		ids := make([]string, 0, len(us))
+		for i, u := range us {
+			if u.ClusterName != "" || u.NodePool != "" {
+				errs[i] = errdefs.Invalid("cluster_name", "cluster_name and node_pool apply to jobs only")
+				continue
+			}
+			if errs[i] = checkUpdate(expEntity, u); errs[i] == nil {
+				ids = append(ids, u.ID)
+			}
+		}
+		if err := s.lockExps(ctx, tx, ids); err != nil {
+			return err
+		}
+		var events []store.Event
+		for i, u := range us {
+			if errs[i] != nil {
+				continue
+			}
+			var ev *store.Event
+			if ev, errs[i] = s.applyStatus(ctx, tx, expEntity, u); errs[i] != nil {
+				if !errors.Is(errs[i], errdefs.ErrNotFound) && !errors.Is(errs[i], errdefs.ErrFailedPrecondition) {
+					return errs[i] // the database failed: the whole batch does
+				}
+				continue
+			}
+			if ev != nil {
+				events = append(events, *ev)
+			}
+			if exps[i], errs[i] = s.getExp(ctx, tx, u.ID, ""); errs[i] != nil {
+				return errs[i]
+			}
+		}
+		return s.appendEvents(ctx, tx, events)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return exps, errs, nil
 }
 
 // abortableJobs are the job statuses AbortExp moves to Aborting: those the

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,6 +74,7 @@ func runSuite(t *testing.T, open opener) {
 		{"RelinkUserRollsBack", testRelinkUserRollsBack},
 		{"AppendJobMessage", testAppendJobMessage},
 		{"UpdateJobStatuses", testUpdateJobStatuses},
+		{"UpdateExpStatuses", testUpdateExpStatuses},
 		{"ClusterReports", testClusterReports},
 		{"RegistrySettings", testRegistrySettings},
 		{"MigrateTwice", testMigrateTwice},
@@ -1572,6 +1574,80 @@ func testUpdateJobStatuses(t *testing.T, e env) {
 	}
 	if j, _ := e.s.GetJob(ctx, jobs[1].ID); j.Message == "stale read" || j.Version != 1 {
 		t.Errorf("refused update was written: %+v", j)
+	}
+}
+
+// A batch of experiment updates applies in order in one transaction: a
+// success written as two steps (Created, Running, Succeeded) lands whole,
+// a refused update leaves the others alone, and the events come out in
+// order. ListExps by IDs reads exactly those named.
+func testUpdateExpStatuses(t *testing.T, e env) {
+	a, ajobs, aart := newExp("batch-a", "w")
+	b, bjobs, bart := newExp("batch-b", "w")
+	c, cjobs, cart := newExp("batch-c", "w")
+	for _, x := range []struct {
+		exp  *store.Experiment
+		jobs []*store.Job
+		art  *store.Artifact
+	}{{a, ajobs, aart}, {b, bjobs, bart}, {c, cjobs, cart}} {
+		mustCreate(t, e.s, x.exp, x.jobs, x.art)
+	}
+	got, errs, err := e.s.UpdateExpStatuses(ctx, []store.StatusUpdate{
+		{ID: a.ID, Expected: lifecycle.Created, Status: lifecycle.Running},
+		{ID: b.ID, Expected: lifecycle.Running, Status: lifecycle.Succeeded, Message: "stale read"},
+		{ID: a.ID, Expected: lifecycle.Running, Status: lifecycle.Succeeded, Message: "done"},
+		{ID: "exp-zzzzzzzzzz", Expected: lifecycle.Created, Status: lifecycle.Running},
+		{ID: c.ID, Expected: lifecycle.Created, Status: lifecycle.Created, Reason: "Waiting", Message: "queue position 3"},
+		{ID: c.ID, Expected: lifecycle.Created, Status: lifecycle.Created, NodePool: "p"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"first step written", errs[0] == nil && got[0].Status == lifecycle.Running},
+		{"stale precondition refused alone", errors.Is(errs[1], errdefs.ErrFailedPrecondition) && got[1] == nil},
+		{"second step sees the first", errs[2] == nil && got[2].Status == lifecycle.Succeeded && got[2].Message == "done" && got[2].StartedAt != nil},
+		{"unknown experiment refused alone", errors.Is(errs[3], errdefs.ErrNotFound)},
+		{"same-status message written", errs[4] == nil && got[4].Message == "queue position 3"},
+		{"job-only field refused", errors.Is(errs[5], errdefs.ErrInvalid)},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: errs %v", c.name, errs)
+		}
+	}
+	if x, _ := e.s.GetExp(ctx, b.ID); x.Message == "stale read" || x.Status != lifecycle.Created {
+		t.Errorf("refused update was written: %+v", x)
+	}
+	evs, err := e.s.ListEvents(ctx, store.EventFilter{ExpID: a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statuses []lifecycle.Status
+	for _, ev := range evs {
+		if ev.Kind == store.EventExperiment {
+			statuses = append(statuses, ev.Status)
+		}
+	}
+	if !slices.Equal(statuses, []lifecycle.Status{lifecycle.Created, lifecycle.Running, lifecycle.Succeeded}) {
+		t.Errorf("events: %v, want [Created Running Succeeded] (the create, then the two steps)", statuses)
+	}
+	listed, _, err := e.s.ListExps(ctx, store.ExpFilter{IDs: []string{a.ID, c.ID, "exp-zzzzzzzzzz"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, x := range listed {
+		ids = append(ids, x.ID)
+	}
+	slices.Sort(ids)
+	want := []string{a.ID, c.ID}
+	slices.Sort(want)
+	if !slices.Equal(ids, want) {
+		t.Errorf("ListExps by IDs = %v, want %v", ids, want)
 	}
 }
 
