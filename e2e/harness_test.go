@@ -68,6 +68,16 @@ func startDevEnv(t testing.TB, dataDir string, env []string) *dev {
 	d := &dev{t: t, dataDir: dataDir, http: freeAddr(t), grpc: freeAddr(t), stderr: &bytes.Buffer{}}
 	d.cmd = exec.Command(falconBin, "dev", "--data-dir", dataDir, "--http-addr", d.http, "--grpc-addr", d.grpc, "--log-level", "debug")
 	d.cmd.Stderr = d.stderr
+	if path := os.Getenv("FALCON_E2E_DEV_LOG"); path != "" {
+		// Kept for a look at where a benchmark's time went; each falcon
+		// dev of the run appends to it.
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		d.cmd.Stderr = io.MultiWriter(d.stderr, f)
+	}
 	if env != nil {
 		d.cmd.Env = append(os.Environ(), env...)
 	}

@@ -144,7 +144,7 @@ func (b *Backend) restConfig(c *falconv1.Cluster) (*rest.Config, error) {
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
 			return &oauth2.Transport{Source: tokens, Base: rt}
 		},
-		QPS: 50, Burst: 100,
+		QPS: kube.ClusterQPS, Burst: 2 * kube.ClusterQPS,
 	}, nil
 }
 

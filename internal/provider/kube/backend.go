@@ -110,6 +110,27 @@ func New(opts ...Option) *Backend {
 	return b
 }
 
+// ClusterQPS is the resource manager's request rate to one cluster's
+// apiserver (bursts of twice as many) when the connection does not set its
+// own: the per-cluster rate limit of its creates, deletes and lookups.
+const ClusterQPS = 50
+
+// clientConfig is the connection the backend's clients and informers use:
+// a copy of cfg without a client-wide timeout (watches are long; calls
+// carry their own deadlines) and, unless cfg sets one, at ClusterQPS. A
+// kubeconfig cannot set a rate, and client-go's default (5 a second,
+// bursts of 10) is for command-line tools: behind it a busy cluster's
+// creates and deletes waited up to 750 ms each in BenchmarkKubeDispatch,
+// which capped dispatch near 5 Jobs/s per cluster.
+func clientConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 0
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = ClusterQPS, 2*ClusterQPS
+	}
+	return cfg
+}
+
 // KubeconfigREST builds a client config from the cluster's kubeconfig path
 // (default loading rules when empty: $KUBECONFIG, ~/.kube/config) and context.
 func KubeconfigREST(c *falconv1.Cluster) (*rest.Config, error) {
@@ -172,8 +193,7 @@ func (b *Backend) edgeFor(c *falconv1.Cluster) (*edge, error) {
 			b.broken[c.GetName()] = err
 			return nil, err
 		}
-		cfg = rest.CopyConfig(cfg)
-		cfg.Timeout = 0 // watches are long; calls carry their own deadlines
+		cfg = clientConfig(cfg)
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			err = &resourcemanager.UnusableError{Err: fmt.Errorf("client for cluster %s: %w", c.GetName(), err)}

@@ -1,0 +1,35 @@
+package kube
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// The backend's clients run at ClusterQPS unless the connection sets its
+// own rate, never at client-go's command-line default, and never share the
+// caller's config.
+func TestClientConfig(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        rest.Config
+		wantQPS   float32
+		wantBurst int
+	}{
+		{"a kubeconfig's (no rate)", rest.Config{Host: "https://a", Timeout: time.Minute}, ClusterQPS, 2 * ClusterQPS},
+		{"a connection with its own rate", rest.Config{Host: "https://b", QPS: 7, Burst: 9}, 7, 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.in
+			got := clientConfig(&in)
+			if got.QPS != tt.wantQPS || got.Burst != tt.wantBurst || got.Timeout != 0 {
+				t.Errorf("QPS %v burst %d timeout %v; want %v, %d, 0", got.QPS, got.Burst, got.Timeout, tt.wantQPS, tt.wantBurst)
+			}
+			if in.QPS != tt.in.QPS || in.Timeout != tt.in.Timeout {
+				t.Errorf("the caller's config was changed: %+v", in)
+			}
+		})
+	}
+}
