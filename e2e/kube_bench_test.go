@@ -179,6 +179,45 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	created := map[string]time.Time{} // job ID -> create returned
 	expOfJob := map[string]string{}
 	shapeOf := map[string]int{}
+	// Every experiment's success, noted when it became visible, by a
+	// poller that runs from the first create: one that began after the
+	// creates would see the early ones late.
+	succeeded := map[string]time.Time{}
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		deadline := time.Now().Add(time.Duration(n)*time.Second + 2*time.Minute)
+		for len(succeeded) < n && time.Now().Before(deadline) && ctx.Err() == nil {
+			token := ""
+			for {
+				resp, err := http.Get(base0 + "/v1/experiments?status=Succeeded&page_size=1000&page_token=" + token)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				var page struct {
+					Items []struct {
+						ID string `json:"id"`
+					} `json:"items"`
+					Next string `json:"next_page_token"`
+				}
+				json.NewDecoder(resp.Body).Decode(&page)
+				resp.Body.Close()
+				now := time.Now()
+				for _, it := range page.Items {
+					if _, ok := succeeded[it.ID]; !ok {
+						succeeded[it.ID] = now
+					}
+				}
+				if token = page.Next; token == "" {
+					break
+				}
+			}
+			// The poll pages through every Succeeded experiment: more often
+			// would load the API server it measures.
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		sh := benchShapes[i%len(benchShapes)]
@@ -203,38 +242,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		expOfJob[exp.Jobs[0].ID] = exp.ID
 		shapeOf[exp.Jobs[0].ID] = i % len(benchShapes)
 	}
-	// Wait for every experiment to succeed, noting when each became visible.
-	succeeded := map[string]time.Time{}
-	deadline := time.Now().Add(time.Duration(n)*time.Second + 2*time.Minute)
-	for len(succeeded) < n && time.Now().Before(deadline) {
-		token := ""
-		for {
-			resp, err := http.Get(base0 + "/v1/experiments?status=Succeeded&page_size=1000&page_token=" + token)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var page struct {
-				Items []struct {
-					ID string `json:"id"`
-				} `json:"items"`
-				Next string `json:"next_page_token"`
-			}
-			json.NewDecoder(resp.Body).Decode(&page)
-			resp.Body.Close()
-			now := time.Now()
-			for _, it := range page.Items {
-				if _, ok := succeeded[it.ID]; !ok {
-					succeeded[it.ID] = now
-				}
-			}
-			if token = page.Next; token == "" {
-				break
-			}
-		}
-		// The poll pages through every Succeeded experiment: more often
-		// would load the API server it measures.
-		time.Sleep(20 * time.Millisecond)
-	}
+	<-polled
 	b.StopTimer()
 	if len(succeeded) < n {
 		b.Fatalf("only %d of %d experiments succeeded", len(succeeded), n)
@@ -266,6 +274,25 @@ func BenchmarkKubeDispatch(b *testing.B) {
 			if r, ok := running[prev]; ok && created[next].Before(r) {
 				handover = append(handover, float64(exists[next].Sub(r).Microseconds())/1000)
 			}
+		}
+	}
+	if path := os.Getenv("FALCON_BENCH_TIMELINE"); path != "" {
+		// Each job's moments as the benchmark saw them, to set beside
+		// falcon dev's log (FALCON_E2E_DEV_LOG): where the time went.
+		var sb strings.Builder
+		sb.WriteString("job\texp\tcreated\texists\trunning\tcomplete\tvisible\n")
+		ms := func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			return t.UTC().Format("15:04:05.000")
+		}
+		for job, c := range created {
+			e := expOfJob[job]
+			fmt.Fprintf(&sb, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", job, e, ms(c), ms(exists[job]), ms(running[job]), ms(complete[job]), ms(succeeded[e]))
+		}
+		if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+			b.Error(err)
 		}
 	}
 	falconRate := float64(n) / last.Sub(start).Seconds()
