@@ -66,7 +66,11 @@ func startDevEnv(t testing.TB, dataDir string, env []string) *dev {
 		dataDir = t.TempDir()
 	}
 	d := &dev{t: t, dataDir: dataDir, http: freeAddr(t), grpc: freeAddr(t), stderr: &bytes.Buffer{}}
-	d.cmd = exec.Command(falconBin, "dev", "--data-dir", dataDir, "--http-addr", d.http, "--grpc-addr", d.grpc, "--log-level", "debug")
+	args := []string{"dev", "--data-dir", dataDir, "--http-addr", d.http, "--grpc-addr", d.grpc, "--log-level", "debug"}
+	// More flags for every falcon dev of the run, such as --pprof for a
+	// profile of a benchmark.
+	args = append(args, strings.Fields(os.Getenv("FALCON_E2E_DEV_ARGS"))...)
+	d.cmd = exec.Command(falconBin, args...)
 	d.cmd.Stderr = d.stderr
 	if path := os.Getenv("FALCON_E2E_DEV_LOG"); path != "" {
 		// Kept for a look at where a benchmark's time went; each falcon
