@@ -145,8 +145,9 @@ func (c *cycle) look(j *falconv1.Job) {
 //     when it is pinned to a cluster out of service, say it waits for it;
 //  5. hand every free queue slot to the next job by the pick rule and
 //     dispatch it, except on clusters whose backend is backing off;
-//  6. write the positions of the waiting jobs in every queue that changed
-//     (every queue, every tailRefresh);
+//  6. write the positions of the waiting jobs in every queue that changed:
+//     the next in line at once, the rest of the front every nearRefresh,
+//     the tail every tailRefresh;
 //  7. Running: fail it with Reason Timeout once timeout_seconds have passed
 //     since it started (stopping it first); otherwise observe it;
 //  8. node pools: keep each idle pool a waiting job can use, delete the
@@ -208,6 +209,10 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		todo = ordered(sel)
 	}
 	m.metrics.CycleJobs.Observe(float64(len(todo)))
+	read := time.Since(start)
+	defer func() {
+		m.log.Debug("resource manager cycle", "jobs", len(todo), "full", full, "read", read, "took", time.Since(start))
+	}()
 
 	m.loadPools(ctx, c, c.all)
 	c.cands = m.candidates(cl.GetItems())
@@ -1151,9 +1156,11 @@ func (m *Manager) fail(ctx context.Context, j *falconv1.Job, reason lifecycle.Re
 }
 
 // writePositions tells the waiting jobs of every queue that changed (all:
-// of every queue) where they stand, in one batch:
-// every pick moves up to exactPositions jobs of its queue, and a write
-// each would make the positions, not the dispatching, the cycle's cost.
+// of every queue) where they stand, in one batch: the next in line at
+// once, the rest when their refresh is due (planPositions), so a burst of
+// handovers in one queue costs one write for those behind, not one per
+// step. A queue whose front is not due yet stays touched, and the cycle
+// asks to be woken when it is.
 //
 // A job waiting on a cluster its backend cannot reach says so: otherwise it
 // would only see its queue not move.
@@ -1162,14 +1169,26 @@ func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]
 	var jobs []*falconv1.Job
 	var poss []int
 	var reqs []*falconv1.UpdateJobStatusRequest
+	queues := map[queue.Key]bool{}
 	for _, key := range m.mem.sched.Keys() {
+		queues[key] = true
 		refreshTail := now.Sub(m.mem.tailWritten[key]) >= tailRefresh
-		if !all && !refreshTail && !m.mem.touched[key] {
+		touched := m.mem.touched[key]
+		if !all && !refreshTail && !touched {
 			continue // nothing moved in this queue
+		}
+		refreshNear := refreshTail || now.Sub(m.mem.nearWritten[key]) >= nearRefresh
+		if refreshNear {
+			m.mem.nearWritten[key] = now
+			delete(m.mem.touched, key)
+		} else {
+			// The rest of the front is told at its next refresh, in one
+			// write with whatever else moved by then.
+			c.deadline(m.mem.nearWritten[key].Add(nearRefresh))
 		}
 		for _, w := range planPositions(queueFacts{
 			cluster: key.Cluster, waiting: m.mem.sched.Waiting(key), jobs: byID, written: m.mem.positions,
-			unreachable: c.health[key.Cluster].Err, refreshTail: refreshTail,
+			unreachable: c.health[key.Cluster].Err, refreshNear: refreshNear, refreshTail: refreshTail,
 		}) {
 			jobs = append(jobs, w.job)
 			poss = append(poss, w.pos)
@@ -1191,7 +1210,11 @@ func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]
 			m.mem.tailWritten[key] = now
 		}
 	}
-	clear(m.mem.touched)
+	for key := range m.mem.touched {
+		if !queues[key] {
+			delete(m.mem.touched, key) // the queue is gone: nobody to tell
+		}
+	}
 	m.writeBatch(ctx, jobs, reqs, false)
 	for i, j := range jobs {
 		if j.GetMessage() == reqs[i].GetMessage() { // written (refreshed from the row)

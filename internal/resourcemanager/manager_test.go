@@ -412,6 +412,39 @@ func TestClusterNotActiveWaits(t *testing.T) {
 	}
 }
 
+// A handover tells the new next in line at once; those behind it learn
+// their new positions at the queue's next refresh, one write for every
+// step taken meanwhile, and the cycle asks to be woken for it.
+func TestPositionsBehindTheNextInLineWaitForTheirRefresh(t *testing.T) {
+	f := setup(t)
+	f.be.startPhase = resourcemanager.PhasePending
+	task := &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
+	var jobs []string
+	for range 4 {
+		_, j := f.one(t, task)
+		jobs = append(jobs, j)
+	}
+	f.cycle(t)
+	want(t, f.env.Job(t, jobs[1]), "Pending", "Waiting", "next in line")
+	want(t, f.env.Job(t, jobs[3]), "Pending", "Waiting", "queue position #3, 2 ahead")
+
+	f.be.set(jobs[0], resourcemanager.PhaseRunning, "1/1 pods running")
+	next, err := f.mgr.Reconcile(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, f.env.Job(t, jobs[1]), "Pending", "Dispatching", "")
+	want(t, f.env.Job(t, jobs[2]), "Pending", "Waiting", "next in line")
+	want(t, f.env.Job(t, jobs[3]), "Pending", "Waiting", "queue position #3, 2 ahead") // not yet
+	if want := f.now.Add(time.Second); next.IsZero() || next.After(want) {
+		t.Fatalf("next cycle at %v, want by %v for the refresh", next, want)
+	}
+
+	f.now = f.now.Add(time.Second)
+	f.cycle(t)
+	want(t, f.env.Job(t, jobs[3]), "Pending", "Waiting", "queue position #2, 1 ahead")
+}
+
 func TestOneJobAcquiresPerQueue(t *testing.T) {
 	f := setup(t)
 	f.be.startPhase = resourcemanager.PhasePending

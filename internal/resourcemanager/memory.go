@@ -17,8 +17,8 @@ import (
 //     which actor each queue served last is lost, so the next pick in a
 //     queue whose slot is free may serve the same actor twice in a row (a
 //     one-turn fairness blip, see package queue).
-//   - positions, tailWritten: every waiting job's position is written again
-//     once if it differs from its row.
+//   - positions, nearWritten, tailWritten: every waiting job's position is
+//     written again once if it differs from its row.
 //   - poolLists: every pool cluster is listed again at once.
 //   - polls, deletes: a pool being provisioned is looked at, and an idle
 //     pool deleted, at once rather than at its next backoff step; the count
@@ -39,7 +39,8 @@ import (
 //     looks at every job, so nothing is owed.
 type memory struct {
 	sched       *queue.Scheduler
-	positions   map[string]int // waiting job -> position last written
+	positions   map[string]int          // waiting job -> position last written
+	nearWritten map[queue.Key]time.Time // when each queue's front was last told
 	tailWritten map[queue.Key]time.Time
 	lastPending map[string]bool
 
@@ -65,8 +66,8 @@ type memory struct {
 	// due is when each job must be looked at again although nothing
 	// changed: its timeout, its pool's next poll, its stop's backoff.
 	due map[string]time.Time
-	// touched are the queues whose order or holder changed this cycle:
-	// their waiting jobs' positions are written again.
+	// touched are the queues whose order or holder changed since their
+	// waiting jobs were last told their positions (see nearRefresh).
 	touched map[queue.Key]bool
 	// unreachable is which clusters were unreachable last cycle: a change
 	// is news for every job there.
@@ -77,6 +78,7 @@ func newMemory(now func() time.Time) *memory {
 	return &memory{
 		sched:           queue.New(queue.WithClock(now)),
 		positions:       map[string]int{},
+		nearWritten:     map[queue.Key]time.Time{},
 		tailWritten:     map[queue.Key]time.Time{},
 		lastPending:     map[string]bool{},
 		poolLists:       map[string]poolListing{},

@@ -292,13 +292,17 @@ func planStopOutcome(cluster, msg string, prev *backoff, stopErr error, backingO
 	return false, msg, &st
 }
 
-// Position messages near the front of a queue are kept exact; further back
-// they are refreshed at most every tailRefresh. Every pick moves every
-// waiting job up by one, so rewriting all of them each time would cost a
-// write per waiting job per dispatch, and nobody 300th in line needs to see
-// each step.
+// Position messages: the next in line is told at once; the rest of the
+// front of a queue (up to exactPositions) at most every nearRefresh, and
+// further back at most every tailRefresh. Every pick moves every waiting
+// job up by one, so rewriting all of them each time would cost a write per
+// waiting job per dispatch — at twenty handovers a second, most of the
+// resource manager's writes, each echoed back to it and mirrored on its
+// experiment — and nobody third in line needs to see each step within the
+// second.
 const (
 	exactPositions = 20
+	nearRefresh    = time.Second
 	tailRefresh    = 30 * time.Second
 )
 
@@ -314,6 +318,9 @@ type queueFacts struct {
 	// unreachable is why the queue's cluster cannot be reached, if so: a
 	// job waiting there says so, or it would only see its queue not move.
 	unreachable error
+	// refreshNear: the positions behind the next in line, up to
+	// exactPositions, are due again.
+	refreshNear bool
 	// refreshTail: the positions behind exactPositions are due again.
 	refreshTail bool
 }
@@ -326,9 +333,10 @@ type positionWrite struct {
 }
 
 // planPositions lists the position messages to write in one queue: every
-// waiting job whose message differs from what it should say, except, past
-// exactPositions, those whose position this controller wrote before until
-// the tail is due.
+// waiting job whose message differs from what it should say, except those
+// whose position this controller wrote before and is not due again: behind
+// the next in line until refreshNear, past exactPositions until
+// refreshTail.
 func planPositions(q queueFacts) []positionWrite {
 	var out []positionWrite
 	suffix := ""
@@ -336,9 +344,12 @@ func planPositions(q queueFacts) []positionWrite {
 		suffix = fmt.Sprintf("; cluster %s is unreachable: %v", q.cluster, q.unreachable)
 	}
 	for _, p := range q.waiting {
-		if p.Pos > exactPositions && !q.refreshTail {
-			if _, placed := q.written[p.ID]; placed {
+		if _, placed := q.written[p.ID]; placed && !q.refreshTail {
+			if p.Pos > exactPositions {
 				continue // most of a long queue: one lookup each
+			}
+			if p.Pos > 1 && !q.refreshNear {
+				continue
 			}
 		}
 		j := q.jobs[p.ID]

@@ -299,11 +299,16 @@ func TestPlanPositions(t *testing.T) {
 	if len(got) != 25 || got[0].pos != 1 || got[24].pos != 25 || got[0].msg != waiting[0].Message() {
 		t.Fatalf("first write: %s", ids(got))
 	}
-	// Written before, tail not due: only the front 20 (their messages are
-	// not yet on the rows here, so all 20 differ).
+	// Written before, nothing due: only the next in line (the messages are
+	// not yet on the rows here, so every one differs).
 	got = planPositions(queueFacts{cluster: "edge-a", waiting: waiting, jobs: jobs, written: all})
+	if len(got) != 1 || got[0].pos != 1 {
+		t.Fatalf("written, nothing due: %s", ids(got))
+	}
+	// The front due, the tail not: the front 20.
+	got = planPositions(queueFacts{cluster: "edge-a", waiting: waiting, jobs: jobs, written: all, refreshNear: true})
 	if len(got) != exactPositions || got[len(got)-1].pos != exactPositions {
-		t.Fatalf("written, tail not due: %s", ids(got))
+		t.Fatalf("front due, tail not: %s", ids(got))
 	}
 	// The tail due: everything again.
 	if got = planPositions(queueFacts{cluster: "edge-a", waiting: waiting, jobs: jobs, written: all, refreshTail: true}); len(got) != 25 {
