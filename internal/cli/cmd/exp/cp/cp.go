@@ -577,7 +577,9 @@ func (cp *copier) downloadFile(ctx context.Context, src, target string) error {
 			resumed = true // what a cut stream wrote is summed from the file
 		}
 		if off == 0 {
-			errs, err := cp.r.shErr(ctx, `cksum < "$1" >&2 & tail -c +1 "$1"; s=$?; wait $! || exit 1; exit $s`, nil, io.MultiWriter(f, running), src)
+			// cat, not tail -c +1: GNU tail copies in 8 KiB writes, cat in
+			// 128 KiB ones, and every write is a message on its way here.
+			errs, err := cp.r.shErr(ctx, `cksum < "$1" >&2 & cat "$1"; s=$?; wait $! || exit 1; exit $s`, nil, io.MultiWriter(f, running), src)
 			if err != nil {
 				return err
 			}
