@@ -3,7 +3,9 @@
 // that re-read everything they own each cycle. Follower also keeps the set
 // of experiments changed since the caller last asked, resuming the stream
 // from the last change seen, and says resync whenever it cannot vouch that
-// the set is complete, so a loop can read only what changed. Loops keep
+// the set is complete, so a loop can read only what changed; it skips
+// derived changes (the expController's mirrors of jobs already reported),
+// which are news to neither controller. Loops keep
 // their periodic poll either way; a broken stream is re-opened with backoff
 // and never stops the loop. Loop runs a controller's cycles on those
 // wake-ups and its interval, and drains on Shutdown.

@@ -10,7 +10,8 @@ import (
 )
 
 // Follower keeps the set of experiments changed since the caller last
-// asked, from a WatchChanges stream resumed across reconnects. When it
+// asked (derived changes left out, see note), from a WatchChanges stream
+// resumed across reconnects. When it
 // cannot vouch that the set is complete — its first connection, a stream
 // that broke and could not be resumed (another server, a restarted one, a
 // gap the server no longer holds) — it says resync, and the caller reads
