@@ -14,7 +14,8 @@ import (
 
 // A Follower against a real API server: its first Take says resync (it has
 // read nothing yet), then it names exactly the experiments written since;
-// Again and Return put back what a caller could not read.
+// a derived change names nothing; Again and Return put back what a caller
+// could not read.
 func TestFollowerNamesWhatChanged(t *testing.T) {
 	env := apitest.Start(t, map[string]string{"local": "local"})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -45,6 +46,30 @@ func TestFollowerNamesWhatChanged(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("changed experiments %v, want %v", got, want)
+	}
+	// A derived change (the expController's mirror of its jobs) names
+	// nothing: the next Take holds only what was written after it.
+	if _, err := falconv1.NewExperimentServiceClient(env.Conn).UpdateExpStatuses(ctx, &falconv1.UpdateExpStatusesRequest{
+		Updates: []*falconv1.UpdateExpStatusRequest{{Id: a, ExpectedStatus: "Created", Status: "Created", Message: "mirrored"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := env.Create(t, "follow-c", role).GetId()
+	// A wake left over from the creates above may come first: take until
+	// c is named, and nothing else may be.
+	for seen := false; !seen; {
+		select {
+		case <-f.Wake():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("not woken for %s", c)
+		}
+		exps, _ := f.Take()
+		for _, id := range exps {
+			if id != c {
+				t.Fatalf("after a derived change and a create: Take named %s, want %s alone", id, c)
+			}
+			seen = true
+		}
 	}
 	f.Return([]string{a})
 	if exps, resync := f.Take(); resync || !slices.Equal(exps, []string{a}) {
