@@ -682,6 +682,27 @@ func (f *fixture) dumpKube(t *testing.T) {
 	}
 	for _, p := range pods.Items {
 		t.Logf("pod %s: %s on %q, deleting %v, finalizers %v", p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil, p.Finalizers)
+		// kwok ends a pod its test duration after it ran: when one stays
+		// Running, what kwok saw of it is the clue.
+		var env []string
+		if len(p.Spec.Containers) > 0 {
+			for _, e := range p.Spec.Containers[0].Env {
+				if strings.HasPrefix(e.Name, "FALCON_TEST_") {
+					env = append(env, e.Name+"="+e.Value)
+				}
+			}
+		}
+		started := "never"
+		if p.Status.StartTime != nil {
+			started = time.Since(p.Status.StartTime.Time).Round(time.Millisecond).String() + " ago"
+		}
+		t.Logf("  created %s ago, started %s, test env %v, resourceVersion %s, conditions %v",
+			time.Since(p.CreationTimestamp.Time).Round(time.Millisecond), started, env, p.ResourceVersion, p.Status.Conditions)
+	}
+	if nodes, err := shared.Clientset().CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			t.Logf("node %s: created %s ago, deleting %v, annotations %v", n.Name, time.Since(n.CreationTimestamp.Time).Round(time.Millisecond), n.DeletionTimestamp != nil, n.Annotations)
+		}
 	}
 }
 
