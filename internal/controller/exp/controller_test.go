@@ -3,8 +3,13 @@ package exp_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
@@ -172,4 +177,57 @@ func fullReads(conn *apitest.Calls) int {
 		}
 	}
 	return n
+}
+
+// failFirst fails the first call to method with Unavailable, without
+// making it, as a server that went away for a moment would.
+type failFirst struct {
+	grpc.ClientConnInterface
+	method string
+	failed atomic.Bool
+}
+
+func (f *failFirst) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	if method == f.method && f.failed.CompareAndSwap(false, true) {
+		return status.Error(codes.Unavailable, "connection refused")
+	}
+	return f.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+}
+
+// A cycle whose batch write fails puts its experiments back: the next
+// cycle (the safety-net poll here, the feed silent) writes them, without a
+// full read of every live experiment.
+func TestFailedWriteIsLookedAtAgain(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	exp := env.Create(t, "again", map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}})
+	conn := apitest.CountCalls(&failFirst{ClientConnInterface: env.Conn, method: falconv1.ExperimentService_UpdateExpStatuses_FullMethodName})
+	c := expctl.New(conn, expctl.WithInterval(20*time.Millisecond), expctl.WithResync(time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for fullReads(conn) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the first cycle's full read")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	full := fullReads(conn)
+	move(t, env, exp.GetJobs()[0].GetId(), "Pending", "Running", "", "")
+	for env.Exp(t, exp.GetId()).GetStatus() != "Running" {
+		if time.Now().After(deadline) {
+			t.Fatalf("experiment %s after its failed write: %s, want Running", exp.GetId(), env.Exp(t, exp.GetId()).GetStatus())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := conn.Count("UpdateExpStatuses"); got < 2 {
+		t.Errorf("%d UpdateExpStatuses calls, want the failed one and its retry", got)
+	}
+	if got := fullReads(conn); got != full {
+		t.Errorf("%d full reads after the failed write, want none: the experiment is put back, not everything read again", got-full)
+	}
 }
