@@ -366,33 +366,23 @@ func (s *Server) UpdateExpStatus(ctx context.Context, req *falconv1.UpdateExpSta
 // UpdateExpStatuses is the expController's write path for a whole cycle:
 // every update in one transaction, each judged on its own.
 func (s *Server) UpdateExpStatuses(ctx context.Context, req *falconv1.UpdateExpStatusesRequest) (*falconv1.UpdateExpStatusesResponse, error) {
-	if n := len(req.GetUpdates()); n > maxBatch {
-		return nil, errdefs.Invalid("updates", "at most %d per call, got %d", maxBatch, n)
-	}
 	resp := &falconv1.UpdateExpStatusesResponse{Results: make([]*falconv1.ExpStatusResult, len(req.GetUpdates()))}
-	var us []store.StatusUpdate
-	var at []int // index in the request of each entry of us
-	for i, r := range req.GetUpdates() {
-		u, err := statusUpdate(lifecycle.ExperimentMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage())
-		if err != nil {
-			resp.Results[i] = expRefusal(err)
-			continue
-		}
-		us = append(us, u)
-		at = append(at, i)
-	}
-	exps, errs, err := s.store.UpdateExpStatuses(ctx, us)
+	var changes []changefeed.Change
+	err := applyBatch(len(req.GetUpdates()),
+		func(i int) (store.StatusUpdate, error) {
+			r := req.GetUpdates()[i]
+			return statusUpdate(lifecycle.ExperimentMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage())
+		},
+		func(us []store.StatusUpdate) ([]*store.Experiment, []error, error) {
+			return s.store.UpdateExpStatuses(ctx, us)
+		},
+		func(i int, e *store.Experiment) {
+			resp.Results[i] = &falconv1.ExpStatusResult{Experiment: expToAPI(e)}
+			changes = append(changes, derived(expChange(e.ID)))
+		},
+		func(i int, err error) { resp.Results[i] = expRefusal(err) })
 	if err != nil {
 		return nil, err
-	}
-	var changes []changefeed.Change
-	for k, i := range at {
-		if errs[k] != nil {
-			resp.Results[i] = expRefusal(errs[k])
-			continue
-		}
-		resp.Results[i] = &falconv1.ExpStatusResult{Experiment: expToAPI(exps[k])}
-		changes = append(changes, derived(expChange(exps[k].ID)))
 	}
 	if len(changes) > 0 {
 		s.changed(changes...)

@@ -150,34 +150,25 @@ const maxBatch = 1000
 // UpdateJobStatuses applies many status updates in one transaction; each is
 // judged on its own, and its refusal comes back in its result.
 func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobStatusesRequest) (*falconv1.UpdateJobStatusesResponse, error) {
-	if n := len(req.GetUpdates()); n > maxBatch {
-		return nil, errdefs.Invalid("updates", "at most %d per call, got %d", maxBatch, n)
-	}
 	resp := &falconv1.UpdateJobStatusesResponse{Results: make([]*falconv1.JobStatusResult, len(req.GetUpdates()))}
-	var us []store.StatusUpdate
-	var at []int // index in the request of each entry of us
-	for i, r := range req.GetUpdates() {
-		u, err := jobStatusUpdate(r)
-		if err != nil {
-			resp.Results[i] = refusal(err)
-			continue
-		}
-		u.ClusterName, u.NodePool = r.GetClusterName(), r.GetNodePool()
-		us = append(us, u)
-		at = append(at, i)
-	}
-	jobs, errs, err := s.store.UpdateJobStatuses(ctx, us)
+	var changes []changefeed.Change
+	err := applyBatch(len(req.GetUpdates()),
+		func(i int) (store.StatusUpdate, error) {
+			r := req.GetUpdates()[i]
+			u, err := jobStatusUpdate(r)
+			u.ClusterName, u.NodePool = r.GetClusterName(), r.GetNodePool()
+			return u, err
+		},
+		func(us []store.StatusUpdate) ([]*store.Job, []error, error) {
+			return s.store.UpdateJobStatuses(ctx, us)
+		},
+		func(i int, j *store.Job) {
+			resp.Results[i] = &falconv1.JobStatusResult{Job: jobToAPI(j)}
+			changes = append(changes, jobChange(j))
+		},
+		func(i int, err error) { resp.Results[i] = refusal(err) })
 	if err != nil {
 		return nil, err
-	}
-	var changes []changefeed.Change
-	for k, i := range at {
-		if errs[k] != nil {
-			resp.Results[i] = refusal(errs[k])
-			continue
-		}
-		resp.Results[i] = &falconv1.JobStatusResult{Job: jobToAPI(jobs[k])}
-		changes = append(changes, jobChange(jobs[k]))
 	}
 	if req.GetWithConfig() {
 		s.addConfigs(ctx, resp.Results)
@@ -186,6 +177,40 @@ func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobS
 		s.changed(changes...)
 	}
 	return resp, nil
+}
+
+// applyBatch is the shape of every batch status write: the n requests are
+// checked one by one (a refusal is that request's result), the valid ones
+// applied in one store transaction, and each written row handed to done by
+// its index in the request. Only the store's failure fails the call.
+func applyBatch[Row any](n int, check func(i int) (store.StatusUpdate, error),
+	apply func([]store.StatusUpdate) ([]Row, []error, error), done func(i int, row Row), refused func(i int, err error)) error {
+	if n > maxBatch {
+		return errdefs.Invalid("updates", "at most %d per call, got %d", maxBatch, n)
+	}
+	var us []store.StatusUpdate
+	var at []int // index in the request of each entry of us
+	for i := range n {
+		u, err := check(i)
+		if err != nil {
+			refused(i, err)
+			continue
+		}
+		us = append(us, u)
+		at = append(at, i)
+	}
+	rows, errs, err := apply(us)
+	if err != nil {
+		return err
+	}
+	for k, i := range at {
+		if errs[k] != nil {
+			refused(i, errs[k])
+			continue
+		}
+		done(i, rows[k])
+	}
+	return nil
 }
 
 // addConfigs sets each written job's Config to its experiment's, read once

@@ -24,6 +24,29 @@ func move(t *testing.T, env *apitest.Env, id, from, to, reason, msg string) {
 	}
 }
 
+// start runs c until the test ends.
+func start(t *testing.T, c *expctl.Controller) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// waitFor waits up to 20 s for cond.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func reconcile(t *testing.T, c *expctl.Controller) {
 	t.Helper()
 	if err := c.Reconcile(context.Background()); err != nil {
@@ -113,39 +136,23 @@ func TestRunFollowsTheFeed(t *testing.T) {
 	}
 	conn := apitest.CountCalls(env.Conn)
 	c := expctl.New(conn, expctl.WithInterval(time.Hour), expctl.WithResync(time.Hour))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	start(t, c)
 	// A full read lists each live status in turn (Created, Running,
 	// Aborting): counted before its last list, the first read's own calls
 	// would look like later ones.
-	waitFor("the first cycle's full read", func() bool { return fullReads(conn) >= 3 })
+	waitFor(t, "the first cycle's full read", func() bool { return fullReads(conn) >= 3 })
 	full := fullReads(conn)
 	for i := range 3 {
 		move(t, env, jobs[i], "Pending", "Running", "", "")
 		exp := env.Job(t, jobs[i]).GetExpId()
-		waitFor("experiment "+exp+" Running", func() bool { return env.Exp(t, exp).GetStatus() == "Running" })
+		waitFor(t, "experiment "+exp+" Running", func() bool { return env.Exp(t, exp).GetStatus() == "Running" })
 	}
 	// The controller's own writes are derived changes: their echo must not
 	// wake it. Three more changes it must act on show it was awake.
 	for i := 3; i < 6; i++ {
 		move(t, env, jobs[i], "Pending", "Running", "", "")
 		exp := env.Job(t, jobs[i]).GetExpId()
-		waitFor("experiment "+exp+" Running", func() bool { return env.Exp(t, exp).GetStatus() == "Running" })
+		waitFor(t, "experiment "+exp+" Running", func() bool { return env.Exp(t, exp).GetStatus() == "Running" })
 	}
 	if got := fullReads(conn); got != full {
 		t.Errorf("%d full reads of live experiments after the first, want none: the feed names what changed", got-full)
@@ -202,28 +209,11 @@ func TestFailedWriteIsLookedAtAgain(t *testing.T) {
 	exp := env.Create(t, "again", map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}})
 	conn := apitest.CountCalls(&failFirst{ClientConnInterface: env.Conn, method: falconv1.ExperimentService_UpdateExpStatuses_FullMethodName})
 	c := expctl.New(conn, expctl.WithInterval(20*time.Millisecond), expctl.WithResync(time.Hour))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for fullReads(conn) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting for the first cycle's full read")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	start(t, c)
+	waitFor(t, "the first cycle's full read", func() bool { return fullReads(conn) >= 3 })
 	full := fullReads(conn)
 	move(t, env, exp.GetJobs()[0].GetId(), "Pending", "Running", "", "")
-	for env.Exp(t, exp.GetId()).GetStatus() != "Running" {
-		if time.Now().After(deadline) {
-			t.Fatalf("experiment %s after its failed write: %s, want Running", exp.GetId(), env.Exp(t, exp.GetId()).GetStatus())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "experiment "+exp.GetId()+" Running after its failed write", func() bool { return env.Exp(t, exp.GetId()).GetStatus() == "Running" })
 	if got := conn.Count("UpdateExpStatuses"); got < 2 {
 		t.Errorf("%d UpdateExpStatuses calls, want the failed one and its retry", got)
 	}

@@ -248,8 +248,8 @@ func likeEscape(s string) string {
 
 // UpdateExpStatus implements store.Store.
 func (s *Store) UpdateExpStatus(ctx context.Context, u store.StatusUpdate) (*store.Experiment, error) {
-	if u.ClusterName != "" || u.NodePool != "" {
-		return nil, errdefs.Invalid("cluster_name", "cluster_name and node_pool apply to jobs only")
+	if err := expOnly(u); err != nil {
+		return nil, err
 	}
 	var out *store.Experiment
 	err := s.updateStatus(ctx, expEntity, u, func(tx *sql.Tx) (err error) {
@@ -259,6 +259,14 @@ func (s *Store) UpdateExpStatus(ctx context.Context, u store.StatusUpdate) (*sto
 	return out, err
 }
 
+// expOnly refuses the fields of a status update that only jobs have.
+func expOnly(u store.StatusUpdate) error {
+	if u.ClusterName != "" || u.NodePool != "" {
+		return errdefs.Invalid("cluster_name", "cluster_name and node_pool apply to jobs only")
+	}
+	return nil
+}
+
 // UpdateExpStatuses implements store.Store. The experiments' rows are
 // locked first, all at once in ID order, so two batches naming the same
 // experiments cannot deadlock and every update's event is numbered under
@@ -266,39 +274,18 @@ func (s *Store) UpdateExpStatus(ctx context.Context, u store.StatusUpdate) (*sto
 func (s *Store) UpdateExpStatuses(ctx context.Context, us []store.StatusUpdate) (exps []*store.Experiment, errs []error, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		exps, errs = make([]*store.Experiment, len(us)), make([]error, len(us))
-		ids := make([]string, 0, len(us))
+		ids := make([]string, len(us))
 		for i, u := range us {
-			if u.ClusterName != "" || u.NodePool != "" {
-				errs[i] = errdefs.Invalid("cluster_name", "cluster_name and node_pool apply to jobs only")
-				continue
-			}
-			if errs[i] = checkUpdate(expEntity, u); errs[i] == nil {
-				ids = append(ids, u.ID)
-			}
+			ids[i] = u.ID
+			errs[i] = expOnly(u)
 		}
 		if err := s.lockExps(ctx, tx, ids); err != nil {
 			return err
 		}
-		var events []store.Event
-		for i, u := range us {
-			if errs[i] != nil {
-				continue
-			}
-			var ev *store.Event
-			if ev, errs[i] = s.applyStatus(ctx, tx, expEntity, u); errs[i] != nil {
-				if !errors.Is(errs[i], errdefs.ErrNotFound) && !errors.Is(errs[i], errdefs.ErrFailedPrecondition) {
-					return errs[i] // the database failed: the whole batch does
-				}
-				continue
-			}
-			if ev != nil {
-				events = append(events, *ev)
-			}
-			if exps[i], errs[i] = s.getExp(ctx, tx, u.ID, ""); errs[i] != nil {
-				return errs[i]
-			}
-		}
-		return s.appendEvents(ctx, tx, events)
+		return s.applyBatch(ctx, tx, expEntity, us, errs, func(i int) (err error) {
+			exps[i], err = s.getExp(ctx, tx, us[i].ID, "")
+			return err
+		})
 	})
 	if err != nil {
 		return nil, nil, err

@@ -169,6 +169,39 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 	return &ev, nil
 }
 
+// applyBatch applies us in order inside tx, whose caller holds the
+// experiments' row locks: each under its own precondition, so an update
+// refused (errs[i]: invalid, not found, failed precondition; the caller may
+// have refused some already) leaves the others alone, and a later update of
+// a row sees an earlier one's write. read loads row i as written. Only a
+// database failure is returned, and fails the whole batch.
+func (s *Store) applyBatch(ctx context.Context, tx *sql.Tx, e entity, us []store.StatusUpdate, errs []error, read func(i int) error) error {
+	var events []store.Event
+	for i, u := range us {
+		if errs[i] != nil {
+			continue
+		}
+		if errs[i] = checkUpdate(e, u); errs[i] != nil {
+			continue
+		}
+		ev, err := s.applyStatus(ctx, tx, e, u)
+		if err != nil {
+			if !errors.Is(err, errdefs.ErrNotFound) && !errors.Is(err, errdefs.ErrFailedPrecondition) {
+				return err
+			}
+			errs[i] = err
+			continue
+		}
+		if ev != nil {
+			events = append(events, *ev)
+		}
+		if err := read(i); err != nil {
+			return err
+		}
+	}
+	return s.appendEvents(ctx, tx, events)
+}
+
 // UpdateJobStatuses implements store.Store: every update in one
 // transaction, each with its own precondition. An update whose precondition
 // fails (or that is invalid) gets its error in errs and leaves the others
@@ -186,26 +219,10 @@ func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) 
 		if err := s.lockJobsExps(ctx, tx, ids); err != nil {
 			return err
 		}
-		var events []store.Event
-		for i, u := range us {
-			if errs[i] = checkUpdate(jobEntity, u); errs[i] != nil {
-				continue
-			}
-			var ev *store.Event
-			if ev, errs[i] = s.applyStatus(ctx, tx, jobEntity, u); errs[i] != nil {
-				if !errors.Is(errs[i], errdefs.ErrNotFound) && !errors.Is(errs[i], errdefs.ErrFailedPrecondition) {
-					return errs[i] // the database failed: the whole batch does
-				}
-				continue
-			}
-			if ev != nil {
-				events = append(events, *ev)
-			}
-			if jobs[i], errs[i] = s.getJob(ctx, tx, u.ID); errs[i] != nil {
-				return errs[i]
-			}
-		}
-		return s.appendEvents(ctx, tx, events)
+		return s.applyBatch(ctx, tx, jobEntity, us, errs, func(i int) (err error) {
+			jobs[i], err = s.getJob(ctx, tx, us[i].ID)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, nil, err
