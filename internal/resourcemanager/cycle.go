@@ -227,6 +227,9 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		}
 		c.look(j)
 		switch {
+		case m.sub.hold(j.GetId()):
+			// Its create is in flight: its return brings the job back
+			// (submitter), and an abort's stop waits for it.
 		case j.GetStatus() == string(lifecycle.Aborting):
 			m.abort(ctx, c, j)
 		case j.GetStatus() == string(lifecycle.Pending) && acquiring(j):
@@ -731,6 +734,9 @@ func reachedCluster(j *falconv1.Job) bool {
 // waiting jobs left (requeue), and one whose backend is backing off keeps
 // them waiting: its dispatch would fail, or hang until the call limit.
 func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falconv1.Job) {
+	if m.closing {
+		return // the drain's last cycle (finish)
+	}
 	for progress := true; progress && ctx.Err() == nil; {
 		progress = false
 		// One round: every free slot picks its next job; the picks are
@@ -742,6 +748,9 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 		for _, key := range m.mem.sched.Ready() {
 			if c.health[key.Cluster].Backoff || m.outOfService(c, key.Cluster) != "" {
 				continue
+			}
+			if m.sub.room(key.Cluster) <= 0 {
+				continue // its submissions' return picks again (submitter)
 			}
 			for range cpuBurst {
 				sj, ok := m.mem.sched.Pick(key)
@@ -801,6 +810,12 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 		}
 		m.submitAll(ctx, c, ready)
 		for _, j := range ready {
+			if m.sub.busy(j.GetId()) {
+				// Handed over: the next cycle that looks at it takes the
+				// outcome. A CPU-only job gave its slot back at the pick.
+				progress = progress || noAcquisition(j)
+				continue
+			}
 			c.look(j)
 			m.acquire(ctx, c, j, true)
 			c.cur = ""
@@ -841,6 +856,16 @@ func (m *Manager) submitAll(ctx context.Context, c *cycle, jobs []*falconv1.Job)
 			continue // started one at a time, in acquire (see Starter)
 		}
 		subs = append(subs, sub{j, cl, b})
+	}
+	if m.sub != nil {
+		for _, s := range subs {
+			j := proto.Clone(s.j).(*falconv1.Job) // the cycle goes on writing s.j
+			configRead := c.configRead[j.GetId()]
+			m.sub.start(ctx, s.cl.GetName(), j.GetId(), func(ctx context.Context) error {
+				return m.submit(ctx, s.cl, s.b, j, configRead)
+			})
+		}
+		return
 	}
 	if len(subs) < 2 {
 		return // nothing to overlap
@@ -895,6 +920,15 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		// Submitted without acquiring anything: its slot went to the next.
 	} else if err := m.mem.sched.MarkAcquiring(schedJob(j), key); err != nil && !errors.Is(err, queue.ErrConflict) {
 		m.log.Debug("mark acquiring", "job", j.GetId(), "err", err)
+	}
+	if returned, err := m.sub.take(j.GetId()); returned {
+		// Its submission came back (submitter): decide on it as if it had
+		// returned in this cycle.
+		if c.submitted == nil {
+			c.submitted = map[string]error{}
+		}
+		c.submitted[j.GetId()] = err
+		fresh = true
 	}
 	b, unusable := m.backendFor(cl)
 	f := acquiringFacts{job: j, cluster: j.GetClusterName(), registered: cl != nil, unusable: unusable,

@@ -22,7 +22,12 @@
 // The slot of a queue is handed over in the cycle that learns its holder's
 // pods run (or that it ended), which the backend's report starts at once:
 // there is no wait for a poll between one job's pods running and the next
-// job's submission.
+// job's submission. Under Run the submission itself leaves the cycle
+// (submitter): the cycle records the pick, hands the Kubernetes create to
+// a per-cluster worker and ends, so one queue's create never holds another
+// queue's handover; the next cycle that looks at the job decides on what
+// the create returned, and an abort of a job whose create is in flight
+// waits for it.
 //
 // # Plan and apply
 //

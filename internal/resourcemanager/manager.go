@@ -103,6 +103,12 @@ type Manager struct {
 	// Reconcile reads every live job.
 	follower    *watch.Follower
 	resyncEvery time.Duration
+	// sub carries submissions out of the cycle; nil until Run starts it,
+	// so a bare Reconcile submits within the cycle.
+	sub *submitter
+	// closing is set for the last cycle of a drain (finish): it picks no
+	// job, so it hands no submission over.
+	closing bool
 
 	// What backends reported since the last cycle (Touch, Wake).
 	touchMu  sync.Mutex
@@ -222,11 +228,15 @@ func (m *Manager) Ready(maxAge time.Duration) error {
 func (m *Manager) Run(ctx context.Context) error {
 	defer close(m.stopped)
 	m.follower = watch.Follow(ctx, m.jobs, m.log)
+	m.sub = newSubmitter(m.Touch)
+	// Submissions in flight finish (or see ctx end) before Run returns, so
+	// a stopped manager leaves no create behind it.
+	defer m.sub.wait()
 	changes := m.follower.Wake()
 	for {
 		select {
 		case <-m.draining:
-			return nil
+			return m.finish(ctx)
 		default:
 		}
 		next, err := m.Reconcile(ctx)
@@ -244,13 +254,32 @@ func (m *Manager) Run(ctx context.Context) error {
 			return nil
 		case <-m.draining:
 			t.Stop()
-			return nil
+			return m.finish(ctx)
 		case <-changes:
 		case <-m.wake:
 		case <-t.C:
 		}
 		t.Stop()
 	}
+}
+
+// finish completes the reconciliation in flight when Shutdown drains Run:
+// it waits for the submissions handed over (submitter) and, if any
+// returned, runs one last cycle that records their outcomes and picks
+// nothing new, so a drained manager leaves no job Dispatching whose create
+// has already landed.
+func (m *Manager) finish(ctx context.Context) error {
+	m.sub.wait()
+	ids := m.sub.returned()
+	if len(ids) == 0 {
+		return nil
+	}
+	m.Touch(ids...)
+	m.closing = true
+	if _, err := m.Reconcile(ctx); err != nil && ctx.Err() == nil {
+		m.log.Warn("resource manager's last cycle failed", "err", err)
+	}
+	return nil
 }
 
 // Shutdown drains Run (000 Phase 2: graceful shutdown): no cycle starts

@@ -3,6 +3,8 @@ package resourcemanager_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,4 +158,72 @@ func TestShutdownDrainsTheCycleInFlight(t *testing.T) {
 	if err := mgr2.Shutdown(ctx); err == nil {
 		t.Fatal("Shutdown of a manager that never ran, with its time up, returned nil")
 	}
+}
+
+// Under Run a submission leaves the cycle (submitter): while a create is
+// in flight other cycles run, an abort of that job waits for the create to
+// return before it stops the job (a stop first would leave the Job the
+// create then made), and a submission that fails is looked at again at
+// once rather than at the next poll, an hour away here.
+func TestSubmissionsLeaveTheCycle(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "test"})
+	be := newScripted()
+	inDispatch, release := make(chan struct{}), make(chan struct{})
+	var stoppedDuring int
+	be.onDispatch = func(j *falconv1.Job) {
+		be.onDispatch = nil
+		close(inDispatch)
+		be.mu.Unlock()
+		<-release
+		be.mu.Lock()
+		stoppedDuring = be.stopped[j.GetId()]
+	}
+	reg := prometheus.NewRegistry()
+	mgr := resourcemanager.New(env.Conn, resourcemanager.WithBackend("test", be),
+		resourcemanager.WithMetrics(metrics.NewRM(reg)),
+		resourcemanager.WithInterval(time.Hour), resourcemanager.WithResync(time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Run(ctx) }()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(func() { free(); cancel(); <-done }) // Run waits for the held create
+
+	exp := env.Create(t, "held", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+	job := exp.GetJobs()[0].GetId()
+	<-inDispatch
+	if _, err := env.Exps.AbortExp(ctx, &falconv1.AbortExpRequest{Id: exp.GetId(), Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	// Cycles go on while the create is held: the abort's change wakes one,
+	// and touches wake more, none of which may stop the job.
+	c0, _ := cycleJobs(t, reg)
+	for i := 0; i < 3; i++ {
+		mgr.Touch(job)
+		waitFor(t, "a cycle while the create is held", func() bool { c, _ := cycleJobs(t, reg); return c > c0 })
+		c0, _ = cycleJobs(t, reg)
+	}
+	if j := env.Job(t, job); j.GetStatus() != "Aborting" {
+		t.Fatalf("job is %s/%s while its create is in flight, want Aborting", j.GetStatus(), j.GetReason())
+	}
+	free()
+	waitFor(t, "the job Aborted", func() bool { return env.Job(t, job).GetStatus() == "Aborted" })
+	be.mu.Lock()
+	stopped := be.stopped[job]
+	be.mu.Unlock()
+	if stoppedDuring != 0 || stopped == 0 {
+		t.Fatalf("stopped %d times while its create was in flight and %d in all; want 0, then at least 1", stoppedDuring, stopped)
+	}
+
+	// A failed submission comes back at once: its retry is written with
+	// the error named.
+	be.mu.Lock()
+	be.dispatchErr = resourcemanager.Retryable(fmt.Errorf("apiserver said no"))
+	be.mu.Unlock()
+	exp = env.Create(t, "refused", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+	job = exp.GetJobs()[0].GetId()
+	waitFor(t, "the retry written", func() bool {
+		j := env.Job(t, job)
+		return strings.Contains(j.GetMessage(), "apiserver said no")
+	})
 }

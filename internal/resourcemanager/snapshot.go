@@ -170,4 +170,5 @@ func (m *Manager) put(j *falconv1.Job) {
 func (m *Manager) gone(id string) {
 	m.snap.drop(id)
 	m.mem.forgetJob(id)
+	m.sub.forget(id)
 }
