@@ -48,6 +48,20 @@ type cycle struct {
 	// in one call (flush), and a slot holder's Running rides the write
 	// that records the next pick of its queue (pickAll).
 	writes []deferred
+	// phases records how long each step of the cycle took, for the debug
+	// log: where a slow cycle spent its time.
+	phases []any
+	mark   time.Time
+	// preempted counts the times the cycle took up backends' reports
+	// between its steps (preempt).
+	preempted int
+}
+
+// lap records the time since the previous lap as the step named.
+func (c *cycle) lap(name string) {
+	now := time.Now()
+	c.phases = append(c.phases, name, now.Sub(c.mark).Round(time.Microsecond))
+	c.mark = now
 }
 
 // deferred is a status update sent by flush; then runs if it landed.
@@ -128,8 +142,9 @@ func (c *cycle) look(j *falconv1.Job) {
 
 // Reconcile runs one cycle and returns the earliest upcoming deadline (zero
 // if none), so Run can wake exactly then:
-//  1. read the registered clusters, and bring the snapshot of live jobs up
-//     to date: the experiments the change feed reported (or every live job,
+//  1. read the registered clusters; take up what backends reported
+//     (preempt, which also runs between the steps below); bring the
+//     snapshot of live jobs up to date: the experiments the change feed reported (or every live job,
 //     on a resync); the jobs to look at are those read, those a backend
 //     reported (Touch), and those whose deadline has come; every job when
 //     a cluster's reachability changed;
@@ -164,29 +179,36 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		m.metrics.CycleErrors.Inc()
 		return time.Time{}, err
 	}
-	look, full, err := m.refresh(ctx)
-	if err != nil {
-		m.metrics.CycleErrors.Inc()
-		return time.Time{}, err
-	}
-	m.lastOK.Store(time.Now().UnixNano())
-	c := &cycle{clusters: map[string]*falconv1.Cluster{}, health: map[string]Health{}, mem: m.mem}
+	c := &cycle{clusters: map[string]*falconv1.Cluster{}, health: map[string]Health{}, mem: m.mem, mark: start}
+	// Clusters whose reachability changed: every job there has news (its
+	// position message or its unreachable note), once the read below
+	// succeeds.
+	flipped := map[string]bool{}
 	for _, x := range cl.GetItems() {
 		c.clusters[x.GetName()] = x
 		if hr, ok := m.backends[x.GetBackend()].(HealthReporter); ok {
 			h := hr.Health(x)
 			c.health[x.GetName()] = h
 			if (h.Err != nil) != m.mem.unreachable[x.GetName()] {
-				// Every job there has news: its position message or its
-				// unreachable note changes.
-				full = true
-				m.mem.unreachable[x.GetName()] = h.Err != nil
+				flipped[x.GetName()] = h.Err != nil
 			}
 		}
 	}
-	c.all = make([]*falconv1.Job, 0, len(m.snap.jobs))
-	for _, j := range m.snap.jobs {
-		c.all = append(c.all, j)
+	m.view(ctx, c, cl.GetItems())
+	// What backends reported goes first, on the snapshot as it stands: a
+	// slot holder's pods running hand the slot over before the feed is
+	// read. Conditional writes make a stale row lose cleanly.
+	m.preempt(ctx, c)
+	c.lap("urgent")
+	look, full, err := m.refresh(ctx)
+	if err != nil {
+		m.metrics.CycleErrors.Inc()
+		return c.next, err
+	}
+	m.lastOK.Store(time.Now().UnixNano())
+	for name, down := range flipped {
+		full = true
+		m.mem.unreachable[name] = down
 	}
 	now := m.now()
 	for id, t := range m.mem.due {
@@ -209,22 +231,20 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		todo = ordered(sel)
 	}
 	m.metrics.CycleJobs.Observe(float64(len(todo)))
-	read := time.Since(start)
+	c.lap("read")
 	defer func() {
-		m.log.Debug("resource manager cycle", "jobs", len(todo), "full", full, "read", read, "took", time.Since(start))
+		m.log.Debug("resource manager cycle", append([]any{"jobs", len(todo), "full", full, "preempted", c.preempted, "took", time.Since(start)}, c.phases...)...)
 	}()
+	// The read replaced the rows of what changed.
+	m.view(ctx, c, cl.GetItems())
 
-	m.loadPools(ctx, c, c.all)
-	c.cands = m.candidates(cl.GetItems())
-	for i := range c.cands {
-		c.cands[i].IdlePools = c.idlePools(c.cands[i].Name)
-	}
-
+	c.lap("pools")
 	var waiting []*falconv1.Job
 	for _, j := range todo {
 		if ctx.Err() != nil {
 			return c.next, ctx.Err()
 		}
+		m.preempt(ctx, c)
 		c.look(j)
 		switch {
 		case m.sub.hold(j.GetId()):
@@ -239,6 +259,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		}
 	}
 	c.cur = ""
+	c.lap("look")
 	if full {
 		m.requeue(c, waiting)
 	}
@@ -250,6 +271,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		policy = queue.PolicySpread
 	}
 	for _, j := range waiting {
+		m.preempt(ctx, c)
 		c.look(j)
 		if p := pinned(j); p != "" {
 			if why := m.outOfService(c, p); why != "" {
@@ -285,19 +307,26 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		m.mem.touched[key] = true
 	}
 	c.cur = ""
+	c.lap("enqueue")
 	// Jobs that ended above (aborts, failures) left their pools to the
 	// picks that follow.
 	m.loadOwners(c, c.all)
 	m.pickAll(ctx, c, m.snap.jobs)
+	c.lap("pick")
+	m.preempt(ctx, c)
 	m.writePositions(ctx, c, m.snap.jobs, full)
+	c.lap("positions")
 	for _, j := range todo {
 		if j.GetStatus() == string(lifecycle.Running) {
+			m.preempt(ctx, c)
 			c.look(j)
 			m.observeRunning(ctx, c, j)
 		}
 	}
 	c.cur = ""
 	m.flush(ctx, c, nil, nil)
+	c.lap("running")
+	m.preempt(ctx, c)
 	// Jobs that ended above released their pools; decide on those now
 	// against the jobs still waiting.
 	m.loadOwners(c, c.all)
@@ -317,6 +346,8 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	m.forgetPools(c)
 	m.gauges(c)
 	m.report(ctx, c, c.all)
+	m.preempt(ctx, c)
+	c.lap("report")
 	// What ended this cycle leaves the snapshot now rather than when the
 	// feed echoes the write back.
 	for _, j := range c.all {

@@ -59,3 +59,44 @@ func TestHandoverIsOneWrite(t *testing.T) {
 		t.Errorf("the next job was submitted with config %q, want its experiment's %q", got, "cfg-next")
 	}
 }
+
+// A backend's report that arrives while a cycle is at other work is taken
+// up between two of that cycle's steps (preempt): the holder's pods seen
+// running while the cycle observes another job hand the slot over in that
+// same cycle, not in the next one.
+func TestReportTakenUpMidCycle(t *testing.T) {
+	f := setup(t)
+	f.be.startPhase = resourcemanager.PhasePending
+	tpu := &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
+	_, other := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	holder := f.env.Create(t, "holder", map[string]*falconv1.TaskSpec{"main": tpu}).GetJobs()[0].GetId()
+	next := f.env.Create(t, "next", map[string]*falconv1.TaskSpec{"main": tpu}).GetJobs()[0].GetId()
+	f.cycle(t)
+	f.be.set(other, resourcemanager.PhaseRunning, "1/1 running")
+	f.cycle(t)
+	want(t, f.env.Job(t, other), "Running", "", "")
+	want(t, f.env.Job(t, holder), "Pending", "Dispatching", "")
+	want(t, f.env.Job(t, next), "Pending", "Waiting", "next in line")
+
+	// The running job's observation comes after the cycle has looked at
+	// the holder (still acquiring then); the holder's pods run meanwhile.
+	f.be.mu.Lock()
+	f.be.onObserve = func(j *falconv1.Job) {
+		if j.GetId() != other {
+			return
+		}
+		f.be.onObserve = nil
+		f.be.phase[holder] = resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: "1/1 pods running"}
+		f.mgr.Touch(holder)
+	}
+	f.be.mu.Unlock()
+	f.cycle(t)
+	want(t, f.env.Job(t, holder), "Running", "", "1/1 pods running")
+	want(t, f.env.Job(t, next), "Pending", "Dispatching", "")
+	f.be.mu.Lock()
+	_, submitted := f.be.dispatched[next]
+	f.be.mu.Unlock()
+	if !submitted {
+		t.Fatal("the next job of the queue was not submitted in the cycle that learned of the holder's pods")
+	}
+}
