@@ -52,9 +52,6 @@ type cycle struct {
 	// log: where a slow cycle spent its time.
 	phases []any
 	mark   time.Time
-	// preempted counts the times the cycle took up backends' reports
-	// between its steps (preempt).
-	preempted int
 }
 
 // lap records the time since the previous lap as the step named.
@@ -142,9 +139,8 @@ func (c *cycle) look(j *falconv1.Job) {
 
 // Reconcile runs one cycle and returns the earliest upcoming deadline (zero
 // if none), so Run can wake exactly then:
-//  1. read the registered clusters; take up what backends reported
-//     (preempt, which also runs between the steps below); bring the
-//     snapshot of live jobs up to date: the experiments the change feed reported (or every live job,
+//  1. read the registered clusters, and bring the snapshot of live jobs up
+//     to date: the experiments the change feed reported (or every live job,
 //     on a resync); the jobs to look at are those read, those a backend
 //     reported (Touch), and those whose deadline has come; every job when
 //     a cluster's reachability changed;
@@ -179,36 +175,29 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		m.metrics.CycleErrors.Inc()
 		return time.Time{}, err
 	}
-	c := &cycle{clusters: map[string]*falconv1.Cluster{}, health: map[string]Health{}, mem: m.mem, mark: start}
-	// Clusters whose reachability changed: every job there has news (its
-	// position message or its unreachable note), once the read below
-	// succeeds.
-	flipped := map[string]bool{}
+	look, full, err := m.refresh(ctx)
+	if err != nil {
+		m.metrics.CycleErrors.Inc()
+		return time.Time{}, err
+	}
+	m.lastOK.Store(time.Now().UnixNano())
+	c := &cycle{clusters: map[string]*falconv1.Cluster{}, health: map[string]Health{}, mem: m.mem}
 	for _, x := range cl.GetItems() {
 		c.clusters[x.GetName()] = x
 		if hr, ok := m.backends[x.GetBackend()].(HealthReporter); ok {
 			h := hr.Health(x)
 			c.health[x.GetName()] = h
 			if (h.Err != nil) != m.mem.unreachable[x.GetName()] {
-				flipped[x.GetName()] = h.Err != nil
+				// Every job there has news: its position message or its
+				// unreachable note changes.
+				full = true
+				m.mem.unreachable[x.GetName()] = h.Err != nil
 			}
 		}
 	}
-	m.view(ctx, c, cl.GetItems())
-	// What backends reported goes first, on the snapshot as it stands: a
-	// slot holder's pods running hand the slot over before the feed is
-	// read. Conditional writes make a stale row lose cleanly.
-	m.preempt(ctx, c)
-	c.lap("urgent")
-	look, full, err := m.refresh(ctx)
-	if err != nil {
-		m.metrics.CycleErrors.Inc()
-		return c.next, err
-	}
-	m.lastOK.Store(time.Now().UnixNano())
-	for name, down := range flipped {
-		full = true
-		m.mem.unreachable[name] = down
+	c.all = make([]*falconv1.Job, 0, len(m.snap.jobs))
+	for _, j := range m.snap.jobs {
+		c.all = append(c.all, j)
 	}
 	now := m.now()
 	for id, t := range m.mem.due {
@@ -231,12 +220,17 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		todo = ordered(sel)
 	}
 	m.metrics.CycleJobs.Observe(float64(len(todo)))
+	c.mark = start
 	c.lap("read")
 	defer func() {
-		m.log.Debug("resource manager cycle", append([]any{"jobs", len(todo), "full", full, "preempted", c.preempted, "took", time.Since(start)}, c.phases...)...)
+		m.log.Debug("resource manager cycle", append([]any{"jobs", len(todo), "full", full, "took", time.Since(start)}, c.phases...)...)
 	}()
-	// The read replaced the rows of what changed.
-	m.view(ctx, c, cl.GetItems())
+
+	m.loadPools(ctx, c, c.all)
+	c.cands = m.candidates(cl.GetItems())
+	for i := range c.cands {
+		c.cands[i].IdlePools = c.idlePools(c.cands[i].Name)
+	}
 
 	c.lap("pools")
 	var waiting []*falconv1.Job
@@ -244,7 +238,6 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		if ctx.Err() != nil {
 			return c.next, ctx.Err()
 		}
-		m.preempt(ctx, c)
 		c.look(j)
 		switch {
 		case m.sub.hold(j.GetId()):
@@ -271,7 +264,6 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		policy = queue.PolicySpread
 	}
 	for _, j := range waiting {
-		m.preempt(ctx, c)
 		c.look(j)
 		if p := pinned(j); p != "" {
 			if why := m.outOfService(c, p); why != "" {
@@ -313,12 +305,10 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	m.loadOwners(c, c.all)
 	m.pickAll(ctx, c, m.snap.jobs)
 	c.lap("pick")
-	m.preempt(ctx, c)
 	m.writePositions(ctx, c, m.snap.jobs, full)
 	c.lap("positions")
 	for _, j := range todo {
 		if j.GetStatus() == string(lifecycle.Running) {
-			m.preempt(ctx, c)
 			c.look(j)
 			m.observeRunning(ctx, c, j)
 		}
@@ -326,7 +316,6 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	c.cur = ""
 	m.flush(ctx, c, nil, nil)
 	c.lap("running")
-	m.preempt(ctx, c)
 	// Jobs that ended above released their pools; decide on those now
 	// against the jobs still waiting.
 	m.loadOwners(c, c.all)
@@ -346,7 +335,6 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	m.forgetPools(c)
 	m.gauges(c)
 	m.report(ctx, c, c.all)
-	m.preempt(ctx, c)
 	c.lap("report")
 	// What ended this cycle leaves the snapshot now rather than when the
 	// feed echoes the write back.

@@ -22,12 +22,7 @@
 // The slot of a queue is handed over in the cycle that learns its holder's
 // pods run (or that it ended), which the backend's report starts at once:
 // there is no wait for a poll between one job's pods running and the next
-// job's submission. A report that arrives while a cycle is busy with other
-// jobs does not wait for that cycle to end either: between two of its
-// steps the cycle takes up what backends reported since (preempt), on the
-// snapshot as it stands — the holder's Running, the pick that takes its
-// slot and a running job's end — before the feed is read, so a handover
-// waits at most for the one call in flight. Under Run the submission itself leaves the cycle
+// job's submission. Under Run the submission itself leaves the cycle
 // (submitter): the cycle records the pick, hands the Kubernetes create to
 // a per-cluster worker and ends, so one queue's create never holds another
 // queue's handover; the next cycle that looks at the job decides on what

@@ -114,12 +114,6 @@ type Manager struct {
 	touchMu  sync.Mutex
 	touched  map[string]bool
 	touchAll bool
-	// urgent holds what backends reported since a cycle last took it up
-	// (preempt): unlike touched, a cycle in flight takes it up between
-	// two of its steps, so a slot holder's pods seen running hand its
-	// slot over without waiting for the cycle to end and the next to read.
-	urgent    map[string]bool
-	hasUrgent atomic.Bool
 
 	draining chan struct{} // closed by Shutdown
 	stopOnce sync.Once
@@ -170,7 +164,6 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 		snap:        newSnapshot(),
 		resyncEvery: 30 * time.Second,
 		touched:     map[string]bool{},
-		urgent:      map[string]bool{},
 		draining:    make(chan struct{}),
 		stopped:     make(chan struct{}),
 	}
@@ -196,12 +189,8 @@ func (m *Manager) Touch(jobIDs ...string) {
 	m.touchMu.Lock()
 	for _, id := range jobIDs {
 		m.touched[id] = true
-		m.urgent[id] = true
 	}
 	m.touchMu.Unlock()
-	if len(jobIDs) > 0 {
-		m.hasUrgent.Store(true)
-	}
 	m.poke()
 }
 

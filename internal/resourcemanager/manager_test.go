@@ -35,7 +35,6 @@ type scripted struct {
 	stopErr     error
 	startPhase  resourcemanager.Phase // what a new job reports first; Running if empty
 	onDispatch  func(j *falconv1.Job)
-	onObserve   func(j *falconv1.Job)  // called with mu held
 	health      resourcemanager.Health // of every cluster
 	calls       int                    // Dispatch, Observe and Stop
 }
@@ -89,9 +88,6 @@ func (s *scripted) Observe(_ context.Context, _ *falconv1.Cluster, j *falconv1.J
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
-	if s.onObserve != nil {
-		s.onObserve(j)
-	}
 	if o, ok := s.phase[j.GetId()]; ok {
 		return o, nil
 	}
