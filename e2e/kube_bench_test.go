@@ -45,8 +45,9 @@ var benchShapes = []struct{ typ, label, topo string }{
 //   - the slot handover gap, from a holder's pod seen Running to the next
 //     Job of its queue created (p50/p99; goal p99 <= 50 ms);
 //   - experiment created -> Kubernetes Job exists (p50/p99);
-//   - Job complete -> experiment Succeeded visible through the API
-//     (p50/p99; goal p99 <= 500 ms);
+//   - Job complete (its pod seen Succeeded or its Complete condition,
+//     whichever comes first) -> experiment Succeeded visible through the
+//     API (p50/p99; goal p99 <= 500 ms);
 //   - the resource manager's cycles: count, mean duration, jobs looked at.
 //
 // FALCON_BENCH_EXPS sets the number of experiments (default 1000).
@@ -82,6 +83,11 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	// when its pod is first seen Running, by job ID.
 	var mu sync.Mutex
 	exists, complete, running := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	// podDone is when a job's pod (one per job here) was first seen
+	// Succeeded: the kubelet's word that the work is done, which the Job
+	// controller's Complete condition follows, seconds later on a busy
+	// cluster. The job is done at whichever comes first.
+	podDone := map[string]time.Time{}
 	runningCh := map[string]chan struct{}{} // the ideal loop waits on these
 	edgeOf := map[string]int{}
 	first := func(m map[string]time.Time, id string, t time.Time) {
@@ -116,6 +122,9 @@ func BenchmarkKubeDispatch(b *testing.B) {
 			id := p.Labels[render.LabelJobID]
 			mu.Lock()
 			defer mu.Unlock()
+			if p.Status.Phase == corev1.PodSucceeded {
+				first(podDone, id, time.Now())
+			}
 			if _, seen := running[id]; !seen {
 				running[id] = time.Now()
 				if ch := runningCh[id]; ch != nil {
@@ -258,7 +267,11 @@ func BenchmarkKubeDispatch(b *testing.B) {
 			last = e
 		}
 		toExist = append(toExist, float64(e.Sub(c).Milliseconds()))
-		if done, ok := complete[job]; ok {
+		done, ok := complete[job]
+		if pd, seen := podDone[job]; seen && (!ok || pd.Before(done)) {
+			done, ok = pd, true
+		}
+		if ok {
 			toVisible = append(toVisible, float64(succeeded[expOfJob[job]].Sub(done).Milliseconds()))
 		}
 		q := [2]int{edgeOf[job], shapeOf[job]}
@@ -280,7 +293,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		// Each job's moments as the benchmark saw them, to set beside
 		// falcon dev's log (FALCON_E2E_DEV_LOG): where the time went.
 		var sb strings.Builder
-		sb.WriteString("job\texp\tcreated\texists\trunning\tcomplete\tvisible\n")
+		sb.WriteString("job\texp\tcreated\texists\trunning\tpod-done\tcomplete\tvisible\n")
 		ms := func(t time.Time) string {
 			if t.IsZero() {
 				return ""
@@ -289,7 +302,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		}
 		for job, c := range created {
 			e := expOfJob[job]
-			fmt.Fprintf(&sb, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", job, e, ms(c), ms(exists[job]), ms(running[job]), ms(complete[job]), ms(succeeded[e]))
+			fmt.Fprintf(&sb, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", job, e, ms(c), ms(exists[job]), ms(running[job]), ms(podDone[job]), ms(complete[job]), ms(succeeded[e]))
 		}
 		if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
 			b.Error(err)

@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -20,7 +21,11 @@ var waitingFailures = map[string]bool{
 
 // Observe maps a Kubernetes Job and its pods to Falcon's view. It is pure so
 // every mapping rule is table-tested without a cluster:
-//   - the Job's Complete condition -> Succeeded;
+//   - the Job's Complete (or SuccessCriteriaMet) condition, or a Succeeded
+//     pod for every completion index -> Succeeded: an Indexed Job whose
+//     indexes all succeeded has succeeded, and the Job controller's
+//     condition follows it late on a busy cluster (seconds), so the pods
+//     are not made to wait for it;
 //   - a pod whose container terminated non-zero, or the Job's Failed
 //     condition -> Failed, naming the pod, the reason (OOMKilled, Error) and
 //     the exit code;
@@ -31,10 +36,14 @@ var waitingFailures = map[string]bool{
 func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.Observation {
 	sort.Slice(pods, func(a, b int) bool { return pods[a].Name < pods[b].Name })
 	for _, c := range job.Status.Conditions {
-		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobSuccessCriteriaMet) && c.Status == corev1.ConditionTrue {
 			return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded,
-				Message: fmt.Sprintf("%d/%d pods succeeded", job.Status.Succeeded, replica)}
+				Message: fmt.Sprintf("%d/%d pods succeeded", max(int(job.Status.Succeeded), replica), replica)}
 		}
+	}
+	if replica > 0 && succeededIndexes(pods, replica) == replica {
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded,
+			Message: fmt.Sprintf("%d/%d pods succeeded", replica, replica)}
 	}
 	for _, p := range pods {
 		if msg, ok := podFailure(p); ok {
@@ -78,6 +87,27 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 		msg += "; " + why[0]
 	}
 	return resourcemanager.Observation{Phase: resourcemanager.PhasePending, Message: msg}
+}
+
+// succeededIndexes counts the completion indexes below replica that have a
+// Succeeded pod. The index is the pod's own (its completion-index
+// annotation); a pod without one counts for nothing, so a pod Falcon did not
+// render cannot make a job look done.
+func succeededIndexes(pods []*corev1.Pod, replica int) int {
+	done := map[string]bool{}
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodSucceeded {
+			continue
+		}
+		v := p.Annotations[batchv1.JobCompletionIndexAnnotation]
+		if v == "" {
+			v = p.Labels[batchv1.JobCompletionIndexAnnotation]
+		}
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < replica {
+			done[v] = true
+		}
+	}
+	return len(done)
 }
 
 // ObserveSlices combines the observations of a multi-slice job's Jobs, in

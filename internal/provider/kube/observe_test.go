@@ -19,6 +19,12 @@ func pod(name string, phase corev1.PodPhase, mods ...func(*corev1.Pod)) *corev1.
 	return p
 }
 
+func index(i string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Annotations = map[string]string{batchv1.JobCompletionIndexAnnotation: i}
+	}
+}
+
 func terminated(reason string, code int32) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "task", State: corev1.ContainerState{
@@ -68,6 +74,15 @@ func TestObserve(t *testing.T) {
 		{"image pull", jobWith(), []*corev1.Pod{pod("a", corev1.PodPending, waiting("ImagePullBackOff", "Back-off pulling image \"nope\""))}, 1, resourcemanager.PhaseFailed, []string{"ImagePullBackOff", "nope"}},
 		{"job failed without pods", jobWith(batchv1.JobFailed), nil, 1, resourcemanager.PhaseFailed, []string{"Job failed", "BackoffLimitExceeded"}},
 		{"exit zero while others run", jobWith(), []*corev1.Pod{pod("a", corev1.PodSucceeded, terminated("Completed", 0)), pod("b", corev1.PodRunning)}, 2, resourcemanager.PhasePending, []string{"1/2"}},
+		{"success criteria met", jobWith(batchv1.JobSuccessCriteriaMet), nil, 2, resourcemanager.PhaseSucceeded, []string{"2/2 pods succeeded"}},
+		{"every index succeeded before the Job's condition", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodSucceeded, index("0")), pod("b", corev1.PodSucceeded, index("1"))}, 2, resourcemanager.PhaseSucceeded, []string{"2/2 pods succeeded"}},
+		{"one index succeeded twice is not two", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodSucceeded, index("0")), pod("a2", corev1.PodSucceeded, index("0")), pod("b", corev1.PodRunning, index("1"))}, 2, resourcemanager.PhasePending, []string{"1/2 pods running"}},
+		{"a succeeded pod without an index counts for nothing", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodSucceeded)}, 1, resourcemanager.PhasePending, []string{"0/1"}},
+		{"an index out of range counts for nothing", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodSucceeded, index("1"))}, 1, resourcemanager.PhasePending, []string{"0/1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
