@@ -3,12 +3,12 @@ package kube
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/falconhq/falcon/internal/provider/kube/render"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 )
 
@@ -35,13 +35,8 @@ var waitingFailures = map[string]bool{
 //     pod or a count of pods running.
 func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.Observation {
 	sort.Slice(pods, func(a, b int) bool { return pods[a].Name < pods[b].Name })
-	for _, c := range job.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobSuccessCriteriaMet) && c.Status == corev1.ConditionTrue {
-			return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded,
-				Message: fmt.Sprintf("%d/%d pods succeeded", max(int(job.Status.Succeeded), replica), replica)}
-		}
-	}
-	if replica > 0 && succeededIndexes(pods, replica) == replica {
+	if succeeded(job, pods, replica) {
+		// Every index of the Indexed Job (completions = replica) is done.
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded,
 			Message: fmt.Sprintf("%d/%d pods succeeded", replica, replica)}
 	}
@@ -89,25 +84,23 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 	return resourcemanager.Observation{Phase: resourcemanager.PhasePending, Message: msg}
 }
 
-// succeededIndexes counts the completion indexes below replica that have a
-// Succeeded pod. The index is the pod's own (its completion-index
-// annotation); a pod without one counts for nothing, so a pod Falcon did not
-// render cannot make a job look done.
-func succeededIndexes(pods []*corev1.Pod, replica int) int {
-	done := map[string]bool{}
-	for _, p := range pods {
-		if p.Status.Phase != corev1.PodSucceeded {
-			continue
-		}
-		v := p.Annotations[batchv1.JobCompletionIndexAnnotation]
-		if v == "" {
-			v = p.Labels[batchv1.JobCompletionIndexAnnotation]
-		}
-		if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < replica {
-			done[v] = true
+// succeeded reports whether the Job says it succeeded (Complete or
+// SuccessCriteriaMet), or every completion index below replica has a
+// Succeeded pod. A pod without an index counts for nothing, so a pod Falcon
+// did not render cannot make a job look done.
+func succeeded(job *batchv1.Job, pods []*corev1.Pod, replica int) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobSuccessCriteriaMet) && c.Status == corev1.ConditionTrue {
+			return true
 		}
 	}
-	return len(done)
+	done := map[int]bool{}
+	for _, p := range pods {
+		if i := render.CompletionIndex(p); p.Status.Phase == corev1.PodSucceeded && i >= 0 && i < replica {
+			done[i] = true
+		}
+	}
+	return replica > 0 && len(done) == replica
 }
 
 // ObserveSlices combines the observations of a multi-slice job's Jobs, in

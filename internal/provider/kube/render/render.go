@@ -186,13 +186,7 @@ func JobNames(jobID string, slices int) []string {
 // when the pod says neither. (A pod of a Job Falcon did not render has no
 // first-rank label and counts from 0.)
 func PodRank(p *corev1.Pod) int {
-	index := -1
-	for _, v := range []string{p.Annotations[batchv1.JobCompletionIndexAnnotation], p.Labels[batchv1.JobCompletionIndexAnnotation]} {
-		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-			index = n
-			break
-		}
-	}
+	index := CompletionIndex(p)
 	if index < 0 {
 		return -1
 	}
@@ -201,6 +195,18 @@ func PodRank(p *corev1.Pod) int {
 		first = 0
 	}
 	return first + index
+}
+
+// CompletionIndex is a pod's index within its Indexed Job (the Job
+// controller's annotation, or the label newer clusters also set); -1 when
+// the pod carries neither.
+func CompletionIndex(p *corev1.Pod) int {
+	for _, v := range []string{p.Annotations[batchv1.JobCompletionIndexAnnotation], p.Labels[batchv1.JobCompletionIndexAnnotation]} {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return -1
 }
 
 // Hostname is the hostname of a rank's pod, which an Indexed Job sets to
