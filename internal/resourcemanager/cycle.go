@@ -635,7 +635,7 @@ func (m *Manager) backendFor(c *falconv1.Cluster) (Backend, error) {
 
 // update writes a status change conditional on the status the job had when
 // read. Losing that race (FailedPrecondition) is normal — usually a user's
-// abort — and is left to the next cycle.
+// abort — and is left to the next cycle, which reads the row again (changedUnderUs).
 func (m *Manager) update(ctx context.Context, j *falconv1.Job, to lifecycle.Status, reason lifecycle.Reason, msg, cluster string) bool {
 	if j.GetStatus() == string(to) && j.GetReason() == string(reason) && j.GetMessage() == msg && (cluster == "" || cluster == j.GetClusterName()) {
 		return true
@@ -651,7 +651,7 @@ func (m *Manager) write(ctx context.Context, j *falconv1.Job, req *falconv1.Upda
 	updated, err := m.jobs.UpdateJobStatus(ctx, req)
 	if err != nil {
 		if status.Code(err) == codes.FailedPrecondition {
-			m.log.Debug("job changed under us; next cycle will see it", "job", j.GetId(), "err", err)
+			m.changedUnderUs(j, err.Error())
 		} else {
 			m.log.Warn("update job status", "job", j.GetId(), "to", req.GetStatus(), "err", err)
 		}
@@ -1287,12 +1287,25 @@ func refresh(j, updated *falconv1.Job) {
 	}
 }
 
+// changedUnderUs notes a conditional write the store refused: the row is
+// no longer what the snapshot holds (usually a user's abort). The next
+// cycle reads the job's experiment again rather than wait for the change
+// feed to name it, so a snapshot that missed a change (a write made
+// through another server, or one the feed has not delivered yet) is put
+// right by the write it spoiled and never retried against a stale row.
+func (m *Manager) changedUnderUs(j *falconv1.Job, why string) {
+	m.log.Debug("job changed under us; next cycle reads it again", "job", j.GetId(), "err", why)
+	if m.follower != nil {
+		m.follower.Return([]string{j.GetExpId()})
+	}
+}
+
 // batchSize is how many updates go in one UpdateJobStatuses call.
 const batchSize = 500
 
 // writeBatch sends reqs (reqs[i] updates jobs[i]) in batches and refreshes
 // each job that was written. A refused update, usually a job aborted since
-// it was read, is left to the next cycle like any lost race. withConfig
+// it was read, is read again and left to the next cycle (changedUnderUs). withConfig
 // asks for each job's config in the answer, sparing submit its read.
 func (m *Manager) writeBatch(ctx context.Context, jobs []*falconv1.Job, reqs []*falconv1.UpdateJobStatusRequest, withConfig bool) {
 	for start := 0; start < len(reqs); start += batchSize {
@@ -1305,7 +1318,7 @@ func (m *Manager) writeBatch(ctx context.Context, jobs []*falconv1.Job, reqs []*
 		for i, r := range resp.GetResults() {
 			j := jobs[start+i]
 			if r.GetJob() == nil {
-				m.log.Debug("job changed under us; next cycle will see it", "job", j.GetId(), "err", r.GetMessage())
+				m.changedUnderUs(j, r.GetMessage())
 				continue
 			}
 			from := j.GetStatus()

@@ -228,6 +228,7 @@ func (m *Manager) Ready(maxAge time.Duration) error {
 func (m *Manager) Run(ctx context.Context) error {
 	defer close(m.stopped)
 	m.follower = watch.Follow(ctx, m.jobs, m.log)
+	m.follower.WaitConnected(ctx)
 	m.sub = newSubmitter(m.Touch)
 	// Submissions in flight finish (or see ctx end) before Run returns, so
 	// a stopped manager leaves no create behind it.

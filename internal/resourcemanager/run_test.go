@@ -227,3 +227,37 @@ func TestSubmissionsLeaveTheCycle(t *testing.T) {
 		return strings.Contains(j.GetMessage(), "apiserver said no")
 	})
 }
+
+// A write the store refuses because the row changed under the snapshot has
+// the manager read the job again: here the abort is written to the store
+// directly, as another API server replica would, so no change feed carries
+// it, and the resync is an hour away. The backend's report of the job's end
+// makes the manager write Succeeded over Running; the store refuses it (the
+// row is Aborting), and the job is read again, stopped and Aborted rather
+// than retried against the stale row.
+func TestRefusedWriteReadsTheJobAgain(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "test"})
+	be := newScripted()
+	mgr := resourcemanager.New(env.Conn, resourcemanager.WithBackend("test", be),
+		resourcemanager.WithInterval(time.Hour), resourcemanager.WithResync(time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	exp := env.Create(t, "elsewhere", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+	job := exp.GetJobs()[0].GetId()
+	waitFor(t, "the job Running", func() bool { return env.Job(t, job).GetStatus() == "Running" })
+	if _, changed, err := env.Store.AbortExp(ctx, exp.GetId(), "aborted through another server"); err != nil || !changed {
+		t.Fatalf("abort in the store: changed %t, %v", changed, err)
+	}
+	be.set(job, resourcemanager.PhaseSucceeded, "exit 0")
+	mgr.Touch(job)
+	waitFor(t, "the job Aborted", func() bool { return env.Job(t, job).GetStatus() == "Aborted" })
+	be.mu.Lock()
+	stopped := be.stopped[job]
+	be.mu.Unlock()
+	if stopped == 0 {
+		t.Fatal("the job was recorded Aborted without being stopped on its cluster")
+	}
+}

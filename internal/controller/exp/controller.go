@@ -85,6 +85,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 // once per Controller.
 func (c *Controller) Run(ctx context.Context) error {
 	c.follower = watch.Follow(ctx, c.jobs, c.log)
+	c.follower.WaitConnected(ctx)
 	return c.loop.RunOn(ctx, c.follower.Wake(), c.log, c.interval, "expController", c.Reconcile)
 }
 

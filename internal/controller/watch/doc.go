@@ -5,7 +5,10 @@
 // from the last change seen, and says resync whenever it cannot vouch that
 // the set is complete, so a loop can read only what changed; it skips
 // derived changes (the expController's mirrors of jobs already reported),
-// which are news to neither controller. Loops keep
+// which are news to neither controller. A change written before the stream
+// said hello is on no stream, so the hello itself asks for a resync; a loop
+// waits for it (WaitConnected) before its first cycle to read once, not
+// twice. Loops keep
 // their periodic poll either way; a broken stream is re-opened with backoff
 // and never stops the loop. Loop runs a controller's cycles on those
 // wake-ups and its interval, and drains on Shutdown.

@@ -17,7 +17,9 @@ import (
 // gap the server no longer holds) — it says resync, and the caller reads
 // everything again.
 type Follower struct {
-	wake chan struct{}
+	wake      chan struct{}
+	connected chan struct{} // closed at the first hello
+	hello     bool          // connected is closed (under mu)
 
 	mu      sync.Mutex
 	exps    map[string]bool
@@ -29,13 +31,35 @@ type Follower struct {
 
 // Follow starts following the API server's changes until ctx is done.
 func Follow(ctx context.Context, jobs falconv1.JobServiceClient, log *slog.Logger) *Follower {
-	f := &Follower{wake: make(chan struct{}, 1), exps: map[string]bool{}, resync: true}
+	f := &Follower{wake: make(chan struct{}, 1), connected: make(chan struct{}), exps: map[string]bool{}, resync: true}
 	go f.run(ctx, jobs, log)
 	return f
 }
 
 // Wake receives a value (coalesced) whenever something changed.
 func (f *Follower) Wake() <-chan struct{} { return f.wake }
+
+// WaitConnected returns once the stream has said hello for the first
+// time (true), or after ConnectWait or when ctx ends (false). A loop that
+// calls it before its first Take reads everything once at start rather
+// than twice (a resync taken before the hello is repeated after it, see
+// note).
+func (f *Follower) WaitConnected(ctx context.Context) bool {
+	t := time.NewTimer(ConnectWait)
+	defer t.Stop()
+	select {
+	case <-f.connected:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// ConnectWait bounds WaitConnected: a stream over a working connection
+// says hello in milliseconds, and an API server that is down must not hold
+// back for long the cycle that would report it.
+const ConnectWait = 2 * time.Second
 
 // Take returns the experiments changed since the last Take, and whether the
 // caller must instead read everything again (the set is then empty).
@@ -62,7 +86,10 @@ func (f *Follower) Again() {
 	f.mu.Unlock()
 }
 
-// Return puts back experiments a caller took but could not read.
+// Return asks for these experiments again at the next Take: ones a
+// caller took but could not read, or whose rows it found changed under it
+// (a conditional write refused), so that it reads them again rather than
+// act on its stale copy until the stream happens to name them.
 func (f *Follower) Return(exps []string) {
 	f.mu.Lock()
 	for _, id := range exps {
@@ -129,11 +156,17 @@ func (f *Follower) note(c *falconv1.Change) bool {
 	switch c.GetKind() {
 	case "":
 		// The hello: a new epoch means a server we have not followed, so
-		// whatever it wrote before now is unknown to us.
+		// whatever it wrote before now is unknown to us. That holds for
+		// the first connection too: a caller whose first Take (a resync)
+		// came before the hello read the store before this stream
+		// carried anything, and a change landing in between would be
+		// on neither, so it reads everything once more.
+		if !f.hello {
+			f.hello = true
+			close(f.connected)
+		}
 		if c.GetEpoch() != f.epoch {
-			if f.epoch != "" {
-				f.resync = true
-			}
+			f.resync = true
 			f.epoch, f.seq = c.GetEpoch(), c.GetSeq()
 		}
 		return true

@@ -10,6 +10,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/controller/watch"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
+	"google.golang.org/grpc"
 )
 
 // A Follower against a real API server: its first Take says resync (it has
@@ -78,5 +79,51 @@ func TestFollowerNamesWhatChanged(t *testing.T) {
 	f.Again()
 	if _, resync := f.Take(); !resync {
 		t.Fatal("after Again: Take does not say resync")
+	}
+}
+
+// gatedJobs holds WatchChanges until open is closed: the stream of a
+// Follower whose caller reads the store before the stream is up.
+type gatedJobs struct {
+	falconv1.JobServiceClient
+	open chan struct{}
+}
+
+func (g gatedJobs) WatchChanges(ctx context.Context, req *falconv1.WatchChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[falconv1.Change], error) {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.JobServiceClient.WatchChanges(ctx, req, opts...)
+}
+
+// A change written after the caller's first read but before the stream's
+// hello is on neither: the Take after the hello says resync again, so the
+// caller's snapshot cannot keep a row older than the store's for good.
+func TestFollowerResyncsOnceConnected(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := gatedJobs{JobServiceClient: falconv1.NewJobServiceClient(env.Conn), open: make(chan struct{})}
+	f := watch.Follow(ctx, g, slog.New(slog.DiscardHandler))
+	if _, resync := f.Take(); !resync {
+		t.Fatal("first Take does not say resync")
+	}
+	env.Create(t, "between", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
+	early, stop := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer stop()
+	if f.WaitConnected(early) {
+		t.Fatal("WaitConnected says connected before the stream opened")
+	}
+	close(g.open)
+	if !f.WaitConnected(ctx) {
+		t.Fatal("the stream never said hello")
+	}
+	if exps, resync := f.Take(); !resync {
+		t.Fatalf("Take after the hello = %v, false; want a resync (the create before the hello is on no stream)", exps)
+	}
+	if _, resync := f.Take(); resync {
+		t.Fatal("a second Take after the hello says resync again")
 	}
 }
