@@ -121,3 +121,47 @@ func BenchmarkListExps100k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkUpdateJobStatuses measures the write the resource manager makes
+// for every status change it records (a queue position, a dispatch, a
+// job's end): one transaction of 1 or 10 conditional updates, each with
+// its event, over 200 live jobs. Its cost is what a slot's handover waits
+// for behind the writes queued ahead of it.
+func BenchmarkUpdateJobStatuses(b *testing.B) {
+	for _, be := range backends {
+		for _, size := range []int{1, 10} {
+			b.Run(fmt.Sprintf("%s/batch-%d", be.name, size), func(b *testing.B) {
+				s := be.open(b)
+				var jobs []string
+				for i := range 100 {
+					exp, js, art := newExp(fmt.Sprintf("upd-%d", i))
+					if err := s.CreateExp(ctx, exp, js, art); err != nil {
+						b.Fatal(err)
+					}
+					for _, j := range js {
+						jobs = append(jobs, j.ID)
+					}
+				}
+				n := 0
+				for b.Loop() {
+					us := make([]store.StatusUpdate, size)
+					for k := range us {
+						us[k] = store.StatusUpdate{ID: jobs[(n*size+k)%len(jobs)], Expected: lifecycle.Pending,
+							Status: lifecycle.Pending, Reason: string(lifecycle.ReasonWaiting), Message: "position " + strconv.Itoa(n)}
+					}
+					n++
+					_, errs, err := s.UpdateJobStatuses(ctx, us)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, err := range errs {
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "updates/s")
+			})
+		}
+	}
+}

@@ -118,12 +118,13 @@ func (s *Store) lockExps(ctx context.Context, tx *sql.Tx, ids []string) error {
 // (a locking clause does not reach into it), which cannot be stale since
 // a job's exp_id never changes.
 func (s *Store) lockJobsExps(ctx context.Context, tx *sql.Tx, jobIDs []string) error {
+	db := s.prep(tx)
 	if s.d.forUpdate == "" || len(jobIDs) == 0 {
 		return nil
 	}
 	var c conds
 	c.in("id", slices.Compact(slices.Sorted(slices.Values(jobIDs))))
-	rows, err := tx.QueryContext(ctx, "SELECT id FROM experiments WHERE id IN (SELECT exp_id FROM jobs"+c.sql()+") ORDER BY id"+s.d.forUpdate, c.args...)
+	rows, err := db.QueryContext(ctx, "SELECT id FROM experiments WHERE id IN (SELECT exp_id FROM jobs"+c.sql()+") ORDER BY id"+s.d.forUpdate, c.args...)
 	if err != nil {
 		return dbErr("lock experiments", err)
 	}
@@ -171,9 +172,10 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, events []store.Eve
 // LAST_INSERT_ID(expr), SQLite with RETURNING. Either way it is the value
 // this transaction wrote, whatever the isolation level's snapshot.
 func (s *Store) takeEventSeqs(ctx context.Context, tx *sql.Tx, expID string, n int64) (int64, error) {
+	db := s.prep(tx)
 	var last int64
 	if s.d.isMySQL() {
-		res, err := tx.ExecContext(ctx, "UPDATE experiments SET last_event_seq = LAST_INSERT_ID(last_event_seq + ?) WHERE id = ?", n, expID)
+		res, err := db.ExecContext(ctx, "UPDATE experiments SET last_event_seq = LAST_INSERT_ID(last_event_seq + ?) WHERE id = ?", n, expID)
 		if err != nil {
 			return 0, dbErr("number events", err)
 		}
@@ -187,7 +189,7 @@ func (s *Store) takeEventSeqs(ctx context.Context, tx *sql.Tx, expID string, n i
 		}
 		return last, nil
 	}
-	err := tx.QueryRowContext(ctx, "UPDATE experiments SET last_event_seq = last_event_seq + ? WHERE id = ? RETURNING last_event_seq", n, expID).Scan(&last)
+	err := db.QueryRowContext(ctx, "UPDATE experiments SET last_event_seq = last_event_seq + ? WHERE id = ? RETURNING last_event_seq", n, expID).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, errdefs.NotFound("experiment", expID)
 	}
@@ -201,6 +203,7 @@ func (s *Store) takeEventSeqs(ctx context.Context, tx *sql.Tx, expID string, n i
 // the experiment's events beyond the newest MaxEventsPerExp. A zero Time is
 // now.
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, expID string, first int64, evs []store.Event, now time.Time) error {
+	db := s.prep(tx)
 	args := make([]any, 0, len(evs)*(numCols(eventCols)+1))
 	for i, e := range evs {
 		at := e.Time
@@ -216,11 +219,11 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, expID string, firs
 	}
 	q := "INSERT INTO exp_events (" + eventCols + ", writer) VALUES " +
 		strings.TrimSuffix(strings.Repeat(placeholders(numCols(eventCols)+1)+", ", len(evs)), ", ")
-	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+	if _, err := db.ExecContext(ctx, q, args...); err != nil {
 		return dbErr("append events", err)
 	}
 	if last := first + int64(len(evs)) - 1; last > store.MaxEventsPerExp {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM exp_events WHERE exp_id = ? AND seq <= ?", expID, last-store.MaxEventsPerExp); err != nil {
+		if _, err := db.ExecContext(ctx, "DELETE FROM exp_events WHERE exp_id = ? AND seq <= ?", expID, last-store.MaxEventsPerExp); err != nil {
 			return dbErr("trim events", err)
 		}
 	}
@@ -238,13 +241,14 @@ type rowState struct {
 // latest committed one (a plain read on MySQL may see the transaction's
 // older snapshot). NotFound when there is no row.
 func (s *Store) readRowState(ctx context.Context, tx *sql.Tx, e entity, id string) (expID string, st rowState, err error) {
+	db := s.prep(tx)
 	switch e.table {
 	case jobEntity.table:
-		err = tx.QueryRowContext(ctx, "SELECT exp_id, status, reason, message, node_pool, cluster_name, role FROM jobs WHERE id = ?"+s.d.forUpdate, id).
+		err = db.QueryRowContext(ctx, "SELECT exp_id, status, reason, message, node_pool, cluster_name, role FROM jobs WHERE id = ?"+s.d.forUpdate, id).
 			Scan(&expID, &st.status, &st.reason, &st.message, &st.nodePool, &st.cluster, &st.role)
 	case expEntity.table:
 		expID = id
-		err = tx.QueryRowContext(ctx, "SELECT status, reason, message FROM experiments WHERE id = ?"+s.d.forUpdate, id).
+		err = db.QueryRowContext(ctx, "SELECT status, reason, message FROM experiments WHERE id = ?"+s.d.forUpdate, id).
 			Scan(&st.status, &st.reason, &st.message)
 	default:
 		return "", st, fmt.Errorf("sqlstore: %s rows have no events", e.kind)

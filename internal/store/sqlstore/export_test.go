@@ -56,3 +56,13 @@ func (s *Store) CreateExpAtSchema6(ctx context.Context, exp *store.Experiment, j
 		return err
 	})
 }
+
+// PreparedStmts counts the statements the store keeps prepared (stmtCache).
+func (s *Store) PreparedStmts() int {
+	if s.stmts == nil {
+		return 0
+	}
+	s.stmts.mu.Lock()
+	defer s.stmts.mu.Unlock()
+	return len(s.stmts.ready)
+}

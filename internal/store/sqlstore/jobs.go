@@ -72,7 +72,7 @@ func (s *Store) ListJobs(ctx context.Context, f store.JobFilter) ([]*store.Job, 
 func (s *Store) UpdateJobStatus(ctx context.Context, u store.StatusUpdate) (*store.Job, error) {
 	var out *store.Job
 	err := s.updateStatus(ctx, jobEntity, u, func(tx *sql.Tx) (err error) {
-		out, err = s.getJob(ctx, tx, u.ID)
+		out, err = s.getJob(ctx, s.prep(tx), u.ID)
 		return err
 	})
 	return out, err

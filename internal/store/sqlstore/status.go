@@ -72,6 +72,7 @@ func checkUpdate(e entity, u store.StatusUpdate) error {
 // the write changes nothing a watcher sees; the caller holds the
 // experiment's row lock (lockExps) and records the event in tx.
 func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.StatusUpdate) (*store.Event, error) {
+	db := s.prep(tx)
 	var (
 		expID  string
 		before rowState
@@ -122,7 +123,7 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 	// version always changes, so a matched row is always a changed row
 	// and MySQL's affected-rows count (changed, not matched, without
 	// clientFoundRows) is 1 exactly when the precondition held.
-	res, err := tx.ExecContext(ctx, "UPDATE "+e.table+" SET "+strings.Join(sets, ", ")+" WHERE id = ? AND status = ?", args...)
+	res, err := db.ExecContext(ctx, "UPDATE "+e.table+" SET "+strings.Join(sets, ", ")+" WHERE id = ? AND status = ?", args...)
 	if err != nil {
 		return nil, dbErr("update "+e.kind+" status", err)
 	}
@@ -132,7 +133,7 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 	}
 	if n == 0 {
 		var cur lifecycle.Status
-		err := tx.QueryRowContext(ctx, "SELECT status FROM "+e.table+" WHERE id = ?", u.ID).Scan(&cur)
+		err := db.QueryRowContext(ctx, "SELECT status FROM "+e.table+" WHERE id = ?", u.ID).Scan(&cur)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, errdefs.NotFound(e.kind, u.ID)
 		}
@@ -145,7 +146,7 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 		// An experiment that names no cluster takes the first one a job of
 		// it is placed on, so that `exp get` says where it runs and `exp
 		// list --cluster` stays a lookup on an indexed column.
-		if _, err := tx.ExecContext(ctx, "UPDATE experiments SET cluster_name = ? WHERE id = (SELECT exp_id FROM jobs WHERE id = ?) AND cluster_name = ''",
+		if _, err := db.ExecContext(ctx, "UPDATE experiments SET cluster_name = ? WHERE id = (SELECT exp_id FROM jobs WHERE id = ?) AND cluster_name = ''",
 			u.ClusterName, u.ID); err != nil {
 			return nil, dbErr("record the experiment's cluster", err)
 		}
@@ -220,7 +221,7 @@ func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) 
 			return err
 		}
 		return s.applyBatch(ctx, tx, jobEntity, us, errs, func(i int) (err error) {
-			jobs[i], err = s.getJob(ctx, tx, us[i].ID)
+			jobs[i], err = s.getJob(ctx, s.prep(tx), us[i].ID)
 			return err
 		})
 	})

@@ -42,6 +42,9 @@ type Store struct {
 	// another instance on the same database (a server replica) can tell
 	// the writes it did not make (OtherWrites).
 	writer string
+	// stmts holds the prepared statements of hot transaction queries
+	// (SQLite only; nil on MySQL, see stmtCache).
+	stmts *stmtCache
 }
 
 // Option configures a Store.
@@ -90,6 +93,7 @@ func Open(ctx context.Context, driver, dsn string, opts ...Option) (*Store, erro
 	case "sqlite":
 		s.d = sqliteDialect
 		s.wdb, s.rdb, err = openSQLite(ctx, dsn)
+		s.stmts = newStmtCache(s.wdb)
 	default:
 		return nil, errdefs.Invalid("driver", "must be mysql or sqlite, got %q", driver)
 	}
@@ -107,6 +111,7 @@ func Open(ctx context.Context, driver, dsn string, opts ...Option) (*Store, erro
 
 // Close closes both connection pools.
 func (s *Store) Close() error {
+	s.stmts.close()
 	err := s.wdb.Close()
 	if s.rdb != s.wdb {
 		err = errors.Join(err, s.rdb.Close())
@@ -201,6 +206,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.tryTx(ctx, fn)
 		if err == nil || attempt == maxTxAttempts || !isDeadlock(err) {
+			// Outside the transaction now, so the write connection is
+			// free to prepare what it ran often (stmtCache).
+			s.stmts.prepareSeen(ctx)
 			return err
 		}
 		s.log.DebugContext(ctx, "sqlstore: retrying deadlocked transaction", "attempt", attempt, "err", err)
