@@ -40,19 +40,21 @@ func TestKubernetesMultislice(t *testing.T) {
 		t.Fatalf("%d Kubernetes Jobs, want one per slice", n)
 	}
 
-	// Each slice's one host is a rank: slice 1's is rank 1.
+	// Each slice's one host is a rank: slice 1's is rank 1. Each
+	// "container" holds what the downward API gives a real one, the index
+	// within its slice, and the command exec'd there sees its rank.
 	pods := map[int]string{}
 	for s := range 2 {
 		pod := slicePod(t, c, job, s)
-		if err := c.ServePodExec(ctx, kubeNamespace, pod, "task", t.TempDir(), map[string]string{"POD": pod}); err != nil {
+		if err := c.ServePodExec(ctx, kubeNamespace, pod, "task", t.TempDir(), map[string]string{"POD": pod, "FALCON_RANK": "0", "JAX_PROCESS_ID": "0"}); err != nil {
 			t.Fatal(err)
 		}
 		pods[s] = pod
 	}
 	for rank, pod := range pods {
-		r := d.run("", "exp", "exec", id, "--rank", strconv.Itoa(rank), "--", "sh", "-c", "echo $POD")
-		if r.code != 0 || r.stdout != pod+"\n" {
-			t.Errorf("exec --rank %d: exit %d stdout %q stderr %q; want slice %d's pod %s", rank, r.code, r.stdout, r.stderr, rank, pod)
+		r := d.run("", "exp", "exec", id, "--rank", strconv.Itoa(rank), "--", "sh", "-c", "echo $POD $FALCON_RANK $JAX_PROCESS_ID")
+		if want := fmt.Sprintf("%s %d %d\n", pod, rank, rank); r.code != 0 || r.stdout != want {
+			t.Errorf("exec --rank %d: exit %d stdout %q stderr %q; want slice %d's pod and rank, %q", rank, r.code, r.stdout, r.stderr, rank, want)
 		}
 	}
 	if r := d.run("", "exp", "exec", id, "--rank", "2", "--", "true"); r.code != 2 || !strings.Contains(r.stderr, "slices") {

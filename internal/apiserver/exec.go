@@ -380,7 +380,10 @@ func (s *Server) podTarget(ctx context.Context, c *store.Cluster, job *store.Job
 		return nil, "", errdefs.Precondition("rank %d of role %s: pod %s has ended (%s); its files are kept: falcon artifact get %s --to DIR", rank, job.Role, pod.Name, pod.Status.Phase, job.ExpID)
 	}
 	name := pod.Name
-	return func(sess rankexec.Session) error { return podexec.Exec(ctx, cfg, client, ns, name, sess) }, name, nil
+	return func(sess rankexec.Session) error {
+		sess.Command = podexec.InRank(pod, sess.Command)
+		return podexec.Exec(ctx, cfg, client, ns, name, sess)
+	}, name, nil
 }
 
 // ended is the error of an exec into something that has ended: when, and

@@ -76,6 +76,25 @@ func podRank(p *corev1.Pod, job string) int {
 	return -1
 }
 
+// InRank is cmd as it must be exec'd in pod p for it to see its rank's
+// environment. On every slice but the first of a multi-slice job the
+// container's FALCON_RANK and JAX_PROCESS_ID hold the pod's index within
+// its slice: the downward API cannot add the slice's first rank, so the
+// task's own shell adds it before the command starts (render's prelude),
+// and a shell opened later would see the container's values. Such a
+// command runs under /bin/sh (which the prelude needs already) with both
+// set to the rank; any other pod's command is run as it is.
+func InRank(p *corev1.Pod, cmd []string) []string {
+	first, err := strconv.Atoi(p.Labels[render.LabelFirstRank])
+	rank := render.PodRank(p)
+	if err != nil || first <= 0 || rank < 0 || len(cmd) == 0 {
+		return cmd
+	}
+	n := strconv.Itoa(rank)
+	script := "export " + render.EnvRank + "=" + n + " " + render.EnvJAXProcessID + "=" + n + `; exec "$0" "$@"`
+	return append([]string{"/bin/sh", "-c", script}, cmd...)
+}
+
 // Exec runs s in the task container of namespace/pod through cfg's
 // apiserver and returns nil when the command exits 0, a
 // *rankexec.ExitError when it exits otherwise, and an errdefs error when it

@@ -519,9 +519,9 @@ func (r renderer) container(s int) corev1.Container {
 // gives the index but cannot add, so the container's shell does before
 // the task's command starts (and before the log wrapper names the rank's
 // log file after it), from the index the container's FALCON_RANK holds;
-// JAX_PROCESS_ID is the same rank. A shell opened later by exec sees the
-// container's values, the index within the slice; MEGASCALE_SLICE_ID says
-// which slice.
+// JAX_PROCESS_ID is the same rank. A command opened later by exec would
+// see the container's values, the index within the slice, so the API
+// server sets both for it (podexec.InRank).
 func (r renderer) rankPrelude(s int) string {
 	if r.slices <= 1 {
 		return ""
