@@ -16,10 +16,12 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/execwire"
 )
 
 // ExecSubprotocol is the WebSocket subprotocol of the exec route,
@@ -144,6 +146,13 @@ func (w *wsExecStream) RecvMsg(m any) error {
 	if typ != websocket.BinaryMessage {
 		return errdefs.Invalid("message", "send binary messages holding ExecRequest (subprotocol %s)", ExecSubprotocol)
 	}
+	if num, v, ok := execwire.Bytes(data); ok && num == execwire.Stdin {
+		// Stdin is most of what an upload sends: its bytes stay where
+		// they were read, valid until the next RecvMsg, which ExecExp
+		// calls only once they are in the command's stdin (execSession).
+		req.Msg = &falconv1.ExecRequest_Stdin{Stdin: v}
+		return nil
+	}
 	if err := proto.Unmarshal(data, req); err != nil {
 		return errdefs.Invalid("message", "not an ExecRequest: %v", err)
 	}
@@ -166,15 +175,50 @@ func (w *wsExecStream) SendMsg(m any) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	var err error
-	if w.out, err = (proto.MarshalOptions{}).MarshalAppend(w.out[:0], msg); err != nil {
+	if num, p, ok := outputOf(msg); ok {
+		// Output is most of what a session sends: its header, then its
+		// bytes straight into the socket's buffer, with no marshalled
+		// copy between.
+		err = w.writeBytes(num, p)
+	} else if w.out, err = (proto.MarshalOptions{}).MarshalAppend(w.out[:0], msg); err != nil {
 		return err
+	} else {
+		err = w.ws.WriteMessage(websocket.BinaryMessage, w.out)
 	}
-	if err := w.ws.WriteMessage(websocket.BinaryMessage, w.out); err != nil {
+	if err != nil {
 		w.gone.Store(true)
 		w.cancel()
 		return status.Error(codes.Canceled, "the client went away")
 	}
 	return nil
+}
+
+// outputOf is the field and bytes of a reply that carries output.
+func outputOf(m proto.Message) (protowire.Number, []byte, bool) {
+	r, _ := m.(*falconv1.ExecResponse)
+	switch o := r.GetMsg().(type) {
+	case *falconv1.ExecResponse_Stdout:
+		return execwire.Stdout, o.Stdout, true
+	case *falconv1.ExecResponse_Stderr:
+		return execwire.Stderr, o.Stderr, true
+	}
+	return 0, nil, false
+}
+
+// writeBytes writes one message of field num holding p (under wmu).
+func (w *wsExecStream) writeBytes(num protowire.Number, p []byte) error {
+	mw, err := w.ws.NextWriter(websocket.BinaryMessage)
+	if err != nil {
+		return err
+	}
+	w.out = execwire.Header(w.out[:0], num, len(p))
+	if _, err = mw.Write(w.out); err == nil {
+		_, err = mw.Write(p)
+	}
+	if cerr := mw.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // fail ends the session with the error as the gateway writes a failed

@@ -12,9 +12,11 @@ import (
 	"github.com/gorilla/websocket"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/execwire"
 )
 
 // ExecSubprotocol is the exec route's WebSocket subprotocol; the server's
@@ -34,7 +36,9 @@ type ExecSession struct {
 	ws   *websocket.Conn
 	wmu  sync.Mutex
 	c    *Client
-	rbuf bytes.Buffer // one message read, reused: output is most of a session
+	rbuf bytes.Buffer // one message read, reused
+	obuf []byte       // output on its way from the socket to its writer
+	hdr  []byte       // a bytes message's header, reused
 }
 
 // ExecExp opens an exec session and sends start. The session has no
@@ -99,20 +103,59 @@ func (s *ExecSession) Send(r *falconv1.ExecRequest) error {
 	return nil
 }
 
+// sendBytes sends a message of field num holding p, the header and then
+// p itself into the socket's buffer: stdin is most of what an upload
+// sends, and proto.Marshal would copy every byte of it once more.
+func (s *ExecSession) sendBytes(num protowire.Number, p []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	w, err := s.ws.NextWriter(websocket.BinaryMessage)
+	if err == nil {
+		s.hdr = execwire.Header(s.hdr[:0], num, len(p))
+		if _, err = w.Write(s.hdr); err == nil {
+			_, err = w.Write(p)
+		}
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "exec session to %s: %v", s.c.base, err)
+	}
+	return nil
+}
+
 // Recv returns the next reply; io.EOF once the server has closed the
 // session after the exit, and the call's status when it failed.
-func (s *ExecSession) Recv() (*falconv1.ExecResponse, error) {
+func (s *ExecSession) Recv() (*falconv1.ExecResponse, error) { return s.recv(nil, nil) }
+
+// recv is Recv, except that with stdout and stderr set, output goes
+// straight from the socket's buffer to them, a megabyte at a time, and
+// recv returns a nil reply for it: what Exec does with most of a
+// session's bytes, without copying each into a message first.
+func (s *ExecSession) recv(stdout, stderr io.Writer) (*falconv1.ExecResponse, error) {
 	typ, rd, err := s.ws.NextReader()
+	var head []byte
+	if err == nil && typ == websocket.BinaryMessage && stdout != nil {
+		var num protowire.Number
+		var n int64
+		var ok bool
+		if num, n, head, ok, err = execwire.ReadHeader(rd, execwire.Output); err == nil && ok {
+			w := stdout
+			if num == execwire.Stderr {
+				w = stderr
+			}
+			return nil, s.copyOutput(w, rd, n, num == execwire.Stdout)
+		}
+	}
 	if err == nil {
 		s.rbuf.Reset()
+		s.rbuf.Write(head)
 		_, err = s.rbuf.ReadFrom(rd)
 	}
 	data := s.rbuf.Bytes()
 	if err != nil {
-		if websocket.IsCloseError(err, websocket.CloseNormalClosure) {
-			return nil, io.EOF
-		}
-		return nil, status.Errorf(codes.Unavailable, "exec session to %s broke: %v", s.c.base, err)
+		return nil, s.broke(err)
 	}
 	if typ == websocket.TextMessage {
 		return nil, decodeStreamError(data)
@@ -122,6 +165,46 @@ func (s *ExecSession) Recv() (*falconv1.ExecResponse, error) {
 		return nil, status.Errorf(codes.Internal, "decoding exec reply from %s: %v", s.c.base, err)
 	}
 	return r, nil
+}
+
+// copyOutput writes the n bytes of an output message from rd to w, and
+// checks that the message ends there.
+func (s *ExecSession) copyOutput(w io.Writer, rd io.Reader, n int64, stdout bool) error {
+	if s.obuf == nil {
+		s.obuf = make([]byte, execStdinChunk)
+	}
+	for n > 0 {
+		k, err := io.ReadFull(rd, s.obuf[:min(n, int64(len(s.obuf)))])
+		if k > 0 {
+			if _, werr := w.Write(s.obuf[:k]); werr != nil {
+				what := "errors"
+				if stdout {
+					what = "output"
+				}
+				return status.Errorf(codes.Aborted, "writing the command's %s: %v", what, werr)
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return s.broke(err)
+		}
+		n -= int64(k)
+	}
+	if k, _ := rd.Read(s.obuf[:1]); k > 0 {
+		return status.Errorf(codes.Internal, "decoding exec reply from %s: %v", s.c.base, execwire.ErrTrailing)
+	}
+	return nil
+}
+
+// broke is the error of a session whose socket failed: io.EOF when the
+// server closed it as it should.
+func (s *ExecSession) broke(err error) error {
+	if websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+		return io.EOF
+	}
+	return status.Errorf(codes.Unavailable, "exec session to %s broke: %v", s.c.base, err)
 }
 
 // Close ends the session (and so the command, if it still runs).
@@ -185,7 +268,7 @@ func (c *Client) Exec(ctx context.Context, start *falconv1.ExecStart, eio ExecIO
 		}()
 	}
 	for {
-		r, err := s.Recv()
+		r, err := s.recv(eio.Stdout, eio.Stderr)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil, status.Errorf(codes.Unavailable, "exec session to %s ended without the command's exit", c.base)
@@ -196,6 +279,9 @@ func (c *Client) Exec(ctx context.Context, start *falconv1.ExecStart, eio ExecIO
 			return nil, err
 		}
 		switch m := r.GetMsg().(type) {
+		case nil:
+			// Output recv has written already (or a message of a field
+			// this client does not know).
 		case *falconv1.ExecResponse_Stdout:
 			if _, err := eio.Stdout.Write(m.Stdout); err != nil {
 				return nil, status.Errorf(codes.Aborted, "writing the command's output: %v", err)
@@ -224,7 +310,7 @@ func (s *ExecSession) sendStdin(ctx context.Context, in io.Reader) {
 	for {
 		n, err := in.Read(buf)
 		if n > 0 {
-			if s.Send(&falconv1.ExecRequest{Msg: &falconv1.ExecRequest_Stdin{Stdin: buf[:n]}}) != nil {
+			if s.sendBytes(execwire.Stdin, buf[:n]) != nil {
 				return
 			}
 		}

@@ -49,3 +49,45 @@ func BenchmarkCksum(b *testing.B) {
 		c.Write(buf)
 	}
 }
+
+// cksumByTable is the CRC bit by bit from its definition: what the fast
+// path must agree with on every length and split, not only the few the
+// cksum binary is run on.
+func cksumByTable(b []byte) uint32 {
+	var crc uint32
+	step := func(x byte) {
+		crc ^= uint32(x) << 24
+		for range 8 {
+			if crc&0x80000000 != 0 {
+				crc = crc<<1 ^ 0x04C11DB7
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	for _, x := range b {
+		step(x)
+	}
+	for n := len(b); n > 0; n >>= 8 {
+		step(byte(n))
+	}
+	return ^crc
+}
+
+func TestCksumMatchesItsDefinition(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2, 7, 8, 15, 16, 17, cksumChunk - 1, cksumChunk, cksumChunk + 9, 3*cksumChunk + 5} {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		for _, cut := range []int{0, n / 2, max(n-1, 0)} {
+			c := newCksum()
+			c.Write(b[:cut])
+			c.Write(b[cut:])
+			if got, want := c.Sum32(), cksumByTable(b); got != want {
+				t.Errorf("%d bytes cut at %d: %d, want %d", n, cut, got, want)
+			}
+		}
+	}
+}
