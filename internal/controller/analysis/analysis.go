@@ -94,7 +94,13 @@ func New(conn grpcConn, opts ...Option) *Controller {
 
 // Run claims and runs analyses until ctx is done or Shutdown is called.
 func (c *Controller) Run(ctx context.Context) error {
-	return c.loop.Run(ctx, c.jobs, c.log, c.interval, "analysis", c.Reconcile)
+	// Woken by analyses' changes alone: nothing else makes one claimable
+	// (a stale claim becomes so with time, which the interval covers), and
+	// a claim at every job write cost the API server a query each, dozens
+	// a second while experiments run. Another replica's new analysis,
+	// which this server's feed does not carry, waits for the interval.
+	wake := watch.Changes(ctx, c.jobs, c.log, "analysis")
+	return c.loop.RunOn(ctx, wake, c.log, c.interval, "analysis", c.Reconcile)
 }
 
 // Shutdown lets the analysis in flight finish and stops Run, or gives up

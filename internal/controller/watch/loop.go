@@ -5,12 +5,10 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 )
 
 // Loop runs a level-triggered controller's cycles: on every change the API
-// server reports (Changes) and every interval regardless, until ctx is done
+// server reports that it follows (Changes) and every interval regardless, until ctx is done
 // or Shutdown is called. It drains like http.Server.Shutdown: Shutdown
 // starts no new cycle and waits for the one in flight; cancelling Run's ctx
 // cuts that cycle. The zero Loop is ready; Run is called once.
@@ -25,14 +23,9 @@ func (l *Loop) init() {
 	l.once.Do(func() { l.stop, l.stopped = make(chan struct{}), make(chan struct{}) })
 }
 
-// Run calls cycle until ctx is done or Shutdown; a cycle's error is logged
-// as name's, and the loop goes on.
-func (l *Loop) Run(ctx context.Context, jobs falconv1.JobServiceClient, log *slog.Logger, interval time.Duration, name string, cycle func(context.Context) error) error {
-	return l.RunOn(ctx, Changes(ctx, jobs, log), log, interval, name, cycle)
-}
-
-// RunOn is Run woken by wake instead of a change stream of its own: for a
-// controller that follows the feed to learn what changed (Follower.Wake).
+// RunOn calls cycle until ctx is done or Shutdown, after each value of
+// wake (Changes, or a Follower's Wake) and every interval; a cycle's error
+// is logged as name's, and the loop goes on.
 func (l *Loop) RunOn(ctx context.Context, wake <-chan struct{}, log *slog.Logger, interval time.Duration, name string, cycle func(context.Context) error) error {
 	l.init()
 	defer close(l.stopped)
