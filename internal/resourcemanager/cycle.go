@@ -139,9 +139,10 @@ func (c *cycle) look(j *falconv1.Job) {
 
 // Reconcile runs one cycle and returns the earliest upcoming deadline (zero
 // if none), so Run can wake exactly then:
-//  1. read the registered clusters, and bring the snapshot of live jobs up
-//     to date: the experiments the change feed reported (or every live job,
-//     on a resync); the jobs to look at are those read, those a backend
+//  1. bring the snapshot of live jobs up to date: the experiments the
+//     change feed reported (or every live job, on a resync); read the
+//     registered clusters again on a resync or once the last read is
+//     clusterListAge old; the jobs to look at are those read, those a backend
 //     reported (Touch), and those whose deadline has come; every job when
 //     a cluster's reachability changed;
 //  2. Aborting: stop the job on its cluster (if it reached one), then mark
@@ -170,13 +171,19 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	start := time.Now()
 	m.metrics.Cycles.Inc()
 	defer func() { m.metrics.CycleSeconds.Observe(time.Since(start).Seconds()) }()
-	cl, err := m.clusters.ListClusters(ctx, &falconv1.ListClustersRequest{})
+	look, full, err := m.refresh(ctx)
 	if err != nil {
 		m.metrics.CycleErrors.Inc()
 		return time.Time{}, err
 	}
-	look, full, err := m.refresh(ctx)
+	cl, err := m.clusterList(ctx, full)
 	if err != nil {
+		// What refresh took is looked at next cycle: the jobs it read are
+		// in the snapshot already.
+		m.requeueTouches(look, full)
+		if full && m.follower != nil {
+			m.follower.Again()
+		}
 		m.metrics.CycleErrors.Inc()
 		return time.Time{}, err
 	}
@@ -532,15 +539,44 @@ func (m *Manager) candidates(clusters []*falconv1.Cluster) []queue.Cluster {
 	return out
 }
 
+// clusterList is the registry's clusters: read again on every resync and
+// once the last read is clusterListAge old, else the last read's. A change
+// to a cluster reaches the change feed, which makes the next cycle a
+// resync (watch.Follower), so between resyncs the list is at most
+// clusterListAge late only for changes no feed carried, which the periodic
+// resync is there for anyway; and a cycle that hands a slot over, or
+// records a job's end, does not wait for a read that tells it nothing.
+func (m *Manager) clusterList(ctx context.Context, full bool) (*falconv1.ListClustersResponse, error) {
+	now := m.now()
+	if !full && m.snap.clusters != nil && now.Sub(m.snap.clustersAt) < clusterListAge {
+		return m.snap.clusters, nil
+	}
+	cl, err := m.clusters.ListClusters(ctx, &falconv1.ListClustersRequest{})
+	if err != nil {
+		return nil, err
+	}
+	m.snap.clusters, m.snap.clustersAt = cl, now
+	return cl, nil
+}
+
+// clusterListAge bounds how long a cycle reuses the clusters (and their
+// probes) an earlier one read.
+const clusterListAge = time.Second
+
 // addProbes gives each candidate its cluster's last health probe, for the
 // decision record (and PolicyPriority). Probes that cannot be read leave
 // the candidates unprobed: a record says "never probed" rather than the
-// cycle failing for what only explains.
+// cycle failing for what only explains. A read less than clusterListAge
+// old is used again: probes come every few seconds at most.
 func (m *Manager) addProbes(ctx context.Context, cands []queue.Cluster) {
-	resp, err := m.clusters.ListClusterProbes(ctx, &falconv1.ListClusterProbesRequest{})
-	if err != nil {
-		m.log.Debug("list cluster probes", "err", err)
-		return
+	resp := m.snap.probes
+	if now := m.now(); resp == nil || now.Sub(m.snap.probesAt) >= clusterListAge {
+		var err error
+		if resp, err = m.clusters.ListClusterProbes(ctx, &falconv1.ListClusterProbesRequest{}); err != nil {
+			m.log.Debug("list cluster probes", "err", err)
+			return
+		}
+		m.snap.probes, m.snap.probesAt = resp, now
 	}
 	byName := map[string]*queue.Probe{}
 	for _, p := range resp.GetItems() {

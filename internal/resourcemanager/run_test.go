@@ -261,3 +261,80 @@ func TestRefusedWriteReadsTheJobAgain(t *testing.T) {
 		t.Fatal("the job was recorded Aborted without being stopped on its cluster")
 	}
 }
+
+// Between resyncs a cycle reuses the clusters an earlier one read, so a
+// backend's report is acted on without a read of the registry; a change to
+// a cluster (on the feed) and the list's age each make a cycle read it
+// again.
+func TestRunReadsTheClustersWhenTheyMayHaveChanged(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "test"})
+	be := newScripted()
+	reg := prometheus.NewRegistry()
+	conn := apitest.CountCalls(env.Conn)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	mgr := resourcemanager.New(conn, resourcemanager.WithBackend("test", be), resourcemanager.WithClock(clock),
+		resourcemanager.WithMetrics(metrics.NewRM(reg)),
+		resourcemanager.WithInterval(time.Hour), resourcemanager.WithResync(time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	var jobs []string
+	for i := range 3 {
+		exp := env.Create(t, fmt.Sprintf("clusters-%d", i), map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+		jobs = append(jobs, exp.GetJobs()[0].GetId())
+	}
+	waitFor(t, "every job Running", func() bool {
+		for _, id := range jobs {
+			if env.Job(t, id).GetStatus() != "Running" {
+				return false
+			}
+		}
+		return true
+	})
+	quiet := func() {
+		t.Helper()
+		waitFor(t, "the manager to go quiet", func() bool {
+			c1, _ := cycleJobs(t, reg)
+			time.Sleep(50 * time.Millisecond)
+			c2, _ := cycleJobs(t, reg)
+			return c1 == c2
+		})
+	}
+	quiet()
+	cycles := func() uint64 { c, _ := cycleJobs(t, reg); return c }
+
+	// A report: acted on with no read of the clusters.
+	conn.Take()
+	c0 := cycles()
+	be.set(jobs[0], resourcemanager.PhaseSucceeded, "exit 0")
+	mgr.Touch(jobs[0])
+	waitFor(t, "the reported job Succeeded", func() bool { return env.Job(t, jobs[0]).GetStatus() == "Succeeded" })
+	quiet()
+	if calls := conn.Take(); calls["ListClusters"] != 0 || cycles() == c0 {
+		t.Errorf("%d cycles for a report read the clusters %d times, want none (calls: %v)", cycles()-c0, calls["ListClusters"], calls)
+	}
+
+	// A cluster's change: the feed makes the next cycle read them.
+	if _, err := falconv1.NewClusterServiceClient(env.UserConn).SetClusterStatus(ctx, &falconv1.SetClusterStatusRequest{Name: "local", Status: "maintenance"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the clusters read after their change", func() bool { return conn.Count("ListClusters") > 0 })
+	quiet()
+
+	// The list's age: a report a second later reads them again.
+	conn.Take()
+	mu.Lock()
+	now = now.Add(2 * time.Second)
+	mu.Unlock()
+	be.set(jobs[1], resourcemanager.PhaseSucceeded, "exit 0")
+	mgr.Touch(jobs[1])
+	waitFor(t, "the second reported job Succeeded", func() bool { return env.Job(t, jobs[1]).GetStatus() == "Succeeded" })
+	quiet()
+	if n := conn.Count("ListClusters"); n != 1 {
+		t.Errorf("a report after the list aged read the clusters %d times, want once", n)
+	}
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // snapshot is the resource manager's copy of the live jobs (Pending,
-// Running, Aborting), kept current from the API server's change feed:
+// Running, Aborting) and of the registered clusters, kept current from the
+// API server's change feed:
 // a cycle reads again only the experiments that changed, so its cost
 // follows the changes, not the number of live jobs. A full read (resync)
 // replaces it on the first cycle, whenever the feed cannot vouch for what
@@ -22,6 +23,12 @@ type snapshot struct {
 	// local fallback cluster must offer (see candidates).
 	types      map[string]int
 	resyncedAt time.Time
+	// clusters and probes are the registry's, as last read, and when
+	// (clusterList, addProbes).
+	clusters   *falconv1.ListClustersResponse
+	clustersAt time.Time
+	probes     *falconv1.ListClusterProbesResponse
+	probesAt   time.Time
 	// sweepAgain asks for a resync next cycle: a sweep could not see
 	// what a cluster holds (its caches not synced yet, after a start), and
 	// a sweep runs only on a resync, when the snapshot holds every live
