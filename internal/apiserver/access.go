@@ -91,7 +91,8 @@ var rules = map[string]rule{
 	falconv1.ExperimentService_ExportExpLogs_FullMethodName: {forUsers, func(r any) (string, bool) {
 		return r.(*falconv1.ExportExpLogsRequest).GetId(), true
 	}},
-	falconv1.ArtifactService_UpdateArtifactStatus_FullMethodName: {callers: forControllers},
+	falconv1.ArtifactService_UpdateArtifactStatus_FullMethodName:   {callers: forControllers},
+	falconv1.ArtifactService_UpdateArtifactStatuses_FullMethodName: {callers: forControllers},
 
 	falconv1.ClusterService_GetCluster_FullMethodName:          {callers: forAll},
 	falconv1.ClusterService_ListClusters_FullMethodName:        {callers: forAll},

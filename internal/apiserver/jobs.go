@@ -378,3 +378,33 @@ func (s *Server) UpdateArtifactStatus(ctx context.Context, req *falconv1.UpdateA
 	s.changed(derived(changefeed.Change{Kind: "artifact", ID: a.ID, ExpID: a.ExpID}))
 	return artifactToAPI(a), nil
 }
+
+// UpdateArtifactStatuses is the expController's batch write path for
+// artifacts: one transaction, each update under its own precondition.
+func (s *Server) UpdateArtifactStatuses(ctx context.Context, req *falconv1.UpdateArtifactStatusesRequest) (*falconv1.UpdateArtifactStatusesResponse, error) {
+	resp := &falconv1.UpdateArtifactStatusesResponse{Results: make([]*falconv1.ArtifactStatusResult, len(req.GetUpdates()))}
+	var changes []changefeed.Change
+	err := applyBatch(len(req.GetUpdates()),
+		func(i int) (store.StatusUpdate, error) {
+			r := req.GetUpdates()[i]
+			return statusUpdate(lifecycle.ArtifactMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage())
+		},
+		func(us []store.StatusUpdate) ([]*store.Artifact, []error, error) {
+			return s.store.UpdateArtifactStatuses(ctx, us)
+		},
+		func(i int, a *store.Artifact) {
+			resp.Results[i] = &falconv1.ArtifactStatusResult{Artifact: artifactToAPI(a)}
+			changes = append(changes, derived(changefeed.Change{Kind: "artifact", ID: a.ID, ExpID: a.ExpID}))
+		},
+		func(i int, err error) {
+			r := refusal(err)
+			resp.Results[i] = &falconv1.ArtifactStatusResult{Code: r.GetCode(), Message: r.GetMessage()}
+		})
+	if err != nil {
+		return nil, err
+	}
+	if len(changes) > 0 {
+		s.changed(changes...)
+	}
+	return resp, nil
+}

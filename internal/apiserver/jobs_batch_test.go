@@ -165,3 +165,60 @@ func TestUpdateExpStatuses(t *testing.T) {
 		t.Errorf("1001 IDs: %v, want InvalidArgument naming ids", err)
 	}
 }
+
+// The expController's artifact batch: in order, each under its own
+// precondition; controllers only; bounded; its changes derived.
+func TestUpdateArtifactStatuses(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	role := map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}}
+	a := env.Create(t, "arts-a", role).GetArtifact().GetId()
+	b := env.Create(t, "arts-b", role).GetArtifact().GetId()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream, err := env.Jobs.WatchChanges(ctx, &falconv1.WatchChangesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil { // the hello
+		t.Fatal(err)
+	}
+	resp, err := env.Arts.UpdateArtifactStatuses(ctx, &falconv1.UpdateArtifactStatusesRequest{Updates: []*falconv1.UpdateArtifactStatusRequest{
+		{Id: a, ExpectedStatus: "Created", Status: "Succeeded", Message: "kept"},
+		{Id: a, ExpectedStatus: "Created", Status: "Failed"},
+		{Id: b, ExpectedStatus: "Created", Status: "Bogus"},
+		{Id: b, ExpectedStatus: "Created", Status: "Failed", Reason: "Aborted"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name   string
+		code   codes.Code
+		status string
+	}{
+		{"written", codes.OK, "Succeeded"},
+		{"stale: sees the first", codes.FailedPrecondition, ""},
+		{"invalid status", codes.InvalidArgument, ""},
+		{"written after refusals", codes.OK, "Failed"},
+	} {
+		r := resp.GetResults()[i]
+		if codes.Code(r.GetCode()) != tc.code || r.GetArtifact().GetStatus() != tc.status {
+			t.Errorf("%s: code %v %q, artifact %q; want %v, %q", tc.name, codes.Code(r.GetCode()), r.GetMessage(), r.GetArtifact().GetStatus(), tc.code, tc.status)
+		}
+	}
+	for range 2 {
+		c, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.GetKind() != "artifact" || !c.GetDerived() {
+			t.Errorf("change of a batch write %v, want kind artifact, derived", c)
+		}
+	}
+	if _, err := falconv1.NewArtifactServiceClient(env.UserConn).UpdateArtifactStatuses(ctx, &falconv1.UpdateArtifactStatusesRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("a user's batch: %v, want PermissionDenied", err)
+	}
+	if _, err := env.Arts.UpdateArtifactStatuses(ctx, &falconv1.UpdateArtifactStatusesRequest{Updates: make([]*falconv1.UpdateArtifactStatusRequest, 1001)}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("1001 updates: %v, want InvalidArgument", err)
+	}
+}

@@ -485,6 +485,12 @@ type Store interface {
 	GetArtifact(ctx context.Context, id string) (*Artifact, error)
 	ListArtifacts(ctx context.Context, f ArtifactFilter) (items []*Artifact, next string, err error)
 	UpdateArtifactStatus(ctx context.Context, u StatusUpdate) (*Artifact, error)
+	// UpdateArtifactStatuses is UpdateExpStatuses for artifacts: many
+	// updates in one transaction, in order, each under its own
+	// precondition; errs[i] is update i's refusal, arts[i] its row
+	// otherwise, and err is set (nothing written) only when the database
+	// fails.
+	UpdateArtifactStatuses(ctx context.Context, us []StatusUpdate) (arts []*Artifact, errs []error, err error)
 	// SyncArtifactFiles brings the artifact's file index up to date in one
 	// transaction: upsert writes or replaces rows, remove deletes paths,
 	// and the artifact's Index becomes idx (its At included).

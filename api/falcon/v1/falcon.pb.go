@@ -5630,6 +5630,159 @@ func (x *UpdateArtifactStatusRequest) GetMessage() string {
 	return ""
 }
 
+type UpdateArtifactStatusesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 1000.
+	Updates       []*UpdateArtifactStatusRequest `protobuf:"bytes,1,rep,name=updates,proto3" json:"updates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateArtifactStatusesRequest) Reset() {
+	*x = UpdateArtifactStatusesRequest{}
+	mi := &file_falcon_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateArtifactStatusesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateArtifactStatusesRequest) ProtoMessage() {}
+
+func (x *UpdateArtifactStatusesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateArtifactStatusesRequest.ProtoReflect.Descriptor instead.
+func (*UpdateArtifactStatusesRequest) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *UpdateArtifactStatusesRequest) GetUpdates() []*UpdateArtifactStatusRequest {
+	if x != nil {
+		return x.Updates
+	}
+	return nil
+}
+
+type UpdateArtifactStatusesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per update, in order.
+	Results       []*ArtifactStatusResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateArtifactStatusesResponse) Reset() {
+	*x = UpdateArtifactStatusesResponse{}
+	mi := &file_falcon_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateArtifactStatusesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateArtifactStatusesResponse) ProtoMessage() {}
+
+func (x *UpdateArtifactStatusesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateArtifactStatusesResponse.ProtoReflect.Descriptor instead.
+func (*UpdateArtifactStatusesResponse) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *UpdateArtifactStatusesResponse) GetResults() []*ArtifactStatusResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type ArtifactStatusResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The artifact as written; absent when the update was refused.
+	Artifact *Artifact `protobuf:"bytes,1,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	// The refusal: a google.rpc.Code (FAILED_PRECONDITION when the artifact
+	// changed since it was read) and its message; 0 when written.
+	Code          int32  `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArtifactStatusResult) Reset() {
+	*x = ArtifactStatusResult{}
+	mi := &file_falcon_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArtifactStatusResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArtifactStatusResult) ProtoMessage() {}
+
+func (x *ArtifactStatusResult) ProtoReflect() protoreflect.Message {
+	mi := &file_falcon_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArtifactStatusResult.ProtoReflect.Descriptor instead.
+func (*ArtifactStatusResult) Descriptor() ([]byte, []int) {
+	return file_falcon_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *ArtifactStatusResult) GetArtifact() *Artifact {
+	if x != nil {
+		return x.Artifact
+	}
+	return nil
+}
+
+func (x *ArtifactStatusResult) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *ArtifactStatusResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // ClusterProbe is one health probe of a cluster (design 001's
 // ClusterProbeResult): whether it answered, and how many of its workloads
 // wait and run.
@@ -5651,7 +5804,7 @@ type ClusterProbe struct {
 
 func (x *ClusterProbe) Reset() {
 	*x = ClusterProbe{}
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5663,7 +5816,7 @@ func (x *ClusterProbe) String() string {
 func (*ClusterProbe) ProtoMessage() {}
 
 func (x *ClusterProbe) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[69]
+	mi := &file_falcon_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5676,7 +5829,7 @@ func (x *ClusterProbe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterProbe.ProtoReflect.Descriptor instead.
 func (*ClusterProbe) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{69}
+	return file_falcon_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ClusterProbe) GetCluster() string {
@@ -5729,7 +5882,7 @@ type ListClusterProbesRequest struct {
 
 func (x *ListClusterProbesRequest) Reset() {
 	*x = ListClusterProbesRequest{}
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5741,7 +5894,7 @@ func (x *ListClusterProbesRequest) String() string {
 func (*ListClusterProbesRequest) ProtoMessage() {}
 
 func (x *ListClusterProbesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[70]
+	mi := &file_falcon_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5754,7 +5907,7 @@ func (x *ListClusterProbesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClusterProbesRequest.ProtoReflect.Descriptor instead.
 func (*ListClusterProbesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{70}
+	return file_falcon_proto_rawDescGZIP(), []int{73}
 }
 
 type ListClusterProbesResponse struct {
@@ -5766,7 +5919,7 @@ type ListClusterProbesResponse struct {
 
 func (x *ListClusterProbesResponse) Reset() {
 	*x = ListClusterProbesResponse{}
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5778,7 +5931,7 @@ func (x *ListClusterProbesResponse) String() string {
 func (*ListClusterProbesResponse) ProtoMessage() {}
 
 func (x *ListClusterProbesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[71]
+	mi := &file_falcon_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5791,7 +5944,7 @@ func (x *ListClusterProbesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClusterProbesResponse.ProtoReflect.Descriptor instead.
 func (*ListClusterProbesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{71}
+	return file_falcon_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ListClusterProbesResponse) GetItems() []*ClusterProbe {
@@ -5810,7 +5963,7 @@ type ProbeClustersRequest struct {
 
 func (x *ProbeClustersRequest) Reset() {
 	*x = ProbeClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5822,7 +5975,7 @@ func (x *ProbeClustersRequest) String() string {
 func (*ProbeClustersRequest) ProtoMessage() {}
 
 func (x *ProbeClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[72]
+	mi := &file_falcon_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5835,7 +5988,7 @@ func (x *ProbeClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeClustersRequest.ProtoReflect.Descriptor instead.
 func (*ProbeClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{72}
+	return file_falcon_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ProbeClustersRequest) GetNames() []string {
@@ -5854,7 +6007,7 @@ type ReportClusterProbesRequest struct {
 
 func (x *ReportClusterProbesRequest) Reset() {
 	*x = ReportClusterProbesRequest{}
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5866,7 +6019,7 @@ func (x *ReportClusterProbesRequest) String() string {
 func (*ReportClusterProbesRequest) ProtoMessage() {}
 
 func (x *ReportClusterProbesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[73]
+	mi := &file_falcon_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5879,7 +6032,7 @@ func (x *ReportClusterProbesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterProbesRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterProbesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{73}
+	return file_falcon_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ReportClusterProbesRequest) GetItems() []*ClusterProbe {
@@ -5898,7 +6051,7 @@ type GetClusterStatusRequest struct {
 
 func (x *GetClusterStatusRequest) Reset() {
 	*x = GetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5910,7 +6063,7 @@ func (x *GetClusterStatusRequest) String() string {
 func (*GetClusterStatusRequest) ProtoMessage() {}
 
 func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[74]
+	mi := &file_falcon_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5923,7 +6076,7 @@ func (x *GetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{74}
+	return file_falcon_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GetClusterStatusRequest) GetName() string {
@@ -5942,7 +6095,7 @@ type ReportClusterStatusRequest struct {
 
 func (x *ReportClusterStatusRequest) Reset() {
 	*x = ReportClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5954,7 +6107,7 @@ func (x *ReportClusterStatusRequest) String() string {
 func (*ReportClusterStatusRequest) ProtoMessage() {}
 
 func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[75]
+	mi := &file_falcon_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5967,7 +6120,7 @@ func (x *ReportClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ReportClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{75}
+	return file_falcon_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ReportClusterStatusRequest) GetStatus() *ClusterStatus {
@@ -5996,7 +6149,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6008,7 +6161,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[76]
+	mi := &file_falcon_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6021,7 +6174,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{76}
+	return file_falcon_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ClusterStatus) GetClusterName() string {
@@ -6084,7 +6237,7 @@ type ClusterStatuses struct {
 
 func (x *ClusterStatuses) Reset() {
 	*x = ClusterStatuses{}
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6096,7 +6249,7 @@ func (x *ClusterStatuses) String() string {
 func (*ClusterStatuses) ProtoMessage() {}
 
 func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[77]
+	mi := &file_falcon_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6109,7 +6262,7 @@ func (x *ClusterStatuses) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatuses.ProtoReflect.Descriptor instead.
 func (*ClusterStatuses) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{77}
+	return file_falcon_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ClusterStatuses) GetItems() []*ClusterStatus {
@@ -6133,7 +6286,7 @@ type ReservationCapacity struct {
 
 func (x *ReservationCapacity) Reset() {
 	*x = ReservationCapacity{}
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6145,7 +6298,7 @@ func (x *ReservationCapacity) String() string {
 func (*ReservationCapacity) ProtoMessage() {}
 
 func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[78]
+	mi := &file_falcon_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6158,7 +6311,7 @@ func (x *ReservationCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCapacity.ProtoReflect.Descriptor instead.
 func (*ReservationCapacity) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{78}
+	return file_falcon_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ReservationCapacity) GetName() string {
@@ -6217,7 +6370,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6229,7 +6382,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[79]
+	mi := &file_falcon_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6242,7 +6395,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{79}
+	return file_falcon_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *NodePoolStatus) GetName() string {
@@ -6327,7 +6480,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6339,7 +6492,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[80]
+	mi := &file_falcon_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6352,7 +6505,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{80}
+	return file_falcon_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *QueueStatus) GetTopology() string {
@@ -6400,7 +6553,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6412,7 +6565,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[81]
+	mi := &file_falcon_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6425,7 +6578,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{81}
+	return file_falcon_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -6443,7 +6596,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[82]
+	mi := &file_falcon_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6455,7 +6608,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[82]
+	mi := &file_falcon_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6468,7 +6621,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{82}
+	return file_falcon_proto_rawDescGZIP(), []int{85}
 }
 
 type ListClustersResponse struct {
@@ -6484,7 +6637,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[83]
+	mi := &file_falcon_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6496,7 +6649,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[83]
+	mi := &file_falcon_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6509,7 +6662,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{83}
+	return file_falcon_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ListClustersResponse) GetItems() []*Cluster {
@@ -6535,7 +6688,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_falcon_proto_msgTypes[84]
+	mi := &file_falcon_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6547,7 +6700,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[84]
+	mi := &file_falcon_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6560,7 +6713,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{84}
+	return file_falcon_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *RegisterClusterRequest) GetCluster() *Cluster {
@@ -6586,7 +6739,7 @@ type ApplyClustersRequest struct {
 
 func (x *ApplyClustersRequest) Reset() {
 	*x = ApplyClustersRequest{}
-	mi := &file_falcon_proto_msgTypes[85]
+	mi := &file_falcon_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6598,7 +6751,7 @@ func (x *ApplyClustersRequest) String() string {
 func (*ApplyClustersRequest) ProtoMessage() {}
 
 func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[85]
+	mi := &file_falcon_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6611,7 +6764,7 @@ func (x *ApplyClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersRequest.ProtoReflect.Descriptor instead.
 func (*ApplyClustersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{85}
+	return file_falcon_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ApplyClustersRequest) GetClusters() []*Cluster {
@@ -6655,7 +6808,7 @@ type ClusterChange struct {
 
 func (x *ClusterChange) Reset() {
 	*x = ClusterChange{}
-	mi := &file_falcon_proto_msgTypes[86]
+	mi := &file_falcon_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6667,7 +6820,7 @@ func (x *ClusterChange) String() string {
 func (*ClusterChange) ProtoMessage() {}
 
 func (x *ClusterChange) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[86]
+	mi := &file_falcon_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6680,7 +6833,7 @@ func (x *ClusterChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterChange.ProtoReflect.Descriptor instead.
 func (*ClusterChange) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{86}
+	return file_falcon_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ClusterChange) GetName() string {
@@ -6718,7 +6871,7 @@ type ApplyClustersResponse struct {
 
 func (x *ApplyClustersResponse) Reset() {
 	*x = ApplyClustersResponse{}
-	mi := &file_falcon_proto_msgTypes[87]
+	mi := &file_falcon_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6730,7 +6883,7 @@ func (x *ApplyClustersResponse) String() string {
 func (*ApplyClustersResponse) ProtoMessage() {}
 
 func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[87]
+	mi := &file_falcon_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6743,7 +6896,7 @@ func (x *ApplyClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyClustersResponse.ProtoReflect.Descriptor instead.
 func (*ApplyClustersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{87}
+	return file_falcon_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ApplyClustersResponse) GetChanges() []*ClusterChange {
@@ -6785,7 +6938,7 @@ type SetClusterStatusRequest struct {
 
 func (x *SetClusterStatusRequest) Reset() {
 	*x = SetClusterStatusRequest{}
-	mi := &file_falcon_proto_msgTypes[88]
+	mi := &file_falcon_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6797,7 +6950,7 @@ func (x *SetClusterStatusRequest) String() string {
 func (*SetClusterStatusRequest) ProtoMessage() {}
 
 func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[88]
+	mi := &file_falcon_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6810,7 +6963,7 @@ func (x *SetClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{88}
+	return file_falcon_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *SetClusterStatusRequest) GetName() string {
@@ -6835,7 +6988,7 @@ type GetCurrentUserRequest struct {
 
 func (x *GetCurrentUserRequest) Reset() {
 	*x = GetCurrentUserRequest{}
-	mi := &file_falcon_proto_msgTypes[89]
+	mi := &file_falcon_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6847,7 +7000,7 @@ func (x *GetCurrentUserRequest) String() string {
 func (*GetCurrentUserRequest) ProtoMessage() {}
 
 func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[89]
+	mi := &file_falcon_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6860,7 +7013,7 @@ func (x *GetCurrentUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCurrentUserRequest.ProtoReflect.Descriptor instead.
 func (*GetCurrentUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{89}
+	return file_falcon_proto_rawDescGZIP(), []int{92}
 }
 
 type ListUsersRequest struct {
@@ -6871,7 +7024,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_falcon_proto_msgTypes[90]
+	mi := &file_falcon_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6883,7 +7036,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[90]
+	mi := &file_falcon_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6896,7 +7049,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{90}
+	return file_falcon_proto_rawDescGZIP(), []int{93}
 }
 
 type ListUsersResponse struct {
@@ -6911,7 +7064,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_falcon_proto_msgTypes[91]
+	mi := &file_falcon_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6923,7 +7076,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[91]
+	mi := &file_falcon_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6936,7 +7089,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{91}
+	return file_falcon_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ListUsersResponse) GetItems() []*User {
@@ -6966,7 +7119,7 @@ type RelinkUserRequest struct {
 
 func (x *RelinkUserRequest) Reset() {
 	*x = RelinkUserRequest{}
-	mi := &file_falcon_proto_msgTypes[92]
+	mi := &file_falcon_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6978,7 +7131,7 @@ func (x *RelinkUserRequest) String() string {
 func (*RelinkUserRequest) ProtoMessage() {}
 
 func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[92]
+	mi := &file_falcon_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6991,7 +7144,7 @@ func (x *RelinkUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserRequest.ProtoReflect.Descriptor instead.
 func (*RelinkUserRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{92}
+	return file_falcon_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *RelinkUserRequest) GetEmail() string {
@@ -7024,7 +7177,7 @@ type RelinkUserResponse struct {
 
 func (x *RelinkUserResponse) Reset() {
 	*x = RelinkUserResponse{}
-	mi := &file_falcon_proto_msgTypes[93]
+	mi := &file_falcon_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7036,7 +7189,7 @@ func (x *RelinkUserResponse) String() string {
 func (*RelinkUserResponse) ProtoMessage() {}
 
 func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[93]
+	mi := &file_falcon_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7049,7 +7202,7 @@ func (x *RelinkUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelinkUserResponse.ProtoReflect.Descriptor instead.
 func (*RelinkUserResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{93}
+	return file_falcon_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *RelinkUserResponse) GetUser() *User {
@@ -7108,7 +7261,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_falcon_proto_msgTypes[94]
+	mi := &file_falcon_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7120,7 +7273,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[94]
+	mi := &file_falcon_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7133,7 +7286,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{94}
+	return file_falcon_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
@@ -7218,7 +7371,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_falcon_proto_msgTypes[95]
+	mi := &file_falcon_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7230,7 +7383,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[95]
+	mi := &file_falcon_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7243,7 +7396,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{95}
+	return file_falcon_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -7291,7 +7444,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_falcon_proto_msgTypes[96]
+	mi := &file_falcon_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7303,7 +7456,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[96]
+	mi := &file_falcon_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7316,7 +7469,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{96}
+	return file_falcon_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -7359,7 +7512,7 @@ type Analysis struct {
 
 func (x *Analysis) Reset() {
 	*x = Analysis{}
-	mi := &file_falcon_proto_msgTypes[97]
+	mi := &file_falcon_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7371,7 +7524,7 @@ func (x *Analysis) String() string {
 func (*Analysis) ProtoMessage() {}
 
 func (x *Analysis) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[97]
+	mi := &file_falcon_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7384,7 +7537,7 @@ func (x *Analysis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Analysis.ProtoReflect.Descriptor instead.
 func (*Analysis) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{97}
+	return file_falcon_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *Analysis) GetId() string {
@@ -7482,7 +7635,7 @@ type CreateAnalysisRequest struct {
 
 func (x *CreateAnalysisRequest) Reset() {
 	*x = CreateAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[98]
+	mi := &file_falcon_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7494,7 +7647,7 @@ func (x *CreateAnalysisRequest) String() string {
 func (*CreateAnalysisRequest) ProtoMessage() {}
 
 func (x *CreateAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[98]
+	mi := &file_falcon_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7507,7 +7660,7 @@ func (x *CreateAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*CreateAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{98}
+	return file_falcon_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *CreateAnalysisRequest) GetKind() string {
@@ -7540,7 +7693,7 @@ type GetAnalysisRequest struct {
 
 func (x *GetAnalysisRequest) Reset() {
 	*x = GetAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[99]
+	mi := &file_falcon_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7552,7 +7705,7 @@ func (x *GetAnalysisRequest) String() string {
 func (*GetAnalysisRequest) ProtoMessage() {}
 
 func (x *GetAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[99]
+	mi := &file_falcon_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7565,7 +7718,7 @@ func (x *GetAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*GetAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{99}
+	return file_falcon_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *GetAnalysisRequest) GetId() string {
@@ -7585,7 +7738,7 @@ type ListAnalysesRequest struct {
 
 func (x *ListAnalysesRequest) Reset() {
 	*x = ListAnalysesRequest{}
-	mi := &file_falcon_proto_msgTypes[100]
+	mi := &file_falcon_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7597,7 +7750,7 @@ func (x *ListAnalysesRequest) String() string {
 func (*ListAnalysesRequest) ProtoMessage() {}
 
 func (x *ListAnalysesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[100]
+	mi := &file_falcon_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7610,7 +7763,7 @@ func (x *ListAnalysesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAnalysesRequest.ProtoReflect.Descriptor instead.
 func (*ListAnalysesRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{100}
+	return file_falcon_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ListAnalysesRequest) GetExpId() string {
@@ -7629,7 +7782,7 @@ type ListAnalysesResponse struct {
 
 func (x *ListAnalysesResponse) Reset() {
 	*x = ListAnalysesResponse{}
-	mi := &file_falcon_proto_msgTypes[101]
+	mi := &file_falcon_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7641,7 +7794,7 @@ func (x *ListAnalysesResponse) String() string {
 func (*ListAnalysesResponse) ProtoMessage() {}
 
 func (x *ListAnalysesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[101]
+	mi := &file_falcon_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7654,7 +7807,7 @@ func (x *ListAnalysesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAnalysesResponse.ProtoReflect.Descriptor instead.
 func (*ListAnalysesResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{101}
+	return file_falcon_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ListAnalysesResponse) GetItems() []*Analysis {
@@ -7674,7 +7827,7 @@ type ClaimAnalysisRequest struct {
 
 func (x *ClaimAnalysisRequest) Reset() {
 	*x = ClaimAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[102]
+	mi := &file_falcon_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7686,7 +7839,7 @@ func (x *ClaimAnalysisRequest) String() string {
 func (*ClaimAnalysisRequest) ProtoMessage() {}
 
 func (x *ClaimAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[102]
+	mi := &file_falcon_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7699,7 +7852,7 @@ func (x *ClaimAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*ClaimAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{102}
+	return file_falcon_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ClaimAnalysisRequest) GetWorker() string {
@@ -7721,7 +7874,7 @@ type ClaimAnalysisResponse struct {
 
 func (x *ClaimAnalysisResponse) Reset() {
 	*x = ClaimAnalysisResponse{}
-	mi := &file_falcon_proto_msgTypes[103]
+	mi := &file_falcon_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7733,7 +7886,7 @@ func (x *ClaimAnalysisResponse) String() string {
 func (*ClaimAnalysisResponse) ProtoMessage() {}
 
 func (x *ClaimAnalysisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[103]
+	mi := &file_falcon_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7746,7 +7899,7 @@ func (x *ClaimAnalysisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAnalysisResponse.ProtoReflect.Descriptor instead.
 func (*ClaimAnalysisResponse) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{103}
+	return file_falcon_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *ClaimAnalysisResponse) GetAnalysis() *Analysis {
@@ -7780,7 +7933,7 @@ type FinishAnalysisRequest struct {
 
 func (x *FinishAnalysisRequest) Reset() {
 	*x = FinishAnalysisRequest{}
-	mi := &file_falcon_proto_msgTypes[104]
+	mi := &file_falcon_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7792,7 +7945,7 @@ func (x *FinishAnalysisRequest) String() string {
 func (*FinishAnalysisRequest) ProtoMessage() {}
 
 func (x *FinishAnalysisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_falcon_proto_msgTypes[104]
+	mi := &file_falcon_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7805,7 +7958,7 @@ func (x *FinishAnalysisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishAnalysisRequest.ProtoReflect.Descriptor instead.
 func (*FinishAnalysisRequest) Descriptor() ([]byte, []int) {
-	return file_falcon_proto_rawDescGZIP(), []int{104}
+	return file_falcon_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *FinishAnalysisRequest) GetId() string {
@@ -8359,7 +8512,15 @@ const file_falcon_proto_rawDesc = "" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"\x87\x02\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"a\n" +
+	"\x1dUpdateArtifactStatusesRequest\x12@\n" +
+	"\aupdates\x18\x01 \x03(\v2&.falcon.v1.UpdateArtifactStatusRequestR\aupdates\"[\n" +
+	"\x1eUpdateArtifactStatusesResponse\x129\n" +
+	"\aresults\x18\x01 \x03(\v2\x1f.falcon.v1.ArtifactStatusResultR\aresults\"u\n" +
+	"\x14ArtifactStatusResult\x12/\n" +
+	"\bartifact\x18\x01 \x01(\v2\x13.falcon.v1.ArtifactR\bartifact\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x87\x02\n" +
 	"\fClusterProbe\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x1c\n" +
 	"\treachable\x18\x02 \x01(\bR\treachable\x12$\n" +
@@ -8552,14 +8713,15 @@ const file_falcon_proto_rawDesc = "" +
 	"\x11UpdateJobStatuses\x12#.falcon.v1.UpdateJobStatusesRequest\x1a$.falcon.v1.UpdateJobStatusesResponse\x126\n" +
 	"\bAbortJob\x12\x1a.falcon.v1.AbortJobRequest\x1a\x0e.falcon.v1.Job\x12F\n" +
 	"\x10AppendJobMessage\x12\".falcon.v1.AppendJobMessageRequest\x1a\x0e.falcon.v1.Job\x12C\n" +
-	"\fWatchChanges\x12\x1e.falcon.v1.WatchChangesRequest\x1a\x11.falcon.v1.Change0\x012\x82\x04\n" +
+	"\fWatchChanges\x12\x1e.falcon.v1.WatchChangesRequest\x1a\x11.falcon.v1.Change0\x012\xf1\x04\n" +
 	"\x0fArtifactService\x12A\n" +
 	"\vGetArtifact\x12\x1d.falcon.v1.GetArtifactRequest\x1a\x13.falcon.v1.Artifact\x12R\n" +
 	"\rListArtifacts\x12\x1f.falcon.v1.ListArtifactsRequest\x1a .falcon.v1.ListArtifactsResponse\x12^\n" +
 	"\x11ListArtifactFiles\x12#.falcon.v1.ListArtifactFilesRequest\x1a$.falcon.v1.ListArtifactFilesResponse\x12R\n" +
 	"\x10ReadArtifactFile\x12\".falcon.v1.ReadArtifactFileRequest\x1a\x18.falcon.v1.ArtifactChunk0\x01\x12O\n" +
 	"\x10StatArtifactFile\x12\".falcon.v1.StatArtifactFileRequest\x1a\x17.falcon.v1.ArtifactFile\x12S\n" +
-	"\x14UpdateArtifactStatus\x12&.falcon.v1.UpdateArtifactStatusRequest\x1a\x13.falcon.v1.Artifact2\xd1\x06\n" +
+	"\x14UpdateArtifactStatus\x12&.falcon.v1.UpdateArtifactStatusRequest\x1a\x13.falcon.v1.Artifact\x12m\n" +
+	"\x16UpdateArtifactStatuses\x12(.falcon.v1.UpdateArtifactStatusesRequest\x1a).falcon.v1.UpdateArtifactStatusesResponse2\xd1\x06\n" +
 	"\x0eClusterService\x12>\n" +
 	"\n" +
 	"GetCluster\x12\x1c.falcon.v1.GetClusterRequest\x1a\x12.falcon.v1.Cluster\x12O\n" +
@@ -8598,169 +8760,172 @@ func file_falcon_proto_rawDescGZIP() []byte {
 	return file_falcon_proto_rawDescData
 }
 
-var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 113)
+var file_falcon_proto_msgTypes = make([]protoimpl.MessageInfo, 116)
 var file_falcon_proto_goTypes = []any{
-	(*TaskSpec)(nil),                    // 0: falcon.v1.TaskSpec
-	(*Resources)(nil),                   // 1: falcon.v1.Resources
-	(*Experiment)(nil),                  // 2: falcon.v1.Experiment
-	(*MetricSpec)(nil),                  // 3: falcon.v1.MetricSpec
-	(*Job)(nil),                         // 4: falcon.v1.Job
-	(*ClusterSelection)(nil),            // 5: falcon.v1.ClusterSelection
-	(*ExpExplanation)(nil),              // 6: falcon.v1.ExpExplanation
-	(*JobExplanation)(nil),              // 7: falcon.v1.JobExplanation
-	(*SelectionCandidate)(nil),          // 8: falcon.v1.SelectionCandidate
-	(*Artifact)(nil),                    // 9: falcon.v1.Artifact
-	(*ArtifactFile)(nil),                // 10: falcon.v1.ArtifactFile
-	(*Cluster)(nil),                     // 11: falcon.v1.Cluster
-	(*AcceleratorSlot)(nil),             // 12: falcon.v1.AcceleratorSlot
-	(*User)(nil),                        // 13: falcon.v1.User
-	(*WatchExpRequest)(nil),             // 14: falcon.v1.WatchExpRequest
-	(*ExpEvent)(nil),                    // 15: falcon.v1.ExpEvent
-	(*ExtendExpRequest)(nil),            // 16: falcon.v1.ExtendExpRequest
-	(*EnforceTTLRequest)(nil),           // 17: falcon.v1.EnforceTTLRequest
-	(*EnforceTTLResponse)(nil),          // 18: falcon.v1.EnforceTTLResponse
-	(*ExecRequest)(nil),                 // 19: falcon.v1.ExecRequest
-	(*ExecStart)(nil),                   // 20: falcon.v1.ExecStart
-	(*TerminalSize)(nil),                // 21: falcon.v1.TerminalSize
-	(*ExecResponse)(nil),                // 22: falcon.v1.ExecResponse
-	(*ExecStarted)(nil),                 // 23: falcon.v1.ExecStarted
-	(*ExecExit)(nil),                    // 24: falcon.v1.ExecExit
-	(*CreateExpRequest)(nil),            // 25: falcon.v1.CreateExpRequest
-	(*GetExpRequest)(nil),               // 26: falcon.v1.GetExpRequest
-	(*ListExpsRequest)(nil),             // 27: falcon.v1.ListExpsRequest
-	(*ListExpsResponse)(nil),            // 28: falcon.v1.ListExpsResponse
-	(*AbortExpRequest)(nil),             // 29: falcon.v1.AbortExpRequest
-	(*AbortExpResponse)(nil),            // 30: falcon.v1.AbortExpResponse
-	(*DeleteExpRequest)(nil),            // 31: falcon.v1.DeleteExpRequest
-	(*DeleteExpResponse)(nil),           // 32: falcon.v1.DeleteExpResponse
-	(*GetExpLogsRequest)(nil),           // 33: falcon.v1.GetExpLogsRequest
-	(*LogLine)(nil),                     // 34: falcon.v1.LogLine
-	(*LogLines)(nil),                    // 35: falcon.v1.LogLines
-	(*ExportExpLogsRequest)(nil),        // 36: falcon.v1.ExportExpLogsRequest
-	(*LogExportResult)(nil),             // 37: falcon.v1.LogExportResult
-	(*RankExport)(nil),                  // 38: falcon.v1.RankExport
-	(*GetExpMetricsRequest)(nil),        // 39: falcon.v1.GetExpMetricsRequest
-	(*ExpMetrics)(nil),                  // 40: falcon.v1.ExpMetrics
-	(*MetricSummary)(nil),               // 41: falcon.v1.MetricSummary
-	(*MetricSeries)(nil),                // 42: falcon.v1.MetricSeries
-	(*MetricPoint)(nil),                 // 43: falcon.v1.MetricPoint
-	(*UpdateExpStatusRequest)(nil),      // 44: falcon.v1.UpdateExpStatusRequest
-	(*UpdateExpStatusesRequest)(nil),    // 45: falcon.v1.UpdateExpStatusesRequest
-	(*UpdateExpStatusesResponse)(nil),   // 46: falcon.v1.UpdateExpStatusesResponse
-	(*ExpStatusResult)(nil),             // 47: falcon.v1.ExpStatusResult
-	(*GetJobRequest)(nil),               // 48: falcon.v1.GetJobRequest
-	(*ListJobsRequest)(nil),             // 49: falcon.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 50: falcon.v1.ListJobsResponse
-	(*ListJobHistoryRequest)(nil),       // 51: falcon.v1.ListJobHistoryRequest
-	(*UpdateJobStatusRequest)(nil),      // 52: falcon.v1.UpdateJobStatusRequest
-	(*UpdateJobStatusesRequest)(nil),    // 53: falcon.v1.UpdateJobStatusesRequest
-	(*UpdateJobStatusesResponse)(nil),   // 54: falcon.v1.UpdateJobStatusesResponse
-	(*JobStatusResult)(nil),             // 55: falcon.v1.JobStatusResult
-	(*AppendJobMessageRequest)(nil),     // 56: falcon.v1.AppendJobMessageRequest
-	(*AbortJobRequest)(nil),             // 57: falcon.v1.AbortJobRequest
-	(*WatchChangesRequest)(nil),         // 58: falcon.v1.WatchChangesRequest
-	(*Change)(nil),                      // 59: falcon.v1.Change
-	(*GetArtifactRequest)(nil),          // 60: falcon.v1.GetArtifactRequest
-	(*ListArtifactsRequest)(nil),        // 61: falcon.v1.ListArtifactsRequest
-	(*ListArtifactsResponse)(nil),       // 62: falcon.v1.ListArtifactsResponse
-	(*ListArtifactFilesRequest)(nil),    // 63: falcon.v1.ListArtifactFilesRequest
-	(*ListArtifactFilesResponse)(nil),   // 64: falcon.v1.ListArtifactFilesResponse
-	(*ReadArtifactFileRequest)(nil),     // 65: falcon.v1.ReadArtifactFileRequest
-	(*StatArtifactFileRequest)(nil),     // 66: falcon.v1.StatArtifactFileRequest
-	(*ArtifactChunk)(nil),               // 67: falcon.v1.ArtifactChunk
-	(*UpdateArtifactStatusRequest)(nil), // 68: falcon.v1.UpdateArtifactStatusRequest
-	(*ClusterProbe)(nil),                // 69: falcon.v1.ClusterProbe
-	(*ListClusterProbesRequest)(nil),    // 70: falcon.v1.ListClusterProbesRequest
-	(*ListClusterProbesResponse)(nil),   // 71: falcon.v1.ListClusterProbesResponse
-	(*ProbeClustersRequest)(nil),        // 72: falcon.v1.ProbeClustersRequest
-	(*ReportClusterProbesRequest)(nil),  // 73: falcon.v1.ReportClusterProbesRequest
-	(*GetClusterStatusRequest)(nil),     // 74: falcon.v1.GetClusterStatusRequest
-	(*ReportClusterStatusRequest)(nil),  // 75: falcon.v1.ReportClusterStatusRequest
-	(*ClusterStatus)(nil),               // 76: falcon.v1.ClusterStatus
-	(*ClusterStatuses)(nil),             // 77: falcon.v1.ClusterStatuses
-	(*ReservationCapacity)(nil),         // 78: falcon.v1.ReservationCapacity
-	(*NodePoolStatus)(nil),              // 79: falcon.v1.NodePoolStatus
-	(*QueueStatus)(nil),                 // 80: falcon.v1.QueueStatus
-	(*GetClusterRequest)(nil),           // 81: falcon.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 82: falcon.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 83: falcon.v1.ListClustersResponse
-	(*RegisterClusterRequest)(nil),      // 84: falcon.v1.RegisterClusterRequest
-	(*ApplyClustersRequest)(nil),        // 85: falcon.v1.ApplyClustersRequest
-	(*ClusterChange)(nil),               // 86: falcon.v1.ClusterChange
-	(*ApplyClustersResponse)(nil),       // 87: falcon.v1.ApplyClustersResponse
-	(*SetClusterStatusRequest)(nil),     // 88: falcon.v1.SetClusterStatusRequest
-	(*GetCurrentUserRequest)(nil),       // 89: falcon.v1.GetCurrentUserRequest
-	(*ListUsersRequest)(nil),            // 90: falcon.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),           // 91: falcon.v1.ListUsersResponse
-	(*RelinkUserRequest)(nil),           // 92: falcon.v1.RelinkUserRequest
-	(*RelinkUserResponse)(nil),          // 93: falcon.v1.RelinkUserResponse
-	(*AuditEvent)(nil),                  // 94: falcon.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),      // 95: falcon.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),     // 96: falcon.v1.ListAuditEventsResponse
-	(*Analysis)(nil),                    // 97: falcon.v1.Analysis
-	(*CreateAnalysisRequest)(nil),       // 98: falcon.v1.CreateAnalysisRequest
-	(*GetAnalysisRequest)(nil),          // 99: falcon.v1.GetAnalysisRequest
-	(*ListAnalysesRequest)(nil),         // 100: falcon.v1.ListAnalysesRequest
-	(*ListAnalysesResponse)(nil),        // 101: falcon.v1.ListAnalysesResponse
-	(*ClaimAnalysisRequest)(nil),        // 102: falcon.v1.ClaimAnalysisRequest
-	(*ClaimAnalysisResponse)(nil),       // 103: falcon.v1.ClaimAnalysisResponse
-	(*FinishAnalysisRequest)(nil),       // 104: falcon.v1.FinishAnalysisRequest
-	nil,                                 // 105: falcon.v1.TaskSpec.EnvsEntry
-	nil,                                 // 106: falcon.v1.Resources.RequestsEntry
-	nil,                                 // 107: falcon.v1.Resources.LimitsEntry
-	nil,                                 // 108: falcon.v1.Experiment.RoleToTaskSpecEntry
-	nil,                                 // 109: falcon.v1.Cluster.LabelsEntry
-	nil,                                 // 110: falcon.v1.ExpEvent.DetailEntry
-	nil,                                 // 111: falcon.v1.Analysis.ParamsEntry
-	nil,                                 // 112: falcon.v1.CreateAnalysisRequest.ParamsEntry
-	(*timestamppb.Timestamp)(nil),       // 113: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),         // 114: google.protobuf.Duration
+	(*TaskSpec)(nil),                       // 0: falcon.v1.TaskSpec
+	(*Resources)(nil),                      // 1: falcon.v1.Resources
+	(*Experiment)(nil),                     // 2: falcon.v1.Experiment
+	(*MetricSpec)(nil),                     // 3: falcon.v1.MetricSpec
+	(*Job)(nil),                            // 4: falcon.v1.Job
+	(*ClusterSelection)(nil),               // 5: falcon.v1.ClusterSelection
+	(*ExpExplanation)(nil),                 // 6: falcon.v1.ExpExplanation
+	(*JobExplanation)(nil),                 // 7: falcon.v1.JobExplanation
+	(*SelectionCandidate)(nil),             // 8: falcon.v1.SelectionCandidate
+	(*Artifact)(nil),                       // 9: falcon.v1.Artifact
+	(*ArtifactFile)(nil),                   // 10: falcon.v1.ArtifactFile
+	(*Cluster)(nil),                        // 11: falcon.v1.Cluster
+	(*AcceleratorSlot)(nil),                // 12: falcon.v1.AcceleratorSlot
+	(*User)(nil),                           // 13: falcon.v1.User
+	(*WatchExpRequest)(nil),                // 14: falcon.v1.WatchExpRequest
+	(*ExpEvent)(nil),                       // 15: falcon.v1.ExpEvent
+	(*ExtendExpRequest)(nil),               // 16: falcon.v1.ExtendExpRequest
+	(*EnforceTTLRequest)(nil),              // 17: falcon.v1.EnforceTTLRequest
+	(*EnforceTTLResponse)(nil),             // 18: falcon.v1.EnforceTTLResponse
+	(*ExecRequest)(nil),                    // 19: falcon.v1.ExecRequest
+	(*ExecStart)(nil),                      // 20: falcon.v1.ExecStart
+	(*TerminalSize)(nil),                   // 21: falcon.v1.TerminalSize
+	(*ExecResponse)(nil),                   // 22: falcon.v1.ExecResponse
+	(*ExecStarted)(nil),                    // 23: falcon.v1.ExecStarted
+	(*ExecExit)(nil),                       // 24: falcon.v1.ExecExit
+	(*CreateExpRequest)(nil),               // 25: falcon.v1.CreateExpRequest
+	(*GetExpRequest)(nil),                  // 26: falcon.v1.GetExpRequest
+	(*ListExpsRequest)(nil),                // 27: falcon.v1.ListExpsRequest
+	(*ListExpsResponse)(nil),               // 28: falcon.v1.ListExpsResponse
+	(*AbortExpRequest)(nil),                // 29: falcon.v1.AbortExpRequest
+	(*AbortExpResponse)(nil),               // 30: falcon.v1.AbortExpResponse
+	(*DeleteExpRequest)(nil),               // 31: falcon.v1.DeleteExpRequest
+	(*DeleteExpResponse)(nil),              // 32: falcon.v1.DeleteExpResponse
+	(*GetExpLogsRequest)(nil),              // 33: falcon.v1.GetExpLogsRequest
+	(*LogLine)(nil),                        // 34: falcon.v1.LogLine
+	(*LogLines)(nil),                       // 35: falcon.v1.LogLines
+	(*ExportExpLogsRequest)(nil),           // 36: falcon.v1.ExportExpLogsRequest
+	(*LogExportResult)(nil),                // 37: falcon.v1.LogExportResult
+	(*RankExport)(nil),                     // 38: falcon.v1.RankExport
+	(*GetExpMetricsRequest)(nil),           // 39: falcon.v1.GetExpMetricsRequest
+	(*ExpMetrics)(nil),                     // 40: falcon.v1.ExpMetrics
+	(*MetricSummary)(nil),                  // 41: falcon.v1.MetricSummary
+	(*MetricSeries)(nil),                   // 42: falcon.v1.MetricSeries
+	(*MetricPoint)(nil),                    // 43: falcon.v1.MetricPoint
+	(*UpdateExpStatusRequest)(nil),         // 44: falcon.v1.UpdateExpStatusRequest
+	(*UpdateExpStatusesRequest)(nil),       // 45: falcon.v1.UpdateExpStatusesRequest
+	(*UpdateExpStatusesResponse)(nil),      // 46: falcon.v1.UpdateExpStatusesResponse
+	(*ExpStatusResult)(nil),                // 47: falcon.v1.ExpStatusResult
+	(*GetJobRequest)(nil),                  // 48: falcon.v1.GetJobRequest
+	(*ListJobsRequest)(nil),                // 49: falcon.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),               // 50: falcon.v1.ListJobsResponse
+	(*ListJobHistoryRequest)(nil),          // 51: falcon.v1.ListJobHistoryRequest
+	(*UpdateJobStatusRequest)(nil),         // 52: falcon.v1.UpdateJobStatusRequest
+	(*UpdateJobStatusesRequest)(nil),       // 53: falcon.v1.UpdateJobStatusesRequest
+	(*UpdateJobStatusesResponse)(nil),      // 54: falcon.v1.UpdateJobStatusesResponse
+	(*JobStatusResult)(nil),                // 55: falcon.v1.JobStatusResult
+	(*AppendJobMessageRequest)(nil),        // 56: falcon.v1.AppendJobMessageRequest
+	(*AbortJobRequest)(nil),                // 57: falcon.v1.AbortJobRequest
+	(*WatchChangesRequest)(nil),            // 58: falcon.v1.WatchChangesRequest
+	(*Change)(nil),                         // 59: falcon.v1.Change
+	(*GetArtifactRequest)(nil),             // 60: falcon.v1.GetArtifactRequest
+	(*ListArtifactsRequest)(nil),           // 61: falcon.v1.ListArtifactsRequest
+	(*ListArtifactsResponse)(nil),          // 62: falcon.v1.ListArtifactsResponse
+	(*ListArtifactFilesRequest)(nil),       // 63: falcon.v1.ListArtifactFilesRequest
+	(*ListArtifactFilesResponse)(nil),      // 64: falcon.v1.ListArtifactFilesResponse
+	(*ReadArtifactFileRequest)(nil),        // 65: falcon.v1.ReadArtifactFileRequest
+	(*StatArtifactFileRequest)(nil),        // 66: falcon.v1.StatArtifactFileRequest
+	(*ArtifactChunk)(nil),                  // 67: falcon.v1.ArtifactChunk
+	(*UpdateArtifactStatusRequest)(nil),    // 68: falcon.v1.UpdateArtifactStatusRequest
+	(*UpdateArtifactStatusesRequest)(nil),  // 69: falcon.v1.UpdateArtifactStatusesRequest
+	(*UpdateArtifactStatusesResponse)(nil), // 70: falcon.v1.UpdateArtifactStatusesResponse
+	(*ArtifactStatusResult)(nil),           // 71: falcon.v1.ArtifactStatusResult
+	(*ClusterProbe)(nil),                   // 72: falcon.v1.ClusterProbe
+	(*ListClusterProbesRequest)(nil),       // 73: falcon.v1.ListClusterProbesRequest
+	(*ListClusterProbesResponse)(nil),      // 74: falcon.v1.ListClusterProbesResponse
+	(*ProbeClustersRequest)(nil),           // 75: falcon.v1.ProbeClustersRequest
+	(*ReportClusterProbesRequest)(nil),     // 76: falcon.v1.ReportClusterProbesRequest
+	(*GetClusterStatusRequest)(nil),        // 77: falcon.v1.GetClusterStatusRequest
+	(*ReportClusterStatusRequest)(nil),     // 78: falcon.v1.ReportClusterStatusRequest
+	(*ClusterStatus)(nil),                  // 79: falcon.v1.ClusterStatus
+	(*ClusterStatuses)(nil),                // 80: falcon.v1.ClusterStatuses
+	(*ReservationCapacity)(nil),            // 81: falcon.v1.ReservationCapacity
+	(*NodePoolStatus)(nil),                 // 82: falcon.v1.NodePoolStatus
+	(*QueueStatus)(nil),                    // 83: falcon.v1.QueueStatus
+	(*GetClusterRequest)(nil),              // 84: falcon.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),            // 85: falcon.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),           // 86: falcon.v1.ListClustersResponse
+	(*RegisterClusterRequest)(nil),         // 87: falcon.v1.RegisterClusterRequest
+	(*ApplyClustersRequest)(nil),           // 88: falcon.v1.ApplyClustersRequest
+	(*ClusterChange)(nil),                  // 89: falcon.v1.ClusterChange
+	(*ApplyClustersResponse)(nil),          // 90: falcon.v1.ApplyClustersResponse
+	(*SetClusterStatusRequest)(nil),        // 91: falcon.v1.SetClusterStatusRequest
+	(*GetCurrentUserRequest)(nil),          // 92: falcon.v1.GetCurrentUserRequest
+	(*ListUsersRequest)(nil),               // 93: falcon.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),              // 94: falcon.v1.ListUsersResponse
+	(*RelinkUserRequest)(nil),              // 95: falcon.v1.RelinkUserRequest
+	(*RelinkUserResponse)(nil),             // 96: falcon.v1.RelinkUserResponse
+	(*AuditEvent)(nil),                     // 97: falcon.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),         // 98: falcon.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),        // 99: falcon.v1.ListAuditEventsResponse
+	(*Analysis)(nil),                       // 100: falcon.v1.Analysis
+	(*CreateAnalysisRequest)(nil),          // 101: falcon.v1.CreateAnalysisRequest
+	(*GetAnalysisRequest)(nil),             // 102: falcon.v1.GetAnalysisRequest
+	(*ListAnalysesRequest)(nil),            // 103: falcon.v1.ListAnalysesRequest
+	(*ListAnalysesResponse)(nil),           // 104: falcon.v1.ListAnalysesResponse
+	(*ClaimAnalysisRequest)(nil),           // 105: falcon.v1.ClaimAnalysisRequest
+	(*ClaimAnalysisResponse)(nil),          // 106: falcon.v1.ClaimAnalysisResponse
+	(*FinishAnalysisRequest)(nil),          // 107: falcon.v1.FinishAnalysisRequest
+	nil,                                    // 108: falcon.v1.TaskSpec.EnvsEntry
+	nil,                                    // 109: falcon.v1.Resources.RequestsEntry
+	nil,                                    // 110: falcon.v1.Resources.LimitsEntry
+	nil,                                    // 111: falcon.v1.Experiment.RoleToTaskSpecEntry
+	nil,                                    // 112: falcon.v1.Cluster.LabelsEntry
+	nil,                                    // 113: falcon.v1.ExpEvent.DetailEntry
+	nil,                                    // 114: falcon.v1.Analysis.ParamsEntry
+	nil,                                    // 115: falcon.v1.CreateAnalysisRequest.ParamsEntry
+	(*timestamppb.Timestamp)(nil),          // 116: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),            // 117: google.protobuf.Duration
 }
 var file_falcon_proto_depIdxs = []int32{
-	105, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
+	108, // 0: falcon.v1.TaskSpec.envs:type_name -> falcon.v1.TaskSpec.EnvsEntry
 	1,   // 1: falcon.v1.TaskSpec.resources:type_name -> falcon.v1.Resources
-	106, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
-	107, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
-	108, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
-	113, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
-	113, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
-	113, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
-	113, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
-	113, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
-	113, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
+	109, // 2: falcon.v1.Resources.requests:type_name -> falcon.v1.Resources.RequestsEntry
+	110, // 3: falcon.v1.Resources.limits:type_name -> falcon.v1.Resources.LimitsEntry
+	111, // 4: falcon.v1.Experiment.role_to_task_spec:type_name -> falcon.v1.Experiment.RoleToTaskSpecEntry
+	116, // 5: falcon.v1.Experiment.created_at:type_name -> google.protobuf.Timestamp
+	116, // 6: falcon.v1.Experiment.updated_at:type_name -> google.protobuf.Timestamp
+	116, // 7: falcon.v1.Experiment.started_at:type_name -> google.protobuf.Timestamp
+	116, // 8: falcon.v1.Experiment.finished_at:type_name -> google.protobuf.Timestamp
+	116, // 9: falcon.v1.Experiment.aborting_at:type_name -> google.protobuf.Timestamp
+	116, // 10: falcon.v1.Experiment.aborted_at:type_name -> google.protobuf.Timestamp
 	4,   // 11: falcon.v1.Experiment.jobs:type_name -> falcon.v1.Job
 	9,   // 12: falcon.v1.Experiment.artifact:type_name -> falcon.v1.Artifact
 	3,   // 13: falcon.v1.Experiment.metrics:type_name -> falcon.v1.MetricSpec
-	114, // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
-	114, // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
-	113, // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
-	113, // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
+	117, // 14: falcon.v1.Experiment.ttl:type_name -> google.protobuf.Duration
+	117, // 15: falcon.v1.Experiment.idle_ttl:type_name -> google.protobuf.Duration
+	116, // 16: falcon.v1.Experiment.expires_at:type_name -> google.protobuf.Timestamp
+	116, // 17: falcon.v1.Experiment.active_at:type_name -> google.protobuf.Timestamp
 	0,   // 18: falcon.v1.Job.task_spec:type_name -> falcon.v1.TaskSpec
-	113, // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	113, // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	113, // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	113, // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	113, // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
-	113, // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
-	113, // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
+	116, // 19: falcon.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	116, // 20: falcon.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	116, // 21: falcon.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	116, // 22: falcon.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	116, // 23: falcon.v1.Job.aborting_at:type_name -> google.protobuf.Timestamp
+	116, // 24: falcon.v1.Job.aborted_at:type_name -> google.protobuf.Timestamp
+	116, // 25: falcon.v1.Job.dispatched_at:type_name -> google.protobuf.Timestamp
 	5,   // 26: falcon.v1.Job.selection:type_name -> falcon.v1.ClusterSelection
 	8,   // 27: falcon.v1.ClusterSelection.candidates:type_name -> falcon.v1.SelectionCandidate
-	113, // 28: falcon.v1.ClusterSelection.decided_at:type_name -> google.protobuf.Timestamp
+	116, // 28: falcon.v1.ClusterSelection.decided_at:type_name -> google.protobuf.Timestamp
 	7,   // 29: falcon.v1.ExpExplanation.jobs:type_name -> falcon.v1.JobExplanation
 	5,   // 30: falcon.v1.JobExplanation.selection:type_name -> falcon.v1.ClusterSelection
 	5,   // 31: falcon.v1.JobExplanation.now:type_name -> falcon.v1.ClusterSelection
-	69,  // 32: falcon.v1.SelectionCandidate.probe:type_name -> falcon.v1.ClusterProbe
-	113, // 33: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
-	113, // 34: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
-	113, // 35: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
-	113, // 36: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
-	113, // 37: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	72,  // 32: falcon.v1.SelectionCandidate.probe:type_name -> falcon.v1.ClusterProbe
+	116, // 33: falcon.v1.Artifact.created_at:type_name -> google.protobuf.Timestamp
+	116, // 34: falcon.v1.Artifact.updated_at:type_name -> google.protobuf.Timestamp
+	116, // 35: falcon.v1.Artifact.indexed_at:type_name -> google.protobuf.Timestamp
+	116, // 36: falcon.v1.ArtifactFile.updated:type_name -> google.protobuf.Timestamp
+	116, // 37: falcon.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
 	12,  // 38: falcon.v1.Cluster.accelerators:type_name -> falcon.v1.AcceleratorSlot
-	109, // 39: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
-	113, // 40: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	113, // 41: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
-	110, // 42: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
-	114, // 43: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
+	112, // 39: falcon.v1.Cluster.labels:type_name -> falcon.v1.Cluster.LabelsEntry
+	116, // 40: falcon.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	116, // 41: falcon.v1.ExpEvent.time:type_name -> google.protobuf.Timestamp
+	113, // 42: falcon.v1.ExpEvent.detail:type_name -> falcon.v1.ExpEvent.DetailEntry
+	117, // 43: falcon.v1.ExtendExpRequest.ttl:type_name -> google.protobuf.Duration
 	2,   // 44: falcon.v1.EnforceTTLResponse.experiment:type_name -> falcon.v1.Experiment
 	20,  // 45: falcon.v1.ExecRequest.start:type_name -> falcon.v1.ExecStart
 	21,  // 46: falcon.v1.ExecRequest.resize:type_name -> falcon.v1.TerminalSize
@@ -8770,10 +8935,10 @@ var file_falcon_proto_depIdxs = []int32{
 	2,   // 50: falcon.v1.CreateExpRequest.experiment:type_name -> falcon.v1.Experiment
 	2,   // 51: falcon.v1.ListExpsResponse.items:type_name -> falcon.v1.Experiment
 	2,   // 52: falcon.v1.AbortExpResponse.experiment:type_name -> falcon.v1.Experiment
-	113, // 53: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
-	113, // 54: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	116, // 53: falcon.v1.GetExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	116, // 54: falcon.v1.LogLine.time:type_name -> google.protobuf.Timestamp
 	34,  // 55: falcon.v1.LogLines.lines:type_name -> falcon.v1.LogLine
-	113, // 56: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
+	116, // 56: falcon.v1.ExportExpLogsRequest.since:type_name -> google.protobuf.Timestamp
 	38,  // 57: falcon.v1.LogExportResult.ranks:type_name -> falcon.v1.RankExport
 	41,  // 58: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
 	42,  // 59: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
@@ -8782,7 +8947,7 @@ var file_falcon_proto_depIdxs = []int32{
 	47,  // 62: falcon.v1.UpdateExpStatusesResponse.results:type_name -> falcon.v1.ExpStatusResult
 	2,   // 63: falcon.v1.ExpStatusResult.experiment:type_name -> falcon.v1.Experiment
 	4,   // 64: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	113, // 65: falcon.v1.ListJobHistoryRequest.since:type_name -> google.protobuf.Timestamp
+	116, // 65: falcon.v1.ListJobHistoryRequest.since:type_name -> google.protobuf.Timestamp
 	5,   // 66: falcon.v1.UpdateJobStatusRequest.selection:type_name -> falcon.v1.ClusterSelection
 	52,  // 67: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
 	55,  // 68: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
@@ -8790,134 +8955,139 @@ var file_falcon_proto_depIdxs = []int32{
 	9,   // 70: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
 	10,  // 71: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
 	10,  // 72: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
-	113, // 73: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
-	69,  // 74: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
-	69,  // 75: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
-	76,  // 76: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	113, // 77: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	78,  // 78: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	79,  // 79: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	80,  // 80: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	69,  // 81: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
-	76,  // 82: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	113, // 83: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	113, // 84: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	11,  // 85: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	11,  // 86: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	11,  // 87: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	86,  // 88: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	11,  // 89: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	13,  // 90: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	13,  // 91: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
-	113, // 92: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	94,  // 93: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	111, // 94: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
-	113, // 95: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
-	113, // 96: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
-	113, // 97: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
-	112, // 98: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
-	97,  // 99: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
-	97,  // 100: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
-	0,   // 101: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	25,  // 102: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	26,  // 103: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	27,  // 104: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	29,  // 105: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	31,  // 106: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	33,  // 107: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	36,  // 108: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	39,  // 109: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	16,  // 110: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
-	44,  // 111: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	45,  // 112: falcon.v1.ExperimentService.UpdateExpStatuses:input_type -> falcon.v1.UpdateExpStatusesRequest
-	17,  // 113: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
-	14,  // 114: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
-	19,  // 115: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
-	48,  // 116: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	49,  // 117: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	51,  // 118: falcon.v1.JobService.ListJobHistory:input_type -> falcon.v1.ListJobHistoryRequest
-	52,  // 119: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	53,  // 120: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	57,  // 121: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	56,  // 122: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	58,  // 123: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	60,  // 124: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	61,  // 125: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	63,  // 126: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	65,  // 127: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	66,  // 128: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	68,  // 129: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	81,  // 130: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	82,  // 131: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	84,  // 132: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	85,  // 133: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	88,  // 134: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	74,  // 135: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	75,  // 136: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	70,  // 137: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
-	72,  // 138: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
-	73,  // 139: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
-	89,  // 140: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	90,  // 141: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	92,  // 142: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
-	95,  // 143: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	98,  // 144: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
-	99,  // 145: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
-	100, // 146: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
-	102, // 147: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
-	104, // 148: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
-	2,   // 149: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,   // 150: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	28,  // 151: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	30,  // 152: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	32,  // 153: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	35,  // 154: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	37,  // 155: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	40,  // 156: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,   // 157: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
-	2,   // 158: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	46,  // 159: falcon.v1.ExperimentService.UpdateExpStatuses:output_type -> falcon.v1.UpdateExpStatusesResponse
-	18,  // 160: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
-	15,  // 161: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
-	22,  // 162: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
-	4,   // 163: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	50,  // 164: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	50,  // 165: falcon.v1.JobService.ListJobHistory:output_type -> falcon.v1.ListJobsResponse
-	4,   // 166: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	54,  // 167: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,   // 168: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,   // 169: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	59,  // 170: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	9,   // 171: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	62,  // 172: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	64,  // 173: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	67,  // 174: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	10,  // 175: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	9,   // 176: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	11,  // 177: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	83,  // 178: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	11,  // 179: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	87,  // 180: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	11,  // 181: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	76,  // 182: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	76,  // 183: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	71,  // 184: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	71,  // 185: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
-	71,  // 186: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	13,  // 187: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	91,  // 188: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	93,  // 189: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
-	96,  // 190: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	97,  // 191: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
-	97,  // 192: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
-	101, // 193: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
-	103, // 194: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
-	97,  // 195: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
-	149, // [149:196] is the sub-list for method output_type
-	102, // [102:149] is the sub-list for method input_type
-	102, // [102:102] is the sub-list for extension type_name
-	102, // [102:102] is the sub-list for extension extendee
-	0,   // [0:102] is the sub-list for field type_name
+	68,  // 73: falcon.v1.UpdateArtifactStatusesRequest.updates:type_name -> falcon.v1.UpdateArtifactStatusRequest
+	71,  // 74: falcon.v1.UpdateArtifactStatusesResponse.results:type_name -> falcon.v1.ArtifactStatusResult
+	9,   // 75: falcon.v1.ArtifactStatusResult.artifact:type_name -> falcon.v1.Artifact
+	116, // 76: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
+	72,  // 77: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
+	72,  // 78: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
+	79,  // 79: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	116, // 80: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	81,  // 81: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	82,  // 82: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	83,  // 83: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	72,  // 84: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
+	79,  // 85: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	116, // 86: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	116, // 87: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	11,  // 88: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	11,  // 89: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	11,  // 90: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	89,  // 91: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	11,  // 92: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	13,  // 93: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	13,  // 94: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
+	116, // 95: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	97,  // 96: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	114, // 97: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
+	116, // 98: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
+	116, // 99: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
+	116, // 100: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
+	115, // 101: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
+	100, // 102: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
+	100, // 103: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
+	0,   // 104: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	25,  // 105: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	26,  // 106: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	27,  // 107: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	29,  // 108: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	31,  // 109: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	33,  // 110: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	36,  // 111: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	39,  // 112: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	16,  // 113: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
+	44,  // 114: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	45,  // 115: falcon.v1.ExperimentService.UpdateExpStatuses:input_type -> falcon.v1.UpdateExpStatusesRequest
+	17,  // 116: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
+	14,  // 117: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
+	19,  // 118: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
+	48,  // 119: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	49,  // 120: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	51,  // 121: falcon.v1.JobService.ListJobHistory:input_type -> falcon.v1.ListJobHistoryRequest
+	52,  // 122: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	53,  // 123: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	57,  // 124: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	56,  // 125: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	58,  // 126: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	60,  // 127: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	61,  // 128: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	63,  // 129: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	65,  // 130: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	66,  // 131: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	68,  // 132: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	69,  // 133: falcon.v1.ArtifactService.UpdateArtifactStatuses:input_type -> falcon.v1.UpdateArtifactStatusesRequest
+	84,  // 134: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	85,  // 135: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	87,  // 136: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	88,  // 137: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	91,  // 138: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	77,  // 139: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	78,  // 140: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	73,  // 141: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
+	75,  // 142: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
+	76,  // 143: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
+	92,  // 144: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	93,  // 145: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	95,  // 146: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	98,  // 147: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	101, // 148: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
+	102, // 149: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
+	103, // 150: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
+	105, // 151: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
+	107, // 152: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
+	2,   // 153: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,   // 154: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	28,  // 155: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	30,  // 156: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	32,  // 157: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	35,  // 158: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	37,  // 159: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	40,  // 160: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,   // 161: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
+	2,   // 162: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	46,  // 163: falcon.v1.ExperimentService.UpdateExpStatuses:output_type -> falcon.v1.UpdateExpStatusesResponse
+	18,  // 164: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
+	15,  // 165: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
+	22,  // 166: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
+	4,   // 167: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	50,  // 168: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	50,  // 169: falcon.v1.JobService.ListJobHistory:output_type -> falcon.v1.ListJobsResponse
+	4,   // 170: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	54,  // 171: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,   // 172: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,   // 173: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	59,  // 174: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	9,   // 175: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	62,  // 176: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	64,  // 177: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	67,  // 178: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	10,  // 179: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	9,   // 180: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	70,  // 181: falcon.v1.ArtifactService.UpdateArtifactStatuses:output_type -> falcon.v1.UpdateArtifactStatusesResponse
+	11,  // 182: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	86,  // 183: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	11,  // 184: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	90,  // 185: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	11,  // 186: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	79,  // 187: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	79,  // 188: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	74,  // 189: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	74,  // 190: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
+	74,  // 191: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	13,  // 192: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	94,  // 193: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	96,  // 194: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	99,  // 195: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	100, // 196: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
+	100, // 197: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
+	104, // 198: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
+	106, // 199: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
+	100, // 200: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
+	153, // [153:201] is the sub-list for method output_type
+	105, // [105:153] is the sub-list for method input_type
+	105, // [105:105] is the sub-list for extension type_name
+	105, // [105:105] is the sub-list for extension extendee
+	0,   // [0:105] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }
@@ -8939,14 +9109,14 @@ func file_falcon_proto_init() {
 		(*ExecResponse_Exit)(nil),
 	}
 	file_falcon_proto_msgTypes[33].OneofWrappers = []any{}
-	file_falcon_proto_msgTypes[69].OneofWrappers = []any{}
+	file_falcon_proto_msgTypes[72].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_falcon_proto_rawDesc), len(file_falcon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   113,
+			NumMessages:   116,
 			NumExtensions: 0,
 			NumServices:   7,
 		},

@@ -1078,12 +1078,13 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	ArtifactService_GetArtifact_FullMethodName          = "/falcon.v1.ArtifactService/GetArtifact"
-	ArtifactService_ListArtifacts_FullMethodName        = "/falcon.v1.ArtifactService/ListArtifacts"
-	ArtifactService_ListArtifactFiles_FullMethodName    = "/falcon.v1.ArtifactService/ListArtifactFiles"
-	ArtifactService_ReadArtifactFile_FullMethodName     = "/falcon.v1.ArtifactService/ReadArtifactFile"
-	ArtifactService_StatArtifactFile_FullMethodName     = "/falcon.v1.ArtifactService/StatArtifactFile"
-	ArtifactService_UpdateArtifactStatus_FullMethodName = "/falcon.v1.ArtifactService/UpdateArtifactStatus"
+	ArtifactService_GetArtifact_FullMethodName            = "/falcon.v1.ArtifactService/GetArtifact"
+	ArtifactService_ListArtifacts_FullMethodName          = "/falcon.v1.ArtifactService/ListArtifacts"
+	ArtifactService_ListArtifactFiles_FullMethodName      = "/falcon.v1.ArtifactService/ListArtifactFiles"
+	ArtifactService_ReadArtifactFile_FullMethodName       = "/falcon.v1.ArtifactService/ReadArtifactFile"
+	ArtifactService_StatArtifactFile_FullMethodName       = "/falcon.v1.ArtifactService/StatArtifactFile"
+	ArtifactService_UpdateArtifactStatus_FullMethodName   = "/falcon.v1.ArtifactService/UpdateArtifactStatus"
+	ArtifactService_UpdateArtifactStatuses_FullMethodName = "/falcon.v1.ArtifactService/UpdateArtifactStatuses"
 )
 
 // ArtifactServiceClient is the client API for ArtifactService service.
@@ -1102,6 +1103,10 @@ type ArtifactServiceClient interface {
 	StatArtifactFile(ctx context.Context, in *StatArtifactFileRequest, opts ...grpc.CallOption) (*ArtifactFile, error)
 	// Internal: expController.
 	UpdateArtifactStatus(ctx context.Context, in *UpdateArtifactStatusRequest, opts ...grpc.CallOption) (*Artifact, error)
+	// Many artifact status updates in one transaction, applied in order,
+	// each under its own precondition: the artifacts of the experiments
+	// one expController cycle ends.
+	UpdateArtifactStatuses(ctx context.Context, in *UpdateArtifactStatusesRequest, opts ...grpc.CallOption) (*UpdateArtifactStatusesResponse, error)
 }
 
 type artifactServiceClient struct {
@@ -1181,6 +1186,16 @@ func (c *artifactServiceClient) UpdateArtifactStatus(ctx context.Context, in *Up
 	return out, nil
 }
 
+func (c *artifactServiceClient) UpdateArtifactStatuses(ctx context.Context, in *UpdateArtifactStatusesRequest, opts ...grpc.CallOption) (*UpdateArtifactStatusesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateArtifactStatusesResponse)
+	err := c.cc.Invoke(ctx, ArtifactService_UpdateArtifactStatuses_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ArtifactServiceServer is the server API for ArtifactService service.
 // All implementations must embed UnimplementedArtifactServiceServer
 // for forward compatibility.
@@ -1197,6 +1212,10 @@ type ArtifactServiceServer interface {
 	StatArtifactFile(context.Context, *StatArtifactFileRequest) (*ArtifactFile, error)
 	// Internal: expController.
 	UpdateArtifactStatus(context.Context, *UpdateArtifactStatusRequest) (*Artifact, error)
+	// Many artifact status updates in one transaction, applied in order,
+	// each under its own precondition: the artifacts of the experiments
+	// one expController cycle ends.
+	UpdateArtifactStatuses(context.Context, *UpdateArtifactStatusesRequest) (*UpdateArtifactStatusesResponse, error)
 	mustEmbedUnimplementedArtifactServiceServer()
 }
 
@@ -1224,6 +1243,9 @@ func (UnimplementedArtifactServiceServer) StatArtifactFile(context.Context, *Sta
 }
 func (UnimplementedArtifactServiceServer) UpdateArtifactStatus(context.Context, *UpdateArtifactStatusRequest) (*Artifact, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateArtifactStatus not implemented")
+}
+func (UnimplementedArtifactServiceServer) UpdateArtifactStatuses(context.Context, *UpdateArtifactStatusesRequest) (*UpdateArtifactStatusesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateArtifactStatuses not implemented")
 }
 func (UnimplementedArtifactServiceServer) mustEmbedUnimplementedArtifactServiceServer() {}
 func (UnimplementedArtifactServiceServer) testEmbeddedByValue()                         {}
@@ -1347,6 +1369,24 @@ func _ArtifactService_UpdateArtifactStatus_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ArtifactService_UpdateArtifactStatuses_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateArtifactStatusesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ArtifactServiceServer).UpdateArtifactStatuses(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ArtifactService_UpdateArtifactStatuses_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ArtifactServiceServer).UpdateArtifactStatuses(ctx, req.(*UpdateArtifactStatusesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ArtifactService_ServiceDesc is the grpc.ServiceDesc for ArtifactService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1373,6 +1413,10 @@ var ArtifactService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateArtifactStatus",
 			Handler:    _ArtifactService_UpdateArtifactStatus_Handler,
+		},
+		{
+			MethodName: "UpdateArtifactStatuses",
+			Handler:    _ArtifactService_UpdateArtifactStatuses_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

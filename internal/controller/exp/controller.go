@@ -3,6 +3,7 @@ package exp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -327,12 +328,13 @@ func plan(exp *falconv1.Experiment, expJobs []*falconv1.Job, a *falconv1.Artifac
 
 // apply carries out the plans of exps (Reconcile, step 3). Each
 // experiment's writes stay in its plan's order: first the sibling aborts
-// and the artifact (rare: an experiment's end), inFlight experiments at a
-// time; then every experiment update of the cycle in one UpdateExpStatuses
-// transaction, which applies them in order, each under its precondition.
-// An experiment whose artifact could not be updated is left out (it
-// follows its artifact). Whatever did not land is looked at again next
-// cycle: a derived write's echo does not come back on the feed.
+// (rare: an experiment whose role failed), inFlight experiments at a time;
+// then every artifact update of the cycle in one UpdateArtifactStatuses
+// transaction, and every experiment update in one UpdateExpStatuses
+// transaction, each applying its updates in order, each under its
+// precondition. An experiment whose artifact could not be updated is left
+// out (it follows its artifact). Whatever did not land is looked at again
+// next cycle: a derived write's echo does not come back on the feed.
 func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, jobs map[string][]*falconv1.Job, arts map[string]*falconv1.Artifact) {
 	plans := make([]lifecycle.Plan, len(exps))
 	held := make([]bool, len(exps))
@@ -340,8 +342,8 @@ func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, job
 	var wg sync.WaitGroup
 	for i, e := range exps {
 		plans[i] = plan(e, jobs[e.GetId()], arts[e.GetId()])
-		if len(plans[i].AbortJobs) == 0 && plans[i].Artifact == nil {
-			held[i] = true
+		held[i] = true
+		if len(plans[i].AbortJobs) == 0 {
 			continue
 		}
 		wg.Add(1)
@@ -349,10 +351,11 @@ func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, job
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			held[i] = c.applyFirst(ctx, e, plans[i])
+			c.abortSiblings(ctx, e, plans[i])
 		}()
 	}
 	wg.Wait()
+	c.applyArtifacts(ctx, exps, plans, held)
 	var again []string
 	var reqs []*falconv1.UpdateExpStatusRequest
 	for i, e := range exps {
@@ -393,25 +396,49 @@ func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, job
 	}
 }
 
-// applyFirst aborts the experiment's sibling jobs and updates its artifact,
-// as its plan says; false when the artifact update failed, so the
-// experiment, which follows its artifact, waits for the next cycle.
-func (c *Controller) applyFirst(ctx context.Context, exp *falconv1.Experiment, p lifecycle.Plan) bool {
-	log := c.log.With("exp", exp.GetId(), "exp_name", exp.GetName(), "cluster", exp.GetClusterName())
+// abortSiblings aborts the experiment's sibling jobs its plan names.
+func (c *Controller) abortSiblings(ctx context.Context, exp *falconv1.Experiment, p lifecycle.Plan) {
 	for _, u := range p.AbortJobs {
 		if _, err := c.jobs.AbortJob(ctx, &falconv1.AbortJobRequest{Id: u.ID, Reason: u.Reason, Message: u.Message}); err != nil {
-			log.Warn("abort sibling job", "job", u.ID, "err", err)
+			c.log.Warn("abort sibling job", "exp", exp.GetId(), "job", u.ID, "err", err)
 		}
 	}
-	if u := p.Artifact; u != nil {
-		if _, err := c.arts.UpdateArtifactStatus(ctx, &falconv1.UpdateArtifactStatusRequest{
-			Id: u.ID, ExpectedStatus: string(u.From), Status: string(u.To), Reason: u.Reason, Message: u.Message,
-		}); err != nil {
-			logUpdate(log, "artifact", u.ID, err)
-			return false
+}
+
+// applyArtifacts writes the artifact updates of the plans, in batches;
+// held[i] becomes false for an experiment whose artifact update did not
+// land, so that it, which follows its artifact, waits for the next cycle.
+func (c *Controller) applyArtifacts(ctx context.Context, exps []*falconv1.Experiment, plans []lifecycle.Plan, held []bool) {
+	var reqs []*falconv1.UpdateArtifactStatusRequest
+	var of []int // the experiment of each request
+	for i, p := range plans {
+		if u := p.Artifact; u != nil {
+			reqs = append(reqs, &falconv1.UpdateArtifactStatusRequest{
+				Id: u.ID, ExpectedStatus: string(u.From), Status: string(u.To), Reason: u.Reason, Message: u.Message,
+			})
+			of = append(of, i)
 		}
 	}
-	return true
+	for start := 0; start < len(reqs); start += batch {
+		chunk := reqs[start:min(start+batch, len(reqs))]
+		resp, err := c.arts.UpdateArtifactStatuses(ctx, &falconv1.UpdateArtifactStatusesRequest{Updates: chunk})
+		if err == nil && len(resp.GetResults()) != len(chunk) {
+			err = fmt.Errorf("%d results for %d artifact updates", len(resp.GetResults()), len(chunk))
+		}
+		for k, u := range chunk {
+			e := exps[of[start+k]]
+			switch {
+			case err != nil:
+				logUpdate(c.log.With("exp", e.GetId()), "artifact", u.GetId(), err)
+			case resp.GetResults()[k].GetArtifact() == nil:
+				r := resp.GetResults()[k]
+				logUpdate(c.log.With("exp", e.GetId(), "exp_name", e.GetName()), "artifact", u.GetId(), status.Error(codes.Code(r.GetCode()), r.GetMessage()))
+			default:
+				continue
+			}
+			held[of[start+k]] = false
+		}
+	}
 }
 
 // logUpdate logs a failed write. A FailedPrecondition is expected (someone,

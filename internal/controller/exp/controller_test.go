@@ -3,6 +3,7 @@ package exp_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -122,6 +123,61 @@ func TestAllSucceeded(t *testing.T) {
 	if got.GetStatus() != "Succeeded" || got.GetArtifact().GetStatus() != "Succeeded" {
 		t.Fatalf("exp %s artifact %s", got.GetStatus(), got.GetArtifact().GetStatus())
 	}
+}
+
+// The artifacts of the experiments one cycle ends are written in one call,
+// not one each; an artifact whose write is refused (it changed after the
+// cycle read it) holds its experiment back, and the others end.
+func TestArtifactsOfACycleAreOneWrite(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	var exps []string
+	for i := range 5 {
+		exp := env.Create(t, fmt.Sprintf("end-%d", i), map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+		j := exp.GetJobs()[0].GetId()
+		move(t, env, j, "Pending", "Running", "", "")
+		move(t, env, j, "Running", "Succeeded", "", "")
+		exps = append(exps, exp.GetId())
+	}
+	held := env.Exp(t, exps[2]).GetArtifact()
+	race := &beforeCall{ClientConnInterface: env.Conn, method: falconv1.ArtifactService_UpdateArtifactStatuses_FullMethodName, before: func() {
+		if _, err := env.Arts.UpdateArtifactStatus(context.Background(), &falconv1.UpdateArtifactStatusRequest{
+			Id: held.GetId(), ExpectedStatus: held.GetStatus(), Status: "Failed", Reason: "Lost", Message: "set by the test"}); err != nil {
+			t.Error(err)
+		}
+	}}
+	conn := apitest.CountCalls(race)
+	c := expctl.New(conn)
+	reconcile(t, c)
+	calls := conn.Take()
+	if calls["UpdateArtifactStatuses"] != 1 || calls["UpdateArtifactStatus"] != 0 {
+		t.Errorf("%d UpdateArtifactStatuses and %d UpdateArtifactStatus calls for 5 ending experiments, want 1 and 0 (all calls: %v)",
+			calls["UpdateArtifactStatuses"], calls["UpdateArtifactStatus"], calls)
+	}
+	for i, id := range exps {
+		got := env.Exp(t, id)
+		switch {
+		case i == 2 && (got.GetArtifact().GetStatus() != "Failed" || got.GetStatus() == "Succeeded"):
+			t.Errorf("experiment %d: %s with artifact %s, want the artifact's Failed kept and the experiment held back", i, got.GetStatus(), got.GetArtifact().GetStatus())
+		case i != 2 && (got.GetStatus() != "Succeeded" || got.GetArtifact().GetStatus() != "Succeeded"):
+			t.Errorf("experiment %d: %s with artifact %s, want both Succeeded", i, got.GetStatus(), got.GetArtifact().GetStatus())
+		}
+	}
+}
+
+// beforeCall runs before ahead of the first call to method: a write that
+// lands between a controller's read and its own.
+type beforeCall struct {
+	grpc.ClientConnInterface
+	method string
+	once   sync.Once
+	before func()
+}
+
+func (b *beforeCall) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	if method == b.method {
+		b.once.Do(b.before)
+	}
+	return b.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
 }
 
 // TestRunFollowsTheFeed: once running, the controller reads only the

@@ -161,8 +161,8 @@ func (s *Store) ListArtifacts(ctx context.Context, f store.ArtifactFilter) ([]*s
 
 // UpdateArtifactStatus implements store.Store.
 func (s *Store) UpdateArtifactStatus(ctx context.Context, u store.StatusUpdate) (*store.Artifact, error) {
-	if u.ClusterName != "" || u.NodePool != "" || u.Selection != "" {
-		return nil, errdefs.Invalid("cluster_name", "cluster_name, node_pool and selection apply to jobs only")
+	if err := artOnly(u); err != nil {
+		return nil, err
 	}
 	var out *store.Artifact
 	err := s.updateStatus(ctx, artEntity, u, func(tx *sql.Tx) (err error) {
@@ -170,6 +170,34 @@ func (s *Store) UpdateArtifactStatus(ctx context.Context, u store.StatusUpdate) 
 		return err
 	})
 	return out, err
+}
+
+// UpdateArtifactStatuses implements store.Store: every update in one
+// transaction, each under its own precondition. Artifacts record no
+// events, so, as for one update, no experiment's lock is taken.
+func (s *Store) UpdateArtifactStatuses(ctx context.Context, us []store.StatusUpdate) (arts []*store.Artifact, errs []error, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		arts, errs = make([]*store.Artifact, len(us)), make([]error, len(us))
+		for i, u := range us {
+			errs[i] = artOnly(u)
+		}
+		return s.applyBatch(ctx, tx, artEntity, us, errs, func(i int) (err error) {
+			arts[i], err = s.getArt(ctx, tx, us[i].ID)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return arts, errs, nil
+}
+
+// artOnly refuses what only a job's update may carry.
+func artOnly(u store.StatusUpdate) error {
+	if u.ClusterName != "" || u.NodePool != "" || u.Selection != "" {
+		return errdefs.Invalid("cluster_name", "cluster_name, node_pool and selection apply to jobs only")
+	}
+	return nil
 }
 
 func statusStrings(ss []lifecycle.Status) []string {

@@ -75,6 +75,7 @@ func runSuite(t *testing.T, open opener) {
 		{"AppendJobMessage", testAppendJobMessage},
 		{"UpdateJobStatuses", testUpdateJobStatuses},
 		{"UpdateExpStatuses", testUpdateExpStatuses},
+		{"UpdateArtifactStatuses", testUpdateArtifactStatuses},
 		{"ClusterReports", testClusterReports},
 		{"RegistrySettings", testRegistrySettings},
 		{"MigrateTwice", testMigrateTwice},
@@ -1581,6 +1582,43 @@ func testUpdateJobStatuses(t *testing.T, e env) {
 // success written as two steps (Created, Running, Succeeded) lands whole,
 // a refused update leaves the others alone, and the events come out in
 // order. ListExps by IDs reads exactly those named.
+func testUpdateArtifactStatuses(t *testing.T, e env) {
+	a, ajobs, aart := newExp("arts-a", "w")
+	b, bjobs, bart := newExp("arts-b", "w")
+	mustCreate(t, e.s, a, ajobs, aart)
+	mustCreate(t, e.s, b, bjobs, bart)
+	got, errs, err := e.s.UpdateArtifactStatuses(ctx, []store.StatusUpdate{
+		{ID: aart.ID, Expected: lifecycle.Created, Status: lifecycle.Succeeded, Message: "kept 3 files"},
+		{ID: bart.ID, Expected: lifecycle.Succeeded, Status: lifecycle.Failed, Message: "no such transition"},
+		{ID: aart.ID, Expected: lifecycle.Created, Status: lifecycle.Failed, Message: "sees the first"},
+		{ID: "art-zzzzzzzzzz", Expected: lifecycle.Created, Status: lifecycle.Succeeded},
+		{ID: bart.ID, Expected: lifecycle.Created, Status: lifecycle.Failed, NodePool: "p"},
+		{ID: bart.ID, Expected: lifecycle.Created, Status: lifecycle.Failed, Reason: "Aborted", Message: "written after refusals"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"written", errs[0] == nil && got[0].Status == lifecycle.Succeeded && got[0].Message == "kept 3 files"},
+		{"an illegal transition refused alone", errs[1] != nil && got[1] == nil},
+		{"a later update sees the earlier write: its precondition is stale", errors.Is(errs[2], errdefs.ErrFailedPrecondition) && got[2] == nil},
+		{"unknown artifact refused alone", errors.Is(errs[3], errdefs.ErrNotFound)},
+		{"job-only field refused", errors.Is(errs[4], errdefs.ErrInvalid)},
+		{"written after refusals", errs[5] == nil && got[5].Status == lifecycle.Failed && got[5].Reason == "Aborted"},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: errs %v", c.name, errs)
+		}
+	}
+	if x, err := e.s.GetArtifact(ctx, aart.ID); err != nil || x.Status != lifecycle.Succeeded || x.Message != "kept 3 files" {
+		t.Errorf("artifact a = %+v (%v), want the first update's", x, err)
+	}
+}
+
 func testUpdateExpStatuses(t *testing.T, e env) {
 	a, ajobs, aart := newExp("batch-a", "w")
 	b, bjobs, bart := newExp("batch-b", "w")
