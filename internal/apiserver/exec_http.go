@@ -211,13 +211,7 @@ func (w *wsExecStream) writeBytes(num protowire.Number, p []byte) error {
 	if err != nil {
 		return err
 	}
-	w.out = execwire.Header(w.out[:0], num, len(p))
-	if _, err = mw.Write(w.out); err == nil {
-		_, err = mw.Write(p)
-	}
-	if cerr := mw.Close(); err == nil {
-		err = cerr
-	}
+	w.out, err = execwire.Write(mw, w.out, num, p)
 	return err
 }
 

@@ -375,7 +375,7 @@ func (s *Server) UpdateArtifactStatus(ctx context.Context, req *falconv1.UpdateA
 	if err != nil {
 		return nil, err
 	}
-	s.changed(derived(changefeed.Change{Kind: "artifact", ID: a.ID, ExpID: a.ExpID}))
+	s.changed(artChange(a))
 	return artifactToAPI(a), nil
 }
 
@@ -394,7 +394,7 @@ func (s *Server) UpdateArtifactStatuses(ctx context.Context, req *falconv1.Updat
 		},
 		func(i int, a *store.Artifact) {
 			resp.Results[i] = &falconv1.ArtifactStatusResult{Artifact: artifactToAPI(a)}
-			changes = append(changes, derived(changefeed.Change{Kind: "artifact", ID: a.ID, ExpID: a.ExpID}))
+			changes = append(changes, artChange(a))
 		},
 		func(i int, err error) {
 			r := refusal(err)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -95,13 +96,7 @@ func TestUpdateExpStatuses(t *testing.T) {
 	a, b := env.Create(t, "batch-a", role).GetId(), env.Create(t, "batch-b", role).GetId()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stream, err := env.Jobs.WatchChanges(ctx, &falconv1.WatchChangesRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stream.Recv(); err != nil { // the hello
-		t.Fatal(err)
-	}
+	stream := watchAfterHello(t, ctx, env)
 	ctl := falconv1.NewExperimentServiceClient(env.Conn) // the controllers' connection
 	resp, err := ctl.UpdateExpStatuses(ctx, &falconv1.UpdateExpStatusesRequest{Updates: []*falconv1.UpdateExpStatusRequest{
 		{Id: a, ExpectedStatus: "Created", Status: "Running"},
@@ -175,13 +170,7 @@ func TestUpdateArtifactStatuses(t *testing.T) {
 	b := env.Create(t, "arts-b", role).GetArtifact().GetId()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stream, err := env.Jobs.WatchChanges(ctx, &falconv1.WatchChangesRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stream.Recv(); err != nil { // the hello
-		t.Fatal(err)
-	}
+	stream := watchAfterHello(t, ctx, env)
 	resp, err := env.Arts.UpdateArtifactStatuses(ctx, &falconv1.UpdateArtifactStatusesRequest{Updates: []*falconv1.UpdateArtifactStatusRequest{
 		{Id: a, ExpectedStatus: "Created", Status: "Succeeded", Message: "kept"},
 		{Id: a, ExpectedStatus: "Created", Status: "Failed"},
@@ -221,4 +210,17 @@ func TestUpdateArtifactStatuses(t *testing.T) {
 	if _, err := env.Arts.UpdateArtifactStatuses(ctx, &falconv1.UpdateArtifactStatusesRequest{Updates: make([]*falconv1.UpdateArtifactStatusRequest, 1001)}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("1001 updates: %v, want InvalidArgument", err)
 	}
+}
+
+// watchAfterHello is a change stream of env's server, its hello read.
+func watchAfterHello(t *testing.T, ctx context.Context, env *apitest.Env) grpc.ServerStreamingClient[falconv1.Change] {
+	t.Helper()
+	stream, err := env.Jobs.WatchChanges(ctx, &falconv1.WatchChangesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil { // the hello
+		t.Fatal(err)
+	}
+	return stream
 }

@@ -25,13 +25,7 @@ func TestChangesThroughAnotherReplica(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	stream, err := a.Jobs.WatchChanges(ctx, &falconv1.WatchChangesRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stream.Recv(); err != nil { // the hello
-		t.Fatal(err)
-	}
+	stream := watchAfterHello(t, ctx, a)
 	exp := b.Create(t, "through-b", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
 	start := time.Now()
 	abort, err := b.Exps.AbortExp(ctx, &falconv1.AbortExpRequest{Id: exp.GetId(), Reason: "changed my mind"})

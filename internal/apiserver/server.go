@@ -381,3 +381,9 @@ func derived(c changefeed.Change) changefeed.Change {
 func jobChange(j *store.Job) changefeed.Change {
 	return changefeed.Change{Kind: "job", ID: j.ID, ExpID: j.ExpID}
 }
+
+// artChange is an artifact's change: always the expController's, so
+// derived.
+func artChange(a *store.Artifact) changefeed.Change {
+	return derived(changefeed.Change{Kind: "artifact", ID: a.ID, ExpID: a.ExpID})
+}

@@ -111,13 +111,7 @@ func (s *ExecSession) sendBytes(num protowire.Number, p []byte) error {
 	defer s.wmu.Unlock()
 	w, err := s.ws.NextWriter(websocket.BinaryMessage)
 	if err == nil {
-		s.hdr = execwire.Header(s.hdr[:0], num, len(p))
-		if _, err = w.Write(s.hdr); err == nil {
-			_, err = w.Write(p)
-		}
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
+		s.hdr, err = execwire.Write(w, s.hdr, num, p)
 	}
 	if err != nil {
 		return status.Errorf(codes.Unavailable, "exec session to %s: %v", s.c.base, err)

@@ -43,6 +43,21 @@ func Header(dst []byte, num protowire.Number, n int) []byte {
 	return protowire.AppendVarint(dst, uint64(n))
 }
 
+// Write writes a message of field num holding p to w, one message's
+// writer (a WebSocket's NextWriter): its header, built in scratch, then p
+// itself, then Close. It returns scratch for the next call.
+func Write(w io.WriteCloser, scratch []byte, num protowire.Number, p []byte) ([]byte, error) {
+	scratch = Header(scratch[:0], num, len(p))
+	_, err := w.Write(scratch)
+	if err == nil {
+		_, err = w.Write(p)
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	return scratch, err
+}
+
 // Bytes returns the field and its value when msg is exactly one bytes
 // field; the value aliases msg. ok is false for any other message, which
 // the caller unmarshals as usual.

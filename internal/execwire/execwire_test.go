@@ -46,6 +46,28 @@ func TestHeaderIsTheMarshalledForm(t *testing.T) {
 	}
 }
 
+// closer is one message's writer: what Write wrote, and whether it was
+// closed.
+type closer struct {
+	bytes.Buffer
+	closed bool
+}
+
+func (c *closer) Close() error { c.closed = true; return nil }
+
+func TestWriteIsTheMarshalledForm(t *testing.T) {
+	var scratch []byte
+	for _, n := range []int{0, 300, 1 << 16} {
+		data := bytes.Repeat([]byte{'z'}, n)
+		want, _ := proto.Marshal(&falconv1.ExecResponse{Msg: &falconv1.ExecResponse_Stderr{Stderr: data}})
+		var w closer
+		var err error
+		if scratch, err = execwire.Write(&w, scratch, stderr, data); err != nil || !w.closed || !bytes.Equal(w.Bytes(), want) {
+			t.Errorf("%d bytes: err %v, closed %v, wrote %d bytes equal to proto.Marshal's: %v", n, err, w.closed, w.Len(), bytes.Equal(w.Bytes(), want))
+		}
+	}
+}
+
 func TestBytesRefusesOtherMessages(t *testing.T) {
 	closeStdin, _ := proto.Marshal(&falconv1.ExecRequest{Msg: &falconv1.ExecRequest_CloseStdin{CloseStdin: true}})
 	start, _ := proto.Marshal(&falconv1.ExecRequest{Msg: &falconv1.ExecRequest_Start{Start: &falconv1.ExecStart{ExpId: "exp-1"}}})

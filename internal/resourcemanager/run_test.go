@@ -50,6 +50,31 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// waitRunning waits until every one of jobs is Running.
+func waitRunning(t *testing.T, env *apitest.Env, jobs []string) {
+	t.Helper()
+	waitFor(t, "every job Running", func() bool {
+		for _, id := range jobs {
+			if env.Job(t, id).GetStatus() != "Running" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitQuiet waits for the manager to go quiet: no cycle for 50 ms, the
+// echoes of its writes settled.
+func waitQuiet(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
+	waitFor(t, "the manager to go quiet", func() bool {
+		c1, _ := cycleJobs(t, reg)
+		time.Sleep(50 * time.Millisecond)
+		c2, _ := cycleJobs(t, reg)
+		return c1 == c2
+	})
+}
+
 // Run follows the change feed: once its snapshot is read, a cycle looks at
 // the jobs that changed or that a backend reported, not at every live job,
 // and a backend's report (Touch) is acted on at once — the safety-net poll
@@ -74,33 +99,16 @@ func TestRunLooksOnlyAtWhatChanged(t *testing.T) {
 	}
 	// Created through the API: the feed wakes the manager, which
 	// dispatches each (the scripted backend runs them at once).
-	waitFor(t, "every job Running", func() bool {
-		for _, id := range jobs {
-			if env.Job(t, id).GetStatus() != "Running" {
-				return false
-			}
-		}
-		return true
-	})
+	waitRunning(t, env, jobs)
 	// Let the echoes of those writes settle: a cycle that reads nothing.
-	waitFor(t, "the manager to go quiet", func() bool {
-		c1, _ := cycleJobs(t, reg)
-		time.Sleep(50 * time.Millisecond)
-		c2, _ := cycleJobs(t, reg)
-		return c1 == c2
-	})
+	waitQuiet(t, reg)
 
 	c0, j0 := cycleJobs(t, reg)
 	calls0 := be.callCount()
 	be.set(jobs[7], resourcemanager.PhaseSucceeded, "exit 0")
 	mgr.Touch(jobs[7])
 	waitFor(t, "the touched job Succeeded", func() bool { return env.Job(t, jobs[7]).GetStatus() == "Succeeded" })
-	waitFor(t, "the manager to go quiet", func() bool {
-		c1, _ := cycleJobs(t, reg)
-		time.Sleep(50 * time.Millisecond)
-		c2, _ := cycleJobs(t, reg)
-		return c1 == c2
-	})
+	waitQuiet(t, reg)
 	c1, j1 := cycleJobs(t, reg)
 	if looked := j1 - j0; looked > 3 {
 		t.Errorf("%d cycles looked at %.0f jobs to act on one report among %d live jobs; want the touched job (and the echo of its write)", c1-c0, looked, n)
@@ -287,24 +295,8 @@ func TestRunReadsTheClustersWhenTheyMayHaveChanged(t *testing.T) {
 		exp := env.Create(t, fmt.Sprintf("clusters-%d", i), map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
 		jobs = append(jobs, exp.GetJobs()[0].GetId())
 	}
-	waitFor(t, "every job Running", func() bool {
-		for _, id := range jobs {
-			if env.Job(t, id).GetStatus() != "Running" {
-				return false
-			}
-		}
-		return true
-	})
-	quiet := func() {
-		t.Helper()
-		waitFor(t, "the manager to go quiet", func() bool {
-			c1, _ := cycleJobs(t, reg)
-			time.Sleep(50 * time.Millisecond)
-			c2, _ := cycleJobs(t, reg)
-			return c1 == c2
-		})
-	}
-	quiet()
+	waitRunning(t, env, jobs)
+	waitQuiet(t, reg)
 	cycles := func() uint64 { c, _ := cycleJobs(t, reg); return c }
 
 	// A report: acted on with no read of the clusters.
@@ -313,7 +305,7 @@ func TestRunReadsTheClustersWhenTheyMayHaveChanged(t *testing.T) {
 	be.set(jobs[0], resourcemanager.PhaseSucceeded, "exit 0")
 	mgr.Touch(jobs[0])
 	waitFor(t, "the reported job Succeeded", func() bool { return env.Job(t, jobs[0]).GetStatus() == "Succeeded" })
-	quiet()
+	waitQuiet(t, reg)
 	if calls := conn.Take(); calls["ListClusters"] != 0 || cycles() == c0 {
 		t.Errorf("%d cycles for a report read the clusters %d times, want none (calls: %v)", cycles()-c0, calls["ListClusters"], calls)
 	}
@@ -323,7 +315,7 @@ func TestRunReadsTheClustersWhenTheyMayHaveChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the clusters read after their change", func() bool { return conn.Count("ListClusters") > 0 })
-	quiet()
+	waitQuiet(t, reg)
 
 	// The list's age: a report a second later reads them again.
 	conn.Take()
@@ -333,7 +325,7 @@ func TestRunReadsTheClustersWhenTheyMayHaveChanged(t *testing.T) {
 	be.set(jobs[1], resourcemanager.PhaseSucceeded, "exit 0")
 	mgr.Touch(jobs[1])
 	waitFor(t, "the second reported job Succeeded", func() bool { return env.Job(t, jobs[1]).GetStatus() == "Succeeded" })
-	quiet()
+	waitQuiet(t, reg)
 	if n := conn.Count("ListClusters"); n != 1 {
 		t.Errorf("a report after the list aged read the clusters %d times, want once", n)
 	}
