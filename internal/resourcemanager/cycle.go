@@ -86,13 +86,16 @@ func (c *cycle) laterWith(j *falconv1.Job, to lifecycle.Status, reason lifecycle
 
 // flush sends the queued updates, and picks (reqs[i] recording jobs[i]'s
 // pick, with the config its submission needs) in the same batch, so a slot
-// holder's Running and the pick taking its slot land together; then it
-// runs what follows each queued update that landed. One that did not (the
-// job changed meanwhile, usually an abort, or the call failed) is looked
-// at again next cycle, like any lost race.
-func (m *Manager) flush(ctx context.Context, c *cycle, picked []*falconv1.Job, reqs []*falconv1.UpdateJobStatusRequest) {
+// holder's Running, a finished job's Succeeded and the pick taking a slot
+// land together. It returns what follows each queued update that landed
+// (a finished job's cleanup), for the caller to run once the picks are
+// submitted: a cleanup is a cluster call, and the pool it frees goes to a
+// pick only next cycle. One that did not land (the job changed meanwhile,
+// usually an abort, or the call failed) is looked at again next cycle,
+// like any lost race.
+func (m *Manager) flush(ctx context.Context, c *cycle, picked []*falconv1.Job, reqs []*falconv1.UpdateJobStatusRequest) (then []func()) {
 	if len(c.writes) == 0 && len(picked) == 0 {
-		return
+		return nil
 	}
 	jobs := make([]*falconv1.Job, 0, len(c.writes)+len(picked))
 	all := make([]*falconv1.UpdateJobStatusRequest, 0, len(c.writes)+len(picked))
@@ -111,10 +114,18 @@ func (m *Manager) flush(ctx context.Context, c *cycle, picked []*falconv1.Job, r
 			m.metrics.Finished.WithLabelValues(w.j.GetClusterName(), w.j.GetStatus(), w.j.GetReason()).Inc()
 		}
 		if w.then != nil {
-			w.then()
+			then = append(then, w.then)
 		}
 	}
 	c.writes = nil
+	return then
+}
+
+// run calls each of fs in turn.
+func run(fs []func()) {
+	for _, f := range fs {
+		f()
+	}
 }
 
 func (c *cycle) deadline(t time.Time) {
@@ -151,17 +162,19 @@ func (c *cycle) look(j *falconv1.Job) {
 //     all replicas running -> Running (releasing its queue slot); failed ->
 //     Failed; gone (a dispatch cut short by a crash) -> dispatch again;
 //     waiting too long for its resources -> Failed/Timeout;
-//  4. Pending and waiting: on a resync, a job queued on a cluster that has
+//  4. Running: fail it with Reason Timeout once timeout_seconds have passed
+//     since it started (stopping it first); otherwise observe it, its end
+//     (and a holder's Running of step 3) queued for the write of step 6;
+//  5. Pending and waiting: on a resync, a job queued on a cluster that has
 //     since left service (maintenance, offline, deleted) leaves that queue;
 //     place every job not in a queue in a (cluster, queue key) queue, or,
 //     when it is pinned to a cluster out of service, say it waits for it;
-//  5. hand every free queue slot to the next job by the pick rule and
-//     dispatch it, except on clusters whose backend is backing off;
-//  6. write the positions of the waiting jobs in every queue that changed:
+//  6. hand every free queue slot to the next job by the pick rule and
+//     dispatch it, except on clusters whose backend is backing off; the
+//     picks and the updates queued above are one write;
+//  7. write the positions of the waiting jobs in every queue that changed:
 //     the next in line at once, the rest of the front every nearRefresh,
 //     the tail every tailRefresh;
-//  7. Running: fail it with Reason Timeout once timeout_seconds have passed
-//     since it started (stopping it first); otherwise observe it;
 //  8. node pools: keep each idle pool a waiting job can use, delete the
 //     rest; report each cluster's capacity view.
 //
@@ -260,6 +273,18 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	}
 	c.cur = ""
 	c.lap("look")
+	// Running jobs are observed before any slot is handed over, so a job's
+	// end rides the write of the picks that follow (one write, not two)
+	// and reaches its experiment without waiting for the rest of the
+	// cycle; a job stopped here for its timeout leaves its pool to them.
+	for _, j := range todo {
+		if j.GetStatus() == string(lifecycle.Running) {
+			c.look(j)
+			m.observeRunning(ctx, c, j)
+		}
+	}
+	c.cur = ""
+	c.lap("running")
 	if full {
 		m.requeue(c, waiting)
 	}
@@ -311,18 +336,11 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	// picks that follow.
 	m.loadOwners(c, c.all)
 	m.pickAll(ctx, c, m.snap.jobs)
+	// What no pick carried (a cycle with no free slot, or a closing one).
+	run(m.flush(ctx, c, nil, nil))
 	c.lap("pick")
 	m.writePositions(ctx, c, m.snap.jobs, full)
 	c.lap("positions")
-	for _, j := range todo {
-		if j.GetStatus() == string(lifecycle.Running) {
-			c.look(j)
-			m.observeRunning(ctx, c, j)
-		}
-	}
-	c.cur = ""
-	m.flush(ctx, c, nil, nil)
-	c.lap("running")
 	// Jobs that ended above released their pools; decide on those now
 	// against the jobs still waiting.
 	m.loadOwners(c, c.all)
@@ -842,7 +860,7 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 		// With the updates queued so far (a slot holder's Running above
 		// all): one transaction records the holder's pods running and
 		// the pick that takes its slot.
-		m.flush(ctx, c, picked, reqs)
+		then := m.flush(ctx, c, picked, reqs)
 		if c.configRead == nil {
 			c.configRead = map[string]bool{}
 		}
@@ -864,6 +882,7 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 			ready = append(ready, j)
 		}
 		m.submitAll(ctx, c, ready)
+		run(then)
 		for _, j := range ready {
 			if m.sub.busy(j.GetId()) {
 				// Handed over: the next cycle that looks at it takes the

@@ -59,3 +59,46 @@ func TestHandoverIsOneWrite(t *testing.T) {
 		t.Errorf("the next job was submitted with config %q, want its experiment's %q", got, "cfg-next")
 	}
 }
+
+// A job's end rides the handover's write too: the cycle that learns one
+// job finished and its queue's holder runs records the end, the holder's
+// Running and the next pick in one transaction, so the end reaches its
+// experiment without waiting for the rest of the cycle.
+func TestAnEndRidesTheHandover(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "test"})
+	be := newScripted()
+	be.startPhase = resourcemanager.PhasePending
+	conn := apitest.CountCalls(env.Conn)
+	now := time.Now()
+	mgr := resourcemanager.New(conn, resourcemanager.WithBackend("test", be), resourcemanager.WithClock(func() time.Time { return now }))
+	cycle := func() {
+		t.Helper()
+		if _, err := mgr.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task := &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
+	var ids []string
+	for _, name := range []string{"first", "second", "third"} {
+		ids = append(ids, env.Create(t, name, map[string]*falconv1.TaskSpec{"main": task}).GetJobs()[0].GetId())
+	}
+	cycle()
+	be.set(ids[0], resourcemanager.PhaseRunning, "1/1 pods running")
+	cycle()
+	want(t, env.Job(t, ids[0]), "Running", "", "1/1 pods running")
+	want(t, env.Job(t, ids[1]), "Pending", "Dispatching", "")
+
+	conn.Take()
+	be.set(ids[0], resourcemanager.PhaseSucceeded, "1/1 pods succeeded")
+	be.set(ids[1], resourcemanager.PhaseRunning, "1/1 pods running")
+	mgr.Touch(ids[0], ids[1])
+	cycle()
+	want(t, env.Job(t, ids[0]), "Succeeded", "", "")
+	want(t, env.Job(t, ids[1]), "Running", "", "1/1 pods running")
+	want(t, env.Job(t, ids[2]), "Pending", "Dispatching", "")
+	calls := conn.Take()
+	if calls["UpdateJobStatuses"] != 1 || calls["UpdateJobStatus"] != 0 {
+		t.Errorf("the end, the handover and the pick took %d batch and %d single writes, want 1 and 0 (all calls: %v)",
+			calls["UpdateJobStatuses"], calls["UpdateJobStatus"], calls)
+	}
+}
