@@ -1112,7 +1112,10 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		// (an informer event) brings their account, so no write now.
 		if dispatched && j.GetReason() == string(lifecycle.ReasonDispatching) {
 			// nothing to write
-		} else if batched {
+		} else if batched || !noAcquisition(j) {
+			// Nothing this cycle decides follows from its news (a holder
+			// keeps its slot until its pods run), so it goes in the
+			// cycle's batch rather than a write of its own.
 			c.laterWith(j, d.to, d.reason, d.message, nil)
 			break
 		} else if !m.update(ctx, j, d.to, d.reason, d.message, "") {

@@ -102,3 +102,31 @@ func TestAnEndRidesTheHandover(t *testing.T) {
 			calls["UpdateJobStatuses"], calls["UpdateJobStatus"], calls)
 	}
 }
+
+// A slot holder's progress while its pods start ("0/4 pods running") is
+// news for its user only: it goes in the cycle's batch, not in a write of
+// its own ahead of everything else the cycle does.
+func TestAHoldersProgressIsBatched(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "test"})
+	be := newScripted()
+	be.startPhase = resourcemanager.PhasePending
+	conn := apitest.CountCalls(env.Conn)
+	now := time.Now()
+	mgr := resourcemanager.New(conn, resourcemanager.WithBackend("test", be), resourcemanager.WithClock(func() time.Time { return now }))
+	task := &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
+	id := env.Create(t, "holder", map[string]*falconv1.TaskSpec{"main": task}).GetJobs()[0].GetId()
+	if _, err := mgr.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	conn.Take()
+	be.set(id, resourcemanager.PhasePending, "0/1 pods running")
+	mgr.Touch(id)
+	if _, err := mgr.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want(t, env.Job(t, id), "Pending", "Dispatching", "0/1 pods running")
+	if calls := conn.Take(); calls["UpdateJobStatus"] != 0 || calls["UpdateJobStatuses"] != 1 {
+		t.Errorf("the holder's progress took %d single and %d batch writes, want 0 and 1 (all calls: %v)",
+			calls["UpdateJobStatus"], calls["UpdateJobStatuses"], calls)
+	}
+}
