@@ -89,7 +89,7 @@ func (s *Server) UpdateJobStatus(ctx context.Context, req *falconv1.UpdateJobSta
 	if err != nil {
 		return nil, err
 	}
-	s.changed(jobChange(j))
+	s.changed(writtenBy(ctx, jobChange(j)))
 	return jobToAPI(j), nil
 }
 
@@ -164,15 +164,13 @@ func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobS
 		},
 		func(i int, j *store.Job) {
 			resp.Results[i] = &falconv1.JobStatusResult{Job: jobToAPI(j)}
-			changes = append(changes, jobChange(j))
+			changes = append(changes, writtenBy(ctx, jobChange(j)))
 		},
 		func(i int, err error) { resp.Results[i] = refusal(err) })
 	if err != nil {
 		return nil, err
 	}
-	if req.GetWithConfig() {
-		s.addConfigs(ctx, resp.Results)
-	}
+	s.addConfigs(ctx, req, resp.Results)
 	if len(changes) > 0 {
 		s.changed(changes...)
 	}
@@ -213,14 +211,15 @@ func applyBatch[Row any](n int, check func(i int) (store.StatusUpdate, error),
 	return nil
 }
 
-// addConfigs sets each written job's Config to its experiment's, read once
-// per experiment. A config that cannot be read is left empty, as GetJob
+// addConfigs sets the Config of each written job that asked for it (the
+// call's with_config, or the update's) to its experiment's, read once per
+// experiment. A config that cannot be read is left empty, as GetJob
 // leaves it, and the caller reads it again.
-func (s *Server) addConfigs(ctx context.Context, results []*falconv1.JobStatusResult) {
+func (s *Server) addConfigs(ctx context.Context, req *falconv1.UpdateJobStatusesRequest, results []*falconv1.JobStatusResult) {
 	configs := map[string]string{}
-	for _, r := range results {
+	for i, r := range results {
 		j := r.GetJob()
-		if j == nil {
+		if j == nil || !req.GetWithConfig() && !req.GetUpdates()[i].GetWithConfig() {
 			continue
 		}
 		c, ok := configs[j.GetExpId()]
@@ -314,7 +313,7 @@ func (s *Server) WatchChanges(req *falconv1.WatchChangesRequest, stream falconv1
 			}
 		}
 		for _, c := range changes {
-			if err := stream.Send(&falconv1.Change{Kind: c.Kind, Id: c.ID, ExpId: c.ExpID, Seq: c.Seq, Epoch: epoch, Derived: c.Derived}); err != nil {
+			if err := stream.Send(&falconv1.Change{Kind: c.Kind, Id: c.ID, ExpId: c.ExpID, Seq: c.Seq, Epoch: epoch, Derived: c.Derived, Writer: c.Writer}); err != nil {
 				return err
 			}
 			cursor = c.Seq

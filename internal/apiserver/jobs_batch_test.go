@@ -2,11 +2,13 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -57,7 +59,8 @@ func TestUpdateJobStatuses(t *testing.T) {
 
 // A batch asked for configs returns each written job with its experiment's
 // config, as GetJob does, so the resource manager submits a pick without
-// reading it again; without the flag the answer carries none.
+// reading it again; an update can ask for its own job's alone; without
+// either flag the answer carries none.
 func TestUpdateJobStatusesWithConfig(t *testing.T) {
 	env := apitest.Start(t, map[string]string{"local": "local"})
 	exp := env.Create(t, "cfg", map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}})
@@ -65,17 +68,19 @@ func TestUpdateJobStatusesWithConfig(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name       string
-		withConfig bool
+		withConfig bool   // the call's flag
+		own        bool   // the update's
 		expected   string // the status the update expects
 		want       string // the written job's config
 	}{
-		{"without the flag", false, "Pending", ""},
-		{"with the flag", true, "Pending", "cfg-cfg"},
-		{"a refused update carries no job", true, "Running", ""},
+		{"without the flag", false, false, "Pending", ""},
+		{"with the flag", true, false, "Pending", "cfg-cfg"},
+		{"with the update's flag", false, true, "Pending", "cfg-cfg"},
+		{"a refused update carries no job", true, true, "Running", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := env.Jobs.UpdateJobStatuses(ctx, &falconv1.UpdateJobStatusesRequest{WithConfig: tc.withConfig, Updates: []*falconv1.UpdateJobStatusRequest{
-				{Id: id, ExpectedStatus: tc.expected, Status: "Pending", Reason: "Waiting", Message: tc.name},
+				{Id: id, ExpectedStatus: tc.expected, Status: "Pending", Reason: "Waiting", Message: tc.name, WithConfig: tc.own},
 			}})
 			if err != nil {
 				t.Fatal(err)
@@ -223,4 +228,41 @@ func watchAfterHello(t *testing.T, ctx context.Context, env *apitest.Env) grpc.S
 		t.Fatal(err)
 	}
 	return stream
+}
+
+// A status write made under a writer's name (falconv1.WriterKey) reaches
+// the feed carrying it, single or batched, so that writer can skip its
+// echo; a write made under no name carries none.
+func TestJobChangesNameTheirWriter(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	id := env.Create(t, "writer", map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}}).GetJobs()[0].GetId()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream := watchAfterHello(t, ctx, env)
+	for i, tc := range []struct {
+		writer string
+		batch  bool
+	}{{"rm-1", false}, {"rm-1", true}, {"", false}, {"", true}} {
+		wctx := ctx
+		if tc.writer != "" {
+			wctx = metadata.AppendToOutgoingContext(ctx, falconv1.WriterKey, tc.writer)
+		}
+		u := &falconv1.UpdateJobStatusRequest{Id: id, ExpectedStatus: "Pending", Status: "Pending", Reason: "Waiting", Message: fmt.Sprintf("write %d", i)}
+		var err error
+		if tc.batch {
+			_, err = env.Jobs.UpdateJobStatuses(wctx, &falconv1.UpdateJobStatusesRequest{Updates: []*falconv1.UpdateJobStatusRequest{u}})
+		} else {
+			_, err = env.Jobs.UpdateJobStatus(wctx, u)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.GetKind() != "job" || c.GetId() != id || c.GetWriter() != tc.writer {
+			t.Errorf("write %d (batch %t): change %v, want job %s written by %q", i, tc.batch, c, id, tc.writer)
+		}
+	}
 }

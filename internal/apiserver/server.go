@@ -382,6 +382,16 @@ func jobChange(j *store.Job) changefeed.Change {
 	return changefeed.Change{Kind: "job", ID: j.ID, ExpID: j.ExpID}
 }
 
+// writtenBy stamps c with the name the caller gave itself on the call
+// (falconv1.WriterKey), so the caller can skip its echo.
+func writtenBy(ctx context.Context, c changefeed.Change) changefeed.Change {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if vals := md.Get(falconv1.WriterKey); len(vals) > 0 {
+		c.Writer = vals[0]
+	}
+	return c
+}
+
 // artChange is an artifact's change: always the expController's, so
 // derived.
 func artChange(a *store.Artifact) changefeed.Change {

@@ -14,6 +14,9 @@ type Change struct {
 	// Derived: the change only follows from others on the feed (the
 	// expController's writes mirroring an experiment's jobs).
 	Derived bool
+	// Writer is the name the writer gave itself on the call
+	// (falconv1.WriterKey); empty if it gave none.
+	Writer string
 }
 
 // DefaultRetain is how many changes a Feed keeps for watchers that resume.

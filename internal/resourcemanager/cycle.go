@@ -36,6 +36,9 @@ type cycle struct {
 	// it must be looked at again.
 	cur string
 	mem *memory
+	// full: the cycle looks at every job (a resync), so the first
+	// queuePositions looks at every queue; positioned: it has run.
+	full, positioned bool
 	// submitted holds what concurrent submissions returned (see
 	// submitAll), by job ID, for dispatch to take.
 	submitted map[string]error
@@ -102,7 +105,7 @@ func (m *Manager) flush(ctx context.Context, c *cycle, picked []*falconv1.Job, r
 	for _, w := range c.writes {
 		jobs, all = append(jobs, w.j), append(all, w.req)
 	}
-	m.writeBatch(ctx, append(jobs, picked...), append(all, reqs...), len(picked) > 0)
+	m.writeBatch(ctx, append(jobs, picked...), append(all, reqs...))
 	for _, w := range c.writes {
 		if w.j.GetStatus() != w.req.GetStatus() || w.j.GetMessage() != w.req.GetMessage() {
 			c.look(w.j)
@@ -201,7 +204,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	m.lastOK.Store(time.Now().UnixNano())
-	c := &cycle{clusters: map[string]*falconv1.Cluster{}, health: map[string]Health{}, mem: m.mem}
+	c := &cycle{clusters: map[string]*falconv1.Cluster{}, health: map[string]Health{}, mem: m.mem, full: full}
 	for _, x := range cl.GetItems() {
 		c.clusters[x.GetName()] = x
 		if hr, ok := m.backends[x.GetBackend()].(HealthReporter); ok {
@@ -260,7 +263,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 		}
 		c.look(j)
 		switch {
-		case m.sub.hold(j.GetId()):
+		case m.sub.busy(j.GetId()):
 			// Its create is in flight: its return brings the job back
 			// (submitter), and an abort's stop waits for it.
 		case j.GetStatus() == string(lifecycle.Aborting):
@@ -337,10 +340,9 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	m.loadOwners(c, c.all)
 	m.pickAll(ctx, c, m.snap.jobs)
 	// What no pick carried (a cycle with no free slot, or a closing one).
+	m.queuePositions(c, m.snap.jobs)
 	run(m.flush(ctx, c, nil, nil))
 	c.lap("pick")
-	m.writePositions(ctx, c, m.snap.jobs, full)
-	c.lap("positions")
 	// Jobs that ended above released their pools; decide on those now
 	// against the jobs still waiting.
 	m.loadOwners(c, c.all)
@@ -708,6 +710,7 @@ func (m *Manager) write(ctx context.Context, j *falconv1.Job, req *falconv1.Upda
 			m.changedUnderUs(j, err.Error())
 		} else {
 			m.log.Warn("update job status", "job", j.GetId(), "to", req.GetStatus(), "err", err)
+			m.unsure(j)
 		}
 		return false
 	}
@@ -840,6 +843,7 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 				req := &falconv1.UpdateJobStatusRequest{
 					Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
 					Reason: string(lifecycle.ReasonDispatching), Message: "submitting to cluster " + key.Cluster, ClusterName: key.Cluster,
+					WithConfig: true,
 				}
 				if sel, ok := m.mem.sched.Selection(sj.ID); ok {
 					req.Selection = selectionToAPI(sel) // the record goes in the write that records the pick
@@ -858,8 +862,10 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 			return
 		}
 		// With the updates queued so far (a slot holder's Running above
-		// all): one transaction records the holder's pods running and
-		// the pick that takes its slot.
+		// all, the ends seen, the positions the picks moved): one
+		// transaction records the holder's pods running and the pick
+		// that takes its slot.
+		m.queuePositions(c, byID)
 		then := m.flush(ctx, c, picked, reqs)
 		if c.configRead == nil {
 			c.configRead = map[string]bool{}
@@ -1266,20 +1272,21 @@ func (m *Manager) fail(ctx context.Context, j *falconv1.Job, reason lifecycle.Re
 	}
 }
 
-// writePositions tells the waiting jobs of every queue that changed (all:
-// of every queue) where they stand, in one batch: the next in line at
-// once, the rest when their refresh is due (planPositions), so a burst of
-// handovers in one queue costs one write for those behind, not one per
-// step. A queue whose front is not due yet stays touched, and the cycle
-// asks to be woken when it is.
+// queuePositions queues (for flush) where the waiting jobs of every queue
+// that changed stand (on a resync's first call: of every queue): the next
+// in line at once, the rest when their refresh is due (planPositions), so
+// a burst of handovers in one queue costs one write for those behind, not
+// one per step. They go in the write that records the picks that moved
+// them, so a handover is one write however many jobs it tells. A queue
+// whose front is not due yet stays touched, and the cycle asks to be woken
+// when it is.
 //
 // A job waiting on a cluster its backend cannot reach says so: otherwise it
 // would only see its queue not move.
-func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]*falconv1.Job, all bool) {
+func (m *Manager) queuePositions(c *cycle, byID map[string]*falconv1.Job) {
+	all := c.full && !c.positioned
+	c.positioned = true
 	now := m.now()
-	var jobs []*falconv1.Job
-	var poss []int
-	var reqs []*falconv1.UpdateJobStatusRequest
 	queues := map[queue.Key]bool{}
 	for _, key := range m.mem.sched.Keys() {
 		queues[key] = true
@@ -1301,8 +1308,6 @@ func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]
 			cluster: key.Cluster, waiting: m.mem.sched.Waiting(key), jobs: byID, written: m.mem.positions,
 			unreachable: c.health[key.Cluster].Err, refreshNear: refreshNear, refreshTail: refreshTail,
 		}) {
-			jobs = append(jobs, w.job)
-			poss = append(poss, w.pos)
 			req := &falconv1.UpdateJobStatusRequest{
 				Id: w.job.GetId(), ExpectedStatus: w.job.GetStatus(), Status: string(lifecycle.Pending),
 				Reason: string(lifecycle.ReasonWaiting), Message: w.msg,
@@ -1315,7 +1320,8 @@ func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]
 					req.Selection = selectionToAPI(sel)
 				}
 			}
-			reqs = append(reqs, req)
+			j, pos := w.job, w.pos
+			c.writes = append(c.writes, deferred{j: j, req: req, then: func() { m.mem.positions[j.GetId()] = pos }})
 		}
 		if refreshTail {
 			m.mem.tailWritten[key] = now
@@ -1324,12 +1330,6 @@ func (m *Manager) writePositions(ctx context.Context, c *cycle, byID map[string]
 	for key := range m.mem.touched {
 		if !queues[key] {
 			delete(m.mem.touched, key) // the queue is gone: nobody to tell
-		}
-	}
-	m.writeBatch(ctx, jobs, reqs, false)
-	for i, j := range jobs {
-		if j.GetMessage() == reqs[i].GetMessage() { // written (refreshed from the row)
-			m.mem.positions[j.GetId()] = poss[i]
 		}
 	}
 }
@@ -1358,19 +1358,35 @@ func (m *Manager) changedUnderUs(j *falconv1.Job, why string) {
 	}
 }
 
+// unsure reads jobs again next cycle: a write of theirs failed without an
+// answer, so it may have landed or not, and the feed's echo of it, which
+// the follower skips (watch.Skip), would not say.
+func (m *Manager) unsure(jobs ...*falconv1.Job) {
+	if m.follower == nil {
+		return
+	}
+	exps := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		exps = append(exps, j.GetExpId())
+	}
+	m.follower.Return(exps)
+}
+
 // batchSize is how many updates go in one UpdateJobStatuses call.
 const batchSize = 500
 
 // writeBatch sends reqs (reqs[i] updates jobs[i]) in batches and refreshes
 // each job that was written. A refused update, usually a job aborted since
-// it was read, is read again and left to the next cycle (changedUnderUs). withConfig
-// asks for each job's config in the answer, sparing submit its read.
-func (m *Manager) writeBatch(ctx context.Context, jobs []*falconv1.Job, reqs []*falconv1.UpdateJobStatusRequest, withConfig bool) {
+// it was read, is read again and left to the next cycle (changedUnderUs).
+// An update with with_config (a pick's) brings its job's config back,
+// sparing submit its read.
+func (m *Manager) writeBatch(ctx context.Context, jobs []*falconv1.Job, reqs []*falconv1.UpdateJobStatusRequest) {
 	for start := 0; start < len(reqs); start += batchSize {
 		end := min(start+batchSize, len(reqs))
-		resp, err := m.jobs.UpdateJobStatuses(ctx, &falconv1.UpdateJobStatusesRequest{Updates: reqs[start:end], WithConfig: withConfig})
+		resp, err := m.jobs.UpdateJobStatuses(ctx, &falconv1.UpdateJobStatusesRequest{Updates: reqs[start:end]})
 		if err != nil {
 			m.log.Warn("update job statuses", "jobs", end-start, "err", err)
+			m.unsure(jobs[start:]...)
 			return
 		}
 		for i, r := range resp.GetResults() {

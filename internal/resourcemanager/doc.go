@@ -14,7 +14,10 @@
 // cycle costs what changed: the jobs whose experiments the feed named, the
 // jobs a backend reported (a Kubernetes informer event or a local process
 // exit names its job), and the jobs whose deadline came (a timeout, a
-// pool's next poll, a stop's backoff). Every job is looked at on a resync:
+// pool's next poll, a stop's backoff). The echoes of the manager's own
+// status writes are not news (it names itself on them, and each write
+// returns the row it left, which goes into the snapshot), so they wake no
+// cycle; a write that failed without an answer is read again instead. Every job is looked at on a resync:
 // the first cycle, whenever the feed cannot vouch for what it missed, when
 // a cluster's reachability changes, and every 30s as the safety net for
 // writes made through another API server replica.

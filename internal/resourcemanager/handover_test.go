@@ -62,8 +62,9 @@ func TestHandoverIsOneWrite(t *testing.T) {
 
 // A job's end rides the handover's write too: the cycle that learns one
 // job finished and its queue's holder runs records the end, the holder's
-// Running and the next pick in one transaction, so the end reaches its
-// experiment without waiting for the rest of the cycle.
+// Running, the next pick and the new next in line in one transaction, so
+// the end reaches its experiment without waiting for the rest of the
+// cycle; only the pick comes back with its config.
 func TestAnEndRidesTheHandover(t *testing.T) {
 	env := apitest.Start(t, map[string]string{"local": "test"})
 	be := newScripted()
@@ -79,7 +80,7 @@ func TestAnEndRidesTheHandover(t *testing.T) {
 	}
 	task := &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
 	var ids []string
-	for _, name := range []string{"first", "second", "third"} {
+	for _, name := range []string{"first", "second", "third", "fourth"} {
 		ids = append(ids, env.Create(t, name, map[string]*falconv1.TaskSpec{"main": task}).GetJobs()[0].GetId())
 	}
 	cycle()
@@ -96,10 +97,20 @@ func TestAnEndRidesTheHandover(t *testing.T) {
 	want(t, env.Job(t, ids[0]), "Succeeded", "", "")
 	want(t, env.Job(t, ids[1]), "Running", "", "1/1 pods running")
 	want(t, env.Job(t, ids[2]), "Pending", "Dispatching", "")
+	want(t, env.Job(t, ids[3]), "Pending", "Waiting", "next in line")
+	reqs := conn.Requests("UpdateJobStatuses")
 	calls := conn.Take()
 	if calls["UpdateJobStatuses"] != 1 || calls["UpdateJobStatus"] != 0 {
-		t.Errorf("the end, the handover and the pick took %d batch and %d single writes, want 1 and 0 (all calls: %v)",
+		t.Errorf("the end, the handover, the pick and the position took %d batch and %d single writes, want 1 and 0 (all calls: %v)",
 			calls["UpdateJobStatuses"], calls["UpdateJobStatus"], calls)
+	}
+	if len(reqs) != 1 {
+		t.Fatalf("%d batches recorded, want 1", len(reqs))
+	}
+	for _, u := range reqs[0].(*falconv1.UpdateJobStatusesRequest).GetUpdates() {
+		if got, want := u.GetWithConfig(), u.GetId() == ids[2]; got != want {
+			t.Errorf("the update of %s (to %s %s) asks for its config: %t, want %t", u.GetId(), u.GetStatus(), u.GetReason(), got, want)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package resourcemanager
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/controller/watch"
@@ -103,6 +105,12 @@ type Manager struct {
 	// Reconcile reads every live job.
 	follower    *watch.Follower
 	resyncEvery time.Duration
+	// writer names this manager on its status writes (falconv1.WriterKey),
+	// so its follower skips their echoes: every such write folds the row
+	// it returns into the snapshot, and one that failed is read again
+	// (unsure). Unique per manager, so a standby replica's writes are
+	// news to the leader.
+	writer string
 	// sub carries submissions out of the cycle; nil until Run starts it,
 	// so a bare Reconcile submits within the cycle.
 	sub *submitter
@@ -174,6 +182,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 		m.metrics = metrics.NewRM(prometheus.NewRegistry())
 	}
 	m.mem = newMemory(m.now)
+	m.writer = "resourcemanager-" + rand.Text()
 	return m
 }
 
@@ -227,7 +236,8 @@ func (m *Manager) Ready(maxAge time.Duration) error {
 // whenever a backend calls Wake, at the next job timeout, and every interval.
 func (m *Manager) Run(ctx context.Context) error {
 	defer close(m.stopped)
-	m.follower = watch.Follow(ctx, m.jobs, m.log)
+	ctx = metadata.AppendToOutgoingContext(ctx, falconv1.WriterKey, m.writer)
+	m.follower = watch.Follow(ctx, m.jobs, m.log, watch.Skip(m.writer))
 	m.follower.WaitConnected(ctx)
 	m.sub = newSubmitter(m.Touch)
 	// Submissions in flight finish (or see ctx end) before Run returns, so

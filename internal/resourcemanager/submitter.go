@@ -17,13 +17,11 @@ import (
 // Only Run starts one: a bare Reconcile, as tests call it, still submits
 // within the cycle. While a job's submission is in flight the cycle leaves
 // the job alone (an abort waits for the create to return, so the stop that
-// follows cannot race it and leave a Job behind). An outcome that is an
-// error wakes a cycle for its job at once, and so does any outcome of a
-// job a cycle wanted to look at meanwhile (an abort, a report); a success
-// is otherwise taken when the job's Job or pods are first reported, which
-// the informer does anyway, or at once when the cluster had reached its
-// bound of submissions in flight (the cycle picks no more for it
-// meanwhile, see submitQueue).
+// follows cannot race it and leave a Job behind). Every outcome wakes a
+// cycle for its job at once: nothing else is sure to (the echo of the
+// pick's write is skipped, see Manager.writer, and not every backend
+// reports a start), and the wake is coalesced with the informer's report
+// of the Job where there is one.
 //
 // It holds no state a restart needs: a submission in flight when the
 // controller dies left its row Dispatching, and the next controller
@@ -35,7 +33,6 @@ type submitter struct {
 	inflight map[string]string // job ID -> cluster
 	perClust map[string]int    // submissions in flight per cluster
 	outcome  map[string]error  // returned, not yet taken
-	wanted   map[string]bool   // looked at while in flight (hold)
 	sems     map[string]chan struct{}
 	wg       sync.WaitGroup
 }
@@ -48,7 +45,7 @@ const submitQueue = 2 * submitPerCluster
 
 func newSubmitter(touch func(ids ...string)) *submitter {
 	return &submitter{touch: touch, inflight: map[string]string{}, perClust: map[string]int{},
-		outcome: map[string]error{}, wanted: map[string]bool{}, sems: map[string]chan struct{}{}}
+		outcome: map[string]error{}, sems: map[string]chan struct{}{}}
 }
 
 // start runs submit for the job in the background, at most
@@ -74,16 +71,11 @@ func (s *submitter) start(ctx context.Context, cluster, id string, submit func(c
 		err := submit(ctx)
 		<-sem
 		s.mu.Lock()
-		full := s.perClust[cluster] >= submitQueue
-		wanted := s.wanted[id]
-		delete(s.wanted, id)
 		delete(s.inflight, id)
 		s.perClust[cluster]--
 		s.outcome[id] = err
 		s.mu.Unlock()
-		if err != nil || full || wanted {
-			s.touch(id)
-		}
+		s.touch(id)
 	}()
 }
 
@@ -96,22 +88,6 @@ func (s *submitter) busy(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.inflight[id]
-	return ok
-}
-
-// hold reports whether the job's submission is in flight and, if so,
-// has its return wake a cycle for the job: the cycle that asked leaves the
-// job alone until then (an abort's stop must not race the create).
-func (s *submitter) hold(id string) bool {
-	if s == nil {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.inflight[id]
-	if ok {
-		s.wanted[id] = true
-	}
 	return ok
 }
 

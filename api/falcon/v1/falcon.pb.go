@@ -4546,7 +4546,12 @@ type UpdateJobStatusRequest struct {
 	NodePool string `protobuf:"bytes,7,opt,name=node_pool,json=nodePool,proto3" json:"node_pool,omitempty"`
 	// The decision record of the job's placement, written with the pick
 	// (absent leaves it unchanged).
-	Selection     *ClusterSelection `protobuf:"bytes,8,opt,name=selection,proto3" json:"selection,omitempty"`
+	Selection *ClusterSelection `protobuf:"bytes,8,opt,name=selection,proto3" json:"selection,omitempty"`
+	// In UpdateJobStatuses: this job comes back with its experiment's
+	// config (as with_config does for every job of the call), so the pick
+	// it records is submitted with no read in between, while the other
+	// updates of the same call (positions, ends) cost no config read.
+	WithConfig    bool `protobuf:"varint,9,opt,name=with_config,json=withConfig,proto3" json:"with_config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4635,6 +4640,13 @@ func (x *UpdateJobStatusRequest) GetSelection() *ClusterSelection {
 		return x.Selection
 	}
 	return nil
+}
+
+func (x *UpdateJobStatusRequest) GetWithConfig() bool {
+	if x != nil {
+		return x.WithConfig
+	}
+	return false
 }
 
 type UpdateJobStatusesRequest struct {
@@ -4990,7 +5002,12 @@ type Change struct {
 	// expController's writes of an experiment's or artifact's status, which
 	// mirror its jobs. Nothing about any job changed, so a watcher that
 	// follows jobs (and the expController itself) need not look again.
-	Derived       bool `protobuf:"varint,6,opt,name=derived,proto3" json:"derived,omitempty"`
+	Derived bool `protobuf:"varint,6,opt,name=derived,proto3" json:"derived,omitempty"`
+	// Who made the change, as the caller named itself on the call (the
+	// falcon-writer metadata key of UpdateJobStatus and UpdateJobStatuses);
+	// empty when it did not. A controller skips the echoes of its own
+	// writes: it already holds the rows those writes returned.
+	Writer        string `protobuf:"bytes,7,opt,name=writer,proto3" json:"writer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5065,6 +5082,13 @@ func (x *Change) GetDerived() bool {
 		return x.Derived
 	}
 	return false
+}
+
+func (x *Change) GetWriter() string {
+	if x != nil {
+		return x.Writer
+	}
+	return ""
 }
 
 type GetArtifactRequest struct {
@@ -8436,7 +8460,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x120\n" +
-	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\x96\x02\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xb7\x02\n" +
 	"\x16UpdateJobStatusRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
@@ -8445,7 +8469,9 @@ const file_falcon_proto_rawDesc = "" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12!\n" +
 	"\fcluster_name\x18\x06 \x01(\tR\vclusterName\x12\x1b\n" +
 	"\tnode_pool\x18\a \x01(\tR\bnodePool\x129\n" +
-	"\tselection\x18\b \x01(\v2\x1b.falcon.v1.ClusterSelectionR\tselection\"x\n" +
+	"\tselection\x18\b \x01(\v2\x1b.falcon.v1.ClusterSelectionR\tselection\x12\x1f\n" +
+	"\vwith_config\x18\t \x01(\bR\n" +
+	"withConfig\"x\n" +
 	"\x18UpdateJobStatusesRequest\x12;\n" +
 	"\aupdates\x18\x01 \x03(\v2!.falcon.v1.UpdateJobStatusRequestR\aupdates\x12\x1f\n" +
 	"\vwith_config\x18\x02 \x01(\bR\n" +
@@ -8465,14 +8491,15 @@ const file_falcon_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"A\n" +
 	"\x13WatchChangesRequest\x12\x14\n" +
 	"\x05since\x18\x01 \x01(\x03R\x05since\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\tR\x05epoch\"\x85\x01\n" +
+	"\x05epoch\x18\x02 \x01(\tR\x05epoch\"\x9d\x01\n" +
 	"\x06Change\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x15\n" +
 	"\x06exp_id\x18\x03 \x01(\tR\x05expId\x12\x10\n" +
 	"\x03seq\x18\x04 \x01(\x03R\x03seq\x12\x14\n" +
 	"\x05epoch\x18\x05 \x01(\tR\x05epoch\x12\x18\n" +
-	"\aderived\x18\x06 \x01(\bR\aderived\"$\n" +
+	"\aderived\x18\x06 \x01(\bR\aderived\x12\x16\n" +
+	"\x06writer\x18\a \x01(\tR\x06writer\"$\n" +
 	"\x12GetArtifactRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x9e\x01\n" +
 	"\x14ListArtifactsRequest\x12\x1b\n" +

@@ -5,7 +5,8 @@
 // from the last change seen, and says resync whenever it cannot vouch that
 // the set is complete, so a loop can read only what changed; it skips
 // derived changes (the expController's mirrors of jobs already reported),
-// which are news to neither controller. A change written before the stream
+// which are news to neither controller, and, for a caller that names
+// itself (Skip), the echoes of its own writes. A change written before the stream
 // said hello is on no stream, so the hello itself asks for a resync; a loop
 // waits for it (WaitConnected) before its first cycle to read once, not
 // twice. Loops keep

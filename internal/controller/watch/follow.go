@@ -21,6 +21,10 @@ type Follower struct {
 	connected chan struct{} // closed at the first hello
 	hello     bool          // connected is closed (under mu)
 
+	// self is the caller's writer name (Skip): changes it wrote itself
+	// are no news to it.
+	self string
+
 	mu      sync.Mutex
 	exps    map[string]bool
 	resync  bool
@@ -29,9 +33,21 @@ type Follower struct {
 	streams int // connections made, for tests and logs
 }
 
+// FollowOption configures a Follower.
+type FollowOption func(*Follower)
+
+// Skip leaves out the changes whose writer is name (falconv1.WriterKey):
+// the echoes of the caller's own writes, for a caller that keeps the rows
+// its writes return. A write whose answer it did not get (the call failed)
+// is its to read again (Return): the echo will not say whether it landed.
+func Skip(name string) FollowOption { return func(f *Follower) { f.self = name } }
+
 // Follow starts following the API server's changes until ctx is done.
-func Follow(ctx context.Context, jobs falconv1.JobServiceClient, log *slog.Logger) *Follower {
+func Follow(ctx context.Context, jobs falconv1.JobServiceClient, log *slog.Logger, opts ...FollowOption) *Follower {
 	f := &Follower{wake: make(chan struct{}, 1), connected: make(chan struct{}), exps: map[string]bool{}, resync: true}
+	for _, o := range opts {
+		o(f)
+	}
 	go f.run(ctx, jobs, log)
 	return f
 }
@@ -141,7 +157,8 @@ func (f *Follower) run(ctx context.Context, jobs falconv1.JobServiceClient, log 
 // note records c and reports whether the caller has something new to do.
 // A derived change (the expController's own mirror of an experiment's
 // jobs) is not news to anyone following: the job changes it follows from
-// were noted already, and its writer knows what it wrote.
+// were noted already, and its writer knows what it wrote. Nor is the echo
+// of the caller's own write (Skip).
 func (f *Follower) note(c *falconv1.Change) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -150,7 +167,7 @@ func (f *Follower) note(c *falconv1.Change) bool {
 		// it may still be on their way.
 		f.seq = c.GetSeq()
 	}
-	if c.GetDerived() {
+	if c.GetDerived() || f.self != "" && c.GetWriter() == f.self {
 		return false
 	}
 	switch c.GetKind() {

@@ -11,6 +11,7 @@ import (
 	"github.com/falconhq/falcon/internal/controller/watch"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 )
 
 // A Follower against a real API server: its first Take says resync (it has
@@ -125,5 +126,73 @@ func TestFollowerResyncsOnceConnected(t *testing.T) {
 	}
 	if _, resync := f.Take(); resync {
 		t.Fatal("a second Take after the hello says resync again")
+	}
+}
+
+// A follower that names itself (Skip) is not told of its own writes, which
+// it holds already, but is told of everyone else's; one that does not name
+// itself hears them all.
+func TestFollowerSkipsItsOwnWrites(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	jobs := falconv1.NewJobServiceClient(env.Conn)
+	self := watch.Follow(ctx, jobs, slog.New(slog.DiscardHandler), watch.Skip("me"))
+	other := watch.Follow(ctx, jobs, slog.New(slog.DiscardHandler))
+	for _, f := range []*watch.Follower{self, other} {
+		<-f.Wake() // the hello
+		f.Take()   // its resync
+	}
+	role := map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}}
+	mine := env.Create(t, "mine", role)
+	theirs := env.Create(t, "theirs", role)
+	write := func(exp *falconv1.Experiment, writer string) {
+		t.Helper()
+		wctx := ctx
+		if writer != "" {
+			wctx = metadata.AppendToOutgoingContext(ctx, falconv1.WriterKey, writer)
+		}
+		if _, err := jobs.UpdateJobStatuses(wctx, &falconv1.UpdateJobStatusesRequest{Updates: []*falconv1.UpdateJobStatusRequest{{
+			Id: exp.GetJobs()[0].GetId(), ExpectedStatus: "Pending", Status: "Pending", Reason: "Waiting", Message: "written by " + writer,
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Until both creates have been named, then the two writes: each
+	// follower's Take holds what it was told, in any grouping.
+	until := func(f *watch.Follower, want map[string]bool) map[string]bool {
+		t.Helper()
+		got := map[string]bool{}
+		for deadline := time.After(10 * time.Second); ; {
+			exps, _ := f.Take()
+			for _, id := range exps {
+				got[id] = true
+			}
+			done := true
+			for id := range want {
+				done = done && got[id]
+			}
+			if done {
+				return got
+			}
+			select {
+			case <-f.Wake():
+			case <-deadline:
+				t.Fatalf("named %v, want at least %v", got, want)
+			}
+		}
+	}
+	both := map[string]bool{mine.GetId(): true, theirs.GetId(): true}
+	until(self, both)
+	until(other, both)
+	write(mine, "me")
+	write(theirs, "someone-else")
+	// The last write is theirs: once a follower has heard of it, it has
+	// heard of mine too if it ever will (one stream, in order).
+	if got := until(self, map[string]bool{theirs.GetId(): true}); got[mine.GetId()] {
+		t.Errorf("the follower named \"me\" was told of its own write to %s", mine.GetId())
+	}
+	if got := until(other, map[string]bool{theirs.GetId(): true}); !got[mine.GetId()] {
+		t.Errorf("a follower with no name was not told of the write to %s", mine.GetId())
 	}
 }

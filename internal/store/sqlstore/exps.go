@@ -73,7 +73,8 @@ func (s *Store) CreateExp(ctx context.Context, exp *store.Experiment, jobs []*st
 	// writer can know the experiment yet.
 	events := createdEvents(exp, jobs)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, insertSQL("experiments", expInsertCols+", last_event_seq"),
+		db := s.prep(tx) // a create's inserts are the same text every time
+		if _, err := db.ExecContext(ctx, insertSQL("experiments", expInsertCols+", last_event_seq"),
 			append(s.expArgs(exp), len(events))...); err != nil {
 			switch col, _ := uniqueViolation(err); col {
 			case "name":
@@ -87,7 +88,7 @@ func (s *Store) CreateExp(ctx context.Context, exp *store.Experiment, jobs []*st
 			return dbErr("insert experiment", err)
 		}
 		for _, j := range jobs {
-			if _, err := tx.ExecContext(ctx, insertSQL("jobs", jobInsertCols),
+			if _, err := db.ExecContext(ctx, insertSQL("jobs", jobInsertCols),
 				s.jobArgs(j)...); err != nil {
 				if _, dup := uniqueViolation(err); dup {
 					return fmt.Errorf("job %q: %w", j.ID, errdefs.ErrAlreadyExists)
@@ -96,7 +97,7 @@ func (s *Store) CreateExp(ctx context.Context, exp *store.Experiment, jobs []*st
 			}
 		}
 		if art != nil {
-			if _, err := tx.ExecContext(ctx, insertSQL("artifacts", artInsertCols),
+			if _, err := db.ExecContext(ctx, insertSQL("artifacts", artInsertCols),
 				s.artArgs(art)...); err != nil {
 				if _, dup := uniqueViolation(err); dup {
 					return fmt.Errorf("artifact %q: %w", art.ID, errdefs.ErrAlreadyExists)
@@ -283,7 +284,7 @@ func (s *Store) UpdateExpStatuses(ctx context.Context, us []store.StatusUpdate) 
 			return err
 		}
 		return s.applyBatch(ctx, tx, expEntity, us, errs, func(i int) (err error) {
-			exps[i], err = s.getExp(ctx, tx, us[i].ID, "")
+			exps[i], err = s.getExp(ctx, s.prep(tx), us[i].ID, "")
 			return err
 		})
 	})
