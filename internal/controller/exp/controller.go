@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -234,34 +235,51 @@ func (c *Controller) keep(e *falconv1.Experiment) {
 // takes up to 1000).
 const batch = 500
 
+// readBatch reads the jobs and the artifacts of the experiments ids, the
+// two lists at once: they are independent reads, and a cycle's latency (a
+// job's end reaching its experiment) is what they add up to.
 func (c *Controller) readBatch(ctx context.Context, ids []string, jobs map[string][]*falconv1.Job, arts map[string]*falconv1.Artifact) error {
-	token := ""
-	for {
-		resp, err := c.jobs.ListJobs(ctx, &falconv1.ListJobsRequest{ExpIds: ids, PageSize: 1000, PageToken: token})
-		if err != nil {
-			return err
-		}
-		for _, j := range resp.GetItems() {
-			jobs[j.GetExpId()] = append(jobs[j.GetExpId()], j)
-		}
-		if token = resp.GetNextPageToken(); token == "" {
-			break
-		}
-	}
-	for {
-		resp, err := c.arts.ListArtifacts(ctx, &falconv1.ListArtifactsRequest{ExpIds: ids, PageSize: 1000, PageToken: token})
-		if err != nil {
-			return err
-		}
-		for _, a := range resp.GetItems() {
-			if _, ok := arts[a.GetExpId()]; !ok {
-				arts[a.GetExpId()] = a
+	var g errgroup.Group
+	var js []*falconv1.Job
+	var as []*falconv1.Artifact
+	g.Go(func() error {
+		token := ""
+		for {
+			resp, err := c.jobs.ListJobs(ctx, &falconv1.ListJobsRequest{ExpIds: ids, PageSize: 1000, PageToken: token})
+			if err != nil {
+				return err
+			}
+			js = append(js, resp.GetItems()...)
+			if token = resp.GetNextPageToken(); token == "" {
+				return nil
 			}
 		}
-		if token = resp.GetNextPageToken(); token == "" {
-			return nil
+	})
+	g.Go(func() error {
+		token := ""
+		for {
+			resp, err := c.arts.ListArtifacts(ctx, &falconv1.ListArtifactsRequest{ExpIds: ids, PageSize: 1000, PageToken: token})
+			if err != nil {
+				return err
+			}
+			as = append(as, resp.GetItems()...)
+			if token = resp.GetNextPageToken(); token == "" {
+				return nil
+			}
+		}
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for _, j := range js {
+		jobs[j.GetExpId()] = append(jobs[j.GetExpId()], j)
+	}
+	for _, a := range as {
+		if _, ok := arts[a.GetExpId()]; !ok {
+			arts[a.GetExpId()] = a
 		}
 	}
+	return nil
 }
 
 func (c *Controller) liveExperiments(ctx context.Context) ([]*falconv1.Experiment, error) {
