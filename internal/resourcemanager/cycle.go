@@ -167,17 +167,18 @@ func (c *cycle) look(j *falconv1.Job) {
 //     waiting too long for its resources -> Failed/Timeout;
 //  4. Running: fail it with Reason Timeout once timeout_seconds have passed
 //     since it started (stopping it first); otherwise observe it, its end
-//     (and a holder's Running of step 3) queued for the write of step 6;
+//     (and a holder's Running of step 3) queued for the write of step 7;
 //  5. Pending and waiting: on a resync, a job queued on a cluster that has
 //     since left service (maintenance, offline, deleted) leaves that queue;
 //     place every job not in a queue in a (cluster, queue key) queue, or,
 //     when it is pinned to a cluster out of service, say it waits for it;
 //  6. hand every free queue slot to the next job by the pick rule and
-//     dispatch it, except on clusters whose backend is backing off; the
-//     picks and the updates queued above are one write;
-//  7. write the positions of the waiting jobs in every queue that changed:
-//     the next in line at once, the rest of the front every nearRefresh,
-//     the tail every tailRefresh;
+//     dispatch it, except on clusters whose backend is backing off;
+//  7. the positions of the waiting jobs in every queue that changed: the
+//     next in line at once, the rest of the front every nearRefresh, the
+//     tail every tailRefresh. They, the picks and the updates queued above
+//     are one write (queuePositions, flush), made before the picks are
+//     submitted;
 //  8. node pools: keep each idle pool a waiting job can use, delete the
 //     rest; report each cluster's capacity view.
 //
