@@ -1,42 +1,40 @@
 package resourcemanager_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/resourcemanager"
-	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
+
+// slotTask needs a TPU slice, so its job holds its queue's slot until its
+// pods run.
+var slotTask = &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
+
+// slotSetup is setup with pods that start Pending: a job holds its slot
+// until the test says its pods run.
+func slotSetup(t *testing.T) *fixture {
+	f := setup(t)
+	f.be.startPhase = resourcemanager.PhasePending
+	return f
+}
 
 // A handover is one write: the holder's Running and the pick that takes its
 // slot land in one transaction (so a crash leaves both or neither), and the
 // pick's write brings the config the submission needs, so nothing is read
 // between the holder's pods running and the next job's submission.
 func TestHandoverIsOneWrite(t *testing.T) {
-	env := apitest.Start(t, map[string]string{"local": "test"})
-	be := newScripted()
-	be.startPhase = resourcemanager.PhasePending
-	conn := apitest.CountCalls(env.Conn)
-	now := time.Now()
-	mgr := resourcemanager.New(conn, resourcemanager.WithBackend("test", be), resourcemanager.WithClock(func() time.Time { return now }))
-	cycle := func() {
-		t.Helper()
-		if _, err := mgr.Reconcile(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	task := &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
+	f := slotSetup(t)
+	env, be, conn, task := f.env, f.be, f.calls, slotTask
 	j1 := env.Create(t, "holder", map[string]*falconv1.TaskSpec{"main": task}).GetJobs()[0].GetId()
 	j2 := env.Create(t, "next", map[string]*falconv1.TaskSpec{"main": task}).GetJobs()[0].GetId()
-	cycle()
+	f.cycle(t)
 	want(t, env.Job(t, j1), "Pending", "Dispatching", "")
 	want(t, env.Job(t, j2), "Pending", "Waiting", "next in line")
 
 	conn.Take()
 	be.set(j1, resourcemanager.PhaseRunning, "1/1 pods running")
-	cycle()
+	f.cycle(t)
 	want(t, env.Job(t, j1), "Running", "", "1/1 pods running")
 	want(t, env.Job(t, j2), "Pending", "Dispatching", "")
 	calls := conn.Take()
@@ -66,34 +64,23 @@ func TestHandoverIsOneWrite(t *testing.T) {
 // the end reaches its experiment without waiting for the rest of the
 // cycle; only the pick comes back with its config.
 func TestAnEndRidesTheHandover(t *testing.T) {
-	env := apitest.Start(t, map[string]string{"local": "test"})
-	be := newScripted()
-	be.startPhase = resourcemanager.PhasePending
-	conn := apitest.CountCalls(env.Conn)
-	now := time.Now()
-	mgr := resourcemanager.New(conn, resourcemanager.WithBackend("test", be), resourcemanager.WithClock(func() time.Time { return now }))
-	cycle := func() {
-		t.Helper()
-		if _, err := mgr.Reconcile(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	task := &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
+	f := slotSetup(t)
+	env, be, conn, task := f.env, f.be, f.calls, slotTask
 	var ids []string
 	for _, name := range []string{"first", "second", "third", "fourth"} {
 		ids = append(ids, env.Create(t, name, map[string]*falconv1.TaskSpec{"main": task}).GetJobs()[0].GetId())
 	}
-	cycle()
+	f.cycle(t)
 	be.set(ids[0], resourcemanager.PhaseRunning, "1/1 pods running")
-	cycle()
+	f.cycle(t)
 	want(t, env.Job(t, ids[0]), "Running", "", "1/1 pods running")
 	want(t, env.Job(t, ids[1]), "Pending", "Dispatching", "")
 
 	conn.Take()
 	be.set(ids[0], resourcemanager.PhaseSucceeded, "1/1 pods succeeded")
 	be.set(ids[1], resourcemanager.PhaseRunning, "1/1 pods running")
-	mgr.Touch(ids[0], ids[1])
-	cycle()
+	f.mgr.Touch(ids[0], ids[1])
+	f.cycle(t)
 	want(t, env.Job(t, ids[0]), "Succeeded", "", "")
 	want(t, env.Job(t, ids[1]), "Running", "", "1/1 pods running")
 	want(t, env.Job(t, ids[2]), "Pending", "Dispatching", "")
@@ -118,23 +105,14 @@ func TestAnEndRidesTheHandover(t *testing.T) {
 // news for its user only: it goes in the cycle's batch, not in a write of
 // its own ahead of everything else the cycle does.
 func TestAHoldersProgressIsBatched(t *testing.T) {
-	env := apitest.Start(t, map[string]string{"local": "test"})
-	be := newScripted()
-	be.startPhase = resourcemanager.PhasePending
-	conn := apitest.CountCalls(env.Conn)
-	now := time.Now()
-	mgr := resourcemanager.New(conn, resourcemanager.WithBackend("test", be), resourcemanager.WithClock(func() time.Time { return now }))
-	task := &falconv1.TaskSpec{Command: "x", Replica: 1, DeviceType: "v7x", DeviceTopo: "2x2x1"}
-	id := env.Create(t, "holder", map[string]*falconv1.TaskSpec{"main": task}).GetJobs()[0].GetId()
-	if _, err := mgr.Reconcile(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	f := slotSetup(t)
+	env, be, conn := f.env, f.be, f.calls
+	id := env.Create(t, "holder", map[string]*falconv1.TaskSpec{"main": slotTask}).GetJobs()[0].GetId()
+	f.cycle(t)
 	conn.Take()
 	be.set(id, resourcemanager.PhasePending, "0/1 pods running")
-	mgr.Touch(id)
-	if _, err := mgr.Reconcile(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	f.mgr.Touch(id)
+	f.cycle(t)
 	want(t, env.Job(t, id), "Pending", "Dispatching", "0/1 pods running")
 	if calls := conn.Take(); calls["UpdateJobStatus"] != 0 || calls["UpdateJobStatuses"] != 1 {
 		t.Errorf("the holder's progress took %d single and %d batch writes, want 0 and 1 (all calls: %v)",

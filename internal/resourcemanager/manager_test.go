@@ -118,11 +118,14 @@ type fixture struct {
 	now time.Time
 	mgr *resourcemanager.Manager
 	n   int
+	// calls counts the manager's calls to the API server.
+	calls *apitest.Calls
 }
 
 func setup(t *testing.T) *fixture {
 	f := &fixture{env: apitest.Start(t, map[string]string{"local": "test"}), be: newScripted(), now: time.Now()}
-	f.mgr = resourcemanager.New(f.env.Conn, resourcemanager.WithBackend("test", f.be),
+	f.calls = apitest.CountCalls(f.env.Conn)
+	f.mgr = resourcemanager.New(f.calls, resourcemanager.WithBackend("test", f.be),
 		resourcemanager.WithClock(func() time.Time { return f.now }))
 	return f
 }

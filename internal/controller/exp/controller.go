@@ -243,30 +243,18 @@ func (c *Controller) readBatch(ctx context.Context, ids []string, jobs map[strin
 	var js []*falconv1.Job
 	var as []*falconv1.Artifact
 	g.Go(func() error {
-		token := ""
-		for {
+		return allPages(func(token string) (string, error) {
 			resp, err := c.jobs.ListJobs(ctx, &falconv1.ListJobsRequest{ExpIds: ids, PageSize: 1000, PageToken: token})
-			if err != nil {
-				return err
-			}
 			js = append(js, resp.GetItems()...)
-			if token = resp.GetNextPageToken(); token == "" {
-				return nil
-			}
-		}
+			return resp.GetNextPageToken(), err
+		})
 	})
 	g.Go(func() error {
-		token := ""
-		for {
+		return allPages(func(token string) (string, error) {
 			resp, err := c.arts.ListArtifacts(ctx, &falconv1.ListArtifactsRequest{ExpIds: ids, PageSize: 1000, PageToken: token})
-			if err != nil {
-				return err
-			}
 			as = append(as, resp.GetItems()...)
-			if token = resp.GetNextPageToken(); token == "" {
-				return nil
-			}
-		}
+			return resp.GetNextPageToken(), err
+		})
 	})
 	if err := g.Wait(); err != nil {
 		return err
@@ -282,32 +270,40 @@ func (c *Controller) readBatch(ctx context.Context, ids []string, jobs map[strin
 	return nil
 }
 
+// allPages calls list with each page's token, the first one's empty,
+// until a page says it is the last (its next token is empty) or list
+// fails.
+func allPages(list func(token string) (next string, err error)) error {
+	for token := ""; ; {
+		next, err := list(token)
+		if err != nil || next == "" {
+			return err
+		}
+		token = next
+	}
+}
+
 func (c *Controller) liveExperiments(ctx context.Context) ([]*falconv1.Experiment, error) {
 	seen := map[string]bool{}
 	var out []*falconv1.Experiment
 	for _, st := range []lifecycle.Status{lifecycle.Created, lifecycle.Running, lifecycle.Aborting} {
-		token := ""
-		for {
+		if err := allPages(func(token string) (string, error) {
 			resp, err := c.exps.ListExps(ctx, &falconv1.ListExpsRequest{Status: string(st), PageSize: 1000, PageToken: token})
-			if err != nil {
-				return nil, err
-			}
 			for _, e := range resp.GetItems() {
 				if !seen[e.GetId()] {
 					seen[e.GetId()] = true
 					out = append(out, e)
 				}
 			}
-			if token = resp.GetNextPageToken(); token == "" {
-				break
-			}
+			return resp.GetNextPageToken(), err
+		}); err != nil {
+			return nil, err
 		}
 	}
-	token := ""
-	for {
+	err := allPages(func(token string) (string, error) {
 		resp, err := c.arts.ListArtifacts(ctx, &falconv1.ListArtifactsRequest{Statuses: []string{string(lifecycle.Created)}, PageSize: 1000, PageToken: token})
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		for _, a := range resp.GetItems() {
 			if seen[a.GetExpId()] {
@@ -324,9 +320,10 @@ func (c *Controller) liveExperiments(ctx context.Context) ([]*falconv1.Experimen
 			seen[e.GetId()] = true
 			out = append(out, e)
 		}
-		if token = resp.GetNextPageToken(); token == "" {
-			break
-		}
+		return resp.GetNextPageToken(), nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
