@@ -3,6 +3,8 @@ package resourcemanager_test
 import (
 	"context"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/metrics"
@@ -328,5 +333,62 @@ func TestRunReadsTheClustersWhenTheyMayHaveChanged(t *testing.T) {
 	waitQuiet(t, reg)
 	if n := conn.Count("ListClusters"); n != 1 {
 		t.Errorf("a report after the list aged read the clusters %d times, want once", n)
+	}
+}
+
+// lostAnswer makes the first UpdateJobStatuses land and then fail as a
+// connection cut before its answer would: the write is in the store, the
+// manager does not know it. It keeps the ListJobs requests made after.
+type lostAnswer struct {
+	grpc.ClientConnInterface
+	mu    sync.Mutex
+	lost  bool
+	after []*falconv1.ListJobsRequest
+}
+
+func (l *lostAnswer) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	err := l.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch m := path.Base(method); {
+	case m == "UpdateJobStatuses" && !l.lost && err == nil:
+		l.lost = true
+		return status.Error(codes.Unavailable, "connection cut before the answer")
+	case m == "ListJobs" && l.lost:
+		l.after = append(l.after, args.(*falconv1.ListJobsRequest))
+	}
+	return err
+}
+
+// A write whose answer was lost may have landed, and its echo, which the
+// manager skips as its own, would not say: the manager reads the job's
+// experiment again, and the job goes on from what the store holds.
+func TestALostAnswerReadsTheJobAgain(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "test"})
+	be := newScripted()
+	lossy := &lostAnswer{ClientConnInterface: env.Conn}
+	mgr := resourcemanager.New(lossy, resourcemanager.WithBackend("test", be),
+		resourcemanager.WithInterval(time.Hour), resourcemanager.WithResync(time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	exp := env.Create(t, "lost", map[string]*falconv1.TaskSpec{"main": slotTask})
+	job := exp.GetJobs()[0].GetId()
+	waitFor(t, "the job Running", func() bool { return env.Job(t, job).GetStatus() == "Running" })
+	lossy.mu.Lock()
+	defer lossy.mu.Unlock()
+	if !lossy.lost {
+		t.Fatal("no write lost its answer")
+	}
+	// The lost write was the pick's: after it, the experiment is read again
+	// by ID, not left to the echo the manager skips.
+	reread := false
+	for _, r := range lossy.after {
+		reread = reread || slices.Contains(r.GetExpIds(), exp.GetId())
+	}
+	if !reread {
+		t.Errorf("after the lost answer the experiment was never read again (ListJobs calls: %v)", lossy.after)
 	}
 }
