@@ -391,7 +391,7 @@ func TestExecPendingAndEnded(t *testing.T) {
 
 	// The experiment ends.
 	if _, err := falconv1.NewExperimentServiceClient(e.Conn).UpdateExpStatus(context.Background(), &falconv1.UpdateExpStatusRequest{
-		Id: id, ExpectedStatus: "Created", Status: "Failed", Reason: "JobFailed", Message: "rank 0 failed"}); err != nil {
+		Id: id, ExpectedStatus: "Running", Status: "Failed", Reason: "JobFailed", Message: "rank 0 failed"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = grpcExec(bearer(alice), e.UserConn, &falconv1.ExecStart{ExpId: id, Command: []string{"true"}}, nil)

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"google.golang.org/protobuf/encoding/protojson"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -85,12 +86,38 @@ func (s *Server) UpdateJobStatus(ctx context.Context, req *falconv1.UpdateJobSta
 	}
 	u.ClusterName = req.GetClusterName()
 	u.NodePool = req.GetNodePool()
-	j, err := s.store.UpdateJobStatus(ctx, u)
+	// Through the batch write, so that the experiment follows the job in
+	// the same transaction, as it does for a batch.
+	jobs, errs, exps, err := s.store.UpdateJobStatuses(ctx, []store.StatusUpdate{u})
 	if err != nil {
 		return nil, err
 	}
-	s.changed(writtenBy(ctx, jobChange(j)))
-	return jobToAPI(j), nil
+	if errs[0] != nil {
+		return nil, errs[0]
+	}
+	s.changed(append([]changefeed.Change{writtenBy(ctx, jobChange(jobs[0]))}, s.propagated(exps)...)...)
+	return jobToAPI(jobs[0]), nil
+}
+
+// propagated logs the experiments a job write brought in line with their
+// jobs and returns their changes: derived, as the expController's own
+// would be, since the job changes they follow from are on the feed with
+// them. As for jobs, a change of status is an event (info); a mirrored
+// Reason or Message within one, such as a queue position, is progress
+// (debug).
+func (s *Server) propagated(exps []store.ExpChange) []changefeed.Change {
+	out := make([]changefeed.Change, len(exps))
+	for i, c := range exps {
+		e := c.Exp
+		level := slog.LevelDebug
+		if c.From != e.Status {
+			level = slog.LevelInfo
+		}
+		s.log.Log(context.Background(), level, "experiment status", "exp", e.ID, "exp_name", e.Name, "cluster", e.ClusterName,
+			"from", c.From, "to", e.Status, "reason", e.Reason)
+		out[i] = derived(expChange(e.ID))
+	}
+	return out
 }
 
 // jobStatusUpdate checks one job status update: the status move, and that
@@ -152,6 +179,7 @@ const maxBatch = 1000
 func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobStatusesRequest) (*falconv1.UpdateJobStatusesResponse, error) {
 	resp := &falconv1.UpdateJobStatusesResponse{Results: make([]*falconv1.JobStatusResult, len(req.GetUpdates()))}
 	var changes []changefeed.Change
+	var exps []store.ExpChange
 	err := applyBatch(len(req.GetUpdates()),
 		func(i int) (store.StatusUpdate, error) {
 			r := req.GetUpdates()[i]
@@ -159,8 +187,9 @@ func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobS
 			u.ClusterName, u.NodePool = r.GetClusterName(), r.GetNodePool()
 			return u, err
 		},
-		func(us []store.StatusUpdate) ([]*store.Job, []error, error) {
-			return s.store.UpdateJobStatuses(ctx, us)
+		func(us []store.StatusUpdate) (jobs []*store.Job, errs []error, err error) {
+			jobs, errs, exps, err = s.store.UpdateJobStatuses(ctx, us)
+			return jobs, errs, err
 		},
 		func(i int, j *store.Job) {
 			resp.Results[i] = &falconv1.JobStatusResult{Job: jobToAPI(j)}
@@ -171,6 +200,7 @@ func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobS
 		return nil, err
 	}
 	s.addConfigs(ctx, req, resp.Results)
+	changes = append(changes, s.propagated(exps)...)
 	if len(changes) > 0 {
 		s.changed(changes...)
 	}
@@ -275,7 +305,7 @@ func (s *Server) AbortJob(ctx context.Context, req *falconv1.AbortJobRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	s.changed(jobChange(j))
+	s.changed(writtenBy(ctx, jobChange(j)))
 	return jobToAPI(j), nil
 }
 

@@ -257,12 +257,66 @@ func TestJobChangesNameTheirWriter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := stream.Recv()
-		if err != nil {
-			t.Fatal(err)
+		// The job's change, then its experiment's, which followed it in
+		// the same write (the pending message is mirrored): derived,
+		// so no follower takes it for news.
+		for k, kind := range []string{"job", "experiment"} {
+			c, err := stream.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k == 0 && (c.GetKind() != kind || c.GetId() != id || c.GetWriter() != tc.writer) {
+				t.Errorf("write %d (batch %t): change %v, want job %s written by %q", i, tc.batch, c, id, tc.writer)
+			}
+			if k == 1 && (c.GetKind() != kind || !c.GetDerived()) {
+				t.Errorf("write %d (batch %t): change %v, want its experiment's, derived", i, tc.batch, c)
+			}
 		}
-		if c.GetKind() != "job" || c.GetId() != id || c.GetWriter() != tc.writer {
-			t.Errorf("write %d (batch %t): change %v, want job %s written by %q", i, tc.batch, c, id, tc.writer)
+	}
+}
+
+// A job's end written through the API server is its experiment's end in
+// the same write, with no controller running: single or batched, the
+// experiment and its artifact are terminal as soon as the call returns,
+// and the feed carries the experiment's change, derived.
+func TestAJobsEndIsItsExperiments(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, batch := range []bool{false, true} {
+		exp := env.Create(t, fmt.Sprintf("ends-%t", batch), map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}})
+		id := exp.GetJobs()[0].GetId()
+		stream := watchAfterHello(t, ctx, env)
+		for _, u := range []*falconv1.UpdateJobStatusRequest{
+			{Id: id, ExpectedStatus: "Pending", Status: "Running"},
+			{Id: id, ExpectedStatus: "Running", Status: "Failed", Reason: "JobFailed", Message: "rank 0 exited with code 3"},
+		} {
+			var err error
+			if batch {
+				_, err = env.Jobs.UpdateJobStatuses(ctx, &falconv1.UpdateJobStatusesRequest{Updates: []*falconv1.UpdateJobStatusRequest{u}})
+			} else {
+				_, err = env.Jobs.UpdateJobStatus(ctx, u)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := env.Exp(t, exp.GetId())
+		if got.GetStatus() != "Failed" || got.GetReason() != "JobFailed" || got.GetMessage() != "role a: rank 0 exited with code 3" ||
+			got.GetArtifact().GetStatus() != "Failed" || got.GetFinishedAt() == nil {
+			t.Errorf("batch %t: experiment %s/%s %q, artifact %s, want Failed/JobFailed naming role a with its artifact Failed",
+				batch, got.GetStatus(), got.GetReason(), got.GetMessage(), got.GetArtifact().GetStatus())
+		}
+		var kinds []string
+		for range 4 {
+			c, err := stream.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds = append(kinds, fmt.Sprintf("%s:%t", c.GetKind(), c.GetDerived()))
+		}
+		if want := "job:false experiment:true job:false experiment:true"; strings.Join(kinds, " ") != want {
+			t.Errorf("batch %t: changes %v, want %s", batch, kinds, want)
 		}
 	}
 }

@@ -10,5 +10,6 @@
 //
 // The propagation rules that derive an experiment's status from its jobs
 // (see Propagate) live here too, because they are part of the same model:
-// the expController only applies what this package decides.
+// the store (in the transaction of a job's write) and the expController
+// only apply what this package decides, so they cannot disagree either.
 package lifecycle

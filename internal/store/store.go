@@ -92,6 +92,13 @@ func (e *Experiment) Expiry() (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// ExpChange is an experiment a job's write brought in line with its jobs
+// (see UpdateJobStatuses): as written, and the status it had before.
+type ExpChange struct {
+	Exp  *Experiment
+	From lifecycle.Status
+}
+
 // Job is one role of an experiment: what the resource manager schedules.
 type Job struct {
 	ID           string
@@ -476,7 +483,13 @@ type Store interface {
 	// under its own precondition: errs[i] is update i's refusal (invalid,
 	// not found, failed precondition) and jobs[i] its row otherwise. err is
 	// set, and nothing written, only when the database fails.
-	UpdateJobStatuses(ctx context.Context, us []StatusUpdate) (jobs []*Job, errs []error, err error)
+	//
+	// In the same transaction each experiment of a job written is brought
+	// in line with its jobs, its artifact first (lifecycle.Propagate, all
+	// but sibling aborts, which stay the expController's): exps are the
+	// experiments that changed. UpdateJobStatus does not do this; it is
+	// for writers whose experiment follows by other means.
+	UpdateJobStatuses(ctx context.Context, us []StatusUpdate) (jobs []*Job, errs []error, exps []ExpChange, err error)
 	// AppendJobMessage adds note to the job's Message ("message; note")
 	// whatever its status, changing nothing else but version and
 	// updated_at. It is how an outcome learns of a later cleanup failure.

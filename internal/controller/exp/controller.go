@@ -2,6 +2,7 @@ package exp
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -40,6 +42,11 @@ type Controller struct {
 	// read. A restart loses nothing: the first cycle is a resync.
 	live       map[string]*falconv1.Experiment
 	resyncedAt time.Time
+	// writer names this controller on its writes (falconv1.WriterKey), so
+	// that its follower skips the echo of its own sibling aborts: a
+	// cycle that aborted them has already written what follows from
+	// them, and the jobs' ends that come later are other writers'.
+	writer string
 }
 
 // Option configures a Controller.
@@ -74,6 +81,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 
 		resyncEvery: 30 * time.Second,
 		live:        map[string]*falconv1.Experiment{},
+		writer:      "expcontroller-" + rand.Text(),
 	}
 	for _, o := range opts {
 		o(c)
@@ -86,7 +94,8 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 // also cuts the cycle in flight; Shutdown lets it finish. Run is called
 // once per Controller.
 func (c *Controller) Run(ctx context.Context) error {
-	c.follower = watch.Follow(ctx, c.jobs, c.log)
+	ctx = metadata.AppendToOutgoingContext(ctx, falconv1.WriterKey, c.writer)
+	c.follower = watch.Follow(ctx, c.jobs, c.log, watch.Skip(c.writer))
 	c.follower.WaitConnected(ctx)
 	return c.loop.RunOn(ctx, c.follower.Wake(), c.log, c.interval, "expController", c.Reconcile)
 }
@@ -114,9 +123,10 @@ func (c *Controller) Shutdown(ctx context.Context) error { return c.loop.Shutdow
 //  4. ask the API server to end or warn the live experiments whose ttl or
 //     idle_ttl is up or near (ttlDue).
 //
-// So a job's end reaches its experiment in the cycle its write wakes,
-// which reads that one experiment, not every live one, and a cycle after a
-// burst of changes costs a few calls, not a few per experiment. The
+// So whatever a job's write left to it reaches the experiment in the
+// cycle that write wakes, which reads that one experiment, not every live
+// one, and a cycle after a burst of changes costs a few calls, not a few
+// per experiment. The
 // controller's own writes are derived changes (falconv1.Change.derived):
 // their echo does not wake it.
 func (c *Controller) Reconcile(ctx context.Context) error {

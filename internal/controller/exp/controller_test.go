@@ -14,10 +14,27 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
 
+// move writes a job's status straight to the store, which leaves its
+// experiment as it was: the state the expController exists to repair (a
+// write through the API server carries the experiment along, see
+// moveAPI), and which it finds on a full read. No change reaches the feed.
 func move(t *testing.T, env *apitest.Env, id, from, to, reason, msg string) {
+	t.Helper()
+	if _, err := env.Store.UpdateJobStatus(context.Background(), store.StatusUpdate{
+		ID: id, Expected: lifecycle.Status(from), Status: lifecycle.Status(to), Reason: reason, Message: msg}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// moveAPI writes a job's status as the resource manager does: the API
+// server brings the experiment along in the same write, and the change
+// reaches the feed.
+func moveAPI(t *testing.T, env *apitest.Env, id, from, to, reason, msg string) {
 	t.Helper()
 	if _, err := env.Jobs.UpdateJobStatus(context.Background(), &falconv1.UpdateJobStatusRequest{
 		Id: id, ExpectedStatus: from, Status: to, Reason: reason, Message: msg}); err != nil {
@@ -182,13 +199,20 @@ func (b *beforeCall) Invoke(ctx context.Context, method string, args, reply any,
 
 // TestRunFollowsTheFeed: once running, the controller reads only the
 // experiments the change feed names — a job's change reaches its
-// experiment without a read of every live experiment.
+// experiment without a read of every live experiment. The changes are
+// roles failing beside a running sibling: the one job change the API
+// server does not carry to its experiment itself, since stopping the
+// sibling is the controller's.
 func TestRunFollowsTheFeed(t *testing.T) {
 	env := apitest.Start(t, map[string]string{"local": "local"})
-	var jobs []string
+	type pair struct{ exp, a, b string }
+	var pairs []pair
 	for i := range 40 {
-		exp := env.Create(t, fmt.Sprintf("e%d", i), map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}})
-		jobs = append(jobs, exp.GetJobs()[0].GetId())
+		exp := env.Create(t, fmt.Sprintf("e%d", i), map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}, "b": {Command: "y", Replica: 1}})
+		p := pair{exp.GetId(), exp.GetJobs()[0].GetId(), exp.GetJobs()[1].GetId()}
+		moveAPI(t, env, p.a, "Pending", "Running", "", "")
+		moveAPI(t, env, p.b, "Pending", "Running", "", "")
+		pairs = append(pairs, p)
 	}
 	conn := apitest.CountCalls(env.Conn)
 	c := expctl.New(conn, expctl.WithInterval(time.Hour), expctl.WithResync(time.Hour))
@@ -197,25 +221,29 @@ func TestRunFollowsTheFeed(t *testing.T) {
 	// Aborting): counted before its last list, the first read's own calls
 	// would look like later ones.
 	waitFor(t, "the first cycle's full read", func() bool { return fullReads(conn) >= 3 })
+	fail := func(p pair) {
+		t.Helper()
+		moveAPI(t, env, p.a, "Running", "Failed", "JobFailed", "exit 3")
+		waitFor(t, "experiment "+p.exp+" stopping role b", func() bool {
+			return env.Job(t, p.b).GetStatus() == "Aborting" && env.Exp(t, p.exp).GetMessage() == "role a failed; stopping the other roles"
+		})
+	}
 	// The controller waits for the stream's hello before its first read
 	// (watch.Follower.WaitConnected); had it read before, it reads
-	// everything once more after the hello. Counting from the first move's
-	// arrival leaves that start-up read out either way.
+	// everything once more after the hello. Counting from the first
+	// change's arrival leaves that start-up read out either way.
 	var full int
 	for i := range 3 {
-		move(t, env, jobs[i], "Pending", "Running", "", "")
-		exp := env.Job(t, jobs[i]).GetExpId()
-		waitFor(t, "experiment "+exp+" Running", func() bool { return env.Exp(t, exp).GetStatus() == "Running" })
+		fail(pairs[i])
 		if i == 0 {
 			full = fullReads(conn)
 		}
 	}
-	// The controller's own writes are derived changes: their echo must not
-	// wake it. Three more changes it must act on show it was awake.
+	// The controller's own writes — the experiment's, derived, and the
+	// sibling's abort, named as its own — must not wake it. Three more
+	// changes it must act on show it was awake.
 	for i := 3; i < 6; i++ {
-		move(t, env, jobs[i], "Pending", "Running", "", "")
-		exp := env.Job(t, jobs[i]).GetExpId()
-		waitFor(t, "experiment "+exp+" Running", func() bool { return env.Exp(t, exp).GetStatus() == "Running" })
+		fail(pairs[i])
 	}
 	if got := fullReads(conn); got != full {
 		t.Errorf("%d full reads of live experiments after the first, want none: the feed names what changed", got-full)
@@ -234,6 +262,9 @@ func TestRunFollowsTheFeed(t *testing.T) {
 	}
 	if got, writes := conn.Count("UpdateExpStatus"), conn.Count("UpdateExpStatuses"); got != 0 || writes < 1 || writes > 6 {
 		t.Errorf("%d UpdateExpStatus and %d UpdateExpStatuses calls for 6 changes, want 0 and 1 to 6", got, writes)
+	}
+	if got := conn.Count("AbortJob"); got != 6 {
+		t.Errorf("%d sibling aborts for 6 failed roles, want 6", got)
 	}
 }
 
@@ -269,8 +300,19 @@ func (f *failFirst) Invoke(ctx context.Context, method string, args, reply any, 
 // full read of every live experiment.
 func TestFailedWriteIsLookedAtAgain(t *testing.T) {
 	env := apitest.Start(t, map[string]string{"local": "local"})
-	exp := env.Create(t, "again", map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}})
-	first := env.Create(t, "first", map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}})
+	// Each with a role that fails beside a running one: the change the
+	// controller must write for (see TestRunFollowsTheFeed).
+	roles := map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}, "b": {Command: "y", Replica: 1}}
+	exp := env.Create(t, "again", roles)
+	first := env.Create(t, "first", roles)
+	for _, e := range []*falconv1.Experiment{exp, first} {
+		for _, j := range e.GetJobs() {
+			moveAPI(t, env, j.GetId(), "Pending", "Running", "", "")
+		}
+	}
+	stopping := func(e *falconv1.Experiment) func() bool {
+		return func() bool { return env.Exp(t, e.GetId()).GetMessage() == "role a failed; stopping the other roles" }
+	}
 	ff := &failFirst{ClientConnInterface: env.Conn, method: falconv1.ExperimentService_UpdateExpStatuses_FullMethodName}
 	conn := apitest.CountCalls(ff)
 	c := expctl.New(conn, expctl.WithInterval(20*time.Millisecond), expctl.WithResync(time.Hour))
@@ -278,13 +320,13 @@ func TestFailedWriteIsLookedAtAgain(t *testing.T) {
 	waitFor(t, "the first cycle's full read", func() bool { return fullReads(conn) >= 3 })
 	// Counted from a first change's arrival, past the start-up reads (see
 	// TestRunFollowsTheFeed): from here no full read is due.
-	move(t, env, first.GetJobs()[0].GetId(), "Pending", "Running", "", "")
-	waitFor(t, "experiment "+first.GetId()+" Running", func() bool { return env.Exp(t, first.GetId()).GetStatus() == "Running" })
+	moveAPI(t, env, first.GetJobs()[0].GetId(), "Running", "Failed", "JobFailed", "exit 3")
+	waitFor(t, "experiment "+first.GetId()+" stopping its other role", stopping(first))
 	full := fullReads(conn)
 	writes := conn.Count("UpdateExpStatuses")
 	ff.armed.Store(true)
-	move(t, env, exp.GetJobs()[0].GetId(), "Pending", "Running", "", "")
-	waitFor(t, "experiment "+exp.GetId()+" Running after its failed write", func() bool { return env.Exp(t, exp.GetId()).GetStatus() == "Running" })
+	moveAPI(t, env, exp.GetJobs()[0].GetId(), "Running", "Failed", "JobFailed", "exit 3")
+	waitFor(t, "experiment "+exp.GetId()+" stopping its other role after its failed write", stopping(exp))
 	if got := conn.Count("UpdateExpStatuses") - writes; got < 2 {
 		t.Errorf("%d UpdateExpStatuses calls, want the failed one and its retry", got)
 	}

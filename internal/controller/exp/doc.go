@@ -1,6 +1,16 @@
 // Package exp is the expController: the loop that carries status upwards,
 // Job -> Artifact -> Experiment, through the API server.
 //
+// Most of that no longer waits for it: a job's status write through the
+// API server brings its experiment and artifact along in the same
+// transaction (the store's UpdateJobStatuses applies the same
+// lifecycle.Propagate plan), so a job's end is its experiment's end at
+// once. What is left to this loop is what that write leaves out: stopping
+// the other roles of an experiment whose role failed (and the Message
+// saying so), anything a write made without its experiment (a crash of an
+// older server, a store written directly), and the experiments' times to
+// live.
+//
 // Between cycles it keeps only the live experiments as last read (for
 // their time-to-live) and what it warned of; a restart loses nothing,
 // since its first cycle reads every live experiment. Each cycle reads the
@@ -12,7 +22,9 @@
 // cleanly and the next cycle sees the abort. That is why the loop is
 // reentrant and can be killed at any line.
 //
-// Its own writes reach the change feed marked derived: they mirror jobs
-// whose changes it has already seen, so their echo does not wake it (nor
-// the resource manager).
+// Its own writes reach the change feed marked derived (experiments,
+// artifacts) or named as its own (sibling aborts, falconv1.WriterKey):
+// their echo does not wake it. The experiment writes of a job's write are
+// derived too; the job's own change still wakes it, and it finds the
+// experiment already in line.
 package exp

@@ -4,7 +4,8 @@
 // of experiments changed since the caller last asked, resuming the stream
 // from the last change seen, and says resync whenever it cannot vouch that
 // the set is complete, so a loop can read only what changed; it skips
-// derived changes (the expController's mirrors of jobs already reported),
+// derived changes (mirrors of jobs already reported: the expController's,
+// and those a job write carries along),
 // which are news to neither controller, and, for a caller that names
 // itself (Skip), the echoes of its own writes. A change written before the stream
 // said hello is on no stream, so the hello itself asks for a resync; a loop

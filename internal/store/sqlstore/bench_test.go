@@ -150,7 +150,7 @@ func BenchmarkUpdateJobStatuses(b *testing.B) {
 							Status: lifecycle.Pending, Reason: string(lifecycle.ReasonWaiting), Message: "position " + strconv.Itoa(n)}
 					}
 					n++
-					_, errs, err := s.UpdateJobStatuses(ctx, us)
+					_, errs, _, err := s.UpdateJobStatuses(ctx, us)
 					if err != nil {
 						b.Fatal(err)
 					}

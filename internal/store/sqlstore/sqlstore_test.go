@@ -74,6 +74,7 @@ func runSuite(t *testing.T, open opener) {
 		{"RelinkUserRollsBack", testRelinkUserRollsBack},
 		{"AppendJobMessage", testAppendJobMessage},
 		{"UpdateJobStatuses", testUpdateJobStatuses},
+		{"JobWritesCarryTheirExperiment", testJobWritesCarryTheirExperiment},
 		{"UpdateExpStatuses", testUpdateExpStatuses},
 		{"UpdateArtifactStatuses", testUpdateArtifactStatuses},
 		{"ClusterReports", testClusterReports},
@@ -1547,7 +1548,7 @@ func testClusterReports(t *testing.T, e env) {
 func testUpdateJobStatuses(t *testing.T, e env) {
 	exp, jobs, art := newExp("batch", "a", "b", "c")
 	mustCreate(t, e.s, exp, jobs, art)
-	got, errs, err := e.s.UpdateJobStatuses(ctx, []store.StatusUpdate{
+	got, errs, _, err := e.s.UpdateJobStatuses(ctx, []store.StatusUpdate{
 		{ID: jobs[0].ID, Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Waiting", Message: "queue position 1"},
 		{ID: jobs[1].ID, Expected: lifecycle.Running, Status: lifecycle.Running, Message: "stale read"},
 		{ID: jobs[2].ID, Expected: lifecycle.Pending, Status: lifecycle.Succeeded},

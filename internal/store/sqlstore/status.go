@@ -206,8 +206,9 @@ func (s *Store) applyBatch(ctx context.Context, tx *sql.Tx, e entity, us []store
 // UpdateJobStatuses implements store.Store: every update in one
 // transaction, each with its own precondition. An update whose precondition
 // fails (or that is invalid) gets its error in errs and leaves the others
-// alone; only a database failure fails the whole batch.
-func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) (jobs []*store.Job, errs []error, err error) {
+// alone; only a database failure fails the whole batch. The experiments of
+// the jobs written follow them in the same transaction (propagate).
+func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) (jobs []*store.Job, errs []error, exps []store.ExpChange, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		jobs, errs = make([]*store.Job, len(us)), make([]error, len(us))
 		ids := make([]string, len(us))
@@ -220,13 +221,21 @@ func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) 
 		if err := s.lockJobsExps(ctx, tx, ids); err != nil {
 			return err
 		}
-		return s.applyBatch(ctx, tx, jobEntity, us, errs, func(i int) (err error) {
+		var written []string // the experiments of the jobs written
+		if err := s.applyBatch(ctx, tx, jobEntity, us, errs, func(i int) (err error) {
 			jobs[i], err = s.getJob(ctx, s.prep(tx), us[i].ID)
+			if err == nil {
+				written = append(written, jobs[i].ExpID)
+			}
 			return err
-		})
+		}); err != nil {
+			return err
+		}
+		exps, err = s.propagate(ctx, tx, written)
+		return err
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return jobs, errs, nil
+	return jobs, errs, exps, nil
 }

@@ -22,7 +22,7 @@ func TestStatusUpdatesReusePreparedStatements(t *testing.T) {
 	update := func(i int) {
 		t.Helper()
 		msg := "position " + strconv.Itoa(i)
-		got, errs, err := s.UpdateJobStatuses(ctx, []store.StatusUpdate{{ID: jobs[0].ID, Expected: lifecycle.Pending,
+		got, errs, _, err := s.UpdateJobStatuses(ctx, []store.StatusUpdate{{ID: jobs[0].ID, Expected: lifecycle.Pending,
 			Status: lifecycle.Pending, Reason: string(lifecycle.ReasonWaiting), Message: msg}})
 		if err != nil || errs[0] != nil {
 			t.Fatalf("update %d: %v %v", i, err, errs[0])
@@ -44,7 +44,7 @@ func TestStatusUpdatesReusePreparedStatements(t *testing.T) {
 	if got := s.PreparedStmts(); got != n {
 		t.Fatalf("%d statements prepared after 20 updates, %d after 3: the same queries were prepared again", got, n)
 	}
-	_, errs, err := s.UpdateJobStatuses(ctx, []store.StatusUpdate{{ID: jobs[0].ID, Expected: lifecycle.Running,
+	_, errs, _, err := s.UpdateJobStatuses(ctx, []store.StatusUpdate{{ID: jobs[0].ID, Expected: lifecycle.Running,
 		Status: lifecycle.Succeeded}})
 	if err != nil || errs[0] == nil {
 		t.Fatalf("an update expecting Running of a Pending job: %v, %v; want it refused", err, errs[0])

@@ -47,13 +47,6 @@ func (s *server) job1(st, reason, msg, pool string) {
 	s.from = st
 }
 
-func (s *server) exp(from, to string) {
-	s.t.Helper()
-	if _, err := s.ctl.UpdateExpStatus(ctx, &falconv1.UpdateExpStatusRequest{Id: s.id, ExpectedStatus: from, Status: to}); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
 func execute(t *testing.T, url string, format output.Format, args ...string) (*clitest.Streams, error) {
 	f, s := clitest.NewFactory(t, url, format)
 	err := clitest.Execute(NewCmdEvents(f, nil), args...)
@@ -84,6 +77,8 @@ func TestEventsHistoryJSON(t *testing.T) {
 		{"seq": 1.0, "exp_id": s.id, "kind": "experiment", "id": s.id, "status": "Created", "reason": "Waiting", "message": "waiting for the resource manager"},
 		{"seq": 2.0, "exp_id": s.id, "kind": "job", "id": s.job, "status": "Pending", "reason": "Waiting", "message": "waiting for the resource manager", "role": "worker"},
 		{"seq": 3.0, "exp_id": s.id, "kind": "job", "id": s.job, "status": "Pending", "reason": "Provisioning", "message": "creating node pool", "role": "worker", "node_pool": "falcon-pool"},
+		// The experiment mirrors its job, in the same write.
+		{"seq": 4.0, "exp_id": s.id, "kind": "experiment", "id": s.id, "status": "Created", "reason": "Provisioning", "message": "creating node pool"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
@@ -93,9 +88,9 @@ func TestEventsHistoryJSON(t *testing.T) {
 	}
 
 	// --after-seq continues after an event.
-	out, err = execute(t, s.url(), output.JSON, s.id, "--after-seq", "2")
-	if err != nil || strings.Count(out.Out.String(), "\n") != 1 || !strings.Contains(out.Out.String(), `"seq":3`) {
-		t.Errorf("--after-seq 2: %v\n%s", err, out.Out)
+	out, err = execute(t, s.url(), output.JSON, s.id, "--after-seq", "3")
+	if err != nil || strings.Count(out.Out.String(), "\n") != 1 || !strings.Contains(out.Out.String(), `"seq":4`) {
+		t.Errorf("--after-seq 3: %v\n%s", err, out.Out)
 	}
 }
 
@@ -105,15 +100,13 @@ func TestEventsFollow(t *testing.T) {
 	f, out := clitest.NewFactory(t, s.url(), output.Table)
 	done := make(chan error, 1)
 	go func() { done <- clitest.Execute(NewCmdEvents(f, nil), s.id, "-f") }()
-	s.job1("Running", "", "", "")
-	s.exp("Created", "Running")
+	s.job1("Running", "", "", "") // the experiment follows in the same write
 	select {
 	case err := <-done:
 		t.Fatalf("-f returned before the experiment ended: %v", err)
 	case <-time.After(300 * time.Millisecond):
 	}
 	s.job1("Succeeded", "", "", "")
-	s.exp("Running", "Succeeded")
 	select {
 	case err := <-done:
 		if err != nil {
@@ -127,7 +120,7 @@ func TestEventsFollow(t *testing.T) {
 		"#1  experiment " + s.id + "  Created (Waiting): waiting for the resource manager",
 		"#2  job worker " + s.job + "  Pending (Waiting): waiting for the resource manager",
 		"#3  job worker " + s.job + "  Running",
-		"#4  experiment " + s.id + "  Running",
+		"#4  experiment " + s.id + "  Running: worker Running",
 		"#5  job worker " + s.job + "  Succeeded",
 		"#6  experiment " + s.id + "  Succeeded",
 	}

@@ -1,0 +1,160 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+
+	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
+)
+
+// propagate brings the experiments expIDs in line with their jobs inside
+// tx, whose caller has just written some of those jobs and holds the
+// experiments' row locks: it applies the artifact and experiment steps of
+// the plan lifecycle.Propagate derives, exactly as the expController
+// would, in the same transaction. So a job's end is its experiment's end
+// in one write, instead of a controller cycle (three reads and two writes
+// through the API server) later.
+//
+// A plan that aborts sibling jobs is left whole to the expController,
+// which also owns the sibling aborts' order (abort first, then the
+// experiment's message); so is an experiment whose step the machines
+// refuse, which cannot happen for a plan derived from the rows this
+// transaction holds. Either way the expController still reads every
+// experiment a job change names, so what is left here is done there.
+//
+// It returns the experiments it changed, in ID order.
+func (s *Store) propagate(ctx context.Context, tx *sql.Tx, expIDs []string) ([]store.ExpChange, error) {
+	expIDs = slices.Compact(slices.Sorted(slices.Values(expIDs)))
+	var changed []store.ExpChange
+	for start := 0; start < len(expIDs); start += propagateChunk {
+		chunk := expIDs[start:min(start+propagateChunk, len(expIDs))]
+		exps, err := s.propagateChunk(ctx, tx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		changed = append(changed, exps...)
+	}
+	return changed, nil
+}
+
+// propagateChunk bounds the IN lists of one propagate read.
+const propagateChunk = 500
+
+func (s *Store) propagateChunk(ctx context.Context, tx *sql.Tx, ids []string) ([]store.ExpChange, error) {
+	db := s.prep(tx)
+	var c conds
+	c.in("exp_id", ids)
+	jobs := map[string][]lifecycle.Entity{}
+	if err := queryRows(ctx, db, "SELECT "+jobCols+" FROM jobs"+c.sql(), c.args, scanJob, func(j *store.Job) {
+		jobs[j.ExpID] = append(jobs[j.ExpID], lifecycle.Entity{ID: j.ID, Role: j.Role, Status: j.Status, Reason: j.Reason, Message: j.Message})
+	}); err != nil {
+		return nil, dbErr("read the jobs to propagate", err)
+	}
+	arts := map[string]*lifecycle.Entity{}
+	// Oldest first, and the first one kept: the expController reads an
+	// experiment's artifacts in the same order and keeps the same one.
+	if err := queryRows(ctx, db, "SELECT "+artCols+" FROM artifacts"+c.sql()+" ORDER BY seq", c.args, scanArt, func(a *store.Artifact) {
+		if arts[a.ExpID] == nil {
+			arts[a.ExpID] = &lifecycle.Entity{ID: a.ID, Status: a.Status, Reason: a.Reason, Message: a.Message}
+		}
+	}); err != nil {
+		return nil, dbErr("read the artifacts to propagate", err)
+	}
+	var e conds
+	e.in("id", ids)
+	exps := map[string]lifecycle.Entity{}
+	if err := queryRows(ctx, db, "SELECT "+expCols+" FROM experiments"+e.sql(), e.args, scanExp, func(x *store.Experiment) {
+		exps[x.ID] = lifecycle.Entity{ID: x.ID, Status: x.Status, Reason: x.Reason, Message: x.Message}
+	}); err != nil {
+		return nil, dbErr("read the experiments to propagate", err)
+	}
+
+	var events []store.Event
+	var changed []string
+	for _, id := range ids {
+		x, ok := exps[id]
+		if !ok {
+			continue // deleted
+		}
+		p := lifecycle.Propagate(x, jobs[id], arts[id])
+		if p.Empty() || len(p.AbortJobs) > 0 {
+			continue
+		}
+		evs, err := s.applyPlan(ctx, tx, p)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, evs...)
+		if len(p.Exp) > 0 {
+			changed = append(changed, id)
+		}
+	}
+	if err := s.appendEvents(ctx, tx, events); err != nil {
+		return nil, err
+	}
+	out := make([]store.ExpChange, 0, len(changed))
+	for _, id := range changed {
+		x, err := s.getExp(ctx, db, id, "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, store.ExpChange{Exp: x, From: exps[id].Status})
+	}
+	return out, nil
+}
+
+// applyPlan applies p's artifact step, then its experiment steps, in
+// order, returning the experiment's events. A step the machines or the
+// rows refuse stops the plan there, leaving the rest to the expController.
+func (s *Store) applyPlan(ctx context.Context, tx *sql.Tx, p lifecycle.Plan) ([]store.Event, error) {
+	var events []store.Event
+	step := func(e entity, u lifecycle.Update) (bool, error) {
+		su := store.StatusUpdate{ID: u.ID, Expected: u.From, Status: u.To, Reason: u.Reason, Message: u.Message}
+		if checkUpdate(e, su) != nil {
+			return false, nil
+		}
+		ev, err := s.applyStatus(ctx, tx, e, su)
+		if errors.Is(err, errdefs.ErrFailedPrecondition) || errors.Is(err, errdefs.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if ev != nil {
+			events = append(events, *ev)
+		}
+		return true, nil
+	}
+	if p.Artifact != nil {
+		if ok, err := step(artEntity, *p.Artifact); !ok {
+			return events, err
+		}
+	}
+	for _, u := range p.Exp {
+		if ok, err := step(expEntity, u); !ok {
+			return events, err
+		}
+	}
+	return events, nil
+}
+
+// queryRows runs q and hands each row, scanned, to each.
+func queryRows[T any](ctx context.Context, db querier, q string, args []any, scan func(scanner) (T, int64, error), each func(T)) error {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, _, err := scan(rows)
+		if err != nil {
+			return err
+		}
+		each(v)
+	}
+	return rows.Err()
+}
