@@ -95,29 +95,39 @@ func (s *Server) UpdateJobStatus(ctx context.Context, req *falconv1.UpdateJobSta
 	if errs[0] != nil {
 		return nil, errs[0]
 	}
-	s.changed(append([]changefeed.Change{writtenBy(ctx, jobChange(jobs[0]))}, s.propagated(exps)...)...)
+	s.changed(s.propagated([]changefeed.Change{writtenBy(ctx, jobChange(jobs[0]))}, exps)...)
 	return jobToAPI(jobs[0]), nil
 }
 
-// propagated logs the experiments a job write brought in line with their
-// jobs and returns their changes: derived, as the expController's own
-// would be, since the job changes they follow from are on the feed with
-// them. As for jobs, a change of status is an event (info); a mirrored
-// Reason or Message within one, such as a queue position, is progress
-// (debug).
-func (s *Server) propagated(exps []store.ExpChange) []changefeed.Change {
-	out := make([]changefeed.Change, len(exps))
-	for i, c := range exps {
+// propagated completes the job changes of a write with what the write did
+// to their experiments (store.ExpChange): a job change is settled when its
+// experiment was left with nothing for the expController, and each
+// experiment the write changed is logged and gets a change of its own,
+// derived, as the expController's own would be, since the job changes it
+// follows from are on the feed with it. As for jobs, a change of status
+// is an event (info); a mirrored Reason or Message within one, such as a
+// queue position, is progress (debug).
+func (s *Server) propagated(jobs []changefeed.Change, exps []store.ExpChange) []changefeed.Change {
+	settled := make(map[string]bool, len(exps))
+	var out []changefeed.Change
+	for _, c := range exps {
 		e := c.Exp
+		settled[e.ID] = c.Settled
+		if !c.Changed {
+			continue
+		}
 		level := slog.LevelDebug
 		if c.From != e.Status {
 			level = slog.LevelInfo
 		}
 		s.log.Log(context.Background(), level, "experiment status", "exp", e.ID, "exp_name", e.Name, "cluster", e.ClusterName,
 			"from", c.From, "to", e.Status, "reason", e.Reason)
-		out[i] = derived(expChange(e.ID))
+		out = append(out, derived(expChange(e.ID)))
 	}
-	return out
+	for i := range jobs {
+		jobs[i].Settled = settled[jobs[i].ExpID]
+	}
+	return append(jobs, out...)
 }
 
 // jobStatusUpdate checks one job status update: the status move, and that
@@ -200,7 +210,7 @@ func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobS
 		return nil, err
 	}
 	s.addConfigs(ctx, req, resp.Results)
-	changes = append(changes, s.propagated(exps)...)
+	changes = s.propagated(changes, exps)
 	if len(changes) > 0 {
 		s.changed(changes...)
 	}
@@ -343,7 +353,7 @@ func (s *Server) WatchChanges(req *falconv1.WatchChangesRequest, stream falconv1
 			}
 		}
 		for _, c := range changes {
-			if err := stream.Send(&falconv1.Change{Kind: c.Kind, Id: c.ID, ExpId: c.ExpID, Seq: c.Seq, Epoch: epoch, Derived: c.Derived, Writer: c.Writer}); err != nil {
+			if err := stream.Send(&falconv1.Change{Kind: c.Kind, Id: c.ID, ExpId: c.ExpID, Seq: c.Seq, Epoch: epoch, Derived: c.Derived, Writer: c.Writer, Settled: c.Settled}); err != nil {
 				return err
 			}
 			cursor = c.Seq

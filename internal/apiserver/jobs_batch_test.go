@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
@@ -313,10 +315,47 @@ func TestAJobsEndIsItsExperiments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			kinds = append(kinds, fmt.Sprintf("%s:%t", c.GetKind(), c.GetDerived()))
+			kinds = append(kinds, fmt.Sprintf("%s:derived=%t:settled=%t", c.GetKind(), c.GetDerived(), c.GetSettled()))
 		}
-		if want := "job:false experiment:true job:false experiment:true"; strings.Join(kinds, " ") != want {
+		// The job's changes settled their experiment (one role, no
+		// time-to-live: nothing left for the expController).
+		want := "job:derived=false:settled=true experiment:derived=true:settled=false"
+		if want = want + " " + want; strings.Join(kinds, " ") != want {
 			t.Errorf("batch %t: changes %v, want %s", batch, kinds, want)
 		}
+	}
+	// A role that fails beside a running one leaves its sibling to stop:
+	// not settled. Nor is a job of an experiment with a time-to-live.
+	stream := watchAfterHello(t, ctx, env)
+	two := env.Create(t, "unsettled", map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}, "b": {Command: "x", Replica: 1}})
+	for _, j := range two.GetJobs() {
+		if _, err := env.Jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: j.GetId(), ExpectedStatus: "Pending", Status: "Running"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := env.Jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: two.GetJobs()[0].GetId(), ExpectedStatus: "Running", Status: "Failed", Reason: "JobFailed", Message: "exit 1"}); err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := env.Exps.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{Name: "with-ttl", Ttl: durationpb.New(time.Hour),
+		RoleToTaskSpec: map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: ttl.GetJobs()[0].GetId(), ExpectedStatus: "Pending", Status: "Running"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 4 {
+		c, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.GetKind() == "job" {
+			got = append(got, fmt.Sprintf("%s:%t", c.GetExpId(), c.GetSettled()))
+		}
+	}
+	want := []string{two.GetId() + ":true", two.GetId() + ":true", two.GetId() + ":false", ttl.GetId() + ":false"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("job changes %v, want %v", got, want)
 	}
 }

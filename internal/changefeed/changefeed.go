@@ -17,6 +17,10 @@ type Change struct {
 	// Writer is the name the writer gave itself on the call
 	// (falconv1.WriterKey); empty if it gave none.
 	Writer string
+	// Settled: a job's change whose write left its experiment in line
+	// with its jobs and nothing for the expController (see
+	// falconv1.Change.settled).
+	Settled bool
 }
 
 // DefaultRetain is how many changes a Feed keeps for watchers that resume.

@@ -92,11 +92,16 @@ func (e *Experiment) Expiry() (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// ExpChange is an experiment a job's write brought in line with its jobs
-// (see UpdateJobStatuses): as written, and the status it had before.
+// ExpChange is what UpdateJobStatuses did to the experiment of a job it
+// wrote: the experiment as it stands after the write, the status it had
+// before, whether the write changed it, and whether the write left it
+// settled: in line with its jobs with nothing for the expController to do
+// (no other role to stop, no time-to-live to watch).
 type ExpChange struct {
-	Exp  *Experiment
-	From lifecycle.Status
+	Exp     *Experiment
+	From    lifecycle.Status
+	Changed bool
+	Settled bool
 }
 
 // Job is one role of an experiment: what the resource manager schedules.
@@ -486,9 +491,10 @@ type Store interface {
 	//
 	// In the same transaction each experiment of a job written is brought
 	// in line with its jobs, its artifact first (lifecycle.Propagate, all
-	// but sibling aborts, which stay the expController's): exps are the
-	// experiments that changed. UpdateJobStatus does not do this; it is
-	// for writers whose experiment follows by other means.
+	// but sibling aborts, which stay the expController's): exps says, for
+	// each experiment of a job written, once, what the write did to it.
+	// UpdateJobStatus does not do this; it is for writers whose
+	// experiment follows by other means.
 	UpdateJobStatuses(ctx context.Context, us []StatusUpdate) (jobs []*Job, errs []error, exps []ExpChange, err error)
 	// AppendJobMessage adds note to the job's Message ("message; note")
 	// whatever its status, changing nothing else but version and

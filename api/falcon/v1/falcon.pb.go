@@ -5007,7 +5007,12 @@ type Change struct {
 	// falcon-writer metadata key of UpdateJobStatus and UpdateJobStatuses);
 	// empty when it did not. A controller skips the echoes of its own
 	// writes: it already holds the rows those writes returned.
-	Writer        string `protobuf:"bytes,7,opt,name=writer,proto3" json:"writer,omitempty"`
+	Writer string `protobuf:"bytes,7,opt,name=writer,proto3" json:"writer,omitempty"`
+	// A job's change whose experiment the same write brought in line with
+	// its jobs, leaving the expController nothing to do: no other role to
+	// stop and no time-to-live to watch. The expController skips it; the
+	// resource manager, which follows jobs, does not.
+	Settled       bool `protobuf:"varint,8,opt,name=settled,proto3" json:"settled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5089,6 +5094,13 @@ func (x *Change) GetWriter() string {
 		return x.Writer
 	}
 	return ""
+}
+
+func (x *Change) GetSettled() bool {
+	if x != nil {
+		return x.Settled
+	}
+	return false
 }
 
 type GetArtifactRequest struct {
@@ -8491,7 +8503,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"A\n" +
 	"\x13WatchChangesRequest\x12\x14\n" +
 	"\x05since\x18\x01 \x01(\x03R\x05since\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\tR\x05epoch\"\x9d\x01\n" +
+	"\x05epoch\x18\x02 \x01(\tR\x05epoch\"\xb7\x01\n" +
 	"\x06Change\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x15\n" +
@@ -8499,7 +8511,8 @@ const file_falcon_proto_rawDesc = "" +
 	"\x03seq\x18\x04 \x01(\x03R\x03seq\x12\x14\n" +
 	"\x05epoch\x18\x05 \x01(\tR\x05epoch\x12\x18\n" +
 	"\aderived\x18\x06 \x01(\bR\aderived\x12\x16\n" +
-	"\x06writer\x18\a \x01(\tR\x06writer\"$\n" +
+	"\x06writer\x18\a \x01(\tR\x06writer\x12\x18\n" +
+	"\asettled\x18\b \x01(\bR\asettled\"$\n" +
 	"\x12GetArtifactRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x9e\x01\n" +
 	"\x14ListArtifactsRequest\x12\x1b\n" +

@@ -3,6 +3,7 @@ package exp_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -214,6 +215,7 @@ func TestRunFollowsTheFeed(t *testing.T) {
 		moveAPI(t, env, p.b, "Pending", "Running", "", "")
 		pairs = append(pairs, p)
 	}
+	solo := env.Create(t, "solo", map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}})
 	conn := apitest.CountCalls(env.Conn)
 	c := expctl.New(conn, expctl.WithInterval(time.Hour), expctl.WithResync(time.Hour))
 	start(t, c)
@@ -221,6 +223,11 @@ func TestRunFollowsTheFeed(t *testing.T) {
 	// Aborting): counted before its last list, the first read's own calls
 	// would look like later ones.
 	waitFor(t, "the first cycle's full read", func() bool { return fullReads(conn) >= 3 })
+	// A job change whose write settled its experiment (one role, no
+	// time-to-live) is no news to the controller: it must never read
+	// that experiment, though it reads the next change's, which the feed
+	// carries after it.
+	moveAPI(t, env, solo.GetJobs()[0].GetId(), "Pending", "Running", "", "")
 	fail := func(p pair) {
 		t.Helper()
 		moveAPI(t, env, p.a, "Running", "Failed", "JobFailed", "exit 3")
@@ -256,6 +263,9 @@ func TestRunFollowsTheFeed(t *testing.T) {
 	}
 	if len(named) > 6 {
 		t.Errorf("%d experiments read by ID for 6 changes among 40 live ones (%v), want at most 6: the echo of a write woke the controller", len(named), named)
+	}
+	if slices.Contains(named, solo.GetId()) {
+		t.Errorf("the settled experiment %s was read: %v", solo.GetId(), named)
 	}
 	if got := conn.Count("GetExp"); got != 0 {
 		t.Errorf("%d GetExp calls, want 0: changed experiments are read in batches", got)

@@ -25,6 +25,10 @@
 // Its own writes reach the change feed marked derived (experiments,
 // artifacts) or named as its own (sibling aborts, falconv1.WriterKey):
 // their echo does not wake it. The experiment writes of a job's write are
-// derived too; the job's own change still wakes it, and it finds the
-// experiment already in line.
+// derived too, and the job's own change is marked settled when that write
+// left nothing for this loop (falconv1.Change.settled): it skips those, so
+// it wakes for the changes it has work in, not for every job's every step.
+// Its live set (for times to live) may hold an experiment such a write
+// ended until the next resync; an experiment with a time-to-live is never
+// settled, so it is always read when its jobs change.
 package exp

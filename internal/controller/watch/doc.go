@@ -7,7 +7,9 @@
 // derived changes (mirrors of jobs already reported: the expController's,
 // and those a job write carries along),
 // which are news to neither controller, and, for a caller that names
-// itself (Skip), the echoes of its own writes. A change written before the stream
+// itself (Skip), the echoes of its own writes, and, for one that only
+// derives experiments from jobs (SkipSettled), the job changes whose write
+// already settled their experiment. A change written before the stream
 // said hello is on no stream, so the hello itself asks for a resync; a loop
 // waits for it (WaitConnected) before its first cycle to read once, not
 // twice. Loops keep

@@ -24,6 +24,8 @@ type Follower struct {
 	// self is the caller's writer name (Skip): changes it wrote itself
 	// are no news to it.
 	self string
+	// skipSettled leaves out settled job changes (SkipSettled).
+	skipSettled bool
 
 	mu      sync.Mutex
 	exps    map[string]bool
@@ -41,6 +43,11 @@ type FollowOption func(*Follower)
 // its writes return. A write whose answer it did not get (the call failed)
 // is its to read again (Return): the echo will not say whether it landed.
 func Skip(name string) FollowOption { return func(f *Follower) { f.self = name } }
+
+// SkipSettled leaves out the job changes whose write also settled their
+// experiment (falconv1.Change.settled): news to a caller that moves jobs,
+// none to one that only derives experiments from them.
+func SkipSettled() FollowOption { return func(f *Follower) { f.skipSettled = true } }
 
 // Follow starts following the API server's changes until ctx is done.
 func Follow(ctx context.Context, jobs falconv1.JobServiceClient, log *slog.Logger, opts ...FollowOption) *Follower {
@@ -167,7 +174,7 @@ func (f *Follower) note(c *falconv1.Change) bool {
 		// it may still be on their way.
 		f.seq = c.GetSeq()
 	}
-	if c.GetDerived() || f.self != "" && c.GetWriter() == f.self {
+	if c.GetDerived() || f.self != "" && c.GetWriter() == f.self || f.skipSettled && c.GetSettled() {
 		return false
 	}
 	switch c.GetKind() {

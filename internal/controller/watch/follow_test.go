@@ -196,3 +196,60 @@ func TestFollowerSkipsItsOwnWrites(t *testing.T) {
 		t.Errorf("a follower with no name was not told of the write to %s", mine.GetId())
 	}
 }
+
+// A follower that skips settled changes (SkipSettled) is not told of a
+// job write that settled its experiment, but is of one that did not (a
+// role failing beside a running one); one that does not skip them hears
+// both.
+func TestFollowerSkipsSettledChanges(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	jobs := falconv1.NewJobServiceClient(env.Conn)
+	deriving := watch.Follow(ctx, jobs, slog.New(slog.DiscardHandler), watch.SkipSettled())
+	moving := watch.Follow(ctx, jobs, slog.New(slog.DiscardHandler))
+	settled := env.Create(t, "settled", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
+	open := env.Create(t, "open", map[string]*falconv1.TaskSpec{"a": {Command: "true", Replica: 1}, "b": {Command: "true", Replica: 1}})
+	for _, j := range open.GetJobs() {
+		if _, err := jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: j.GetId(), ExpectedStatus: "Pending", Status: "Running"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []*watch.Follower{deriving, moving} {
+		<-f.Wake() // the hello
+		f.Take()   // its resync
+	}
+	names := func(f *watch.Follower, last string) map[string]bool {
+		t.Helper()
+		got := map[string]bool{}
+		for deadline := time.After(10 * time.Second); !got[last]; {
+			exps, _ := f.Take()
+			for _, id := range exps {
+				got[id] = true
+			}
+			if got[last] {
+				break
+			}
+			select {
+			case <-f.Wake():
+			case <-deadline:
+				t.Fatalf("named %v, want %s", got, last)
+			}
+		}
+		return got
+	}
+	if _, err := jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: settled.GetJobs()[0].GetId(), ExpectedStatus: "Pending", Status: "Running"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: open.GetJobs()[0].GetId(), ExpectedStatus: "Running", Status: "Failed", Reason: "JobFailed", Message: "exit 1"}); err != nil {
+		t.Fatal(err)
+	}
+	// The unsettled write is the last: once a follower has heard of it,
+	// it has heard of the settled one too if it ever will.
+	if got := names(deriving, open.GetId()); got[settled.GetId()] {
+		t.Errorf("a follower skipping settled changes was told of %s", settled.GetId())
+	}
+	if got := names(moving, open.GetId()); !got[settled.GetId()] {
+		t.Errorf("a follower of every job change was not told of %s", settled.GetId())
+	}
+}

@@ -26,7 +26,7 @@ import (
 // transaction holds. Either way the expController still reads every
 // experiment a job change names, so what is left here is done there.
 //
-// It returns the experiments it changed, in ID order.
+// It says what it did to each experiment, in ID order (store.ExpChange).
 func (s *Store) propagate(ctx context.Context, tx *sql.Tx, expIDs []string) ([]store.ExpChange, error) {
 	expIDs = slices.Compact(slices.Sorted(slices.Values(expIDs)))
 	var changed []store.ExpChange
@@ -66,51 +66,58 @@ func (s *Store) propagateChunk(ctx context.Context, tx *sql.Tx, ids []string) ([
 	}
 	var e conds
 	e.in("id", ids)
-	exps := map[string]lifecycle.Entity{}
+	exps := map[string]*store.Experiment{}
 	if err := queryRows(ctx, db, "SELECT "+expCols+" FROM experiments"+e.sql(), e.args, scanExp, func(x *store.Experiment) {
-		exps[x.ID] = lifecycle.Entity{ID: x.ID, Status: x.Status, Reason: x.Reason, Message: x.Message}
+		exps[x.ID] = x
 	}); err != nil {
 		return nil, dbErr("read the experiments to propagate", err)
 	}
 
 	var events []store.Event
-	var changed []string
+	out := make([]store.ExpChange, 0, len(ids))
 	for _, id := range ids {
 		x, ok := exps[id]
 		if !ok {
 			continue // deleted
 		}
-		p := lifecycle.Propagate(x, jobs[id], arts[id])
-		if p.Empty() || len(p.AbortJobs) > 0 {
-			continue
+		p := lifecycle.Propagate(lifecycle.Entity{ID: x.ID, Status: x.Status, Reason: x.Reason, Message: x.Message}, jobs[id], arts[id])
+		c := store.ExpChange{Exp: x, From: x.Status}
+		done := p.Empty()
+		if !done && len(p.AbortJobs) == 0 {
+			evs, applied, err := s.applyPlan(ctx, tx, p)
+			if err != nil {
+				return nil, err
+			}
+			events = append(events, evs...)
+			done = applied
+			c.Changed = len(evs) > 0
 		}
-		evs, err := s.applyPlan(ctx, tx, p)
-		if err != nil {
-			return nil, err
-		}
-		events = append(events, evs...)
-		if len(p.Exp) > 0 {
-			changed = append(changed, id)
-		}
+		// An experiment with a time-to-live is the expController's to
+		// watch: it must see the moment it starts running.
+		c.Settled = done && x.TTL == 0 && x.IdleTTL == 0 && x.ExpiresAt == nil
+		out = append(out, c)
 	}
 	if err := s.appendEvents(ctx, tx, events); err != nil {
 		return nil, err
 	}
-	out := make([]store.ExpChange, 0, len(changed))
-	for _, id := range changed {
-		x, err := s.getExp(ctx, db, id, "")
+	for i, c := range out {
+		if !c.Changed {
+			continue
+		}
+		x, err := s.getExp(ctx, db, c.Exp.ID, "")
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, store.ExpChange{Exp: x, From: exps[id].Status})
+		out[i].Exp = x
 	}
 	return out, nil
 }
 
 // applyPlan applies p's artifact step, then its experiment steps, in
-// order, returning the experiment's events. A step the machines or the
-// rows refuse stops the plan there, leaving the rest to the expController.
-func (s *Store) applyPlan(ctx context.Context, tx *sql.Tx, p lifecycle.Plan) ([]store.Event, error) {
+// order, returning the experiment's events and whether every step landed.
+// A step the machines or the rows refuse stops the plan there, leaving
+// the rest to the expController.
+func (s *Store) applyPlan(ctx context.Context, tx *sql.Tx, p lifecycle.Plan) ([]store.Event, bool, error) {
 	var events []store.Event
 	step := func(e entity, u lifecycle.Update) (bool, error) {
 		su := store.StatusUpdate{ID: u.ID, Expected: u.From, Status: u.To, Reason: u.Reason, Message: u.Message}
@@ -131,15 +138,15 @@ func (s *Store) applyPlan(ctx context.Context, tx *sql.Tx, p lifecycle.Plan) ([]
 	}
 	if p.Artifact != nil {
 		if ok, err := step(artEntity, *p.Artifact); !ok {
-			return events, err
+			return events, false, err
 		}
 	}
 	for _, u := range p.Exp {
 		if ok, err := step(expEntity, u); !ok {
-			return events, err
+			return events, false, err
 		}
 	}
-	return events, nil
+	return events, true, nil
 }
 
 // queryRows runs q and hands each row, scanned, to each.

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/store"
@@ -24,8 +25,10 @@ func testJobWritesCarryTheirExperiment(t *testing.T, e env) {
 		before map[int][]lifecycle.Status
 		// writes are the batch: role index -> expected, new status.
 		writes  [][3]any // {role index, from, to}
+		ttl     bool     // the experiment has a time-to-live
 		want    state
 		changed bool
+		settled bool // nothing left for the expController
 	}{
 		{
 			name:    "a job's end is its experiment's",
@@ -34,6 +37,7 @@ func testJobWritesCarryTheirExperiment(t *testing.T, e env) {
 			writes:  [][3]any{{0, lifecycle.Running, lifecycle.Succeeded}},
 			want:    state{exp: "Succeeded", art: "Succeeded"},
 			changed: true,
+			settled: true,
 		},
 		{
 			name:    "straight from Pending to Succeeded passes through Running",
@@ -41,6 +45,7 @@ func testJobWritesCarryTheirExperiment(t *testing.T, e env) {
 			writes:  [][3]any{{0, lifecycle.Pending, lifecycle.Running}, {0, lifecycle.Running, lifecycle.Succeeded}},
 			want:    state{exp: "Succeeded", art: "Succeeded"},
 			changed: true,
+			settled: true,
 		},
 		{
 			name:    "a failure carries its reason and role",
@@ -49,6 +54,7 @@ func testJobWritesCarryTheirExperiment(t *testing.T, e env) {
 			writes:  [][3]any{{0, lifecycle.Running, lifecycle.Failed}},
 			want:    state{exp: "Failed", expReason: "JobFailed", expMsg: "role w: exit 3", art: "Failed", artReason: "JobFailed"},
 			changed: true,
+			settled: true,
 		},
 		{
 			name:    "one role of two running",
@@ -56,6 +62,7 @@ func testJobWritesCarryTheirExperiment(t *testing.T, e env) {
 			writes:  [][3]any{{0, lifecycle.Pending, lifecycle.Running}},
 			want:    state{exp: "Running", expMsg: "a Running, b Pending", art: "Created"},
 			changed: true,
+			settled: true,
 		},
 		{
 			name:    "a failed role with a live sibling is the expController's",
@@ -72,6 +79,16 @@ func testJobWritesCarryTheirExperiment(t *testing.T, e env) {
 			writes:  [][3]any{{0, lifecycle.Aborting, lifecycle.Aborted}},
 			want:    state{exp: "Aborted", expMsg: "wrong config", art: "Failed", artReason: "Aborted"},
 			changed: true,
+			settled: true,
+		},
+		{
+			name:    "an experiment with a time-to-live is the expController's to watch",
+			roles:   []string{"w"},
+			ttl:     true,
+			writes:  [][3]any{{0, lifecycle.Pending, lifecycle.Running}},
+			want:    state{exp: "Running", expMsg: "w Running", art: "Created"},
+			changed: true,
+			settled: false,
 		},
 		{
 			name:    "a pending job's reason is mirrored",
@@ -79,11 +96,15 @@ func testJobWritesCarryTheirExperiment(t *testing.T, e env) {
 			writes:  [][3]any{{0, lifecycle.Pending, lifecycle.Pending}},
 			want:    state{exp: "Created", expReason: "Waiting", expMsg: "queue position 1", art: "Created"},
 			changed: true,
+			settled: true,
 		},
 	}
 	for k, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			exp, jobs, art := newExp(fmt.Sprintf("propagate-%d", k), tc.roles...)
+			if tc.ttl {
+				exp.TTL = time.Hour
+			}
 			mustCreate(t, e.s, exp, jobs, art)
 			for i, path := range tc.before {
 				from := lifecycle.Pending
@@ -135,11 +156,15 @@ func testJobWritesCarryTheirExperiment(t *testing.T, e env) {
 			if got != tc.want {
 				t.Errorf("after the batch: %+v, want %+v", got, tc.want)
 			}
-			if tc.changed != (len(exps) == 1) || len(exps) > 1 {
-				t.Fatalf("returned %d experiments, want the one changed: %v", len(exps), tc.changed)
+			if len(exps) != 1 {
+				t.Fatalf("returned %d experiments, want the one of the jobs written", len(exps))
 			}
-			if tc.changed && (exps[0].Exp.ID != exp.ID || exps[0].Exp.Status != gotExp.Status || exps[0].Exp.Version != gotExp.Version || exps[0].From != before.Status) {
-				t.Errorf("returned %+v from %s, want the row as written: %+v from %s", exps[0].Exp, exps[0].From, gotExp, before.Status)
+			c := exps[0]
+			if c.Changed != tc.changed || c.Settled != tc.settled {
+				t.Errorf("changed %t settled %t, want %t and %t", c.Changed, c.Settled, tc.changed, tc.settled)
+			}
+			if c.Exp.ID != exp.ID || c.Exp.Status != gotExp.Status || c.Exp.Version != gotExp.Version || c.From != before.Status {
+				t.Errorf("returned %+v from %s, want the row as it stands: %+v from %s", c.Exp, c.From, gotExp, before.Status)
 			}
 			// Idempotent: the same plan from the state it produced is
 			// empty, so writing a job again changes nothing more.
@@ -148,8 +173,8 @@ func testJobWritesCarryTheirExperiment(t *testing.T, e env) {
 			if lifecycle.JobMachine.IsTerminal(last.Status) {
 				return // a terminal job takes no more writes
 			}
-			if err != nil || len(again) != 0 {
-				t.Errorf("the same write again changed %d experiments (err %v)", len(again), err)
+			if err != nil || len(again) != 1 || again[0].Changed || again[0].Settled != tc.settled {
+				t.Errorf("the same write again: %+v (err %v), want the experiment unchanged, settled %t", again, err, tc.settled)
 			}
 		})
 	}
