@@ -60,7 +60,7 @@ func (s *Store) CreateAnalysis(ctx context.Context, a *store.Analysis) error {
 
 // GetAnalysis implements store.Store.
 func (s *Store) GetAnalysis(ctx context.Context, id string) (*store.Analysis, error) {
-	a, err := scanAnalysis(s.rdb.QueryRowContext(ctx, "SELECT "+anaCols+" FROM analyses WHERE id = ?", id))
+	a, err := scanAnalysis(s.reads.QueryRowContext(ctx, "SELECT "+anaCols+" FROM analyses WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errdefs.NotFound("analysis", id)
 	}
@@ -73,7 +73,7 @@ func (s *Store) GetAnalysis(ctx context.Context, id string) (*store.Analysis, er
 // ListAnalyses implements store.Store: an experiment's analyses, newest
 // first, at most 1000.
 func (s *Store) ListAnalyses(ctx context.Context, expID string) ([]*store.Analysis, error) {
-	rows, err := s.rdb.QueryContext(ctx, "SELECT "+anaCols+" FROM analyses WHERE id IN (SELECT analysis_id FROM analysis_exps WHERE exp_id = ?) "+
+	rows, err := s.reads.QueryContext(ctx, "SELECT "+anaCols+" FROM analyses WHERE id IN (SELECT analysis_id FROM analysis_exps WHERE exp_id = ?) "+
 		"ORDER BY seq DESC LIMIT 1000", expID)
 	if err != nil {
 		return nil, dbErr("list analyses", err)
@@ -98,7 +98,7 @@ func (s *Store) ClaimAnalysis(ctx context.Context, worker string, staleBefore ti
 	// time anything changes): a plain read answers those without taking the
 	// write lock, which on SQLite every other writer would queue behind.
 	var one int
-	err := s.rdb.QueryRowContext(ctx, "SELECT 1 FROM analyses WHERE status = ? OR (status = ? AND claimed_at < ?) LIMIT 1",
+	err := s.reads.QueryRowContext(ctx, "SELECT 1 FROM analyses WHERE status = ? OR (status = ? AND claimed_at < ?) LIMIT 1",
 		string(lifecycle.Pending), string(lifecycle.Running), s.d.timeArg(normTime(staleBefore))).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil

@@ -53,7 +53,7 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*store.Au
 		c.add("(actor_email = ? OR actor_id = ?)", strings.ToLower(f.Actor), f.Actor)
 	}
 	c.eq("method", f.Method)
-	return listPage(ctx, s.rdb, "audit_log", auditCols, c, f.Page, true, func(sc scanner) (*store.AuditEntry, int64, error) {
+	return listPage(ctx, s.reads, "audit_log", auditCols, c, f.Page, true, func(sc scanner) (*store.AuditEntry, int64, error) {
 		var e store.AuditEntry
 		err := sc.Scan(&e.Seq, timeCol{&e.At}, &e.ActorID, &e.ActorEmail, &e.Method, &e.TargetID, &e.Outcome, &e.Detail, &e.Count, &e.Source)
 		return &e, e.Seq, err

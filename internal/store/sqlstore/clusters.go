@@ -84,7 +84,7 @@ func (s *Store) UpsertCluster(ctx context.Context, c *store.Cluster) (*store.Clu
 // GetCluster implements store.Store. A name wins over an ID should one
 // cluster's name equal another's ID.
 func (s *Store) GetCluster(ctx context.Context, nameOrID string) (*store.Cluster, error) {
-	c, err := scanCluster(s.rdb.QueryRowContext(ctx, "SELECT "+clusterCols+" FROM clusters WHERE name = ? OR id = ? "+
+	c, err := scanCluster(s.reads.QueryRowContext(ctx, "SELECT "+clusterCols+" FROM clusters WHERE name = ? OR id = ? "+
 		"ORDER BY CASE WHEN name = ? THEN 0 ELSE 1 END LIMIT 1", nameOrID, nameOrID, nameOrID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errdefs.NotFound("cluster", nameOrID)
@@ -97,7 +97,7 @@ func (s *Store) GetCluster(ctx context.Context, nameOrID string) (*store.Cluster
 
 // ListClusters implements store.Store, by name.
 func (s *Store) ListClusters(ctx context.Context) ([]*store.Cluster, error) {
-	rows, err := s.rdb.QueryContext(ctx, "SELECT "+clusterCols+" FROM clusters ORDER BY name")
+	rows, err := s.reads.QueryContext(ctx, "SELECT "+clusterCols+" FROM clusters ORDER BY name")
 	if err != nil {
 		return nil, dbErr("list clusters", err)
 	}
@@ -186,7 +186,7 @@ func (s *Store) PutClusterReport(ctx context.Context, name string, report []byte
 func (s *Store) GetClusterReport(ctx context.Context, name string) ([]byte, time.Time, error) {
 	var report string
 	var at time.Time
-	err := s.rdb.QueryRowContext(ctx, "SELECT report, reported_at FROM cluster_reports WHERE cluster_name = ?", name).Scan(&report, timeCol{&at})
+	err := s.reads.QueryRowContext(ctx, "SELECT report, reported_at FROM cluster_reports WHERE cluster_name = ?", name).Scan(&report, timeCol{&at})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, time.Time{}, errdefs.NotFound("cluster report", name)
 	}
@@ -228,7 +228,7 @@ func (s *Store) PutClusterProbes(ctx context.Context, probes []store.ClusterProb
 
 // ListClusterProbes implements store.Store.
 func (s *Store) ListClusterProbes(ctx context.Context) ([]store.ClusterProbe, error) {
-	rows, err := s.rdb.QueryContext(ctx, "SELECT cluster_name, reachable, queue_depth, running_count, error, probed_at FROM cluster_probes ORDER BY cluster_name")
+	rows, err := s.reads.QueryContext(ctx, "SELECT cluster_name, reachable, queue_depth, running_count, error, probed_at FROM cluster_probes ORDER BY cluster_name")
 	if err != nil {
 		return nil, dbErr("list cluster probes", err)
 	}

@@ -11,7 +11,7 @@ import (
 // reason. Only live statuses are read, through the jobs_status_seq index,
 // so the cost follows the jobs in flight, not the history.
 func (s *Store) CountLiveJobs(ctx context.Context) ([]store.JobCount, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT cluster_name, status, reason, COUNT(*) FROM jobs
+	rows, err := s.reads.QueryContext(ctx, `SELECT cluster_name, status, reason, COUNT(*) FROM jobs
 		WHERE status IN (?, ?, ?) GROUP BY cluster_name, status, reason`,
 		string(lifecycle.Pending), string(lifecycle.Running), string(lifecycle.Aborting))
 	if err != nil {

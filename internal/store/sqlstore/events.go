@@ -55,7 +55,7 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Ev
 	if limit <= 0 || limit > maxEventList {
 		limit = maxEventList
 	}
-	rows, err := s.rdb.QueryContext(ctx, "SELECT "+eventCols+" FROM exp_events WHERE exp_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+	rows, err := s.reads.QueryContext(ctx, "SELECT "+eventCols+" FROM exp_events WHERE exp_id = ? AND seq > ? ORDER BY seq LIMIT ?",
 		f.ExpID, f.AfterSeq, limit)
 	if err != nil {
 		return nil, dbErr("list events", err)
@@ -366,7 +366,7 @@ func (s *Store) OtherWrites(ctx context.Context, since time.Time, limit int) ([]
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
 	}
-	rows, err := s.rdb.QueryContext(ctx, "SELECT exp_id, seq, at FROM exp_events WHERE at >= ? AND writer <> ? ORDER BY at LIMIT ?",
+	rows, err := s.reads.QueryContext(ctx, "SELECT exp_id, seq, at FROM exp_events WHERE at >= ? AND writer <> ? ORDER BY at LIMIT ?",
 		s.d.timeArg(since), s.writer, limit)
 	if err != nil {
 		return nil, dbErr("list other writes", err)

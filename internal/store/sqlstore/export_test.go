@@ -66,3 +66,14 @@ func (s *Store) PreparedStmts() int {
 	defer s.stmts.mu.Unlock()
 	return len(s.stmts.ready)
 }
+
+// PreparedReads counts the statements the read pool keeps prepared
+// (prepDB).
+func (s *Store) PreparedReads() int {
+	if s.reads.c == nil {
+		return 0
+	}
+	s.reads.c.mu.Lock()
+	defer s.reads.c.mu.Unlock()
+	return len(s.reads.c.ready)
+}

@@ -184,13 +184,13 @@ func (s *Store) prepareCreate(exp *store.Experiment, jobs []*store.Job, art *sto
 
 // GetExp implements store.Store.
 func (s *Store) GetExp(ctx context.Context, id string) (*store.Experiment, error) {
-	return s.getExp(ctx, s.rdb, id, "")
+	return s.getExp(ctx, s.reads, id, "")
 }
 
 // ExpNameTaken implements store.Store.
 func (s *Store) ExpNameTaken(ctx context.Context, name string) (string, error) {
 	var id string
-	err := s.rdb.QueryRowContext(ctx, "SELECT id FROM experiments WHERE name = ?", name).Scan(&id)
+	err := s.reads.QueryRowContext(ctx, "SELECT id FROM experiments WHERE name = ?", name).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -238,7 +238,7 @@ func (s *Store) ListExps(ctx context.Context, f store.ExpFilter) ([]*store.Exper
 		}
 		c.add("tags LIKE ? ESCAPE '!'", "%"+likeEscape(string(b))+"%")
 	}
-	return listPage(ctx, s.rdb, "experiments", expCols, c, f.Page, true, scanExp)
+	return listPage(ctx, s.reads, "experiments", expCols, c, f.Page, true, scanExp)
 }
 
 // likeEscape makes s match itself in a LIKE pattern with ESCAPE '!' (not a
@@ -273,7 +273,7 @@ func expOnly(u store.StatusUpdate) error {
 // experiments cannot deadlock and every update's event is numbered under
 // its experiment's lock.
 func (s *Store) UpdateExpStatuses(ctx context.Context, us []store.StatusUpdate) (exps []*store.Experiment, errs []error, err error) {
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.statusTx(ctx, func(tx *sql.Tx) error {
 		exps, errs = make([]*store.Experiment, len(us)), make([]error, len(us))
 		ids := make([]string, len(us))
 		for i, u := range us {
@@ -338,7 +338,7 @@ func (s *Store) ForceAbortExp(ctx context.Context, id, message, jobMessage strin
 		out     *store.Experiment
 		changed bool
 	)
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.statusTx(ctx, func(tx *sql.Tx) error {
 		changed = false
 		e, err := s.getExp(ctx, tx, id, s.d.forUpdate)
 		if err != nil {
@@ -392,7 +392,7 @@ func (s *Store) AbortExp(ctx context.Context, id, message string) (*store.Experi
 		out     *store.Experiment
 		changed bool
 	)
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.statusTx(ctx, func(tx *sql.Tx) error {
 		changed = false
 		e, err := s.getExp(ctx, tx, id, s.d.forUpdate)
 		if err != nil {

@@ -40,7 +40,7 @@ func scanJob(sc scanner) (*store.Job, int64, error) {
 
 // GetJob implements store.Store.
 func (s *Store) GetJob(ctx context.Context, id string) (*store.Job, error) {
-	return s.getJob(ctx, s.rdb, id)
+	return s.getJob(ctx, s.reads, id)
 }
 
 func (s *Store) getJob(ctx context.Context, q querier, id string) (*store.Job, error) {
@@ -64,7 +64,7 @@ func (s *Store) ListJobs(ctx context.Context, f store.JobFilter) ([]*store.Job, 
 	if !f.CreatedSince.IsZero() {
 		c.add("created_at >= ?", s.d.timeArg(f.CreatedSince))
 	}
-	return listPage(ctx, s.rdb, "jobs", jobCols, c, f.Page, false, scanJob)
+	return listPage(ctx, s.reads, "jobs", jobCols, c, f.Page, false, scanJob)
 }
 
 // UpdateJobStatus implements store.Store. A non-empty u.ClusterName records
@@ -84,7 +84,7 @@ func (s *Store) AppendJobMessage(ctx context.Context, id, note string) (*store.J
 		return nil, errdefs.Invalid("note", "is required")
 	}
 	var out *store.Job
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.statusTx(ctx, func(tx *sql.Tx) error {
 		if err := s.lockJobsExps(ctx, tx, []string{id}); err != nil {
 			return err
 		}
@@ -136,7 +136,7 @@ func scanArt(sc scanner) (*store.Artifact, int64, error) {
 
 // GetArtifact implements store.Store.
 func (s *Store) GetArtifact(ctx context.Context, id string) (*store.Artifact, error) {
-	return s.getArt(ctx, s.rdb, id)
+	return s.getArt(ctx, s.reads, id)
 }
 
 func (s *Store) getArt(ctx context.Context, q querier, id string) (*store.Artifact, error) {
@@ -156,7 +156,7 @@ func (s *Store) ListArtifacts(ctx context.Context, f store.ArtifactFilter) ([]*s
 	c.eq("exp_id", f.ExpID)
 	c.in("exp_id", f.ExpIDs)
 	c.in("status", statusStrings(f.Statuses))
-	return listPage(ctx, s.rdb, "artifacts", artCols, c, f.Page, false, scanArt)
+	return listPage(ctx, s.reads, "artifacts", artCols, c, f.Page, false, scanArt)
 }
 
 // UpdateArtifactStatus implements store.Store.
@@ -176,7 +176,7 @@ func (s *Store) UpdateArtifactStatus(ctx context.Context, u store.StatusUpdate) 
 // transaction, each under its own precondition. Artifacts record no
 // events, so, as for one update, no experiment's lock is taken.
 func (s *Store) UpdateArtifactStatuses(ctx context.Context, us []store.StatusUpdate) (arts []*store.Artifact, errs []error, err error) {
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.statusTx(ctx, func(tx *sql.Tx) error {
 		arts, errs = make([]*store.Artifact, len(us)), make([]error, len(us))
 		for i, u := range us {
 			errs[i] = artOnly(u)

@@ -93,7 +93,7 @@ func (s *Store) ListArtifactFiles(ctx context.Context, f store.ArtifactFileFilte
 		// what the primary key answers.
 		c.add("NOT (path >= ? AND path < ?)", ".falcon/", ".falcon0")
 	}
-	rows, err := s.rdb.QueryContext(ctx, "SELECT path, size, checksum, updated FROM artifact_files"+c.sql()+" ORDER BY path LIMIT ?",
+	rows, err := s.reads.QueryContext(ctx, "SELECT path, size, checksum, updated FROM artifact_files"+c.sql()+" ORDER BY path LIMIT ?",
 		append(c.args, limit+1)...)
 	if err != nil {
 		return nil, "", dbErr("list artifact files", err)
@@ -176,7 +176,7 @@ func (s *Store) AppendMetrics(ctx context.Context, expID string, cur store.Metri
 
 // MetricCursors implements store.Store.
 func (s *Store) MetricCursors(ctx context.Context, expID string) ([]store.MetricCursor, error) {
-	rows, err := s.rdb.QueryContext(ctx, "SELECT source, cursor_doc, skipped, done FROM metric_cursors WHERE exp_id = ? ORDER BY source", expID)
+	rows, err := s.reads.QueryContext(ctx, "SELECT source, cursor_doc, skipped, done FROM metric_cursors WHERE exp_id = ? ORDER BY source", expID)
 	if err != nil {
 		return nil, dbErr("list metric cursors", err)
 	}
@@ -197,7 +197,7 @@ func (s *Store) ListMetricPoints(ctx context.Context, expID string, names []stri
 	var c conds
 	c.add("exp_id = ?", expID)
 	c.in("name", names)
-	rows, err := s.rdb.QueryContext(ctx, "SELECT name, source, ord, step, value FROM metric_points"+c.sql()+" ORDER BY name, source, ord", c.args...)
+	rows, err := s.reads.QueryContext(ctx, "SELECT name, source, ord, step, value FROM metric_points"+c.sql()+" ORDER BY name, source, ord", c.args...)
 	if err != nil {
 		return nil, dbErr("list metric points", err)
 	}

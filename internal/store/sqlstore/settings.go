@@ -11,7 +11,7 @@ import (
 // RegistrySetting implements store.Store.
 func (s *Store) RegistrySetting(ctx context.Context, name string) (string, error) {
 	var v string
-	err := s.rdb.QueryRowContext(ctx, "SELECT value FROM registry_settings WHERE name = ?", name).Scan(&v)
+	err := s.reads.QueryRowContext(ctx, "SELECT value FROM registry_settings WHERE name = ?", name).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

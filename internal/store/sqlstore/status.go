@@ -40,7 +40,7 @@ func (s *Store) updateStatus(ctx context.Context, e entity, u store.StatusUpdate
 	if err := checkUpdate(e, u); err != nil {
 		return err
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.statusTx(ctx, func(tx *sql.Tx) error {
 		if e.table == jobEntity.table {
 			if err := s.lockJobsExps(ctx, tx, []string{u.ID}); err != nil {
 				return err
@@ -209,7 +209,7 @@ func (s *Store) applyBatch(ctx context.Context, tx *sql.Tx, e entity, us []store
 // alone; only a database failure fails the whole batch. The experiments of
 // the jobs written follow them in the same transaction (propagate).
 func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) (jobs []*store.Job, errs []error, exps []store.ExpChange, err error) {
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.statusTx(ctx, func(tx *sql.Tx) error {
 		jobs, errs = make([]*store.Job, len(us)), make([]error, len(us))
 		ids := make([]string, len(us))
 		for i, u := range us {

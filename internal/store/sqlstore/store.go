@@ -36,8 +36,10 @@ type Store struct {
 	// rdb serves single-statement reads. On SQLite it is a separate pool of
 	// query-only connections that WAL lets read while the writer writes.
 	rdb *sql.DB
-	now func() time.Time
-	log *slog.Logger
+	// reads runs them, through prepared statements on SQLite (prepDB).
+	reads prepDB
+	now   func() time.Time
+	log   *slog.Logger
 	// writer names this Store instance on the events it writes, so that
 	// another instance on the same database (a server replica) can tell
 	// the writes it did not make (OtherWrites).
@@ -45,6 +47,9 @@ type Store struct {
 	// stmts holds the prepared statements of hot transaction queries
 	// (SQLite only; nil on MySQL, see stmtCache).
 	stmts *stmtCache
+	// gate orders the transactions waiting for SQLite's write connection
+	// (nil on MySQL, see writeGate).
+	gate *writeGate
 }
 
 // Option configures a Store.
@@ -94,12 +99,15 @@ func Open(ctx context.Context, driver, dsn string, opts ...Option) (*Store, erro
 		s.d = sqliteDialect
 		s.wdb, s.rdb, err = openSQLite(ctx, dsn)
 		s.stmts = newStmtCache(s.wdb)
+		s.reads.c = newStmtCache(s.rdb)
+		s.gate = &writeGate{}
 	default:
 		return nil, errdefs.Invalid("driver", "must be mysql or sqlite, got %q", driver)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", driver, err)
 	}
+	s.reads.DB = s.rdb
 	for _, db := range []*sql.DB{s.wdb, s.rdb} {
 		if err := db.PingContext(ctx); err != nil {
 			_ = s.Close()
@@ -112,6 +120,7 @@ func Open(ctx context.Context, driver, dsn string, opts ...Option) (*Store, erro
 // Close closes both connection pools.
 func (s *Store) Close() error {
 	s.stmts.close()
+	s.reads.c.close()
 	err := s.wdb.Close()
 	if s.rdb != s.wdb {
 		err = errors.Join(err, s.rdb.Close())
@@ -203,6 +212,20 @@ const maxTxAttempts = 3
 // returns nil. fn may run more than once, so it must not have effects
 // outside tx besides setting its results.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.gatedTx(ctx, false, fn)
+}
+
+// statusTx is inTx for status writes, which go ahead of other waiting
+// writes on SQLite (writeGate).
+func (s *Store) statusTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.gatedTx(ctx, true, fn)
+}
+
+func (s *Store) gatedTx(ctx context.Context, urgent bool, fn func(tx *sql.Tx) error) error {
+	if err := s.gate.enter(ctx, urgent); err != nil {
+		return fmt.Errorf("sqlstore: wait to write: %w", err)
+	}
+	defer s.gate.leave()
 	for attempt := 1; ; attempt++ {
 		err := s.tryTx(ctx, fn)
 		if err == nil || attempt == maxTxAttempts || !isDeadlock(err) {

@@ -57,7 +57,7 @@ func scanUser(sc scanner) (*store.User, error) {
 
 // ListUsers implements store.Store, by user_id.
 func (s *Store) ListUsers(ctx context.Context) ([]*store.User, error) {
-	rows, err := s.rdb.QueryContext(ctx, "SELECT user_id, email, created_at FROM users ORDER BY user_id")
+	rows, err := s.reads.QueryContext(ctx, "SELECT user_id, email, created_at FROM users ORDER BY user_id")
 	if err != nil {
 		return nil, dbErr("list users", err)
 	}
