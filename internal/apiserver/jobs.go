@@ -111,18 +111,17 @@ func (s *Server) propagated(jobs []changefeed.Change, exps []store.ExpChange) []
 	settled := make(map[string]bool, len(exps))
 	var out []changefeed.Change
 	for _, c := range exps {
-		e := c.Exp
-		settled[e.ID] = c.Settled
+		settled[c.ID] = c.Settled
 		if !c.Changed {
 			continue
 		}
 		level := slog.LevelDebug
-		if c.From != e.Status {
+		if c.From != c.Status {
 			level = slog.LevelInfo
 		}
-		s.log.Log(context.Background(), level, "experiment status", "exp", e.ID, "exp_name", e.Name, "cluster", e.ClusterName,
-			"from", c.From, "to", e.Status, "reason", e.Reason)
-		out = append(out, derived(expChange(e.ID)))
+		s.log.Log(context.Background(), level, "experiment status", "exp", c.ID, "exp_name", c.Name, "cluster", c.ClusterName,
+			"from", c.From, "to", c.Status, "reason", c.Reason)
+		out = append(out, derived(expChange(c.ID)))
 	}
 	for i := range jobs {
 		jobs[i].Settled = settled[jobs[i].ExpID]

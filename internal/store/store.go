@@ -93,15 +93,15 @@ func (e *Experiment) Expiry() (time.Time, bool) {
 }
 
 // ExpChange is what UpdateJobStatuses did to the experiment of a job it
-// wrote: the experiment as it stands after the write, the status it had
-// before, whether the write changed it, and whether the write left it
-// settled: in line with its jobs with nothing for the expController to do
-// (no other role to stop, no time-to-live to watch).
+// wrote: the status it had before and has after, with its Reason after;
+// whether the write changed it; and whether the write left it settled: in
+// line with its jobs with nothing for the expController to do (no other
+// role to stop, no time-to-live to watch).
 type ExpChange struct {
-	Exp     *Experiment
-	From    lifecycle.Status
-	Changed bool
-	Settled bool
+	ID, Name, ClusterName string
+	From, Status          lifecycle.Status
+	Reason                string
+	Changed, Settled      bool
 }
 
 // Job is one role of an experiment: what the resource manager schedules.
@@ -489,10 +489,12 @@ type Store interface {
 	// not found, failed precondition) and jobs[i] its row otherwise. err is
 	// set, and nothing written, only when the database fails.
 	//
-	// In the same transaction each experiment of a job written is brought
-	// in line with its jobs, its artifact first (lifecycle.Propagate, all
-	// but sibling aborts, which stay the expController's): exps says, for
-	// each experiment of a job written, once, what the write did to it.
+	// In the same transaction each experiment of a job whose status moved
+	// is brought in line with its jobs, its artifact first
+	// (lifecycle.Propagate, all but sibling aborts, which stay the
+	// expController's): exps says, for each such experiment, once, what
+	// the write did to it. A new Reason or Message within a status (a
+	// queue position) leaves its experiment to the expController.
 	// UpdateJobStatus does not do this; it is for writers whose
 	// experiment follows by other means.
 	UpdateJobStatuses(ctx context.Context, us []StatusUpdate) (jobs []*Job, errs []error, exps []ExpChange, err error)

@@ -1,15 +1,16 @@
 // Package exp is the expController: the loop that carries status upwards,
 // Job -> Artifact -> Experiment, through the API server.
 //
-// Most of that no longer waits for it: a job's status write through the
-// API server brings its experiment and artifact along in the same
-// transaction (the store's UpdateJobStatuses applies the same
+// Most of that no longer waits for it: a write through the API server
+// that moves a job's status brings its experiment and artifact along in
+// the same transaction (the store's UpdateJobStatuses applies the same
 // lifecycle.Propagate plan), so a job's end is its experiment's end at
 // once. What is left to this loop is what that write leaves out: stopping
 // the other roles of an experiment whose role failed (and the Message
-// saying so), anything a write made without its experiment (a crash of an
-// older server, a store written directly), and the experiments' times to
-// live.
+// saying so), mirroring a pending job's new Reason or Message (a queue
+// position: the resource manager's most frequent write, kept short),
+// anything written without its experiment (a store written directly, a
+// crash of an older server), and the experiments' times to live.
 //
 // Between cycles it keeps only the live experiments as last read (for
 // their time-to-live) and what it warned of; a restart loses nothing,

@@ -273,7 +273,7 @@ func expOnly(u store.StatusUpdate) error {
 // experiments cannot deadlock and every update's event is numbered under
 // its experiment's lock.
 func (s *Store) UpdateExpStatuses(ctx context.Context, us []store.StatusUpdate) (exps []*store.Experiment, errs []error, err error) {
-	err = s.statusTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		exps, errs = make([]*store.Experiment, len(us)), make([]error, len(us))
 		ids := make([]string, len(us))
 		for i, u := range us {
@@ -338,7 +338,7 @@ func (s *Store) ForceAbortExp(ctx context.Context, id, message, jobMessage strin
 		out     *store.Experiment
 		changed bool
 	)
-	err := s.statusTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		changed = false
 		e, err := s.getExp(ctx, tx, id, s.d.forUpdate)
 		if err != nil {
@@ -392,7 +392,7 @@ func (s *Store) AbortExp(ctx context.Context, id, message string) (*store.Experi
 		out     *store.Experiment
 		changed bool
 	)
-	err := s.statusTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		changed = false
 		e, err := s.getExp(ctx, tx, id, s.d.forUpdate)
 		if err != nil {

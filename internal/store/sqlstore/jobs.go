@@ -84,7 +84,7 @@ func (s *Store) AppendJobMessage(ctx context.Context, id, note string) (*store.J
 		return nil, errdefs.Invalid("note", "is required")
 	}
 	var out *store.Job
-	err := s.statusTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := s.lockJobsExps(ctx, tx, []string{id}); err != nil {
 			return err
 		}
@@ -176,7 +176,7 @@ func (s *Store) UpdateArtifactStatus(ctx context.Context, u store.StatusUpdate) 
 // transaction, each under its own precondition. Artifacts record no
 // events, so, as for one update, no experiment's lock is taken.
 func (s *Store) UpdateArtifactStatuses(ctx context.Context, us []store.StatusUpdate) (arts []*store.Artifact, errs []error, err error) {
-	err = s.statusTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		arts, errs = make([]*store.Artifact, len(us)), make([]error, len(us))
 		for i, u := range us {
 			errs[i] = artOnly(u)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/lifecycle"
@@ -45,30 +46,59 @@ func (s *Store) propagate(ctx context.Context, tx *sql.Tx, expIDs []string) ([]s
 const propagateChunk = 500
 
 func (s *Store) propagateChunk(ctx context.Context, tx *sql.Tx, ids []string) ([]store.ExpChange, error) {
+	// Only the columns the plan reads: the rows' large ones (task specs,
+	// configs) would cost more to scan than the whole plan, inside the
+	// write lock that every status write of the resource manager waits on.
 	db := s.prep(tx)
 	var c conds
 	c.in("exp_id", ids)
 	jobs := map[string][]lifecycle.Entity{}
-	if err := queryRows(ctx, db, "SELECT "+jobCols+" FROM jobs"+c.sql(), c.args, scanJob, func(j *store.Job) {
-		jobs[j.ExpID] = append(jobs[j.ExpID], lifecycle.Entity{ID: j.ID, Role: j.Role, Status: j.Status, Reason: j.Reason, Message: j.Message})
+	if err := queryEach(ctx, db, "SELECT exp_id, id, role, status, reason, message FROM jobs"+c.sql(), c.args, func(sc scanner) error {
+		var expID string
+		var j lifecycle.Entity
+		if err := sc.Scan(&expID, &j.ID, &j.Role, &j.Status, &j.Reason, &j.Message); err != nil {
+			return err
+		}
+		jobs[expID] = append(jobs[expID], j)
+		return nil
 	}); err != nil {
 		return nil, dbErr("read the jobs to propagate", err)
 	}
 	arts := map[string]*lifecycle.Entity{}
 	// Oldest first, and the first one kept: the expController reads an
 	// experiment's artifacts in the same order and keeps the same one.
-	if err := queryRows(ctx, db, "SELECT "+artCols+" FROM artifacts"+c.sql()+" ORDER BY seq", c.args, scanArt, func(a *store.Artifact) {
-		if arts[a.ExpID] == nil {
-			arts[a.ExpID] = &lifecycle.Entity{ID: a.ID, Status: a.Status, Reason: a.Reason, Message: a.Message}
+	if err := queryEach(ctx, db, "SELECT exp_id, id, status, reason, message FROM artifacts"+c.sql()+" ORDER BY seq", c.args, func(sc scanner) error {
+		var expID string
+		var a lifecycle.Entity
+		if err := sc.Scan(&expID, &a.ID, &a.Status, &a.Reason, &a.Message); err != nil {
+			return err
 		}
+		if arts[expID] == nil {
+			arts[expID] = &a
+		}
+		return nil
 	}); err != nil {
 		return nil, dbErr("read the artifacts to propagate", err)
 	}
+	type expRow struct {
+		lifecycle.Entity
+		name, cluster string
+		// timed: a time-to-live, an idle one or an extension.
+		timed bool
+	}
 	var e conds
 	e.in("id", ids)
-	exps := map[string]*store.Experiment{}
-	if err := queryRows(ctx, db, "SELECT "+expCols+" FROM experiments"+e.sql(), e.args, scanExp, func(x *store.Experiment) {
+	exps := map[string]expRow{}
+	if err := queryEach(ctx, db, "SELECT id, name, cluster_name, status, reason, message, ttl_ms, idle_ttl_ms, expires_at FROM experiments"+e.sql(), e.args, func(sc scanner) error {
+		var x expRow
+		var ttl, idle int64
+		var expires *time.Time
+		if err := sc.Scan(&x.ID, &x.name, &x.cluster, &x.Status, &x.Reason, &x.Message, &ttl, &idle, nullTimeCol{&expires}); err != nil {
+			return err
+		}
+		x.timed = ttl > 0 || idle > 0 || expires != nil
 		exps[x.ID] = x
+		return nil
 	}); err != nil {
 		return nil, dbErr("read the experiments to propagate", err)
 	}
@@ -80,8 +110,8 @@ func (s *Store) propagateChunk(ctx context.Context, tx *sql.Tx, ids []string) ([
 		if !ok {
 			continue // deleted
 		}
-		p := lifecycle.Propagate(lifecycle.Entity{ID: x.ID, Status: x.Status, Reason: x.Reason, Message: x.Message}, jobs[id], arts[id])
-		c := store.ExpChange{Exp: x, From: x.Status}
+		p := lifecycle.Propagate(x.Entity, jobs[id], arts[id])
+		c := store.ExpChange{ID: id, Name: x.name, ClusterName: x.cluster, From: x.Status, Status: x.Status, Reason: x.Reason}
 		done := p.Empty()
 		if !done && len(p.AbortJobs) == 0 {
 			evs, applied, err := s.applyPlan(ctx, tx, p)
@@ -90,25 +120,18 @@ func (s *Store) propagateChunk(ctx context.Context, tx *sql.Tx, ids []string) ([
 			}
 			events = append(events, evs...)
 			done = applied
-			c.Changed = len(evs) > 0
+			if applied && len(p.Exp) > 0 {
+				last := p.Exp[len(p.Exp)-1]
+				c.Status, c.Reason, c.Changed = last.To, last.Reason, true
+			}
 		}
 		// An experiment with a time-to-live is the expController's to
 		// watch: it must see the moment it starts running.
-		c.Settled = done && x.TTL == 0 && x.IdleTTL == 0 && x.ExpiresAt == nil
+		c.Settled = done && !x.timed
 		out = append(out, c)
 	}
 	if err := s.appendEvents(ctx, tx, events); err != nil {
 		return nil, err
-	}
-	for i, c := range out {
-		if !c.Changed {
-			continue
-		}
-		x, err := s.getExp(ctx, db, c.Exp.ID, "")
-		if err != nil {
-			return nil, err
-		}
-		out[i].Exp = x
 	}
 	return out, nil
 }
@@ -149,19 +172,17 @@ func (s *Store) applyPlan(ctx context.Context, tx *sql.Tx, p lifecycle.Plan) ([]
 	return events, true, nil
 }
 
-// queryRows runs q and hands each row, scanned, to each.
-func queryRows[T any](ctx context.Context, db querier, q string, args []any, scan func(scanner) (T, int64, error), each func(T)) error {
+// queryEach runs q and hands each row to each to scan.
+func queryEach(ctx context.Context, db querier, q string, args []any, each func(scanner) error) error {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		v, _, err := scan(rows)
-		if err != nil {
+		if err := each(rows); err != nil {
 			return err
 		}
-		each(v)
 	}
 	return rows.Err()
 }

@@ -40,7 +40,7 @@ func (s *Store) updateStatus(ctx context.Context, e entity, u store.StatusUpdate
 	if err := checkUpdate(e, u); err != nil {
 		return err
 	}
-	return s.statusTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if e.table == jobEntity.table {
 			if err := s.lockJobsExps(ctx, tx, []string{u.ID}); err != nil {
 				return err
@@ -207,9 +207,10 @@ func (s *Store) applyBatch(ctx context.Context, tx *sql.Tx, e entity, us []store
 // transaction, each with its own precondition. An update whose precondition
 // fails (or that is invalid) gets its error in errs and leaves the others
 // alone; only a database failure fails the whole batch. The experiments of
-// the jobs written follow them in the same transaction (propagate).
+// the jobs whose status moved follow them in the same transaction
+// (propagate).
 func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) (jobs []*store.Job, errs []error, exps []store.ExpChange, err error) {
-	err = s.statusTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		jobs, errs = make([]*store.Job, len(us)), make([]error, len(us))
 		ids := make([]string, len(us))
 		for i, u := range us {
@@ -221,17 +222,22 @@ func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) 
 		if err := s.lockJobsExps(ctx, tx, ids); err != nil {
 			return err
 		}
-		var written []string // the experiments of the jobs written
+		// The experiments of the jobs whose status the batch moved. A
+		// Reason or Message within a status (a queue position, most of
+		// the resource manager's writes) changes no experiment's status:
+		// its mirror is left to the expController's batch, off the path
+		// every status write of the resource manager waits on.
+		var moved []string
 		if err := s.applyBatch(ctx, tx, jobEntity, us, errs, func(i int) (err error) {
 			jobs[i], err = s.getJob(ctx, s.prep(tx), us[i].ID)
-			if err == nil {
-				written = append(written, jobs[i].ExpID)
+			if err == nil && us[i].Expected != us[i].Status {
+				moved = append(moved, jobs[i].ExpID)
 			}
 			return err
 		}); err != nil {
 			return err
 		}
-		exps, err = s.propagate(ctx, tx, written)
+		exps, err = s.propagate(ctx, tx, moved)
 		return err
 	})
 	if err != nil {

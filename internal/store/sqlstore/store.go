@@ -47,9 +47,6 @@ type Store struct {
 	// stmts holds the prepared statements of hot transaction queries
 	// (SQLite only; nil on MySQL, see stmtCache).
 	stmts *stmtCache
-	// gate orders the transactions waiting for SQLite's write connection
-	// (nil on MySQL, see writeGate).
-	gate *writeGate
 }
 
 // Option configures a Store.
@@ -100,7 +97,6 @@ func Open(ctx context.Context, driver, dsn string, opts ...Option) (*Store, erro
 		s.wdb, s.rdb, err = openSQLite(ctx, dsn)
 		s.stmts = newStmtCache(s.wdb)
 		s.reads.c = newStmtCache(s.rdb)
-		s.gate = &writeGate{}
 	default:
 		return nil, errdefs.Invalid("driver", "must be mysql or sqlite, got %q", driver)
 	}
@@ -212,20 +208,6 @@ const maxTxAttempts = 3
 // returns nil. fn may run more than once, so it must not have effects
 // outside tx besides setting its results.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.gatedTx(ctx, false, fn)
-}
-
-// statusTx is inTx for status writes, which go ahead of other waiting
-// writes on SQLite (writeGate).
-func (s *Store) statusTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.gatedTx(ctx, true, fn)
-}
-
-func (s *Store) gatedTx(ctx context.Context, urgent bool, fn func(tx *sql.Tx) error) error {
-	if err := s.gate.enter(ctx, urgent); err != nil {
-		return fmt.Errorf("sqlstore: wait to write: %w", err)
-	}
-	defer s.gate.leave()
 	for attempt := 1; ; attempt++ {
 		err := s.tryTx(ctx, fn)
 		if err == nil || attempt == maxTxAttempts || !isDeadlock(err) {
