@@ -24,8 +24,9 @@ import (
 // which also owns the sibling aborts' order (abort first, then the
 // experiment's message); so is an experiment whose step the machines
 // refuse, which cannot happen for a plan derived from the rows this
-// transaction holds. Either way the expController still reads every
-// experiment a job change names, so what is left here is done there.
+// transaction holds. Either way the experiment is not settled
+// (store.ExpChange), so the job's change wakes the expController, which
+// does what is left here.
 //
 // It says what it did to each experiment, in ID order (store.ExpChange).
 func (s *Store) propagate(ctx context.Context, tx *sql.Tx, expIDs []string) ([]store.ExpChange, error) {
