@@ -217,10 +217,29 @@ func (f *fixture) waitJob(id, what string, ok func(*falconv1.Job) bool) *falconv
 			return j
 		}
 		if time.Now().After(deadline) {
-			f.t.Fatalf("job %s never %s; it is %s/%s %q (pool %q)", id, what, j.GetStatus(), j.GetReason(), j.GetMessage(), j.GetNodePool())
+			f.t.Fatalf("job %s never %s; it is %s/%s %q (pool %q); its pods: %s", id, what, j.GetStatus(), j.GetReason(), j.GetMessage(), j.GetNodePool(), f.podStates(id))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// podStates describes the job's pods as the cluster has them (name,
+// phase, node, deletion), so a job that never got where a test waited can
+// be told apart from a pod the fake kubelet never moved on.
+func (f *fixture) podStates(id string) string {
+	pods, err := shared.Clientset().CoreV1().Pods(f.ns).List(context.Background(), metav1.ListOptions{LabelSelector: render.LabelJobID + "=" + id})
+	if err != nil {
+		return "cannot list: " + err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		st := fmt.Sprintf("%s %s on %q", p.Name, p.Status.Phase, p.Spec.NodeName)
+		if p.DeletionTimestamp != nil {
+			st += " (deleting)"
+		}
+		out = append(out, st)
+	}
+	return "[" + strings.Join(out, "; ") + "]"
 }
 
 func status(s string) func(*falconv1.Job) bool {
