@@ -208,6 +208,18 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 			t.Fatalf("aborted job left %d Kubernetes Jobs", n)
 		}
 	})
+	run("a forced abort ends at once, and its Job is removed all the same", func(t *testing.T) {
+		exp := d.create(tpuManifest("k-forced", "2x2x1", 1, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"}, ""))
+		id := exp["id"].(string)
+		exp = d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
+		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
+		if r := d.run("", "exp", "abort", id, "--force", "--yes", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"Aborted"`) {
+			t.Fatalf("exp abort --force: %d %s %s", r.code, r.stdout, r.stderr)
+		}
+		// The forced abort asked the cluster nothing; the manager sees the
+		// job end under it and stops what it left there.
+		eventually(t, "the forced abort's Kubernetes Job removed", func() bool { return kubeJobs(t, c, jobID) == 0 })
+	})
 	run("timeout", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-slow", "2x2x1", 1, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"}, "timeout_seconds: 3\n"))
 		exp = d.waitFor(exp["id"].(string), "final", final)

@@ -283,12 +283,13 @@ func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*
 	if req.GetForce() {
 		// For when the clusters will never confirm a stop (unreachable,
 		// deleted, or an abort that hangs): the experiment and its jobs
-		// end Aborted in one write. Nothing is asked of the clusters, so
-		// every job's Message says what may be left there, for whoever
-		// cleans up.
+		// end Aborted in one write. Nothing is asked of the clusters here:
+		// the resource manager sees the jobs end under it and goes on
+		// asking their clusters to stop them (leftovers), and every job's
+		// Message says what may be left there until they confirm.
 		exp, changed, err = s.store.ForceAbortExp(ctx, req.GetId(), msg,
-			msg+"; the cluster never confirmed the stop: pods, processes or node pools it started may still exist")
-		done = "is aborted without waiting for its clusters; anything they started may still exist"
+			msg+"; the cluster never confirmed the stop: pods, processes or node pools it started may run until it does (the controller keeps asking)")
+		done = "is aborted without waiting for its clusters; what they started may run until they confirm the stop, which the controller keeps asking for"
 	} else {
 		exp, changed, err = s.store.AbortExp(ctx, req.GetId(), msg)
 	}

@@ -66,7 +66,7 @@ func TestForceAbort(t *testing.T) {
 			if got.GetStatus() != "Aborted" || got.GetMessage() != "force-aborted by "+admin+": cluster deleted" || got.GetAbortedAt() == nil || got.GetFinishedAt() == nil {
 				t.Errorf("experiment after a forced abort: %s %q aborted_at=%v finished_at=%v", got.GetStatus(), got.GetMessage(), got.GetAbortedAt(), got.GetFinishedAt())
 			}
-			wantJobMsg := "force-aborted by " + admin + ": cluster deleted; the cluster never confirmed the stop: pods, processes or node pools it started may still exist"
+			wantJobMsg := "force-aborted by " + admin + ": cluster deleted; the cluster never confirmed the stop: pods, processes or node pools it started may run until it does (the controller keeps asking)"
 			for _, j := range got.GetJobs() {
 				if j.GetStatus() != "Aborted" || j.GetReason() != "" || j.GetMessage() != wantJobMsg || j.GetAbortingAt() == nil || j.GetAbortedAt() == nil {
 					t.Errorf("job %s after a forced abort: %s/%s %q aborting_at=%v aborted_at=%v", j.GetRole(), j.GetStatus(), j.GetReason(), j.GetMessage(), j.GetAbortingAt(), j.GetAbortedAt())

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -344,6 +346,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	m.queuePositions(c, m.snap.jobs)
 	run(m.flush(ctx, c, nil, nil))
 	c.lap("pick")
+	m.clearLeftovers(ctx, c)
 	// Jobs that ended above released their pools; decide on those now
 	// against the jobs still waiting.
 	m.loadOwners(c, c.all)
@@ -374,46 +377,52 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	return c.next, nil
 }
 
-// sweep stops, on every pooled cluster whose backend can list what it holds,
-// the objects of jobs that are no longer live: what a controller killed between
-// a job's outcome and its cleanup left behind. It runs on resyncs, when the
-// snapshot holds every live job, so a resident missing from it has ended
-// (its row says so, or is gone with its experiment).
+// sweep stops, on every cluster whose backend can list what it holds, the
+// objects of jobs that are no longer live and that planLeftover says must
+// go: on a pooled cluster everything an ended job left (a controller killed
+// between a job's outcome and its cleanup), elsewhere what still runs (an
+// abort forced while the cluster could not be asked, by a controller that
+// has since restarted). It runs on resyncs, when the snapshot holds every
+// live job, so a resident missing from it has ended (its row says so, or
+// is gone with its experiment).
 func (m *Manager) sweep(ctx context.Context, c *cycle) {
 	budget := sweepPerCycle
 	m.snap.sweepAgain = false
-	for name, cl := range c.clusters {
+	for _, name := range slices.Sorted(maps.Keys(c.clusters)) {
+		cl := c.clusters[name]
 		sw, ok := m.backends[cl.GetBackend()].(Sweeper)
-		if _, pooled := m.backends[cl.GetBackend()].(PoolBackend); !ok || !pooled || c.health[name].Err != nil {
-			// Only where a job's end deletes its objects (cleanUp: pools
-			// are shared). Elsewhere a finished Job is kept for its user
-			// until its TTL, and is no leftover.
+		if !ok || c.health[name].Err != nil {
 			continue
 		}
-		ids, err := sw.Residents(cl)
+		_, pooled := m.backends[cl.GetBackend()].(PoolBackend)
+		res, err := sw.Residents(cl)
 		if err != nil {
 			m.snap.sweepAgain = true
 			continue
 		}
-		for _, id := range ids {
-			if m.snap.jobs[id] != nil {
-				continue
+		for _, r := range res {
+			if m.snap.jobs[r.JobID] != nil || m.mem.leftovers[r.JobID] != nil || (!pooled && !r.Active) {
+				continue // live, already being removed, or a finished Job kept for its user
 			}
 			if budget--; budget < 0 {
 				return // the rest at the next resync: a sweep never holds a cycle up
 			}
-			j, err := m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: id})
+			j, err := m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: r.JobID})
+			found := status.Code(err) != codes.NotFound
 			switch {
-			case status.Code(err) == codes.NotFound:
-				j = &falconv1.Job{Id: id, ClusterName: name}
-			case err != nil || live(j):
-				continue // live since the read: the next resync judges it
+			case err != nil && found:
+				continue // the next resync judges it
+			case !found:
+				j = &falconv1.Job{Id: r.JobID, ClusterName: name}
 			}
-			if err := m.backends[cl.GetBackend()].Stop(ctx, cl, j); err != nil {
-				m.log.Warn("remove leftovers of an ended job", "job", id, "cluster", name, "err", err)
+			if !planLeftover(j, found, pooled, r.Active) {
 				continue
 			}
-			m.log.Info("removed leftovers of an ended job", "job", id, "cluster", name, "status", j.GetStatus())
+			if err := m.backends[cl.GetBackend()].Stop(ctx, cl, j); err != nil {
+				m.log.Warn("remove leftovers of an ended job", "job", r.JobID, "cluster", name, "err", err)
+				continue
+			}
+			m.log.Info("removed leftovers of an ended job", "job", r.JobID, "cluster", name, "status", j.GetStatus())
 		}
 	}
 }
@@ -793,6 +802,9 @@ func (m *Manager) stop(ctx context.Context, c *cycle, j *falconv1.Job, msg strin
 	}
 	if done {
 		m.log.Warn("cluster never confirmed stop; recording the outcome", "job", j.GetId(), "cluster", name, "attempts", st.attempts, "err", err)
+		// The outcome is recorded; the stop goes on being asked, with
+		// longer gaps, until the cluster confirms it.
+		m.mem.leftovers[j.GetId()] = &leftover{job: j, retry: st}
 	} else {
 		m.log.Warn("stop job failed, retrying", "job", j.GetId(), "cluster", name, "attempt", st.attempts, "err", err)
 	}

@@ -71,6 +71,13 @@
 // again with backoff for StopRetryWindow, then the outcome is recorded
 // anyway, its Message saying the cluster never confirmed the stop; an
 // abort that must not wait is forced through the API (exp abort --force).
+// Either way nothing is forgotten on the cluster: a job that ended without
+// its stop confirmed, or ended under the manager by a forced abort (also
+// while its create was in flight), is a leftover whose stop is asked again
+// with backoff until the cluster confirms (leftovers.go). That memory dies
+// with the controller; the next one's first resync sweeps the clusters
+// whose backend can say what they hold (Sweeper) for the objects of ended
+// jobs that planLeftover says must go.
 //
 // Backends are small and declared here, where they are used; the local
 // process backend lives in internal/provider/local, the Kubernetes and GKE

@@ -82,12 +82,21 @@ type HealthReporter interface {
 }
 
 // Sweeper is a Backend that can say, from its cache, which jobs have
-// objects on a cluster. The manager removes those of jobs that ended: a
-// controller killed between a job's outcome and its cleanup leaves them, and
-// only a level-triggered sweep can find them again, since the manager reads
-// live jobs only.
+// objects on a cluster. The manager removes those of jobs that ended (see
+// planLeftover): a controller killed between a job's outcome and its
+// cleanup, or an abort forced while the cluster could not be asked, leaves
+// them, and only a level-triggered sweep can find them again, since the
+// manager reads live jobs only.
 type Sweeper interface {
-	Residents(cluster *falconv1.Cluster) ([]string, error)
+	Residents(cluster *falconv1.Cluster) ([]Resident, error)
+}
+
+// Resident is one job's objects on a cluster.
+type Resident struct {
+	JobID string
+	// Active: some of it has not finished (a Kubernetes Job with no
+	// Complete or Failed condition), so it may still hold accelerators.
+	Active bool
 }
 
 // Manager is the resource manager's control loop.

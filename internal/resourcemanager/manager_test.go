@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -284,8 +285,58 @@ func TestStopThatKeepsFailing(t *testing.T) {
 			if !strings.Contains(j.GetMessage(), "unable to handle the request") {
 				t.Fatalf("message %q does not name the stop's error", j.GetMessage())
 			}
+			// Recorded, but not forgotten: the stop is asked again, with
+			// longer gaps, until the cluster confirms it, and then never.
+			asked = f.be.stopped[job]
+			f.be.stopErr = nil
+			f.now = f.now.Add(leftoverGap)
+			f.cycle(t)
+			if f.be.stopped[job] != asked+1 {
+				t.Fatalf("stop asked %d times after the outcome was recorded, want %d", f.be.stopped[job], asked+1)
+			}
+			f.now = f.now.Add(leftoverGap)
+			f.cycle(t)
+			if f.be.stopped[job] != asked+1 {
+				t.Fatalf("stop asked again once the cluster confirmed it: %d times, want %d", f.be.stopped[job], asked+1)
+			}
 		})
 	}
+}
+
+// leftoverGap is longer than any wait between two tries at removing what an
+// ended job left (resourcemanager's leftoverRetryMax).
+const leftoverGap = 6 * time.Minute
+
+// An abort forced through the API ends a job at once and asks nothing of its
+// cluster; the manager still stops what the job started there, and asks
+// again, with backoff, while the cluster refuses.
+func TestForcedAbortIsStoppedOnItsCluster(t *testing.T) {
+	f := setup(t)
+	exp, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	f.cycle(t)
+	want(t, f.env.Job(t, job), "Running", "", "")
+	f.be.stopErr = errors.New("connection refused")
+	if _, err := f.env.Exps.AbortExp(context.Background(), &falconv1.AbortExpRequest{Id: exp, Reason: "cluster is gone", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	want(t, f.env.Job(t, job), "Aborted", "", "cluster never confirmed")
+	f.cycle(t)
+	if f.be.stopped[job] != 1 {
+		t.Fatalf("the forced abort's job was asked to stop %d times, want 1", f.be.stopped[job])
+	}
+	f.cycle(t) // within the backoff
+	if f.be.stopped[job] != 1 {
+		t.Fatalf("stop asked %d times within its backoff, want 1", f.be.stopped[job])
+	}
+	f.be.stopErr = nil
+	f.now = f.now.Add(leftoverGap)
+	f.cycle(t)
+	f.now = f.now.Add(leftoverGap)
+	f.cycle(t)
+	if f.be.stopped[job] != 2 {
+		t.Fatalf("stop asked %d times, want 2: once refused, once confirmed, then never", f.be.stopped[job])
+	}
+	want(t, f.env.Job(t, job), "Aborted", "", "force-aborted")
 }
 
 // A cluster no connection can be built to (its kubeconfig is gone) fails a
@@ -656,5 +707,79 @@ func TestMetricsAndReadiness(t *testing.T) {
 	}
 	if err := f.mgr.Ready(0); err == nil {
 		t.Error("still ready long after the last successful cycle")
+	}
+}
+
+// sweeping is a scripted backend that says what its cluster holds, as the
+// Kubernetes backend does from its informer cache.
+type sweeping struct {
+	*scripted
+	residents []resourcemanager.Resident
+}
+
+func (s *sweeping) Residents(*falconv1.Cluster) ([]resourcemanager.Resident, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.residents), nil
+}
+
+// Stop removes the job's objects, as a Kubernetes cluster does.
+func (s *sweeping) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
+	if err := s.scripted.Stop(ctx, c, j); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.residents = slices.DeleteFunc(s.residents, func(r resourcemanager.Resident) bool { return r.JobID == j.GetId() })
+	return nil
+}
+
+// A controller that restarts forgets the leftovers it was stopping; the
+// first resync's sweep finds them on a cluster whose backend says what it
+// holds. Without shared pools only what still runs goes: a finished Job is
+// kept for its user, and a success is never cut short.
+func TestSweepAfterARestartStopsWhatStillRuns(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "test"})
+	be := &sweeping{scripted: newScripted()}
+	start := func() *resourcemanager.Manager {
+		return resourcemanager.New(env.Conn, resourcemanager.WithBackend("test", be))
+	}
+	cycle := func(m *resourcemanager.Manager) {
+		t.Helper()
+		if _, err := m.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var exps, jobs []string
+	for _, name := range []string{"forced", "failed", "succeeded"} {
+		exp := env.Create(t, name, map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+		exps, jobs = append(exps, exp.GetId()), append(jobs, exp.GetJobs()[0].GetId())
+	}
+	first := start()
+	cycle(first)
+	for _, j := range jobs {
+		want(t, env.Job(t, j), "Running", "", "")
+	}
+	be.set(jobs[1], resourcemanager.PhaseFailed, "exit code 3")
+	be.set(jobs[2], resourcemanager.PhaseSucceeded, "1/1 pods succeeded")
+	cycle(first)
+	// The first controller dies; the abort is forced while none runs.
+	if _, err := env.Exps.AbortExp(context.Background(), &falconv1.AbortExpRequest{Id: exps[0], Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	be.mu.Lock()
+	be.residents = []resourcemanager.Resident{
+		{JobID: jobs[0], Active: true},
+		{JobID: jobs[1], Active: false},
+		{JobID: jobs[2], Active: true}, // its Job not yet marked Complete
+	}
+	be.mu.Unlock()
+	before := []int{be.stopped[jobs[0]], be.stopped[jobs[1]], be.stopped[jobs[2]]}
+	second := start()
+	cycle(second)
+	cycle(second)
+	got := []int{be.stopped[jobs[0]] - before[0], be.stopped[jobs[1]] - before[1], be.stopped[jobs[2]] - before[2]}
+	if !slices.Equal(got, []int{1, 0, 0}) {
+		t.Fatalf("after the restart, stopped forced/failed/succeeded %v times, want [1 0 0]", got)
 	}
 }

@@ -35,6 +35,10 @@ import (
 //   - submitted: a CPU-only job submitted before the restart holds its
 //     queue's slot again until its pods run, as a job that acquires does;
 //     the next CPU-only jobs of that cluster wait for it once.
+//   - leftovers: what a forced abort, or a stop its cluster never
+//     confirmed, left running is no longer stopped again from memory; the
+//     first resync's sweep finds it on the clusters whose backend can say
+//     what they hold (Sweeper).
 //   - due, touched, unreachable: the first cycle after a restart reads and
 //     looks at every job, so nothing is owed.
 type memory struct {
@@ -63,6 +67,11 @@ type memory struct {
 
 	reportedAt map[string]time.Time
 
+	// leftovers are jobs that ended without this manager stopping them
+	// while their cluster may still hold what they started, by job ID
+	// (see leftover).
+	leftovers map[string]*leftover
+
 	// due is when each job must be looked at again although nothing
 	// changed: its timeout, its pool's next poll, its stop's backoff.
 	due map[string]time.Time
@@ -90,6 +99,7 @@ func newMemory(now func() time.Time) *memory {
 		stopFailing:     map[string]*backoff{},
 		submitted:       map[string]bool{},
 		reportedAt:      map[string]time.Time{},
+		leftovers:       map[string]*leftover{},
 		due:             map[string]time.Time{},
 		touched:         map[queue.Key]bool{},
 		unreachable:     map[string]bool{},

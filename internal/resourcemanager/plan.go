@@ -504,3 +504,45 @@ func planUnplaceable(sel queue.Selection, err *queue.UnplaceableError, pin strin
 	}
 	return recorded(lifecycle.Pending, lifecycle.ReasonWaiting, msg+"; the job waits until one can take it")
 }
+
+// planLeftover says whether what a job left on its cluster is to be
+// removed: found is whether its row exists, row is it then; pooled is
+// whether the cluster's node pools are shared (a job's end deletes its
+// objects there); active is whether something of it may still run. A job
+// that is live is the cycle's, never a leftover. Where pools are shared,
+// everything an ended job left goes. Elsewhere a finished Job is kept for
+// its user until its TTL, so only what still runs goes, and never a
+// Succeeded job's: all of it finished. A row that is gone (its experiment
+// deleted) leaves objects nobody owns.
+func planLeftover(row *falconv1.Job, found, pooled, active bool) bool {
+	switch {
+	case !found:
+		return true
+	case live(row):
+		return false
+	case pooled:
+		return true
+	}
+	return active && row.GetStatus() != string(lifecycle.Succeeded)
+}
+
+// Leftover stops are asked again with backoff, from leftoverRetryMin up to
+// leftoverRetryMax between tries, for as long as this controller lives; a
+// restart hands what is still there to the resync's sweep.
+const (
+	leftoverRetryMin = time.Second
+	leftoverRetryMax = 5 * time.Minute
+)
+
+// planLeftoverRetry is when to ask again after a leftover's stop failed.
+func planLeftoverRetry(prev *backoff, err error, now time.Time) *backoff {
+	st := backoff{since: now, interval: leftoverRetryMin / 2}
+	if prev != nil {
+		st = *prev
+	}
+	st.attempts++
+	st.interval = min(2*st.interval, leftoverRetryMax)
+	st.next = now.Add(st.interval)
+	st.lastErr = err
+	return &st
+}

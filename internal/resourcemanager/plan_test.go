@@ -473,3 +473,58 @@ func TestPlanUnplaceable(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanLeftover(t *testing.T) {
+	cases := []struct {
+		name                  string
+		row                   *falconv1.Job
+		found, pooled, active bool
+		want                  bool
+	}{
+		{"a live job is the cycle's", planJob(lifecycle.Running, "", 0), true, true, true, false},
+		{"an aborting job is the cycle's", planJob(lifecycle.Aborting, "", 0), true, false, true, false},
+		{"a deleted experiment's objects go", nil, false, false, false, true},
+		{"pooled: an ended job's objects go", planJob(lifecycle.Succeeded, "", 0), true, true, false, true},
+		{"pooled: an aborted job's go", planJob(lifecycle.Aborted, "", 0), true, true, true, true},
+		{"unpooled: a finished Job is kept for its user", planJob(lifecycle.Failed, lifecycle.ReasonJobFailed, 0), true, false, false, false},
+		{"unpooled: a forced abort's running Job goes", planJob(lifecycle.Aborted, "", 0), true, false, true, true},
+		{"unpooled: a failure's unconfirmed stop goes", planJob(lifecycle.Failed, lifecycle.ReasonTimeout, 0), true, false, true, true},
+		{"unpooled: a success is never cut short", planJob(lifecycle.Succeeded, "", 0), true, false, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := planLeftover(tc.row, tc.found, tc.pooled, tc.active); got != tc.want {
+				t.Fatalf("planLeftover = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlanLeftoverRetry(t *testing.T) {
+	refused := errors.New("connection refused")
+	cases := []struct {
+		name         string
+		prev         *backoff
+		wantAttempts int
+		wantNext     time.Time
+	}{
+		{"a first failure waits one second", nil, 1, t0.Add(time.Second)},
+		{"the interval doubles", &backoff{since: t0, interval: 8 * time.Second, attempts: 4}, 5, t0.Add(16 * time.Second)},
+		{"at most five minutes", &backoff{since: t0, interval: 4 * time.Minute, attempts: 9}, 10, t0.Add(5 * time.Minute)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var before backoff
+			if tc.prev != nil {
+				before = *tc.prev
+			}
+			got := planLeftoverRetry(tc.prev, refused, t0)
+			if got.attempts != tc.wantAttempts || !got.next.Equal(tc.wantNext) || got.lastErr != refused {
+				t.Fatalf("got attempts %d next %v err %v, want %d %v", got.attempts, got.next, got.lastErr, tc.wantAttempts, tc.wantNext)
+			}
+			if tc.prev != nil && *tc.prev != before {
+				t.Fatal("planLeftoverRetry changed what it was given")
+			}
+		})
+	}
+}

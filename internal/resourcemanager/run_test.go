@@ -178,33 +178,51 @@ func TestShutdownDrainsTheCycleInFlight(t *testing.T) {
 // return before it stops the job (a stop first would leave the Job the
 // create then made), and a submission that fails is looked at again at
 // once rather than at the next poll, an hour away here.
-func TestSubmissionsLeaveTheCycle(t *testing.T) {
-	env := apitest.Start(t, map[string]string{"local": "test"})
-	be := newScripted()
-	inDispatch, release := make(chan struct{}), make(chan struct{})
-	var stoppedDuring int
-	be.onDispatch = func(j *falconv1.Job) {
-		be.onDispatch = nil
-		close(inDispatch)
-		be.mu.Unlock()
+// held is a manager under Run whose backend holds the first create until
+// free is called.
+type held struct {
+	env        *apitest.Env
+	be         *scripted
+	mgr        *resourcemanager.Manager
+	reg        *prometheus.Registry
+	inDispatch chan struct{} // closed once the create is held
+	free       func()
+	// stoppedDuring is how often the held job had been stopped when its
+	// create was let go (under be.mu).
+	stoppedDuring int
+}
+
+func startHeld(t *testing.T) *held {
+	h := &held{env: apitest.Start(t, map[string]string{"local": "test"}), be: newScripted(),
+		reg: prometheus.NewRegistry(), inDispatch: make(chan struct{}), stoppedDuring: -1}
+	release := make(chan struct{})
+	h.be.onDispatch = func(j *falconv1.Job) {
+		h.be.onDispatch = nil
+		close(h.inDispatch)
+		h.be.mu.Unlock()
 		<-release
-		be.mu.Lock()
-		stoppedDuring = be.stopped[j.GetId()]
+		h.be.mu.Lock()
+		h.stoppedDuring = h.be.stopped[j.GetId()]
 	}
-	reg := prometheus.NewRegistry()
-	mgr := resourcemanager.New(env.Conn, resourcemanager.WithBackend("test", be),
-		resourcemanager.WithMetrics(metrics.NewRM(reg)),
+	h.mgr = resourcemanager.New(h.env.Conn, resourcemanager.WithBackend("test", h.be),
+		resourcemanager.WithMetrics(metrics.NewRM(h.reg)),
 		resourcemanager.WithInterval(time.Hour), resourcemanager.WithResync(time.Hour))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- mgr.Run(ctx) }()
+	go func() { done <- h.mgr.Run(ctx) }()
 	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); cancel(); <-done }) // Run waits for the held create
+	h.free = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(func() { h.free(); cancel(); <-done }) // Run waits for the held create
+	return h
+}
+
+func TestSubmissionsLeaveTheCycle(t *testing.T) {
+	h := startHeld(t)
+	env, be, mgr, reg, ctx := h.env, h.be, h.mgr, h.reg, context.Background()
 
 	exp := env.Create(t, "held", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
 	job := exp.GetJobs()[0].GetId()
-	<-inDispatch
+	<-h.inDispatch
 	if _, err := env.Exps.AbortExp(ctx, &falconv1.AbortExpRequest{Id: exp.GetId(), Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
@@ -219,13 +237,13 @@ func TestSubmissionsLeaveTheCycle(t *testing.T) {
 	if j := env.Job(t, job); j.GetStatus() != "Aborting" {
 		t.Fatalf("job is %s/%s while its create is in flight, want Aborting", j.GetStatus(), j.GetReason())
 	}
-	free()
+	h.free()
 	waitFor(t, "the job Aborted", func() bool { return env.Job(t, job).GetStatus() == "Aborted" })
 	be.mu.Lock()
 	stopped := be.stopped[job]
 	be.mu.Unlock()
-	if stoppedDuring != 0 || stopped == 0 {
-		t.Fatalf("stopped %d times while its create was in flight and %d in all; want 0, then at least 1", stoppedDuring, stopped)
+	if h.stoppedDuring != 0 || stopped == 0 {
+		t.Fatalf("stopped %d times while its create was in flight and %d in all; want 0, then at least 1", h.stoppedDuring, stopped)
 	}
 
 	// A failed submission comes back at once: its retry is written with
@@ -239,6 +257,37 @@ func TestSubmissionsLeaveTheCycle(t *testing.T) {
 		j := env.Job(t, job)
 		return strings.Contains(j.GetMessage(), "apiserver said no")
 	})
+}
+
+// An abort forced while a job's create is in flight ends the job at once;
+// the create then lands on a cluster nobody will ask again. The manager
+// stops what it created once the create returns, never during it (a stop
+// racing the create could leave the Job behind).
+func TestForcedAbortDuringTheCreate(t *testing.T) {
+	h := startHeld(t)
+	env, be, reg, ctx := h.env, h.be, h.reg, context.Background()
+	exp := env.Create(t, "held", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+	job := exp.GetJobs()[0].GetId()
+	<-h.inDispatch
+	c0, _ := cycleJobs(t, reg)
+	if _, err := env.Exps.AbortExp(ctx, &falconv1.AbortExpRequest{Id: exp.GetId(), Reason: "test", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if j := env.Job(t, job); j.GetStatus() != "Aborted" {
+		t.Fatalf("job is %s after a forced abort, want Aborted", j.GetStatus())
+	}
+	waitFor(t, "the cycle the forced abort wakes", func() bool { c, _ := cycleJobs(t, reg); return c > c0 })
+	h.free()
+	waitFor(t, "the job's create stopped", func() bool {
+		be.mu.Lock()
+		defer be.mu.Unlock()
+		return be.stopped[job] > 0
+	})
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if h.stoppedDuring != 0 {
+		t.Fatalf("stopped %d times while its create was in flight, want 0", h.stoppedDuring)
+	}
 }
 
 // A write the store refuses because the row changed under the snapshot has

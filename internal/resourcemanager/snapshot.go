@@ -5,6 +5,8 @@ import (
 	"sort"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/lifecycle"
 )
@@ -113,6 +115,13 @@ func (m *Manager) readChanged(ctx context.Context, exps []string) (map[string]bo
 			for _, j := range resp.GetItems() {
 				seen[j.GetId()] = true
 				read[j.GetId()] = true
+				if old := m.snap.jobs[j.GetId()]; old != nil && !live(j) && j.GetStatus() == string(lifecycle.Aborted) {
+					// Live here, Aborted there, and not by a write of ours
+					// (ours leave the snapshot as they land): an abort
+					// forced through the API, which asked nothing of the
+					// cluster.
+					m.leftBehind(withCluster(j, old), false)
+				}
 				m.put(j)
 			}
 			if token = resp.GetNextPageToken(); token == "" {
@@ -124,6 +133,7 @@ func (m *Manager) readChanged(ctx context.Context, exps []string) (map[string]bo
 			for id := range m.snap.byExp[e] {
 				if !seen[id] {
 					read[id] = true
+					m.leftBehind(m.snap.jobs[id], true)
 					m.gone(id)
 				}
 			}
@@ -148,8 +158,11 @@ func (m *Manager) resync(ctx context.Context) error {
 		seen[j.GetId()] = true
 		m.put(j)
 	}
-	for id := range m.snap.jobs {
+	for id, j := range m.snap.jobs {
 		if !seen[id] {
+			// It ended, or its experiment went, by a write that was not
+			// ours: what it left is looked at once its row is read.
+			m.leftBehind(j, true)
 			m.gone(id)
 		}
 	}
@@ -178,4 +191,19 @@ func (m *Manager) gone(id string) {
 	m.snap.drop(id)
 	m.mem.forgetJob(id)
 	m.sub.forget(id)
+}
+
+// withCluster is j as read, naming the cluster and pool the snapshot's
+// copy of it named: a forced abort keeps them, but a row read from a
+// list is all the stop has to go by.
+func withCluster(j, old *falconv1.Job) *falconv1.Job {
+	if j.GetClusterName() != "" || old.GetClusterName() == "" {
+		return j
+	}
+	c := proto.Clone(j).(*falconv1.Job)
+	c.ClusterName, c.NodePool = old.GetClusterName(), old.GetNodePool()
+	if c.DispatchedAt == nil {
+		c.DispatchedAt = old.GetDispatchedAt()
+	}
+	return c
 }

@@ -3015,8 +3015,9 @@ type AbortExpRequest struct {
 	// End the experiment and its jobs now, Aborted, without waiting for the
 	// clusters to confirm that they stopped: for a cluster that can no longer
 	// be reached, or an abort that hangs. Whatever a cluster started (pods,
-	// processes, node pools) may still exist and is no longer Falcon's to
-	// stop. Also ends an experiment that is already Aborting.
+	// processes, node pools) may run until the cluster confirms a stop,
+	// which the resource manager goes on asking for, with backoff. Also ends
+	// an experiment that is already Aborting.
 	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

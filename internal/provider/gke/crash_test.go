@@ -149,7 +149,7 @@ var (
 // Residents reads the informer caches, as Health reads memory. Without it
 // the manager would never sweep here, and a Job that a kill left between
 // its job's end and its delete would stay.
-func (x fusedBackend) Residents(c *falconv1.Cluster) ([]string, error) {
+func (x fusedBackend) Residents(c *falconv1.Cluster) ([]resourcemanager.Resident, error) {
 	if x.f.blown() {
 		return nil, errKilled
 	}

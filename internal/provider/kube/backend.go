@@ -460,10 +460,11 @@ func (b *Backend) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job
 	return nil
 }
 
-// Residents lists the Falcon job IDs that have a Kubernetes Job on the
-// cluster, from the informer cache (no call to the apiserver); nothing
-// while the cache has not synced.
-func (b *Backend) Residents(c *falconv1.Cluster) ([]string, error) {
+// Residents lists the Falcon jobs that have a Kubernetes Job on the
+// cluster, each active while any of its slices' Jobs has not finished, from
+// the informer cache (no call to the apiserver); nothing while the cache
+// has not synced.
+func (b *Backend) Residents(c *falconv1.Cluster) ([]resourcemanager.Resident, error) {
 	e, err := b.edgeFor(c)
 	if err != nil {
 		return nil, err
@@ -477,15 +478,36 @@ func (b *Backend) Residents(c *falconv1.Cluster) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(jobs))
-	seen := map[string]bool{}
+	out := make([]resourcemanager.Resident, 0, len(jobs))
+	at := map[string]int{}
 	for _, j := range jobs {
-		if id := j.Labels[render.LabelJobID]; id != "" && !seen[id] { // once for all its slices
-			seen[id] = true
-			out = append(out, id)
+		id := j.Labels[render.LabelJobID]
+		if id == "" {
+			continue
 		}
+		i, seen := at[id]
+		if !seen { // once for all its slices
+			i = len(out)
+			at[id] = i
+			out = append(out, resourcemanager.Resident{JobID: id})
+		}
+		out[i].Active = out[i].Active || !finished(j)
 	}
 	return out, nil
+}
+
+// finished reports whether the Job has ended, as its controller says:
+// a Complete, SuccessCriteriaMet, Failed or FailureTarget condition.
+func finished(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		switch c.Type {
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet, batchv1.JobFailed, batchv1.JobFailureTarget:
+			if c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // errNotSynced: the cluster's informer caches have not synced yet.

@@ -48,10 +48,10 @@ stderr.
 
 --force ends the experiments and their jobs at once, Aborted, without
 waiting for the clusters to confirm that they stopped: for a cluster that
-can no longer be reached, or an abort that stays Aborting. Falcon then no
-longer tracks what the clusters started, so pods, processes or node pools
-may keep running (and costing) until someone removes them; each job's
-message says so. It also ends an experiment that is already aborting. Who
+can no longer be reached, or an abort that stays Aborting. The controller
+goes on asking each cluster to stop what the jobs started, with backoff,
+until it confirms; until then pods, processes or node pools may keep
+running (and costing), and each job's message says so. It also ends an experiment that is already aborting. Who
 may force is who may abort: the experiment's creator or an admin.`,
 		Example: `  falcon exp abort exp-q7odgo8q9x --reason 'wrong image' --yes
   falcon exp abort exp-q7odgo8q9x --force --reason 'cluster deleted' --yes`,
@@ -66,14 +66,14 @@ may force is who may abort: the experiment's creator or an admin.`,
 	}
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "Why, recorded on the experiment")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "Do not ask for confirmation")
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "End the experiments and their jobs now, without waiting for the clusters to stop them (what they started may still exist)")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "End the experiments and their jobs now, without waiting for the clusters to stop them (what they started may run until a cluster confirms the stop)")
 	return cmd
 }
 
 func abortRun(ctx context.Context, opts *Options) error {
 	question := fmt.Sprintf("Abort %s?", strings.Join(opts.IDs, ", "))
 	if opts.Force {
-		question = fmt.Sprintf("Force-abort %s? Falcon will not wait for the clusters to stop them, and what they started may keep running.", strings.Join(opts.IDs, ", "))
+		question = fmt.Sprintf("Force-abort %s? Falcon will not wait for the clusters to stop them, and what they started may keep running until they confirm the stop.", strings.Join(opts.IDs, ", "))
 	}
 	ok, err := factory.ConfirmOrRequireYes(opts.IO, opts.Yes, question)
 	if err != nil {
@@ -126,7 +126,7 @@ func abortView(id string, resp *falconv1.AbortExpResponse, force bool) output.Ta
 	return func(v output.View) error {
 		exp := resp.GetExperiment()
 		if resp.GetChanged() && force {
-			_, err := fmt.Fprintf(v.Out, "%s: force-aborted (%s); its clusters never confirmed the stop, so what they started may still exist\n", id, exp.GetStatus())
+			_, err := fmt.Fprintf(v.Out, "%s: force-aborted (%s); its clusters have not confirmed the stop, so what they started may run until they do (the controller keeps asking)\n", id, exp.GetStatus())
 			return err
 		}
 		if resp.GetChanged() {

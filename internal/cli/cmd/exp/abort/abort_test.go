@@ -35,7 +35,7 @@ func newAPI() *clitest.API {
 				if !r.GetForce() {
 					return &falconv1.AbortExpResponse{Changed: false, Message: "experiment exp-stuck is already Aborting; nothing to abort", Experiment: &falconv1.Experiment{Id: r.GetId(), Status: "Aborting"}}, nil
 				}
-				return &falconv1.AbortExpResponse{Changed: true, Message: "experiment exp-stuck is aborted without waiting for its clusters; anything they started may still exist",
+				return &falconv1.AbortExpResponse{Changed: true, Message: "experiment exp-stuck is aborted without waiting for its clusters; what they started may run until they confirm the stop, which the controller keeps asking for",
 					Experiment: &falconv1.Experiment{Id: r.GetId(), Status: "Aborted", Message: "force-aborted by alice: " + r.GetReason()}}, nil
 			case "exp-locked":
 				return nil, status.Error(codes.PermissionDenied, "exp-locked belongs to bob")
@@ -214,10 +214,10 @@ func TestForceAbort(t *testing.T) {
 		wantSent *falconv1.AbortExpRequest // nil: no call
 	}{
 		{name: "forced: the table says what may be left behind", args: []string{"exp-stuck", "--force", "--reason", "cluster deleted", "--yes"}, format: output.Table,
-			wantOut:  "exp-stuck: force-aborted (Aborted); its clusters never confirmed the stop, so what they started may still exist\n",
+			wantOut:  "exp-stuck: force-aborted (Aborted); its clusters have not confirmed the stop, so what they started may run until they do (the controller keeps asking)\n",
 			wantSent: &falconv1.AbortExpRequest{Id: "exp-stuck", Reason: "cluster deleted", Force: true}},
 		{name: "forced, as JSON", args: []string{"exp-stuck", "--force", "--yes"}, format: output.JSON,
-			wantOut:  "experiment exp-stuck is aborted without waiting for its clusters; anything they started may still exist",
+			wantOut:  "experiment exp-stuck is aborted without waiting for its clusters; what they started may run until they confirm the stop, which the controller keeps asking for",
 			wantSent: &falconv1.AbortExpRequest{Id: "exp-stuck", Force: true}},
 		{name: "without --force an Aborting experiment stays so", args: []string{"exp-stuck", "--yes"}, format: output.Table,
 			wantOut:  "exp-stuck: nothing changed: experiment exp-stuck is already Aborting; nothing to abort\n",
@@ -225,7 +225,7 @@ func TestForceAbort(t *testing.T) {
 		{name: "the question warns, and no is no", args: []string{"exp-stuck", "--force"}, format: output.Table, stdinTTY: true, answer: "n\n",
 			wantErr: "cancelled: nothing was aborted"},
 		{name: "the question warns, and yes forces", args: []string{"exp-stuck", "--force"}, format: output.Table, stdinTTY: true, answer: "y\n",
-			wantOut:  "exp-stuck: force-aborted (Aborted); its clusters never confirmed the stop, so what they started may still exist\n",
+			wantOut:  "exp-stuck: force-aborted (Aborted); its clusters have not confirmed the stop, so what they started may run until they do (the controller keeps asking)\n",
 			wantSent: &falconv1.AbortExpRequest{Id: "exp-stuck", Force: true}},
 		{name: "no terminal, no --yes: refused before any call", args: []string{"exp-stuck", "--force"}, format: output.Table,
 			wantErr: "--yes: required when stdin is not a terminal"},
