@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/artifactindex"
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/changefeed"
@@ -165,7 +166,43 @@ func (s *Server) getExp(ctx context.Context, id string) (*falconv1.Experiment, e
 	if len(arts) > 0 {
 		art = arts[0]
 	}
-	return assemble(exp, jobs, art), nil
+	out := assemble(exp, jobs, art)
+	if art != nil {
+		where, err := s.artifactWhere(ctx, exp, art)
+		if err != nil {
+			return nil, err
+		}
+		if where != art.Path {
+			// Every copy of the path says where the files are.
+			out.Artifact.Path = where
+			if out.ArtifactPath == art.Path {
+				out.ArtifactPath = where
+			}
+			for _, j := range out.Jobs {
+				if j.ArtifactPath == art.Path {
+					j.ArtifactPath = where
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// artifactWhere is where art's files are read from: a job placed on a
+// cluster with a bucket writes there (the Kubernetes backend's render rule,
+// artifactindex.Location) although the experiment was created, unpinned,
+// with a path under the server's artifact root; exp get must not send a
+// user to a directory that stays empty.
+func (s *Server) artifactWhere(ctx context.Context, exp *store.Experiment, art *store.Artifact) (string, error) {
+	bucket, err := s.jobBucket(ctx, exp)
+	if err != nil || bucket == "" {
+		return art.Path, err
+	}
+	loc, err := artifactindex.Location(art, bucket)
+	if err != nil {
+		return art.Path, nil // an old artifact with no readable path: shown as stored
+	}
+	return loc.String(), nil
 }
 
 func (s *Server) allJobs(ctx context.Context, f store.JobFilter) ([]*store.Job, error) {

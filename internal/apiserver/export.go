@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
+	"github.com/falconhq/falcon/internal/logtime"
 	"github.com/falconhq/falcon/internal/podlogs"
 	"github.com/falconhq/falcon/internal/store"
 )
@@ -64,9 +66,6 @@ func (s *Server) ExportExpLogs(ctx context.Context, req *falconv1.ExportExpLogsR
 	isLocal := map[string]bool{}
 	for _, j := range local {
 		isLocal[j.ID] = true
-	}
-	if len(local) > 0 && req.GetSince() != nil {
-		return nil, errdefs.Invalid("since", "falcon dev's logs carry no timestamps to filter on")
 	}
 
 	res := &falconv1.LogExportResult{Destination: dest.String()}
@@ -120,7 +119,12 @@ func (s *Server) exportRank(ctx context.Context, dest blobstore.Location, key st
 	bw := bufio.NewWriterSize(w, 256<<10)
 	cw := &countingWriter{w: bw}
 	if local {
-		err = s.copyLocalLog(ctx, cw, j, rank, grep)
+		var since *time.Time
+		if req.GetSince() != nil {
+			t := req.GetSince().AsTime()
+			since = &t
+		}
+		err = s.copyLocalLog(ctx, cw, j, rank, grep, since)
 	} else {
 		opts := podlogs.Options{Ranks: []int{rank}, Grep: req.GetGrep()}
 		if req.GetSince() != nil {
@@ -149,9 +153,11 @@ func (s *Server) exportRank(ctx context.Context, dest blobstore.Location, key st
 }
 
 // copyLocalLog copies falcon dev's file of one rank, whole or the lines
-// matching grep.
-func (s *Server) copyLocalLog(ctx context.Context, w io.Writer, j *store.Job, rank int, grep *regexp.Regexp) error {
-	f, err := os.Open(filepath.Join(s.logDir, j.ID, fmt.Sprintf("%s-%d.log", j.ID, rank)))
+// matching grep and written at or after since (a line the log's index
+// does not date is kept, as in exp logs).
+func (s *Server) copyLocalLog(ctx context.Context, w io.Writer, j *store.Job, rank int, grep *regexp.Regexp, since *time.Time) error {
+	path := filepath.Join(s.logDir, j.ID, fmt.Sprintf("%s-%d.log", j.ID, rank))
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return errdefs.NotFoundf("rank %d of role %s has no log (it has not started, or wrote nothing)", rank, j.Role)
 	}
@@ -159,14 +165,28 @@ func (s *Server) copyLocalLog(ctx context.Context, w io.Writer, j *store.Job, ra
 		return err
 	}
 	defer f.Close()
-	if grep == nil {
+	if grep == nil && since == nil {
 		_, err := io.Copy(w, readerCtx{ctx, f})
 		return err
 	}
+	times, err := logtime.Open(path)
+	if err != nil {
+		return err
+	}
+	defer times.Close()
+	keep := func(line []byte, end int64) bool {
+		if grep != nil && !grep.Match(bytes.TrimSuffix(line, []byte("\n"))) {
+			return false
+		}
+		at, dated := times.At(end)
+		return since == nil || !dated || !at.Before(*since)
+	}
 	r := bufio.NewReaderSize(f, 64<<10)
+	var end int64
 	for {
 		line, err := r.ReadBytes('\n')
-		if len(line) > 0 && grep.Match(bytes.TrimSuffix(line, []byte("\n"))) {
+		end += int64(len(line))
+		if len(line) > 0 && keep(line, end) {
 			if !bytes.HasSuffix(line, []byte("\n")) {
 				line = append(line, '\n')
 			}

@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/logtime"
 	"github.com/falconhq/falcon/internal/podlogs"
 	"github.com/falconhq/falcon/internal/store"
 )
@@ -95,9 +97,6 @@ func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.Exp
 	local, remote, err := s.splitByBackend(ctx, jobs)
 	if err != nil {
 		return err
-	}
-	if len(local) > 0 && req.GetSince() != nil {
-		return errdefs.Invalid("since", "falcon dev's logs carry no timestamps to filter on; use --tail")
 	}
 	resume, err := parseResume(req.GetResume())
 	if err != nil {
@@ -253,6 +252,14 @@ func (s *Server) localLogs(ctx context.Context, req *falconv1.GetExpLogsRequest,
 			pr.close()
 		}
 	}()
+	// A line's time is when the file was first seen holding all of it
+	// (package logtime); a line of a log written without an index has
+	// none, and --since lets it through.
+	var since *time.Time
+	if req.GetSince() != nil {
+		t := req.GetSince().AsTime()
+		since = &t
+	}
 	// scan opens any pod files that appeared and sends what is new in each.
 	scan := func(first bool) error {
 		for _, j := range jobs {
@@ -264,11 +271,17 @@ func (s *Server) localLogs(ctx context.Context, req *falconv1.GetExpLogsRequest,
 				key := j.ID + "/" + pod
 				pr, ok := readers[key]
 				if !ok {
-					f, err := os.Open(filepath.Join(s.logDir, j.ID, pod+".log"))
+					path := filepath.Join(s.logDir, j.ID, pod+".log")
+					f, err := os.Open(path)
 					if err != nil {
 						continue
 					}
-					pr = &podReader{f: f, r: bufio.NewReader(f)}
+					times, err := logtime.Open(path)
+					if err != nil {
+						f.Close()
+						return err
+					}
+					pr = &podReader{f: f, r: bufio.NewReader(f), times: times}
 					readers[key] = pr
 					pos, resumed := s.logPosition(b, resume, j.ID, pod)
 					switch {
@@ -293,9 +306,21 @@ func (s *Server) localLogs(ctx context.Context, req *falconv1.GetExpLogsRequest,
 					if grep != nil && !grep.MatchString(strings.TrimSuffix(line, "\n")) {
 						continue
 					}
+					at, dated := pr.times.At(pr.offset)
+					if !dated && pr.times.Indexed() {
+						// Read before its supervisor noted it: written
+						// just now, which is what the note would say.
+						at, dated = time.Now(), true
+					}
+					if dated && since != nil && at.Before(*since) {
+						continue
+					}
 					// A protobuf string must be valid UTF-8: a log
 					// with binary output would otherwise end the stream.
 					out := &falconv1.LogLine{JobId: j.ID, Role: j.Role, Rank: rank, Pod: pod, Line: strings.ToValidUTF8(line, "\uFFFD")}
+					if dated {
+						out.Time = timestamppb.New(at)
+					}
 					next := pr.offset
 					if err := b.addFunc(func() *falconv1.LogLine {
 						resume[j.ID][pod] = podlogs.Position{Offset: next}
@@ -370,6 +395,7 @@ func podRank(jobID, pod string) int32 {
 type podReader struct {
 	f       *os.File
 	r       *bufio.Reader
+	times   *logtime.Reader // when the log reached each offset
 	partial []byte
 	flush   bool // the writer is gone: a trailing line without newline is complete
 	// offset is where the line after the last one returned starts.
@@ -459,4 +485,4 @@ func (s *Server) setLogPosition(b *lineBatcher, resume logCursor, jobID, pod str
 	resume[jobID][pod] = podlogs.Position{Offset: off}
 }
 
-func (p *podReader) close() { _ = p.f.Close() }
+func (p *podReader) close() { _ = p.f.Close(); _ = p.times.Close() }

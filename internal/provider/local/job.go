@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/falconhq/falcon/internal/logtime"
 )
 
 // job is one job as this executor knows it. It enters Executor.jobs before
@@ -194,6 +196,13 @@ func (e *Executor) startRank(j *job, r *rank, command string, env []string) erro
 			e.wg.Done()
 		}
 	}()
+	// When the log grew, for exp logs --timestamps and --since: the
+	// command writes its log itself and stamps nothing (package logtime).
+	times, err := os.OpenFile(e.layout.logFile(j.id, r.pod)+logtime.Suffix, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer times.Close() // first: a reader that finds the log finds its index
 	logf, err := os.OpenFile(e.layout.logFile(j.id, r.pod), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -211,7 +220,7 @@ func (e *Executor) startRank(j *job, r *rank, command string, env []string) erro
 		// Last, so that a task's env var of the same name cannot unset it.
 		Env:    append(slices.Clip(env), supervisorEnv+"=1"),
 		Stdout: logf, Stderr: logf,
-		ExtraFiles: []*os.File{readyW}, // readyFD
+		ExtraFiles: []*os.File{readyW, times}, // readyFD, timesFD
 		// A session of its own: a terminal's Ctrl-C or hangup meant for
 		// `falcon dev` must not reach the ranks, which outlive it.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/falconhq/falcon/internal/logtime"
 )
 
 // A rank's supervisor is the process the executor starts for it: this same
@@ -42,6 +44,10 @@ const sigKillGroup = syscall.SIGUSR1
 // SIGTERM that arrived earlier would kill it with nothing recorded.
 const readyFD = 3
 
+// timesFD is the rank's log index (package logtime), opened for appending:
+// the supervisor notes when the log grew while the rank runs.
+const timesFD = 4
+
 func init() {
 	if os.Getenv(supervisorEnv) == "1" && len(os.Args) == 4 && os.Args[0] == supervisorArg0 {
 		os.Exit(supervise(os.Args[1], os.Args[2], os.Args[3]))
@@ -58,7 +64,8 @@ func supervisorArgs(exitFile, stopFile, command string) []string {
 //     none of them can kill the supervisor instead of the rank, and tell
 //     the executor so (readyFD);
 //  2. start the command in a process group of its own, with the
-//     supervisor's stdout and stderr (the rank's log) and cwd;
+//     supervisor's stdout and stderr (the rank's log) and cwd, and note in
+//     the log's index (timesFD) when the log grows, until the end;
 //  3. forward SIGTERM, SIGINT and SIGHUP, and SIGKILL for sigKillGroup, to
 //     the group while its leader runs;
 //  4. once the leader exits, SIGKILL what it left in its group, as a pod's
@@ -92,6 +99,7 @@ func supervise(exitFile, stopFile, command string) int {
 		return 0
 	}
 
+	times := logTimes()
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Env = withoutVar(os.Environ(), supervisorEnv)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -119,6 +127,9 @@ func supervise(exitFile, stopFile, command string) int {
 		}
 	}()
 
+	if times != nil {
+		go func() { _ = times.Watch() }()
+	}
 	werr := waitExited(pgid)
 	mu.Lock()
 	exiting = true
@@ -130,6 +141,9 @@ func supervise(exitFile, stopFile, command string) int {
 		}
 	}
 	err := cmd.Wait()
+	if times != nil {
+		_ = times.Mark() // the last lines' time, before the exit is told
+	}
 	x := exitRecord{End: endExited}
 	if ps := cmd.ProcessState; ps != nil {
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -164,4 +178,19 @@ func withoutVar(env []string, name string) []string {
 		}
 	}
 	return out
+}
+
+// logTimes is the recorder of the rank's log index, or nil when the
+// executor passed none. The index descriptor is closed on exec, so the
+// command never holds it.
+func logTimes() *logtime.Recorder {
+	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, timesFD, syscall.F_GETFD, 0); errno != 0 {
+		return nil // EBADF: not passed
+	}
+	syscall.CloseOnExec(timesFD)
+	r, err := logtime.NewRecorder(os.Stdout, os.NewFile(timesFD, "log times"))
+	if err != nil {
+		return nil
+	}
+	return r
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +15,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 
 	"github.com/falconhq/falcon/internal/cli/factory"
+	"github.com/falconhq/falcon/internal/cli/since"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/output"
 	simcore "github.com/falconhq/falcon/internal/sim"
@@ -108,55 +107,18 @@ func (opts *Options) check(sinceSet bool) error {
 		return errdefs.Invalid("--out-format", "%q: allowed: %s", opts.Format, simcore.TimelineFormats)
 	}
 	if opts.FromDB {
-		if _, err := ParseSince(opts.Since, time.Now()); err != nil {
+		if _, err := since.Parse(opts.Since, time.Now()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ParseSince reads --since: a duration back from now (Go's units, and d
-// for days: 7d, 36h, 1d12h), or an RFC 3339 time.
-func ParseSince(v string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
-	}
-	d, err := parseDays(v)
-	if err != nil {
-		return time.Time{}, errdefs.Invalid("--since", "%q is neither a duration (7d, 36h, 90m) nor an RFC 3339 time (2026-12-01T10:00:00Z)", v)
-	}
-	if d <= 0 {
-		return time.Time{}, errdefs.Invalid("--since", "the duration must be positive, got %s", v)
-	}
-	return now.Add(-d), nil
-}
-
-// parseDays is time.ParseDuration with a leading whole number of days.
-func parseDays(v string) (time.Duration, error) {
-	days, rest, ok := strings.Cut(v, "d")
-	if !ok {
-		return time.ParseDuration(v)
-	}
-	n, err := strconv.Atoi(days)
-	if err != nil || n < 0 || n > 100000 {
-		return 0, fmt.Errorf("bad days %q", days)
-	}
-	d := time.Duration(n) * 24 * time.Hour
-	if rest != "" {
-		r, err := time.ParseDuration(rest)
-		if err != nil {
-			return 0, err
-		}
-		d += r
-	}
-	return d, nil
-}
-
 // fromDB reads the history since --since through the API server and
 // turns it into a trace, saying on stderr what it left out.
 func fromDB(ctx context.Context, opts *Options) ([]simcore.Job, []string, error) {
 	now := time.Now()
-	since, err := ParseSince(opts.Since, now)
+	since, err := since.Parse(opts.Since, now)
 	if err != nil {
 		return nil, nil, err
 	}

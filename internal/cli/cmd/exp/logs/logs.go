@@ -20,6 +20,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/cmd/exp/logs/export"
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
+	"github.com/falconhq/falcon/internal/cli/since"
 	"github.com/falconhq/falcon/internal/client"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/logjson"
@@ -51,7 +52,7 @@ func NewCmdLogs(f *factory.Factory, runF func(context.Context, *Options) error) 
 	var (
 		rank      int32
 		container string
-		since     string
+		sinceFlag string
 	)
 	cmd := &cobra.Command{
 		Use:   "logs ID",
@@ -76,8 +77,8 @@ object (job_id, role, rank, pod, line) per output line, ready for jq.`,
 			if opts.Tail < 0 {
 				return errdefs.Invalid("--tail", "must not be negative, got %d", opts.Tail)
 			}
-			if since != "" {
-				t, err := parseSince(since, opts.Now())
+			if sinceFlag != "" {
+				t, err := since.Parse(sinceFlag, opts.Now())
 				if err != nil {
 					return err
 				}
@@ -105,7 +106,7 @@ object (job_id, role, rank, pod, line) per output line, ready for jq.`,
 	fl.Int32Var(&rank, "rank", 0, "Only this rank (default: every rank)")
 	fl.Int32Var(&opts.Tail, "tail", 0, "Only the last N lines of each pod (0: all)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "Keep streaming new lines until interrupted or the experiment ends")
-	fl.StringVar(&since, "since", "", "Only lines logged since then: a duration (10m, 2h) or a time (RFC 3339)")
+	fl.StringVar(&sinceFlag, "since", "", "Only lines logged since then: a duration (10m, 2h, 7d) or a time (RFC 3339)")
 	fl.StringVar(&opts.Grep, "grep", "", "Only lines matching this RE2 expression (matched by the server)")
 	fl.BoolVar(&opts.Timestamps, "timestamps", false, "Prefix each line with the time it was logged, where the source records it")
 	fl.StringVarP(&container, "container", "c", "", "Container name; only \"task\" exists")
@@ -251,20 +252,6 @@ func printStream(ctx context.Context, stream *client.LogStream, p *output.Printe
 			}
 		}
 	}
-}
-
-// parseSince reads --since: a duration back from now, or a time.
-func parseSince(v string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(v); err == nil {
-		if d <= 0 {
-			return time.Time{}, errdefs.Invalid("--since", "a duration must be positive, got %s", v)
-		}
-		return now.Add(-d), nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
-	}
-	return time.Time{}, errdefs.Invalid("--since", "%q is neither a duration (10m, 2h) nor an RFC 3339 time (2026-12-01T10:00:00Z)", v)
 }
 
 // writeText writes one line as people read it: [role/rank] when the lines

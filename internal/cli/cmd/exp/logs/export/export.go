@@ -11,6 +11,7 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/cli/factory"
+	"github.com/falconhq/falcon/internal/cli/since"
 	"github.com/falconhq/falcon/internal/client"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/output"
@@ -25,13 +26,14 @@ type Options struct {
 	ID    string
 	To    string
 	Role  string
-	Since time.Duration
+	Since time.Time // zero: from the start
 	Grep  string
 }
 
 // NewCmdExport builds the command. runF replaces exportRun in tests.
 func NewCmdExport(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{Client: f.Client, Printer: f.Printer, Now: f.Clock()}
+	var sinceFlag string
 	cmd := &cobra.Command{
 		Use:   "export ID --to gs://BUCKET/PREFIX",
 		Short: "Write every rank's log to a bucket",
@@ -49,8 +51,12 @@ the reason, and the others are still written.`,
 			if opts.To == "" {
 				return errdefs.Invalid("--to", "is required: gs://bucket/prefix to write the logs under")
 			}
-			if opts.Since < 0 {
-				return errdefs.Invalid("--since", "must be a positive duration, got %s", opts.Since)
+			if sinceFlag != "" {
+				t, err := since.Parse(sinceFlag, opts.Now())
+				if err != nil {
+					return err
+				}
+				opts.Since = t
 			}
 			if opts.Grep != "" {
 				if _, err := regexp.Compile(opts.Grep); err != nil {
@@ -66,7 +72,7 @@ the reason, and the others are still written.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.To, "to", "", "Where to write: gs://bucket/prefix")
 	fl.StringVar(&opts.Role, "role", "", "Only this role's ranks")
-	fl.DurationVar(&opts.Since, "since", 0, "Only lines logged in this last while (10m, 2h)")
+	fl.StringVar(&sinceFlag, "since", "", "Only lines logged since then: a duration (10m, 2h, 7d) or a time (RFC 3339)")
 	fl.StringVar(&opts.Grep, "grep", "", "Only lines matching this RE2 expression")
 	return cmd
 }
@@ -77,8 +83,8 @@ func exportRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	req := &falconv1.ExportExpLogsRequest{Id: opts.ID, To: opts.To, Role: opts.Role, Grep: opts.Grep}
-	if opts.Since > 0 {
-		req.Since = timestamppb.New(opts.Now().Add(-opts.Since))
+	if !opts.Since.IsZero() {
+		req.Since = timestamppb.New(opts.Since)
 	}
 	res, err := c.ExportExpLogs(ctx, req)
 	if err != nil {
