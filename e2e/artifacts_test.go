@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/creack/pty"
 )
 
 // The job writes the awkward cases: an empty file, one byte, nested
@@ -265,5 +269,45 @@ func TestLogsExport(t *testing.T) {
 		if r := d.run("", tc.args...); r.code != 2 || !strings.Contains(r.stderr, tc.says) {
 			t.Errorf("falcon %v: exit %d %q; want 2 naming %s", tc.args, r.code, r.stderr, tc.says)
 		}
+	}
+}
+
+// On a terminal, `artifact get` shows its progress on stderr, one line
+// redrawn in place and left at the totals; piped, it writes none.
+func TestArtifactGetShowsProgressOnATerminal(t *testing.T) {
+	d := startDev(t, "")
+	exp := d.create("name: get-progress\nrole_to_task_spec:\n  main:\n    command: 'head -c 3000000 /dev/zero > $FALCON_ARTIFACT_DIR/a.bin && echo hi > $FALCON_ARTIFACT_DIR/b.txt'\n    replica: 1\n")
+	id := exp["id"].(string)
+	if r := d.run("", "exp", "wait", id, "--timeout", "120s"); r.code != 0 {
+		t.Fatalf("wait: %d %s", r.code, r.stderr)
+	}
+
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	cmd := exec.Command(falconBin, "artifact", "get", id, "--to", filepath.Join(t.TempDir(), "tty"))
+	cmd.Env = append(os.Environ(), "FALCON_SERVER=http://"+d.http)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, tty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close() // the child holds it; the master reads EOF (EIO) once the child exits
+	screen, _ := io.ReadAll(ptmx)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("artifact get on a terminal: %v\n%s", err, screen)
+	}
+	if !bytes.Contains(screen, []byte("\r\x1b[K")) || !bytes.Contains(screen, []byte("2/2 files, 2.9 MiB/2.9 MiB")) {
+		t.Fatalf("no progress drawn on the terminal: %q", screen)
+	}
+	if strings.Contains(out.String(), "\x1b[K") {
+		t.Fatalf("progress went to stdout: %q", out.String())
+	}
+
+	r := d.run("", "artifact", "get", id, "--to", filepath.Join(t.TempDir(), "piped"))
+	if r.code != 0 || strings.Contains(r.stderr, "\x1b[K") || strings.Contains(r.stderr, "files, ") {
+		t.Fatalf("piped: exit %d, stderr %q; want no progress", r.code, r.stderr)
 	}
 }
