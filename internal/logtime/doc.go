@@ -9,7 +9,8 @@
 // the order they were seen. A line's time is that of the first record whose
 // size reaches the line's end: when the file was first seen holding the
 // whole line. The Recorder notes a size on every change the kernel reports
-// (inotify), at most one record per markGap (50 ms), so a time is late by
-// at most that gap plus the recorder's wake-up, and a writer that never
-// pauses costs it twenty records a second.
+// (inotify; where it will not watch, it looks every markGap instead), at
+// most one record per markGap (50 ms), so a time is late by at most that
+// gap plus the recorder's wake-up, and a writer that never pauses costs it
+// twenty records a second.
 package logtime

@@ -76,8 +76,18 @@ func TestNoIndexDatesNothing(t *testing.T) {
 }
 
 // Watch marks the log when a process writes it, with no call from the
-// writer: here another process, as a rank is.
+// writer: here another process, as a rank is. Where inotify is refused,
+// poll does the same.
 func TestWatchSeesWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		watch func(*Recorder) error
+	}{{"inotify", (*Recorder).Watch}, {"poll", (*Recorder).poll}} {
+		t.Run(tc.name, func(t *testing.T) { seesWrites(t, tc.watch) })
+	}
+}
+
+func seesWrites(t *testing.T, watch func(*Recorder) error) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "r.log")
 	lf, err := os.OpenFile(log, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
@@ -92,7 +102,7 @@ func TestWatchSeesWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = rec.Watch() }()
+	go func() { _ = watch(rec) }()
 	r, err := Open(log)
 	if err != nil {
 		t.Fatal(err)

@@ -11,31 +11,26 @@ import (
 // bytes a second), and its lines' times are at most this late.
 const markGap = 50 * time.Millisecond
 
-// Watch marks the log each time the kernel reports it written, until
-// reading the kernel's reports fails. It runs for the life of the process
-// that writes the index; Mark once more before that process ends dates the
-// last lines.
+// Watch marks the log each time the kernel reports it written, for the
+// life of the process that writes the index; Mark once more before that
+// process ends dates the last lines. Where the kernel will not watch (a
+// user holds at most fs.inotify.max_user_instances watchers, 128 by
+// default, and a falcon dev of many ranks can pass that), it looks every
+// markGap instead: the same times, a wake-up each gap. It returns only
+// when the log can no longer be read.
 func (r *Recorder) Watch() error {
-	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC)
+	fd, err := r.watchFD()
 	if err != nil {
-		return fmt.Errorf("inotify: %w", err)
+		return r.poll()
 	}
 	defer syscall.Close(fd)
-	// The log by its descriptor: whatever its path, it is the file written.
-	if _, err := syscall.InotifyAddWatch(fd, fmt.Sprintf("/proc/self/fd/%d", r.log.Fd()), syscall.IN_MODIFY); err != nil {
-		return fmt.Errorf("watch the log: %w", err)
-	}
-	// What was written before the watch began reports nothing.
-	if err := r.Mark(); err != nil {
-		return err
-	}
 	buf := make([]byte, 4096)
 	for {
 		if _, err := syscall.Read(fd, buf); err != nil {
 			if err == syscall.EINTR {
 				continue
 			}
-			return err
+			return r.poll()
 		}
 		if err := r.Mark(); err != nil {
 			return err
@@ -44,4 +39,23 @@ func (r *Recorder) Watch() error {
 		// rank that logs without pause wakes this at most once a gap.
 		time.Sleep(markGap)
 	}
+}
+
+// watchFD is an inotify descriptor reporting the log's writes, after a
+// Mark of what was written before the watch began (that reports nothing).
+func (r *Recorder) watchFD() (int, error) {
+	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("inotify: %w", err)
+	}
+	// The log by its descriptor: whatever its path, it is the file written.
+	if _, err := syscall.InotifyAddWatch(fd, fmt.Sprintf("/proc/self/fd/%d", r.log.Fd()), syscall.IN_MODIFY); err != nil {
+		syscall.Close(fd)
+		return -1, fmt.Errorf("watch the log: %w", err)
+	}
+	if err := r.Mark(); err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
