@@ -23,21 +23,41 @@ func (r *Recorder) Watch() error {
 	if err != nil {
 		return r.poll()
 	}
-	defer syscall.Close(fd)
-	buf := make([]byte, 4096)
-	for {
-		if _, err := syscall.Read(fd, buf); err != nil {
-			if err == syscall.EINTR {
-				continue
+	// The kernel's reports are read beside the marks: reports that come
+	// while a mark waits for its turn coalesce into one wake.
+	wake := make(chan struct{}, 1)
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		defer syscall.Close(fd)
+		buf := make([]byte, 4096)
+		for {
+			if _, err := syscall.Read(fd, buf); err != nil && err != syscall.EINTR {
+				return
 			}
-			return r.poll()
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	next := time.Now()
+	for {
+		select {
+		case <-wake:
+		case <-gone:
+			return r.poll() // the reports stopped: look instead
+		}
+		// A rank that logs without pause is marked once a gap, not on
+		// every write.
+		if wait := time.Until(next); wait > 0 {
+			t := time.NewTimer(wait)
+			<-t.C
 		}
 		if err := r.Mark(); err != nil {
 			return err
 		}
-		// Writes meanwhile coalesce into the kernel's next report, so a
-		// rank that logs without pause wakes this at most once a gap.
-		time.Sleep(markGap)
+		next = time.Now().Add(markGap)
 	}
 }
 

@@ -280,12 +280,11 @@ func planStopOutcome(cluster, msg string, prev *backoff, stopErr error, backingO
 	if prev != nil {
 		st = *prev
 	}
-	if !backingOff {
-		st.attempts++
-		st.interval = min(2*st.interval, 30*time.Second)
-		st.next = now.Add(st.interval)
+	if backingOff {
+		st.lastErr = stopErr
+	} else {
+		st.fail(stopErr, now, 30*time.Second)
 	}
-	st.lastErr = stopErr
 	if now.Sub(st.since) >= StopRetryWindow {
 		return true, fmt.Sprintf("%s; cluster %s never confirmed the stop (%d attempts over %s): %v; anything the job started there may still be running", msg, cluster, st.attempts, StopRetryWindow, stopErr), &st
 	}
@@ -540,9 +539,6 @@ func planLeftoverRetry(prev *backoff, err error, now time.Time) *backoff {
 	if prev != nil {
 		st = *prev
 	}
-	st.attempts++
-	st.interval = min(2*st.interval, leftoverRetryMax)
-	st.next = now.Add(st.interval)
-	st.lastErr = err
+	st.fail(err, now, leftoverRetryMax)
 	return &st
 }

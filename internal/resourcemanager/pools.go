@@ -90,6 +90,15 @@ type backoff struct {
 	noted    bool
 }
 
+// fail records a try that failed at now and schedules the next: one more
+// attempt, and the interval doubled, up to max.
+func (b *backoff) fail(err error, now time.Time, max time.Duration) {
+	b.attempts++
+	b.lastErr = err
+	b.interval = min(2*b.interval, max)
+	b.next = now.Add(b.interval)
+}
+
 // poolCluster is one cycle's view of a cluster whose backend manages pools.
 type poolCluster struct {
 	cl    *falconv1.Cluster
@@ -551,10 +560,7 @@ func (m *Manager) deletePool(ctx context.Context, c *cycle, pc *poolCluster, p P
 		return
 	}
 	m.metrics.PoolDeletes.WithLabelValues(k.cluster, "failed").Inc()
-	st.attempts++
-	st.lastErr = err
-	st.interval = min(2*st.interval, m.poolTiming.DeleteBackoffMax)
-	st.next = now.Add(st.interval)
+	st.fail(err, now, m.poolTiming.DeleteBackoffMax)
 	c.deadline(st.next)
 	m.log.Warn("delete node pool", "pool", p.Name, "cluster", k.cluster, "attempt", st.attempts, "err", err)
 	if st.attempts >= m.poolTiming.DeleteAttempts && !st.noted {
