@@ -141,3 +141,31 @@ func TestObserveSlices(t *testing.T) {
 		})
 	}
 }
+
+// A Job is finished, for the sweep, once its controller says it ended, and
+// only then: a Job still starting or running may hold accelerators.
+func TestFinished(t *testing.T) {
+	cond := func(typ batchv1.JobConditionType, st corev1.ConditionStatus) batchv1.JobCondition {
+		return batchv1.JobCondition{Type: typ, Status: st}
+	}
+	for _, tc := range []struct {
+		name  string
+		conds []batchv1.JobCondition
+		want  bool
+	}{
+		{"no condition: starting or running", nil, false},
+		{"suspended", []batchv1.JobCondition{cond(batchv1.JobSuspended, corev1.ConditionTrue)}, false},
+		{"complete", []batchv1.JobCondition{cond(batchv1.JobComplete, corev1.ConditionTrue)}, true},
+		{"success criteria met", []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue)}, true},
+		{"failed", []batchv1.JobCondition{cond(batchv1.JobFailed, corev1.ConditionTrue)}, true},
+		{"failure target: its pods are being ended", []batchv1.JobCondition{cond(batchv1.JobFailureTarget, corev1.ConditionTrue)}, true},
+		{"a condition that is false", []batchv1.JobCondition{cond(batchv1.JobFailed, corev1.ConditionFalse)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &batchv1.Job{Status: batchv1.JobStatus{Conditions: tc.conds}}
+			if got := finished(j); got != tc.want {
+				t.Fatalf("finished = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
