@@ -208,16 +208,20 @@ func TestFollowerSkipsSettledChanges(t *testing.T) {
 	jobs := falconv1.NewJobServiceClient(env.Conn)
 	deriving := watch.Follow(ctx, jobs, slog.New(slog.DiscardHandler), watch.SkipSettled())
 	moving := watch.Follow(ctx, jobs, slog.New(slog.DiscardHandler))
+	for _, f := range []*watch.Follower{deriving, moving} {
+		if !f.WaitConnected(ctx) {
+			t.Fatal("no hello on the change stream")
+		}
+		if _, resync := f.Take(); !resync {
+			t.Fatal("a follower's first Take did not ask to read everything")
+		}
+	}
 	settled := env.Create(t, "settled", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
 	open := env.Create(t, "open", map[string]*falconv1.TaskSpec{"a": {Command: "true", Replica: 1}, "b": {Command: "true", Replica: 1}})
 	for _, j := range open.GetJobs() {
 		if _, err := jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: j.GetId(), ExpectedStatus: "Pending", Status: "Running"}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	for _, f := range []*watch.Follower{deriving, moving} {
-		<-f.Wake() // the hello
-		f.Take()   // its resync
 	}
 	names := func(f *watch.Follower, last string) map[string]bool {
 		t.Helper()
@@ -237,6 +241,13 @@ func TestFollowerSkipsSettledChanges(t *testing.T) {
 			}
 		}
 		return got
+	}
+	// A fence both followers hear of: once one has, the setup's writes
+	// (still arriving when a loaded machine runs the test) are behind it,
+	// and the names below come from the writes under test alone.
+	fence := env.Create(t, "fence", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
+	for _, f := range []*watch.Follower{deriving, moving} {
+		names(f, fence.GetId())
 	}
 	if _, err := jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: settled.GetJobs()[0].GetId(), ExpectedStatus: "Pending", Status: "Running"}); err != nil {
 		t.Fatal(err)
