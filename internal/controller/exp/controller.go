@@ -409,7 +409,15 @@ func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, job
 			log := c.log.With("exp", u.GetId())
 			if e := r.GetExperiment(); e != nil {
 				c.keep(e)
-				log.Info("experiment status", "exp_name", e.GetName(), "cluster", e.GetClusterName(), "from", u.GetExpectedStatus(), "to", u.GetStatus(), "reason", u.GetReason())
+				// As the API server logs what a job's write does to its
+				// experiment: a change of status is an event (info), a
+				// mirrored queue position within one is progress (debug),
+				// else every queued experiment's every move is an info line.
+				level := slog.LevelDebug
+				if u.GetExpectedStatus() != u.GetStatus() {
+					level = slog.LevelInfo
+				}
+				log.Log(ctx, level, "experiment status", "exp_name", e.GetName(), "cluster", e.GetClusterName(), "from", u.GetExpectedStatus(), "to", u.GetStatus(), "reason", u.GetReason())
 				continue
 			}
 			logUpdate(log, "experiment", u.GetId(), status.Error(codes.Code(r.GetCode()), r.GetMessage()))

@@ -3,6 +3,7 @@ package exp_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -342,5 +343,61 @@ func TestFailedWriteIsLookedAtAgain(t *testing.T) {
 	}
 	if got := fullReads(conn); got != full {
 		t.Errorf("%d full reads after the failed write, want none: the experiment is put back, not everything read again", got-full)
+	}
+}
+
+// records is a slog handler that keeps every record, for tests of what is
+// logged at which level.
+type records struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec.Clone())
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+// levels returns the level of each record with message msg, in order.
+func (r *records) levels(msg string) []slog.Level {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []slog.Level
+	for _, rec := range r.recs {
+		if rec.Message == msg {
+			out = append(out, rec.Level)
+		}
+	}
+	return out
+}
+
+// A queue position the expController mirrors onto a waiting experiment is
+// progress, logged at debug; the experiment's move to another status is an
+// event, at info. With every mirror at info, a queue of a thousand
+// experiments filled the production log with five lines per experiment.
+func TestMirroredPositionIsDebugAndAMoveIsInfo(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	rec := &records{}
+	c := expctl.New(env.Conn, expctl.WithLogger(slog.New(rec)))
+	exp := env.Create(t, "queued", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+	j := exp.GetJobs()[0].GetId()
+
+	move(t, env, j, "Pending", "Pending", "Waiting", "queue position #3")
+	reconcile(t, c)
+	if got := env.Exp(t, exp.GetId()); got.GetStatus() != "Created" || got.GetMessage() != "queue position #3" {
+		t.Fatalf("exp %s %q, want Created with the job's position", got.GetStatus(), got.GetMessage())
+	}
+	if got := rec.levels("experiment status"); !slices.Equal(got, []slog.Level{slog.LevelDebug}) {
+		t.Fatalf("levels after a mirrored position = %v, want [DEBUG]", got)
+	}
+	move(t, env, j, "Pending", "Running", "", "")
+	reconcile(t, c)
+	if got := rec.levels("experiment status"); !slices.Equal(got, []slog.Level{slog.LevelDebug, slog.LevelInfo}) {
+		t.Fatalf("levels after the move to Running = %v, want [DEBUG INFO]", got)
 	}
 }
