@@ -119,12 +119,7 @@ func (s *Server) exportRank(ctx context.Context, dest blobstore.Location, key st
 	bw := bufio.NewWriterSize(w, 256<<10)
 	cw := &countingWriter{w: bw}
 	if local {
-		var since *time.Time
-		if req.GetSince() != nil {
-			t := req.GetSince().AsTime()
-			since = &t
-		}
-		err = s.copyLocalLog(ctx, cw, j, rank, grep, since)
+		err = s.copyLocalLog(ctx, cw, j, rank, grep, optTime(req.GetSince()))
 	} else {
 		opts := podlogs.Options{Ranks: []int{rank}, Grep: req.GetGrep()}
 		if req.GetSince() != nil {
@@ -169,17 +164,22 @@ func (s *Server) copyLocalLog(ctx context.Context, w io.Writer, j *store.Job, ra
 		_, err := io.Copy(w, readerCtx{ctx, f})
 		return err
 	}
-	times, err := logtime.Open(path)
-	if err != nil {
-		return err
+	var times *logtime.Reader // only --since needs the lines' times
+	if since != nil {
+		if times, err = logtime.Open(path); err != nil {
+			return err
+		}
+		defer times.Close()
 	}
-	defer times.Close()
 	keep := func(line []byte, end int64) bool {
 		if grep != nil && !grep.Match(bytes.TrimSuffix(line, []byte("\n"))) {
 			return false
 		}
+		if since == nil {
+			return true
+		}
 		at, dated := times.At(end)
-		return since == nil || !dated || !at.Before(*since)
+		return !dated || !at.Before(*since)
 	}
 	r := bufio.NewReaderSize(f, 64<<10)
 	var end int64

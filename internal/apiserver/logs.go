@@ -255,11 +255,7 @@ func (s *Server) localLogs(ctx context.Context, req *falconv1.GetExpLogsRequest,
 	// A line's time is when the file was first seen holding all of it
 	// (package logtime); a line of a log written without an index has
 	// none, and --since lets it through.
-	var since *time.Time
-	if req.GetSince() != nil {
-		t := req.GetSince().AsTime()
-		since = &t
-	}
+	since := optTime(req.GetSince())
 	// scan opens any pod files that appeared and sends what is new in each.
 	scan := func(first bool) error {
 		for _, j := range jobs {
@@ -486,3 +482,12 @@ func (s *Server) setLogPosition(b *lineBatcher, resume logCursor, jobID, pod str
 }
 
 func (p *podReader) close() { _ = p.f.Close(); _ = p.times.Close() }
+
+// optTime is an optional request time as Go's: nil when it was not set.
+func optTime(ts *timestamppb.Timestamp) *time.Time {
+	if ts == nil {
+		return nil
+	}
+	t := ts.AsTime()
+	return &t
+}

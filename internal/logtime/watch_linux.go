@@ -6,11 +6,6 @@ import (
 	"time"
 )
 
-// markGap is the least time between two records: a rank that logs
-// without pause for a day leaves an index of 28 MB (twenty records of 16
-// bytes a second), and its lines' times are at most this late.
-const markGap = 50 * time.Millisecond
-
 // Watch marks the log each time the kernel reports it written, for the
 // life of the process that writes the index; Mark once more before that
 // process ends dates the last lines. Where the kernel will not watch (a

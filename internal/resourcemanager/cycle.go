@@ -407,12 +407,11 @@ func (m *Manager) sweep(ctx context.Context, c *cycle) {
 			if budget--; budget < 0 {
 				return // the rest at the next resync: a sweep never holds a cycle up
 			}
-			j, err := m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: r.JobID})
-			found := status.Code(err) != codes.NotFound
-			switch {
-			case err != nil && found:
+			j, found, err := m.endedRow(ctx, r.JobID)
+			if err != nil {
 				continue // the next resync judges it
-			case !found:
+			}
+			if !found {
 				j = &falconv1.Job{Id: r.JobID, ClusterName: name}
 			}
 			if !planLeftover(j, found, pooled, r.Active) {

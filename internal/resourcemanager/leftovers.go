@@ -48,6 +48,19 @@ func (m *Manager) clearLeftovers(ctx context.Context, c *cycle) {
 	}
 	c.cur = ""
 	now := m.now()
+	// What each cluster holds, listed once a cycle however many leftovers
+	// it has to judge.
+	listed := map[string][]Resident{}
+	residents := func(name string, cl *falconv1.Cluster, b Backend) []Resident {
+		res, ok := listed[name]
+		if !ok {
+			if sw, isSweeper := b.(Sweeper); isSweeper {
+				res, _ = sw.Residents(cl) // none on error: it may run
+			}
+			listed[name] = res
+		}
+		return res
+	}
 	for _, id := range slices.Sorted(maps.Keys(m.mem.leftovers)) { // the same order on every run
 		l := m.mem.leftovers[id]
 		if m.sub.busy(id) || ctx.Err() != nil {
@@ -69,14 +82,13 @@ func (m *Manager) clearLeftovers(ctx context.Context, c *cycle) {
 		}
 		_, pooled := b.(PoolBackend)
 		if l.verify {
-			row, err := m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: id})
-			found := status.Code(err) != codes.NotFound
-			if err != nil && found {
+			row, found, err := m.endedRow(ctx, id)
+			if err != nil {
 				l.retry = planLeftoverRetry(l.retry, err, now)
 				c.deadline(l.retry.next)
 				continue
 			}
-			if !planLeftover(row, found, pooled, m.mayRun(cl, b, id)) {
+			if !planLeftover(row, found, pooled, mayRun(residents(name, cl, b), id)) {
 				delete(m.mem.leftovers, id)
 				continue
 			}
@@ -101,23 +113,26 @@ func (m *Manager) clearLeftovers(ctx context.Context, c *cycle) {
 	}
 }
 
-// mayRun reports whether something of the job may still run on the
-// cluster: false only when its backend lists the job's objects as
-// finished. A job it does not list may have been created since its cache
-// last heard, so it may run.
-func (m *Manager) mayRun(cl *falconv1.Cluster, b Backend, id string) bool {
-	sw, ok := b.(Sweeper)
-	if !ok {
-		return true
-	}
-	res, err := sw.Residents(cl)
-	if err != nil {
-		return true
-	}
+// mayRun reports whether something of the job may still run on its
+// cluster, which holds res: false only when res lists the job's objects as
+// finished. A job it does not list may have been created since the
+// backend's cache last heard (or the backend cannot list), so it may run.
+func mayRun(res []Resident, id string) bool {
 	for _, r := range res {
 		if r.JobID == id {
 			return r.Active
 		}
 	}
 	return true
+}
+
+// endedRow reads the row of a job that left the snapshot: found is false
+// when it is gone (its experiment deleted); err is any other failure, for
+// the caller to judge again later.
+func (m *Manager) endedRow(ctx context.Context, id string) (row *falconv1.Job, found bool, err error) {
+	row, err = m.jobs.GetJob(ctx, &falconv1.GetJobRequest{Id: id})
+	if status.Code(err) == codes.NotFound {
+		return nil, false, nil
+	}
+	return row, err == nil, err
 }
