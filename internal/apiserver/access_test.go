@@ -96,7 +96,7 @@ func TestCheckJobReason(t *testing.T) {
 		{lifecycle.Failed, "Timeout", ""},
 		{lifecycle.Failed, "", ""},
 		{lifecycle.Running, "", ""},
-		{lifecycle.Pending, "JobFailed", `reason: "JobFailed" is not a reason of a Pending job; allowed: Waiting, WaitingForPool, Provisioning, ProvisioningFallback, Dispatching`},
+		{lifecycle.Pending, "JobFailed", `reason: "JobFailed" is not a reason of a Pending job; allowed: Waiting, Next, WaitingForPool, Provisioning, ProvisioningFallback, Dispatching`},
 		{lifecycle.Pending, "waiting", `"waiting" is not a reason of a Pending job`},
 		{lifecycle.Failed, "Dispatching", `allowed: NodePoolTimeout, NodePoolFailed, JobSubmitFailed, JobFailed, Timeout`},
 		{lifecycle.Failed, "RoleFailed", `"RoleFailed" is not a reason of a Failed job`},

@@ -14,7 +14,7 @@ import (
 )
 
 const (
-	pendingReasons = "Waiting, WaitingForPool, Provisioning, ProvisioningFallback, Dispatching"
+	pendingReasons = "Waiting, Next, WaitingForPool, Provisioning, ProvisioningFallback, Dispatching"
 	failedReasons  = "NodePoolTimeout, NodePoolFailed, JobSubmitFailed, JobFailed, Timeout"
 )
 

@@ -58,8 +58,9 @@ func (t Table[S]) Check(from, to S) error {
 //
 //	Waiting ──picked──▶ Provisioning / ProvisioningFallback ──pool ready──▶ Dispatching
 //	   │                      ▲                                                ▲
-//	   └──picked, at the pool cap──▶ WaitingForPool ──a pool falls free──────────┘
-//	   └──────picked, idle pool of its shape or no pool needed──────────────▶ Dispatching
+//	   └──picked, at the pool cap──▶ WaitingForPool ──a pool falls free──────────┤
+//	   └──────picked, idle pool of its shape or no pool needed───────────────────┤
+//	   └──picked ahead──▶ Next ──the slot's holder runs or ends──────────────────┘
 //
 // A pick is recorded as Dispatching, with the cluster it was picked for
 // (the job holds its queue's slot from then); a job that needs a node pool
@@ -74,15 +75,24 @@ func (t Table[S]) Check(from, to S) error {
 // Aborting) is JobMachine's business. Nothing goes back to Waiting: a job
 // that holds its queue's slot keeps it until it runs or ends, which is the
 // queue rule of 000 section 4.
+//
+// Next is a pick taken ahead, while another job holds the slot, for a job
+// that needs nothing but its submission (no node pool): its row names the
+// cluster before anything is created there, so the resource manager may
+// submit it the moment it sees the holder's pods run, and record
+// Dispatching after. It does not hold the slot, and it never goes back to
+// Waiting: its cluster may hold its Job already, so it is not placed
+// elsewhere.
 var PendingPhases = Table[Reason]{
 	Name:    "pending phase",
 	Initial: ReasonWaiting,
 	Transitions: []Step[Reason]{
 		{From: []Reason{ReasonWaiting}, To: ReasonWaiting},
+		{From: []Reason{ReasonWaiting, ReasonNext}, To: ReasonNext},
 		{From: []Reason{ReasonWaiting, ReasonWaitingForPool}, To: ReasonWaitingForPool},
 		{From: []Reason{ReasonWaiting, ReasonWaitingForPool, ReasonProvisioning, ReasonProvisioningFallback}, To: ReasonProvisioning},
 		{From: []Reason{ReasonWaiting, ReasonWaitingForPool, ReasonProvisioningFallback}, To: ReasonProvisioningFallback},
-		{From: []Reason{ReasonWaiting, ReasonWaitingForPool, ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching}, To: ReasonDispatching},
+		{From: []Reason{ReasonWaiting, ReasonNext, ReasonWaitingForPool, ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching}, To: ReasonDispatching},
 		// The pick, recorded as Dispatching, of a job that needs a pool.
 		{From: []Reason{ReasonDispatching}, To: ReasonWaitingForPool},
 		{From: []Reason{ReasonDispatching}, To: ReasonProvisioning},

@@ -22,6 +22,10 @@ var (
 		// A pick is recorded as Dispatching; a job that needs a pool then gets one.
 		{ReasonDispatching, ReasonWaitingForPool}: true, {ReasonDispatching, ReasonProvisioning}: true,
 		{ReasonDispatching, ReasonProvisioningFallback}: true,
+		// A pick taken ahead: it waits for the slot, then is recorded as
+		// Dispatching; never back to Waiting, never to a pool phase
+		// (only jobs that need no pool are picked ahead).
+		{ReasonWaiting, ReasonNext}: true, {ReasonNext, ReasonNext}: true, {ReasonNext, ReasonDispatching}: true,
 	}
 	legalPool = map[[2]PoolState]bool{
 		{PoolProvisioning, PoolProvisioning}: true, {PoolProvisioning, PoolReady}: true, {PoolReady, PoolReady}: true,

@@ -184,8 +184,8 @@ func firstFailure(jobs []Entity) (Entity, bool) {
 }
 
 var pendingOrder = map[string]int{
-	string(ReasonWaiting): 1, string(ReasonWaitingForPool): 2, string(ReasonProvisioning): 3,
-	string(ReasonProvisioningFallback): 3, string(ReasonDispatching): 4,
+	string(ReasonWaiting): 1, string(ReasonNext): 2, string(ReasonWaitingForPool): 3, string(ReasonProvisioning): 4,
+	string(ReasonProvisioningFallback): 4, string(ReasonDispatching): 5,
 }
 
 func mostAdvancedPending(jobs []Entity) *Entity {

@@ -18,6 +18,11 @@ const (
 	// allows (cap=N): it takes the first that falls free, or creates one
 	// once there are fewer.
 	ReasonWaitingForPool Reason = "WaitingForPool"
+	// ReasonNext: picked to take its queue's slot the moment the job
+	// holding it runs or ends, and recorded with its cluster, so that the
+	// handover needs no write first (see PendingPhases). It does not hold
+	// the slot.
+	ReasonNext Reason = "Next"
 )
 
 // Failed reasons: why the job failed.
@@ -40,7 +45,7 @@ const (
 
 // PendingReasons and FailedReasons are the vocabularies a job may carry.
 var (
-	PendingReasons = []Reason{ReasonWaiting, ReasonWaitingForPool, ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching}
+	PendingReasons = []Reason{ReasonWaiting, ReasonNext, ReasonWaitingForPool, ReasonProvisioning, ReasonProvisioningFallback, ReasonDispatching}
 	FailedReasons  = []Reason{ReasonNodePoolTimeout, ReasonNodePoolFailed, ReasonJobSubmitFailed, ReasonJobFailed, ReasonTimeout}
 )
 

@@ -20,6 +20,12 @@ type RM struct {
 	DispatchLatency *prometheus.HistogramVec
 	// Finished counts jobs that ended, by cluster, status and reason.
 	Finished *prometheus.CounterVec
+	// HandedAhead counts slots handed to the job on deck the moment the
+	// holder's cluster reported it released them, before any cycle.
+	HandedAhead prometheus.Counter
+	// HandoversWaiting is how many jobs picked ahead wait for their
+	// queue's holder to release the slot.
+	HandoversWaiting prometheus.Gauge
 	// Queue depth and the acquiring slot, per (cluster, queue). A queue is
 	// named by what its jobs compete for: a TPU slice topology (2x2x4), a
 	// GPU type and GPUs per host (nvidia-h100-80gb:8), or cpu.
@@ -62,6 +68,12 @@ func NewRM(reg prometheus.Registerer) *RM {
 			Name: "falcon_job_dispatch_latency_seconds", Help: "From a job's creation until all its replicas run (queueing, node pool, scheduling).",
 			Buckets: prometheus.ExponentialBuckets(0.1, 2, 16), // 100ms .. ~55m
 		}, []string{"cluster"}),
+		HandedAhead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "falcon_rm_handovers_ahead_total", Help: "Queue slots handed to the job picked ahead (Next) as soon as the holder's pods ran or it ended, without waiting for a cycle.",
+		}),
+		HandoversWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "falcon_rm_handovers_waiting", Help: "Jobs picked ahead (Next) whose handover waits for their queue's holder to run or end.",
+		}),
 		Finished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "falcon_jobs_finished_total", Help: "Jobs that ended, by cluster, status and reason.",
 		}, []string{"cluster", "status", "reason"}),
@@ -90,7 +102,7 @@ func NewRM(reg prometheus.Registerer) *RM {
 			Name: "falcon_reservation_nodes", Help: "Nodes of each cluster's default reservation, by state (in_use, free), as last read from the Compute API.",
 		}, []string{"cluster", "reservation", "state"}),
 	}
-	reg.MustRegister(m.ReservationNodes, m.Cycles, m.CycleErrors, m.CycleSeconds, m.CycleJobs, m.Dispatched, m.DispatchLatency, m.Finished,
+	reg.MustRegister(m.ReservationNodes, m.Cycles, m.CycleErrors, m.CycleSeconds, m.CycleJobs, m.Dispatched, m.DispatchLatency, m.Finished, m.HandedAhead, m.HandoversWaiting,
 		m.QueueWaiting, m.QueueAcquiring, m.ClusterUnreachable, m.NodePools, m.PoolCreates, m.PoolReuses, m.PoolDeletes)
 	return m
 }

@@ -265,15 +265,25 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 			return c.next, ctx.Err()
 		}
 		c.look(j)
+		pending := j.GetStatus() == string(lifecycle.Pending)
+		next := pending && j.GetReason() == string(lifecycle.ReasonNext)
+		if !next && !(pending && acquiring(j)) {
+			// Neither on deck nor holding a slot any more (aborted,
+			// ended, or its write failed): the deck starts nothing for it
+			// from now, and a start it made is in flight (below).
+			m.deck.drop(j.GetId())
+		}
 		switch {
 		case m.sub.busy(j.GetId()):
 			// Its create is in flight: its return brings the job back
 			// (submitter), and an abort's stop waits for it.
 		case j.GetStatus() == string(lifecycle.Aborting):
 			m.abort(ctx, c, j)
-		case j.GetStatus() == string(lifecycle.Pending) && acquiring(j):
+		case pending && acquiring(j):
 			m.acquire(ctx, c, j, false)
-		case j.GetStatus() == string(lifecycle.Pending):
+		case next:
+			m.seatOnDeck(ctx, c, j)
+		case pending:
 			waiting = append(waiting, j)
 		}
 	}
@@ -342,6 +352,9 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 	// picks that follow.
 	m.loadOwners(c, c.all)
 	m.pickAll(ctx, c, m.snap.jobs)
+	if full {
+		m.armDeck(c)
+	}
 	// What no pick carried (a cycle with no free slot, or a closing one).
 	m.queuePositions(c, m.snap.jobs)
 	run(m.flush(ctx, c, nil, nil))
@@ -747,7 +760,7 @@ func (m *Manager) logTransition(j *falconv1.Job, from string) {
 }
 
 func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
-	d := planAbort(j)
+	d := planAbort(j, m.sub.has(j.GetId()))
 	msg := d.message
 	if d.verb == stopThenRecord {
 		var done bool
@@ -851,6 +864,14 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 					_ = m.mem.sched.Remove(sj.ID)
 					continue
 				}
+				// Picked from the deck, if it was there: from now the cycle
+				// submits it, unless the deck did already (submitAll).
+				m.deck.drop(j.GetId())
+				if j.GetReason() == string(lifecycle.ReasonNext) && j.GetClusterName() == key.Cluster {
+					// Its row names the cluster already, so its submission
+					// need not wait for the write that records the pick.
+					m.submitAhead(ctx, c, j)
+				}
 				picked = append(picked, j)
 				req := &falconv1.UpdateJobStatusRequest{
 					Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
@@ -870,15 +891,17 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 				m.mem.submitted[j.GetId()] = true
 			}
 		}
-		if len(picked) == 0 {
+		decked, deckReqs := m.reserveAll(c, byID)
+		if len(picked) == 0 && len(decked) == 0 {
 			return
 		}
 		// With the updates queued so far (a slot holder's Running above
 		// all, the ends seen, the positions the picks moved): one
-		// transaction records the holder's pods running and the pick
-		// that takes its slot.
+		// transaction records the holder's pods running, the pick that
+		// takes its slot and the pick ahead of the one after.
 		m.queuePositions(c, byID)
-		then := m.flush(ctx, c, picked, reqs)
+		then := m.flush(ctx, c, append(picked, decked...), append(reqs, deckReqs...))
+		m.deckAll(c, decked)
 		if c.configRead == nil {
 			c.configRead = map[string]bool{}
 		}
@@ -946,6 +969,9 @@ func (m *Manager) submitAll(ctx context.Context, c *cycle, jobs []*falconv1.Job)
 		}
 		if _, starts := b.(Starter); starts {
 			continue // started one at a time, in acquire (see Starter)
+		}
+		if m.sub.has(j.GetId()) {
+			continue // the deck submitted it when its holder ran
 		}
 		subs = append(subs, sub{j, cl, b})
 	}

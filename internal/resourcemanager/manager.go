@@ -126,6 +126,9 @@ type Manager struct {
 	// closing is set for the last cycle of a drain (finish): it picks no
 	// job, so it hands no submission over.
 	closing bool
+	// deck hands a slot over the moment its holder releases it; it hands
+	// nothing over until Run opens it, as sub (see deck).
+	deck *deck
 
 	// What backends reported since the last cycle (Touch, Wake).
 	touchMu  sync.Mutex
@@ -191,6 +194,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 		m.metrics = metrics.NewRM(prometheus.NewRegistry())
 	}
 	m.mem = newMemory(m.now)
+	m.deck = newDeck(func(n int) { m.metrics.HandoversWaiting.Set(float64(n)) })
 	m.writer = "resourcemanager-" + rand.Text()
 	return m
 }
@@ -204,6 +208,7 @@ func WithResync(d time.Duration) Option { return func(m *Manager) { m.resyncEver
 // Touch asks for a cycle now that looks at these jobs: a backend saw their
 // processes or pods change.
 func (m *Manager) Touch(jobIDs ...string) {
+	m.deck.touched(jobIDs, m.released, m.startNext)
 	m.touchMu.Lock()
 	for _, id := range jobIDs {
 		m.touched[id] = true
@@ -250,8 +255,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.follower.WaitConnected(ctx)
 	m.sub = newSubmitter(m.Touch)
 	// Submissions in flight finish (or see ctx end) before Run returns, so
-	// a stopped manager leaves no create behind it.
+	// a stopped manager leaves no create behind it; the deck starts none
+	// after it is closed.
 	defer m.sub.wait()
+	m.deck.open(ctx)
+	defer m.deck.close()
 	changes := m.follower.Wake()
 	for {
 		select {
@@ -289,6 +297,7 @@ func (m *Manager) Run(ctx context.Context) error {
 // nothing new, so a drained manager leaves no job Dispatching whose create
 // has already landed.
 func (m *Manager) finish(ctx context.Context) error {
+	m.deck.close()
 	m.sub.wait()
 	ids := m.sub.returned()
 	if len(ids) == 0 {

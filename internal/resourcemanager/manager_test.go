@@ -31,6 +31,7 @@ type scripted struct {
 	mu          sync.Mutex
 	phase       map[string]resourcemanager.Observation
 	dispatched  map[string]*falconv1.Job
+	clusters    map[string][]string // job -> the clusters of its every Dispatch
 	stopped     map[string]int
 	dispatchErr error
 	stopErr     error
@@ -61,13 +62,15 @@ func (s *scripted) callCount() int {
 }
 
 func newScripted() *scripted {
-	return &scripted{phase: map[string]resourcemanager.Observation{}, dispatched: map[string]*falconv1.Job{}, stopped: map[string]int{}}
+	return &scripted{phase: map[string]resourcemanager.Observation{}, dispatched: map[string]*falconv1.Job{},
+		clusters: map[string][]string{}, stopped: map[string]int{}}
 }
 
-func (s *scripted) Dispatch(_ context.Context, _ *falconv1.Cluster, j *falconv1.Job) error {
+func (s *scripted) Dispatch(_ context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
+	s.clusters[j.GetId()] = append(s.clusters[j.GetId()], c.GetName())
 	if s.dispatchErr != nil {
 		return s.dispatchErr
 	}

@@ -136,15 +136,53 @@ func planAcquiring(f acquiringFacts) decision {
 // the queue's slot; finished before it was seen running is Succeeded (the
 // cycle passes it through Running); failed is stopped and failed.
 func planObserved(obs Observation) decision {
+	if !releases(obs) {
+		return recorded(lifecycle.Pending, lifecycle.ReasonDispatching, obs.Message)
+	}
 	switch obs.Phase {
 	case PhaseRunning:
 		return recorded(lifecycle.Running, "", obs.Message)
 	case PhaseSucceeded:
 		return recorded(lifecycle.Succeeded, "", obs.Message)
-	case PhaseFailed:
-		return failed(lifecycle.ReasonJobFailed, obs.Message)
 	}
-	return recorded(lifecycle.Pending, lifecycle.ReasonDispatching, obs.Message)
+	return failed(lifecycle.ReasonJobFailed, obs.Message)
+}
+
+// releases reports whether what a slot holder's cluster reports frees its
+// queue's slot: its pods all run, or it ended. It is planObserved's rule,
+// which the deck applies before any cycle does.
+func releases(obs Observation) bool {
+	switch obs.Phase {
+	case PhaseRunning, PhaseSucceeded, PhaseFailed:
+		return true
+	}
+	return false
+}
+
+// reserveFacts is what a cycle knows of a queue whose slot is held, when
+// it considers picking the next job ahead (deck).
+type reserveFacts struct {
+	// pooled: the cluster's backend manages node pools, and which pool
+	// the next job takes is decided only when the slot is free.
+	pooled bool
+	// starts: the backend starts processes (Starter), one at a time in
+	// the cycle, and frees the slot at once anyway.
+	starts bool
+	// cpu: the queue acquires nothing, so its slot is handed on at
+	// submission already (noAcquisition).
+	cpu bool
+	// outOfService is why the cluster receives no new jobs, "" if none.
+	outOfService string
+	backoff      bool
+}
+
+// planReserve decides whether a queue's next job is picked ahead and
+// recorded Next, to be submitted the moment the slot's holder releases it:
+// only where submitting is all the job needs (no node pool, no process
+// started by the cycle, something to acquire) on a cluster that takes new
+// jobs and answers.
+func planReserve(f reserveFacts) bool {
+	return !f.pooled && !f.starts && !f.cpu && f.outOfService == "" && !f.backoff
 }
 
 // planDispatch decides what a submission's outcome means, and returns the
@@ -240,15 +278,17 @@ func planRunningObserved(obs Observation) decision {
 // must be asked to stop it first. A job that never began acquiring
 // (dispatched_at is written before any pool or Job is asked for) has
 // nothing on its cluster to stop, even when pinned there: its abort must
-// not wait for a cluster that may be unreachable. Aborted carries no Reason
+// not wait for a cluster that may be unreachable — unless the deck
+// submitted it while it was next in line (submitted: its create is in
+// flight or returned, not yet recorded). Aborted carries no Reason
 // (000 section 9); the Message keeps why, including a sibling stop's
 // "stopped because role X failed".
-func planAbort(j *falconv1.Job) decision {
+func planAbort(j *falconv1.Job, submitted bool) decision {
 	msg := j.GetMessage()
 	if msg == "" {
 		msg = "aborted"
 	}
-	if j.GetClusterName() != "" && reachedCluster(j) {
+	if j.GetClusterName() != "" && (reachedCluster(j) || submitted) {
 		return decision{verb: stopThenRecord, to: lifecycle.Aborted, message: msg}
 	}
 	return recorded(lifecycle.Aborted, "", msg)
@@ -352,8 +392,8 @@ func planPositions(q queueFacts) []positionWrite {
 			}
 		}
 		j := q.jobs[p.ID]
-		if j == nil || j.GetStatus() != string(lifecycle.Pending) || acquiring(j) {
-			continue
+		if j == nil || j.GetStatus() != string(lifecycle.Pending) || acquiring(j) || j.GetReason() == string(lifecycle.ReasonNext) {
+			continue // a job picked ahead never goes back to Waiting (lifecycle.PendingPhases)
 		}
 		msg := p.Message() + suffix
 		if j.GetReason() == string(lifecycle.ReasonWaiting) && j.GetMessage() == msg {

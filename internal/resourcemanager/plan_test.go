@@ -186,21 +186,24 @@ func TestPlanRunningObserved(t *testing.T) {
 func TestPlanAbort(t *testing.T) {
 	dispatched := func(j *falconv1.Job) { j.DispatchedAt = timestamppb.New(t0) }
 	cases := []struct {
-		name string
-		j    *falconv1.Job
-		want decision
+		name      string
+		j         *falconv1.Job
+		submitted bool
+		want      decision
 	}{
-		{"never reached its cluster: no stop", planJob(lifecycle.Aborting, "", 0), recorded(lifecycle.Aborted, "", "aborted")},
+		{"never reached its cluster: no stop", planJob(lifecycle.Aborting, "", 0), false, recorded(lifecycle.Aborted, "", "aborted")},
 		{"pinned but never dispatched: no stop, the message kept",
-			planJob(lifecycle.Aborting, "", 0, func(j *falconv1.Job) { j.Message = "aborted by ana@example.com" }),
+			planJob(lifecycle.Aborting, "", 0, func(j *falconv1.Job) { j.Message = "aborted by ana@example.com" }), false,
 			recorded(lifecycle.Aborted, "", "aborted by ana@example.com")},
-		{"acquiring: stopped first", planJob(lifecycle.Aborting, "", 0, dispatched), decision{verb: stopThenRecord, to: lifecycle.Aborted, message: "aborted"}},
-		{"running: stopped first", planJob(lifecycle.Aborting, "", 0, startedAt(t0)), decision{verb: stopThenRecord, to: lifecycle.Aborted, message: "aborted"}},
-		{"holding a pool: stopped first", planJob(lifecycle.Aborting, "", 0, func(j *falconv1.Job) { j.NodePool = "falcon-j1" }),
+		{"submitted by the deck, not recorded yet: stopped first", planJob(lifecycle.Aborting, "", 0), true,
+			decision{verb: stopThenRecord, to: lifecycle.Aborted, message: "aborted"}},
+		{"acquiring: stopped first", planJob(lifecycle.Aborting, "", 0, dispatched), false, decision{verb: stopThenRecord, to: lifecycle.Aborted, message: "aborted"}},
+		{"running: stopped first", planJob(lifecycle.Aborting, "", 0, startedAt(t0)), false, decision{verb: stopThenRecord, to: lifecycle.Aborted, message: "aborted"}},
+		{"holding a pool: stopped first", planJob(lifecycle.Aborting, "", 0, func(j *falconv1.Job) { j.NodePool = "falcon-j1" }), false,
 			decision{verb: stopThenRecord, to: lifecycle.Aborted, message: "aborted"}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { check(t, planAbort(tc.j), tc.want) })
+		t.Run(tc.name, func(t *testing.T) { check(t, planAbort(tc.j, tc.submitted), tc.want) })
 	}
 }
 
@@ -524,6 +527,40 @@ func TestPlanLeftoverRetry(t *testing.T) {
 			}
 			if tc.prev != nil && *tc.prev != before {
 				t.Fatal("planLeftoverRetry changed what it was given")
+			}
+		})
+	}
+}
+
+// The deck hands a slot over on exactly what makes planObserved move the
+// holder out of Dispatching: the two must never disagree.
+func TestReleasesIsPlanObservedsRule(t *testing.T) {
+	for _, p := range []Phase{PhaseUnknown, PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed} {
+		obs := Observation{Phase: p, Message: "m"}
+		stays := planObserved(obs).to == lifecycle.Pending
+		if releases(obs) == stays {
+			t.Errorf("phase %s: releases = %v, but planObserved keeps it Pending = %v", p, releases(obs), stays)
+		}
+	}
+}
+
+func TestPlanReserve(t *testing.T) {
+	cases := []struct {
+		name string
+		f    reserveFacts
+		want bool
+	}{
+		{"a Kubernetes cluster in service: picked ahead", reserveFacts{}, true},
+		{"a pooled cluster: the pool is decided when the slot is free", reserveFacts{pooled: true}, false},
+		{"a backend that starts processes in the cycle", reserveFacts{starts: true}, false},
+		{"a CPU queue hands its slot on at submission anyway", reserveFacts{cpu: true}, false},
+		{"a cluster in maintenance receives nothing new", reserveFacts{outOfService: "it is in maintenance"}, false},
+		{"a cluster backing off would refuse the create", reserveFacts{backoff: true}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := planReserve(tc.f); got != tc.want {
+				t.Errorf("planReserve(%+v) = %v, want %v", tc.f, got, tc.want)
 			}
 		})
 	}

@@ -178,16 +178,19 @@ func (m *Manager) put(j *falconv1.Job) {
 		j.Config = old.GetConfig()
 	}
 	if !m.snap.put(j) {
+		m.deck.drop(j.GetId())
 		m.mem.forgetJob(j.GetId())
 		return
 	}
 	if j.GetStatus() != string(lifecycle.Pending) {
+		m.deck.drop(j.GetId())
 		m.mem.leaveQueue(j.GetId())
 	}
 }
 
 // gone forgets a job that is no longer live or no longer exists.
 func (m *Manager) gone(id string) {
+	m.deck.drop(id)
 	m.snap.drop(id)
 	m.mem.forgetJob(id)
 	m.sub.forget(id)

@@ -91,6 +91,20 @@ func (s *submitter) busy(id string) bool {
 	return ok
 }
 
+// has reports whether the job's submission is in flight or returned and
+// not taken yet: one the deck started, which the cycle's pick must not
+// start again.
+func (s *submitter) has(id string) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, busy := s.inflight[id]
+	_, returned := s.outcome[id]
+	return busy || returned
+}
+
 // room reports how many more submissions the cluster may be handed now.
 func (s *submitter) room(cluster string) int {
 	if s == nil {

@@ -4536,7 +4536,7 @@ type UpdateJobStatusRequest struct {
 	// Precondition: the update applies only while the row still has this status.
 	ExpectedStatus string `protobuf:"bytes,2,opt,name=expected_status,json=expectedStatus,proto3" json:"expected_status,omitempty"`
 	Status         string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
-	// Only with status Pending (Waiting, WaitingForPool, Provisioning,
+	// Only with status Pending (Waiting, Next, WaitingForPool, Provisioning,
 	// ProvisioningFallback, Dispatching) or Failed (NodePoolTimeout,
 	// NodePoolFailed, JobSubmitFailed, JobFailed, Timeout); empty for every
 	// other status.

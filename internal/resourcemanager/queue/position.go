@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -87,8 +86,15 @@ func (s *Scheduler) Waiting(key Key) []Position {
 		return nil
 	}
 	order := q.simulate()
-	n := min(len(order), s.aheadLimit)
-	head := slices.Clone(order[:n]) // not the cache itself: a Pick rewrites it
+	// A job on deck goes before every waiting one.
+	var deck []Ref
+	if q.onDeck != nil {
+		deck = []Ref{q.onDeck.ref()}
+	}
+	n := min(len(deck)+len(order), s.aheadLimit)
+	head := make([]Ref, 0, n) // not the cache itself: a Pick rewrites it
+	head = append(head, deck[:min(len(deck), n)]...)
+	head = append(head, order[:n-len(head)]...)
 	var holder *Ref
 	if q.acquiring != nil {
 		r := q.acquiring.ref()
@@ -96,8 +102,9 @@ func (s *Scheduler) Waiting(key Key) []Position {
 	}
 	out := make([]Position, len(order))
 	for i, r := range order {
-		n := min(i, len(head))
-		out[i] = Position{Ref: r, Pos: i + 1, Ahead: head[:n:n], Acquiring: holder}
+		k := i + len(deck)
+		n := min(k, len(head))
+		out[i] = Position{Ref: r, Pos: k + 1, Ahead: head[:n:n], Acquiring: holder}
 	}
 	return out
 }

@@ -149,11 +149,14 @@ func (f *fifo) compact() {
 // last, the better of the heap root's two children, which are the second
 // best.
 type queue struct {
-	key        Key
-	actors     map[string]*fifo
-	heads      minHeap[*fifo] // actors with waiting jobs, by earliest job
-	waiting    int
-	acquiring  *entry
+	key       Key
+	actors    map[string]*fifo
+	heads     minHeap[*fifo] // actors with waiting jobs, by earliest job
+	waiting   int
+	acquiring *entry
+	// onDeck was picked ahead while the slot is held (Reserve): the next
+	// Pick hands it the slot before anyone waiting.
+	onDeck     *entry
 	lastServed string
 
 	// order caches the simulated pick order (see Waiting). A pick removes
@@ -216,8 +219,31 @@ func (q *queue) next() *fifo {
 }
 
 func (q *queue) depth() int {
+	n := q.waiting
 	if q.acquiring != nil {
-		return q.waiting + 1
+		n++
 	}
-	return q.waiting
+	if q.onDeck != nil {
+		n++
+	}
+	return n
+}
+
+// takeFront takes the job the pick rule chooses out of the waiting, making
+// its actor the last served; nil if nobody waits.
+func (q *queue) takeFront() *entry {
+	a := q.next()
+	if a == nil {
+		return nil
+	}
+	e := a.slots[a.head].e
+	q.unlink(e)
+	q.lastServed = e.job.Actor
+	if q.orderOK && len(q.order) > 0 && q.order[0].ID == e.job.ID {
+		q.order[0] = Ref{}
+		q.order = q.order[1:]
+	} else {
+		q.invalidate()
+	}
+	return e
 }

@@ -52,6 +52,9 @@ type Phase string
 const (
 	PhaseWaiting   Phase = "Waiting"
 	PhaseAcquiring Phase = "Acquiring" // holds its queue's slot (Provisioning or Dispatching)
+	// PhaseOnDeck: picked ahead (Reserve) while another job holds the
+	// slot; the next Pick of its queue hands it the slot.
+	PhaseOnDeck Phase = "OnDeck"
 )
 
 // entry is one job in the scheduler.
@@ -59,7 +62,7 @@ type entry struct {
 	job   Job
 	key   Key
 	rank  rank
-	actor *fifo      // while waiting; nil once acquiring
+	actor *fifo      // while waiting; nil once on deck or acquiring
 	since time.Time  // when it started acquiring, by the scheduler's clock
 	sel   *Selection // the record of placing it, when EnqueueExplained did
 }
@@ -226,6 +229,8 @@ func (s *Scheduler) MarkAcquiring(job Job, key Key) error {
 		return nil
 	case q.acquiring != nil:
 		return fmt.Errorf("%w: %s is held by job %s, cannot mark %s", ErrSlotBusy, key, q.acquiring.job.ID, job.ID)
+	case ok && q.onDeck == e:
+		q.onDeck = nil
 	case ok:
 		q.unlink(e)
 	default:
@@ -237,10 +242,11 @@ func (s *Scheduler) MarkAcquiring(job Job, key Key) error {
 	return nil
 }
 
-// Pick hands key's free slot to the next job by the pick rule and returns
-// it; the job is then acquiring and its actor is the queue's last served.
-// It returns false if the slot is taken or nobody is waiting. Cost:
-// O(log jobs-of-actor + log actors).
+// Pick hands key's free slot to the next job and returns it: the job on
+// deck if there is one (Reserve), else the next by the pick rule. The job
+// is then acquiring and its actor is the queue's last served. It returns
+// false if the slot is taken or nobody is waiting. Cost: O(log
+// jobs-of-actor + log actors).
 func (s *Scheduler) Pick(key Key) (Job, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -248,20 +254,79 @@ func (s *Scheduler) Pick(key Key) (Job, bool) {
 	if q == nil || q.acquiring != nil {
 		return Job{}, false
 	}
-	a := q.next()
-	if a == nil {
+	e := q.onDeck
+	if e != nil {
+		q.onDeck = nil
+	} else if e = q.takeFront(); e == nil {
 		return Job{}, false
 	}
-	e := a.slots[a.head].e
-	q.unlink(e)
-	q.acquiring, e.since, q.lastServed = e, s.now(), e.job.Actor
-	if q.orderOK && len(q.order) > 0 && q.order[0].ID == e.job.ID {
-		q.order[0] = Ref{}
-		q.order = q.order[1:]
-	} else {
-		q.invalidate()
-	}
+	q.acquiring, e.since = e, s.now()
 	return e.job, true
+}
+
+// Reserve picks key's next job ahead, while another job holds the slot: by
+// the pick rule, as Pick would, making its actor the last served. The job
+// is then on deck: no longer waiting, not holding the slot, and the next
+// Pick of the queue hands it the slot before anyone waiting. It returns
+// false if the slot is free (Pick instead), a job is on deck already, or
+// nobody is waiting.
+func (s *Scheduler) Reserve(key Key) (Job, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[key]
+	if q == nil || q.acquiring == nil || q.onDeck != nil {
+		return Job{}, false
+	}
+	e := q.takeFront()
+	if e == nil {
+		return Job{}, false
+	}
+	q.onDeck = e
+	return e.job, true
+}
+
+// MarkOnDeck records that job was picked ahead in key (its row says so),
+// for rebuilding after a restart as MarkAcquiring does for the slot's
+// holder. The job may be new or already waiting in that queue; marking the
+// job on deck again does nothing. If another job is on deck the error is
+// ErrSlotBusy; if the job holds the slot, ErrConflict.
+func (s *Scheduler) MarkOnDeck(job Job, key Key) error {
+	if err := validate(job, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queue(key)
+	e, ok := s.jobs[job.ID]
+	switch {
+	case ok && e.key != key:
+		return fmt.Errorf("%w: job %s is in queue %s, not %s", ErrConflict, job.ID, e.key, key)
+	case ok && q.onDeck == e:
+		return nil
+	case ok && q.acquiring == e:
+		return fmt.Errorf("%w: job %s holds the slot of %s", ErrConflict, job.ID, key)
+	case q.onDeck != nil:
+		return fmt.Errorf("%w: job %s is on deck in %s, cannot mark %s", ErrSlotBusy, q.onDeck.job.ID, key, job.ID)
+	case ok:
+		q.unlink(e)
+		q.invalidate()
+	default:
+		e = newEntry(job, key)
+		s.jobs[job.ID] = e
+	}
+	q.onDeck, q.lastServed = e, e.job.Actor
+	q.invalidate()
+	return nil
+}
+
+// Holder returns the job holding key's slot, false if the slot is free.
+func (s *Scheduler) Holder(key Key) (Job, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[key]; q != nil && q.acquiring != nil {
+		return q.acquiring.job, true
+	}
+	return Job{}, false
 }
 
 // Release frees the slot held by jobID, whose pods are all Running, and
@@ -274,10 +339,11 @@ func (s *Scheduler) Release(jobID string) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotFound, jobID)
 	}
-	if e.actor != nil {
+	q := s.queues[e.key]
+	if q.acquiring != e {
 		return fmt.Errorf("%w: %s is waiting in %s", ErrNotAcquiring, jobID, e.key)
 	}
-	s.queues[e.key].acquiring = nil
+	q.acquiring = nil
 	delete(s.jobs, jobID)
 	return nil
 }
@@ -293,9 +359,13 @@ func (s *Scheduler) Remove(jobID string) error {
 		return fmt.Errorf("%w: %s", ErrNotFound, jobID)
 	}
 	q := s.queues[e.key]
-	if e.actor == nil {
+	switch {
+	case q.acquiring == e:
 		q.acquiring = nil
-	} else {
+	case q.onDeck == e:
+		q.onDeck = nil
+		q.invalidate() // positions count it ahead
+	default:
 		q.unlink(e)
 		q.invalidate()
 	}
@@ -311,8 +381,11 @@ func (s *Scheduler) Lookup(jobID string) (Key, Phase, bool) {
 	if !ok {
 		return Key{}, "", false
 	}
-	if e.actor == nil {
+	switch q := s.queues[e.key]; e {
+	case q.acquiring:
 		return e.key, PhaseAcquiring, true
+	case q.onDeck:
+		return e.key, PhaseOnDeck, true
 	}
 	return e.key, PhaseWaiting, true
 }
@@ -355,10 +428,16 @@ func (s *Scheduler) Keys() []Key {
 	return s.keys(func(q *queue) bool { return q.depth() > 0 })
 }
 
-// Ready returns the queues whose slot is free and which have a job waiting,
-// sorted: the ones a scheduling cycle should Pick from.
+// Ready returns the queues whose slot is free and which have a job waiting
+// or on deck, sorted: the ones a scheduling cycle should Pick from.
 func (s *Scheduler) Ready() []Key {
-	return s.keys(func(q *queue) bool { return q.acquiring == nil && q.waiting > 0 })
+	return s.keys(func(q *queue) bool { return q.acquiring == nil && (q.waiting > 0 || q.onDeck != nil) })
+}
+
+// Reservable returns the queues whose slot is held, with nobody on deck
+// and a job waiting, sorted: the ones a cycle may Reserve from.
+func (s *Scheduler) Reservable() []Key {
+	return s.keys(func(q *queue) bool { return q.acquiring != nil && q.onDeck == nil && q.waiting > 0 })
 }
 
 func (s *Scheduler) keys(keep func(*queue) bool) []Key {
@@ -380,7 +459,9 @@ type Stats struct {
 	Waiting int
 	Actors  int // actors with at least one waiting job
 	// Acquiring is the job holding the slot; zero if the slot is free.
-	Acquiring      Ref
+	Acquiring Ref
+	// OnDeck is the job picked ahead to take the slot next; zero if none.
+	OnDeck         Ref
 	AcquiringSince time.Time // by the scheduler's clock
 	LastServed     string
 	OldestWaiting  time.Time // Created of the earliest waiting job
@@ -399,6 +480,9 @@ func (s *Scheduler) Snapshot() []Stats {
 		st := Stats{Key: k, Waiting: q.waiting, Actors: len(q.heads), LastServed: q.lastServed}
 		if e := q.acquiring; e != nil {
 			st.Acquiring, st.AcquiringSince = e.ref(), e.since
+		}
+		if e := q.onDeck; e != nil {
+			st.OnDeck = e.ref()
 		}
 		if len(q.heads) > 0 {
 			f := q.heads[0]
