@@ -56,6 +56,7 @@ type handover struct {
 	holder, next *falconv1.Job // copies, for the goroutines that use them
 	cluster      *falconv1.Cluster
 	backend      Backend
+	configRead   bool // see memory.configRead
 	// observing: a goroutine is asking the backend about the holder;
 	// again: the holder changed again meanwhile, so it asks once more.
 	observing, again bool
@@ -74,7 +75,7 @@ func (d *deck) open(ctx context.Context) {
 
 // set records that next takes holder's slot when it is released. A deck
 // not open, or closed, records nothing.
-func (d *deck) set(holder, next *falconv1.Job, cl *falconv1.Cluster, b Backend) {
+func (d *deck) set(holder, next *falconv1.Job, cl *falconv1.Cluster, b Backend, configRead bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.ctx == nil || d.closed {
@@ -83,7 +84,7 @@ func (d *deck) set(holder, next *falconv1.Job, cl *falconv1.Cluster, b Backend) 
 	if h := d.byHolder[holder.GetId()]; h != nil && h.next.GetId() == next.GetId() {
 		return
 	}
-	d.byHolder[holder.GetId()] = &handover{holder: cloneJob(holder), next: cloneJob(next), cluster: cl, backend: b}
+	d.byHolder[holder.GetId()] = &handover{holder: cloneJob(holder), next: cloneJob(next), cluster: cl, backend: b, configRead: configRead}
 	d.gauge(len(d.byHolder))
 }
 
@@ -215,6 +216,7 @@ func (m *Manager) reserveAll(c *cycle, byID map[string]*falconv1.Job) (jobs []*f
 func (m *Manager) deckAll(c *cycle, jobs []*falconv1.Job) {
 	for _, j := range jobs {
 		if j.GetReason() == string(lifecycle.ReasonNext) {
+			m.mem.configRead[j.GetId()] = true
 			m.arm(c, j)
 		}
 	}
@@ -248,7 +250,7 @@ func (m *Manager) arm(c *cycle, j *falconv1.Job) {
 	if holder == nil || !acquiring(holder) || err != nil {
 		return
 	}
-	m.deck.set(holder, j, cl, b)
+	m.deck.set(holder, j, cl, b, m.mem.configRead[j.GetId()])
 }
 
 // seatOnDeck puts a job whose row says Next back on its queue's deck (the
@@ -284,7 +286,7 @@ func (m *Manager) released(ctx context.Context, h *handover) bool {
 func (m *Manager) startNext(ctx context.Context, h *handover) {
 	m.metrics.HandedAhead.Inc()
 	m.log.Debug("slot handed over ahead of the cycle", "job", h.next.GetId(), "after", h.holder.GetId(), "cluster", h.cluster.GetName())
-	m.startSubmission(ctx, h.cluster, h.backend, h.next)
+	m.startSubmission(ctx, h.cluster, h.backend, h.next, h.configRead)
 }
 
 // submitAhead submits a job the cycle picked from the deck before the
@@ -297,14 +299,13 @@ func (m *Manager) submitAhead(ctx context.Context, c *cycle, j *falconv1.Job) {
 	if m.sub == nil || err != nil || m.sub.has(j.GetId()) {
 		return
 	}
-	m.startSubmission(ctx, cl, b, cloneJob(j))
+	m.startSubmission(ctx, cl, b, cloneJob(j), m.mem.configRead[j.GetId()])
 }
 
-// startSubmission hands j's submission to the submitter. The config comes
-// with the job when the write that recorded it Next brought it; a row read
-// from a list (after a restart) lacks it, and submit reads it.
-func (m *Manager) startSubmission(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job) {
-	configRead := j.GetConfig() != ""
+// startSubmission hands j's submission to the submitter. configRead: the
+// write that recorded it Next brought its config back (memory.configRead);
+// a row read from a list (after a restart) lacks it, and submit reads it.
+func (m *Manager) startSubmission(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job, configRead bool) {
 	m.sub.start(ctx, cl.GetName(), j.GetId(), func(ctx context.Context) error {
 		return m.submit(ctx, cl, b, j, configRead)
 	})

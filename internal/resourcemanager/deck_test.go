@@ -26,6 +26,7 @@ type gatedConn struct {
 	mu      sync.Mutex
 	open    chan struct{} // closed while writes pass
 	blocked atomic.Int32  // writes waiting at the gate
+	gets    atomic.Int32  // GetJob calls: a submission reading its config
 }
 
 func newGatedConn(conn grpc.ClientConnInterface) *gatedConn {
@@ -51,6 +52,9 @@ func (g *gatedConn) pass() {
 }
 
 func (g *gatedConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	if strings.HasSuffix(method, "/GetJob") {
+		g.gets.Add(1)
+	}
 	if strings.HasSuffix(method, "/UpdateJobStatuses") || strings.HasSuffix(method, "/UpdateJobStatus") {
 		g.mu.Lock()
 		open := g.open
@@ -127,7 +131,14 @@ func TestTheDeckHandsTheSlotOverBeforeAnyCycle(t *testing.T) {
 	d := startDeck(t, apitest.Start(t, map[string]string{"local": "test"}), be)
 	var ids []string
 	for _, name := range []string{"holder", "next", "third"} {
-		ids = append(ids, d.env.Create(t, name, map[string]*falconv1.TaskSpec{"main": slotTask}).GetJobs()[0].GetId())
+		// The next one has no config: nothing in its row says whether
+		// it was read.
+		exp, err := d.env.Exps.CreateExp(context.Background(), &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
+			Name: name, RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": slotTask}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, exp.GetJobs()[0].GetId())
 	}
 	other := d.env.Create(t, "other-queue", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1, DeviceType: "v6e", DeviceTopo: "2x2"}}).GetJobs()[0].GetId()
 	d.waitJob(t, ids[0], "Pending", "Dispatching", "")
@@ -146,6 +157,7 @@ func TestTheDeckHandsTheSlotOverBeforeAnyCycle(t *testing.T) {
 	}
 
 	// A cycle in flight, stuck on its write: the other queue's holder runs.
+	gets := d.gate.gets.Load()
 	d.gate.hold()
 	be.set(other, resourcemanager.PhaseRunning, "1/1 pods running")
 	d.touch(other)
@@ -155,6 +167,10 @@ func TestTheDeckHandsTheSlotOverBeforeAnyCycle(t *testing.T) {
 	waitFor(t, "the job on deck submitted", func() bool { return d.dispatched(ids[1]) })
 	if got := metric(t, d.reg, "falcon_rm_handovers_ahead_total"); got != 1 {
 		t.Errorf("falcon_rm_handovers_ahead_total = %v, want 1", got)
+	}
+	// The write that recorded it Next brought its (empty) config back.
+	if n := d.gate.gets.Load() - gets; n != 0 {
+		t.Errorf("the handover read %d jobs, want none", n)
 	}
 
 	d.gate.pass()

@@ -32,6 +32,8 @@ import (
 //     restart, and a failed deletion's note goes to the job it was created
 //     for rather than the last one that used it.
 //   - reportedAt: each cluster's capacity view is reported at once.
+//   - configRead: a job on deck when the controller restarted has its
+//     config read once more before its submission.
 //   - submitted: a CPU-only job submitted before the restart holds its
 //     queue's slot again until its pods run, as a job that acquires does;
 //     the next CPU-only jobs of that cluster wait for it once.
@@ -67,6 +69,11 @@ type memory struct {
 
 	reportedAt map[string]time.Time
 
+	// configRead holds the jobs on deck whose experiment config came back
+	// with the write that put them there, so their submission need not
+	// read it (submit); an empty config is one too.
+	configRead map[string]bool
+
 	// leftovers are jobs that ended without this manager stopping them
 	// while their cluster may still hold what they started, by job ID
 	// (see leftover).
@@ -99,6 +106,7 @@ func newMemory(now func() time.Time) *memory {
 		stopFailing:     map[string]*backoff{},
 		submitted:       map[string]bool{},
 		reportedAt:      map[string]time.Time{},
+		configRead:      map[string]bool{},
 		leftovers:       map[string]*leftover{},
 		due:             map[string]time.Time{},
 		touched:         map[queue.Key]bool{},
@@ -123,5 +131,6 @@ func (mem *memory) leaveQueue(id string) {
 	}
 	delete(mem.dispatchFailing, id)
 	delete(mem.positions, id)
+	delete(mem.configRead, id)
 	delete(mem.polls, id)
 }

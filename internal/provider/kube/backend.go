@@ -381,8 +381,10 @@ func (b *Backend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1
 // deletes the Service too. A Job of that name that Falcon created for j
 // already is success.
 func (b *Backend) createJob(ctx context.Context, e *edge, j *falconv1.Job, job *batchv1.Job, svc *corev1.Service, ownsService bool) error {
+	start := time.Now()
 	created, err := e.client.BatchV1().Jobs(e.namespace).Create(ctx, job, metav1.CreateOptions{})
 	e.record(b.now(), ignoreExists(err))
+	b.log.Debug("create Kubernetes Job", "job", j.GetId(), "name", job.Name, "took", time.Since(start), "err", err)
 	if err == nil && svc != nil && ownsService {
 		// Let the garbage collector delete the Service with the Job, even
 		// if the Job is removed outside Falcon.
