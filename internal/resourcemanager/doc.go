@@ -25,7 +25,12 @@
 // The slot of a queue is handed over in the cycle that learns its holder's
 // pods run (or that it ended), which the backend's report starts at once:
 // there is no wait for a poll between one job's pods running and the next
-// job's submission. Under Run the submission itself leaves the cycle
+// job's submission. Under Run, where the next job needs nothing but its
+// submission, it does not wait for a cycle either: the cycle that hands a
+// slot to one job picks the one after it ahead (Pending/Next, its cluster
+// on its row), and the deck (deck.go) submits it the moment the backend
+// reports the holder's pods running, the cycle recording both afterwards
+// in one write. Under Run the submission itself leaves the cycle
 // (submitter): the cycle records the pick, hands the Kubernetes create to
 // a per-cluster worker and ends, so one queue's create never holds another
 // queue's handover; the next cycle that looks at the job decides on what
@@ -36,7 +41,8 @@
 //
 // Every decision a cycle takes is a pure function in plan.go: what to do
 // with an acquiring job before and after its cluster is asked
-// (planAcquiring, planObserved), what a submission's outcome means
+// (planAcquiring, planObserved, and releases, the deck's rule), whether a
+// queue's next job is picked ahead (planReserve), what a submission's outcome means
 // (planDispatch), the same for a Running job (planRunning,
 // planRunningObserved), how an abort ends (planAbort), what a failed stop
 // means and when to ask again (planStopOutcome), which queue positions to

@@ -43,6 +43,11 @@ import (
 //     what they hold (Sweeper).
 //   - due, touched, unreachable: the first cycle after a restart reads and
 //     looks at every job, so nothing is owed.
+//
+// The deck (Manager.deck), shared with the goroutines that hand slots over
+// between cycles, is memory too and lives beside this type: a restart
+// loses the handovers it waited on, and the first cycle sets them again
+// from the rows that say Next.
 type memory struct {
 	sched       *queue.Scheduler
 	positions   map[string]int          // waiting job -> position last written
