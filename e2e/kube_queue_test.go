@@ -303,6 +303,21 @@ func waitsWith(jobs map[string]map[string]any, name, msg string) string {
 	return ""
 }
 
+// nextAfter checks that the job named name was picked ahead on cluster,
+// to be submitted the moment holder's pods run (Pending/Next): the front of
+// a Kubernetes cluster's queue.
+func nextAfter(jobs map[string]map[string]any, name, cluster, holder string) string {
+	j := jobs[name]
+	if j == nil {
+		return name + " does not exist"
+	}
+	msg := "next in line on cluster " + cluster + ": submitted the moment " + holder + " runs"
+	if j["status"] != "Pending" || j["reason"] != "Next" || j["message"] != msg || j["cluster_name"] != cluster {
+		return fmt.Sprintf("%s is %v/%v %q on %v, want Pending/Next %q", name, j["status"], j["reason"], j["message"], j["cluster_name"], msg)
+	}
+	return ""
+}
+
 // holdsSlot checks that the job named name holds its queue's slot:
 // Dispatching, its pods refused by the edge's scheduler.
 func holdsSlot(jobs map[string]map[string]any, name string) string {
@@ -396,7 +411,7 @@ func TestKubernetesQueues(t *testing.T) {
 		// goes first, then bob (alice steps aside), then alice's others.
 		waitJobs(d, "queued fairly behind carol", func(j map[string]map[string]any) string {
 			return firstOf(holdsSlot(j, "f-hold"),
-				waitsWith(j, "f-a1", "queue position #1, next in line, waiting for "+label(carol, "f-hold")+" to finish acquiring resources"),
+				nextAfter(j, "f-a1", a.Name(), label(carol, "f-hold")),
 				waitsWith(j, "f-b1", "queue position #2, 1 ahead: "+label(alice, "f-a1")),
 				waitsWith(j, "f-a2", "queue position #3, 2 ahead: "+label(alice, "f-a1")+", "+label(bob, "f-b1")),
 				waitsWith(j, "f-a3", "queue position #4, 3 ahead: "+label(alice, "f-a1")+", "+label(bob, "f-b1")+", "+label(alice, "f-a2")))
@@ -406,14 +421,14 @@ func TestKubernetesQueues(t *testing.T) {
 		uncordonOne(t, a, "2x2x1")
 		waitJobs(d, "the queue moving on to f-a1", func(j map[string]map[string]any) string {
 			return firstOf(hasStatus(j, "f-hold", "Running"), holdsSlot(j, "f-a1"),
-				waitsWith(j, "f-b1", "queue position #1, next in line, waiting for "+label(alice, "f-a1")+" to finish acquiring resources"),
+				nextAfter(j, "f-b1", a.Name(), label(alice, "f-a1")),
 				waitsWith(j, "f-a2", "queue position #2, 1 ahead: "+label(bob, "f-b1")),
 				waitsWith(j, "f-a3", "queue position #3, 2 ahead: "+label(bob, "f-b1")+", "+label(alice, "f-a2")))
 		})
 		uncordonOne(t, a, "2x2x1")
 		waitJobs(d, "bob's job dispatched before alice's second", func(j map[string]map[string]any) string {
 			return firstOf(hasStatus(j, "f-a1", "Running"), holdsSlot(j, "f-b1"),
-				waitsWith(j, "f-a2", "queue position #1, next in line, waiting for "+label(bob, "f-b1")+" to finish acquiring resources"),
+				nextAfter(j, "f-a2", a.Name(), label(bob, "f-b1")),
 				waitsWith(j, "f-a3", "queue position #2, 1 ahead: "+label(alice, "f-a2")))
 		})
 		uncordonOne(t, a, "2x2x1")
@@ -449,7 +464,7 @@ func TestKubernetesQueues(t *testing.T) {
 		})
 		// Meanwhile the blocked queue stayed blocked.
 		if why := firstOf(holdsSlot(jobs, "i-hold"),
-			waitsWith(jobs, "i-behind", "queue position #1, next in line, waiting for "+label(carol, "i-hold")+" to finish acquiring resources")); why != "" {
+			nextAfter(jobs, "i-behind", a.Name(), label(carol, "i-hold"))); why != "" {
 			t.Error(why)
 		}
 		if got := watches[a].created(other, onB, behind); !slices.Equal(got, []string{other}) {
@@ -478,20 +493,13 @@ func TestKubernetesQueues(t *testing.T) {
 		// Both queues are one deep now: either will do, but the job must
 		// wait in one of them rather than go unplaced.
 		submit(t, created, as(carol), tpuManifest("s-3", "2x2x1", 1, quick, ""))
-		behind := func(who, name string) string {
-			return "queue position #1, next in line, waiting for " + label(who, name) + " to finish acquiring resources"
-		}
-		jobs := waitJobs(d, "s-3 queued behind s-1 or s-2", func(j map[string]map[string]any) string {
-			if waitsWith(j, "s-3", behind(alice, "s-1")) == "" || waitsWith(j, "s-3", behind(bob, "s-2")) == "" {
+		jobs := waitJobs(d, "s-3 picked ahead behind s-1 or s-2", func(j map[string]map[string]any) string {
+			if nextAfter(j, "s-3", on[0], label(alice, "s-1")) == "" || nextAfter(j, "s-3", on[1], label(bob, "s-2")) == "" {
 				return ""
 			}
-			return fmt.Sprintf("s-3 is %v/%v %q, want waiting first behind s-1 or s-2", j["s-3"]["status"], j["s-3"]["reason"], j["s-3"]["message"])
+			return fmt.Sprintf("s-3 is %v/%v %q, want next in line behind s-1 or s-2", j["s-3"]["status"], j["s-3"]["reason"], j["s-3"]["message"])
 		})
-		if jobs["s-3"]["message"] == behind(alice, "s-1") {
-			on = append(on, on[0])
-		} else {
-			on = append(on, on[1])
-		}
+		on = append(on, jobs["s-3"]["cluster_name"].(string))
 		cordon(t, a, "2x2x1", false)
 		cordon(t, b, "2x2x1", false)
 		waitJobs(d, "all succeeded", func(j map[string]map[string]any) string {
@@ -517,7 +525,7 @@ func TestKubernetesQueues(t *testing.T) {
 		gone := submit(t, created, as(alice), tpuManifest("w-aborted", "2x2x1", 1, quick, pin(a)))
 		next := submit(t, created, as(bob), tpuManifest("w-next", "2x2x1", 1, quick, pin(a)))
 		waitJobs(d, "both queued", func(j map[string]map[string]any) string {
-			return firstOf(waitsWith(j, "w-aborted", "queue position #1, next in line, waiting for "+label(carol, "w-hold")+" to finish acquiring resources"),
+			return firstOf(nextAfter(j, "w-aborted", a.Name(), label(carol, "w-hold")),
 				waitsWith(j, "w-next", "queue position #2, 1 ahead: "+label(alice, "w-aborted")))
 		})
 		as(alice).abort(t, created["w-aborted"])
@@ -527,7 +535,7 @@ func TestKubernetesQueues(t *testing.T) {
 		}
 		// The queue closes up behind it, then moves on once the slot frees.
 		waitJobs(d, "w-next moving up", func(j map[string]map[string]any) string {
-			return waitsWith(j, "w-next", "queue position #1, next in line, waiting for "+label(carol, "w-hold")+" to finish acquiring resources")
+			return nextAfter(j, "w-next", a.Name(), label(carol, "w-hold"))
 		})
 		cordon(t, a, "2x2x1", false)
 		d.waitFor(created["w-next"], "Succeeded", func(e map[string]any) bool { return e["status"] == "Succeeded" })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -218,12 +219,17 @@ func TestRunFollowsTheFeed(t *testing.T) {
 	}
 	solo := env.Create(t, "solo", map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}})
 	conn := apitest.CountCalls(env.Conn)
-	c := expctl.New(conn, expctl.WithInterval(time.Hour), expctl.WithResync(time.Hour))
+	answered := &answeredCalls{ClientConnInterface: conn, n: map[string]int{}}
+	c := expctl.New(answered, expctl.WithInterval(time.Hour), expctl.WithResync(time.Hour))
 	start(t, c)
 	// A full read lists each live status in turn (Created, Running,
-	// Aborting): counted before its last list, the first read's own calls
-	// would look like later ones.
-	waitFor(t, "the first cycle's full read", func() bool { return fullReads(conn) >= 3 })
+	// Aborting), then the jobs and artifacts of what it found: counted
+	// before those answer, the first read's own calls would look like
+	// later ones, and a job moved meanwhile would be read ahead of its
+	// experiment (which the controller then writes, and reads again).
+	waitFor(t, "the first cycle's full read", func() bool {
+		return fullReads(conn) >= 3 && answered.count("ListJobs") >= 1 && answered.count("ListArtifacts") >= 1
+	})
 	// A job change whose write settled its experiment (one role, no
 	// time-to-live) is no news to the controller: it must never read
 	// that experiment, though it reads the next change's, which the feed
@@ -281,6 +287,27 @@ func TestRunFollowsTheFeed(t *testing.T) {
 
 // fullReads counts the ListExps calls that listed every experiment of a
 // status, not ones named by ID.
+// answeredCalls counts the unary calls that have returned, by method.
+type answeredCalls struct {
+	grpc.ClientConnInterface
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (a *answeredCalls) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	err := a.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+	a.mu.Lock()
+	a.n[path.Base(method)]++
+	a.mu.Unlock()
+	return err
+}
+
+func (a *answeredCalls) count(method string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n[method]
+}
+
 func fullReads(conn *apitest.Calls) int {
 	n := 0
 	for _, r := range conn.Requests("ListExps") {
