@@ -221,6 +221,11 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 			}
 		}
 	}
+	for name := range c.clusters {
+		if m.outOfService(c, name) != "" || c.health[name].Backoff {
+			m.deck.dropCluster(name) // as pickAll skips it
+		}
+	}
 	c.all = make([]*falconv1.Job, 0, len(m.snap.jobs))
 	for _, j := range m.snap.jobs {
 		c.all = append(c.all, j)

@@ -152,6 +152,20 @@ func (d *deck) touched(ids []string, observe func(context.Context, *handover) bo
 	}
 }
 
+// dropCluster forgets the handovers on a cluster that takes no new job
+// now (out of service, or backing off): their jobs wait on deck for the
+// cycle, which picks them when the cluster takes jobs again.
+func (d *deck) dropCluster(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for holder, h := range d.byHolder {
+		if h.cluster.GetName() == name {
+			delete(d.byHolder, holder)
+		}
+	}
+	d.gauge(len(d.byHolder))
+}
+
 // close stops every handover from starting and waits for the looks in
 // flight: the drain (Manager.finish) then waits for what was started.
 func (d *deck) close() {
@@ -240,6 +254,9 @@ func (m *Manager) arm(c *cycle, j *falconv1.Job) {
 	if !ok || phase != queue.PhaseOnDeck || m.sub.has(j.GetId()) {
 		return
 	}
+	if m.outOfService(c, key.Cluster) != "" || c.health[key.Cluster].Backoff {
+		return // see dropCluster
+	}
 	h, ok := m.mem.sched.Holder(key)
 	if !ok {
 		return
@@ -257,12 +274,13 @@ func (m *Manager) arm(c *cycle, j *falconv1.Job) {
 // first cycle after a restart): on the cluster its row names and nowhere
 // else, since that cluster may hold its Job already.
 func (m *Manager) seatOnDeck(ctx context.Context, c *cycle, j *falconv1.Job) {
-	if _, _, ok := m.mem.sched.Lookup(j.GetId()); ok {
-		return
-	}
 	key := queue.Key{Cluster: j.GetClusterName(), Topology: queueKey(j)}
 	if c.clusters[key.Cluster] == nil {
+		// It may not go elsewhere, and nothing can bring it forward there.
 		m.fail(ctx, j, lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("cluster %s is no longer registered (deleted while the job was next in line there)", key.Cluster))
+		return
+	}
+	if _, _, ok := m.mem.sched.Lookup(j.GetId()); ok {
 		return
 	}
 	m.mem.touched[key] = true

@@ -300,9 +300,51 @@ func TestARestartKeepsTheJobOnDeckOnItsCluster(t *testing.T) {
 	if j.GetClusterName() != "a" {
 		t.Fatalf("after the restart the job went to cluster %q, want a", j.GetClusterName())
 	}
+	// Its submission starts before the write that records the pick, and
+	// may return after it.
+	waitFor(t, "the job submitted again", func() bool {
+		be.mu.Lock()
+		defer be.mu.Unlock()
+		return len(be.clusters[next]) >= 2
+	})
 	be.mu.Lock()
 	defer be.mu.Unlock()
-	if got := be.clusters[next]; len(got) < 2 || slices.ContainsFunc(got, func(c string) bool { return c != "a" }) {
+	if got := be.clusters[next]; slices.ContainsFunc(got, func(c string) bool { return c != "a" }) {
 		t.Errorf("the job was submitted to %v; want a, again after the restart, and nowhere else", got)
 	}
+}
+
+// A cluster put in maintenance takes no new job, also from the deck: its
+// job on deck waits there (it may go nowhere else) and is submitted once
+// the cluster is active again.
+func TestTheDeckHoldsWhileItsClusterIsInMaintenance(t *testing.T) {
+	ctx := context.Background()
+	be := newScripted()
+	be.startPhase = resourcemanager.PhasePending
+	env := apitest.Start(t, map[string]string{"local": "test"})
+	d := startDeck(t, env, be)
+	setStatus := func(status string) {
+		t.Helper()
+		if _, err := falconv1.NewClusterServiceClient(env.UserConn).SetClusterStatus(ctx, &falconv1.SetClusterStatusRequest{Name: "local", Status: status}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder := env.Create(t, "holder", map[string]*falconv1.TaskSpec{"main": slotTask}).GetJobs()[0].GetId()
+	next := env.Create(t, "next", map[string]*falconv1.TaskSpec{"main": slotTask}).GetJobs()[0].GetId()
+	d.waitJob(t, next, "Pending", "Next", "")
+	d.armed(t, 1)
+	setStatus("maintenance")
+	d.armed(t, 0)
+	be.set(holder, resourcemanager.PhaseRunning, "1/1 pods running")
+	d.touch(holder)
+	d.waitJob(t, holder, "Running", "", "")
+	if d.dispatched(next) {
+		t.Fatal("the job on deck was submitted to a cluster in maintenance")
+	}
+	if j := env.Job(t, next); j.GetReason() != "Next" || j.GetClusterName() != "local" {
+		t.Fatalf("the job on deck is %s/%s on %q while its cluster is in maintenance, want Pending/Next on local", j.GetStatus(), j.GetReason(), j.GetClusterName())
+	}
+	setStatus("active")
+	d.waitJob(t, next, "Pending", "Dispatching", "")
+	waitFor(t, "the job on deck submitted", func() bool { return d.dispatched(next) })
 }
