@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	_ "embed"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -316,10 +317,10 @@ func StartCluster(ctx context.Context, dir string, opts ...Option) (*Cluster, er
 			return fail(err)
 		}
 	}
-	if err := c.waitHTTP(ctx, c.controllerManager, "https://"+loopback(kcmPort)+"/healthz"); err != nil {
+	if err := c.waitStarted(ctx, c.controllerManager, "https://"+loopback(kcmPort)+"/healthz"); err != nil {
 		return fail(err)
 	}
-	if err := c.waitHTTP(ctx, c.scheduler, "https://"+loopback(schedPort)+"/readyz"); err != nil {
+	if err := c.waitStarted(ctx, c.scheduler, "https://"+loopback(schedPort)+"/readyz"); err != nil {
 		return fail(err)
 	}
 	if err := c.waitServiceAccount(ctx, metav1.NamespaceDefault); err != nil {
@@ -439,6 +440,23 @@ func (c *Cluster) waitHTTP(ctx context.Context, proc *process, url string) error
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready at %s: %w (last answer: %s)", proc.name, url, ctx.Err(), last)
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitStarted waits for a component started early, before the apiserver
+// was ready: kube-controller-manager gives the apiserver 10 seconds to
+// become healthy and exits when it is not (its RBAC bootstrap took longer
+// on a loaded two-core machine). The apiserver is ready by now, so one
+// that exited is started again, a few times at most.
+func (c *Cluster) waitStarted(ctx context.Context, proc *process, url string) error {
+	for attempt := 1; ; attempt++ {
+		err := c.waitHTTP(ctx, proc, url)
+		if !errors.Is(err, errExited) || attempt == 3 {
+			return err
+		}
+		if err := proc.start(); err != nil {
+			return err
 		}
 	}
 }
