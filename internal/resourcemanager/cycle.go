@@ -878,14 +878,7 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 					m.submitAhead(ctx, c, j)
 				}
 				picked = append(picked, j)
-				req := &falconv1.UpdateJobStatusRequest{
-					Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
-					Reason: string(lifecycle.ReasonDispatching), Message: "submitting to cluster " + key.Cluster, ClusterName: key.Cluster,
-					WithConfig: true,
-				}
-				if sel, ok := m.mem.sched.Selection(sj.ID); ok {
-					req.Selection = selectionToAPI(sel) // the record goes in the write that records the pick
-				}
+				req := m.pickRequest(j, key.Cluster, lifecycle.ReasonDispatching, "submitting to cluster "+key.Cluster)
 				reqs = append(reqs, req)
 				if !noAcquisition(j) {
 					break // it holds the slot until its pods run
@@ -946,6 +939,20 @@ func (m *Manager) pickAll(ctx context.Context, c *cycle, byID map[string]*falcon
 	}
 }
 
+// pickRequest is the write that records a pick of j for cluster (reason
+// Dispatching, or Next for a pick ahead): it brings the job's config back
+// for its submission, and carries the record that placed it.
+func (m *Manager) pickRequest(j *falconv1.Job, cluster string, reason lifecycle.Reason, msg string) *falconv1.UpdateJobStatusRequest {
+	req := &falconv1.UpdateJobStatusRequest{
+		Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending),
+		Reason: string(reason), Message: msg, ClusterName: cluster, WithConfig: true,
+	}
+	if sel, ok := m.mem.sched.Selection(j.GetId()); ok {
+		req.Selection = selectionToAPI(sel)
+	}
+	return req
+}
+
 // submitAll submits the picked jobs that need no node pool concurrently,
 // at most submitPerCluster at a time on one cluster, and leaves each
 // outcome in c.submitted for dispatch to take instead of submitting again.
@@ -982,7 +989,7 @@ func (m *Manager) submitAll(ctx context.Context, c *cycle, jobs []*falconv1.Job)
 	}
 	if m.sub != nil {
 		for _, s := range subs {
-			j := proto.Clone(s.j).(*falconv1.Job) // the cycle goes on writing s.j
+			j := cloneJob(s.j) // the cycle goes on writing s.j
 			configRead := c.configRead[j.GetId()]
 			m.sub.start(ctx, s.cl.GetName(), j.GetId(), func(ctx context.Context) error {
 				return m.submit(ctx, s.cl, s.b, j, configRead)

@@ -210,14 +210,8 @@ func (m *Manager) reserveAll(c *cycle, byID map[string]*falconv1.Job) (jobs []*f
 			continue
 		}
 		delete(m.mem.positions, j.GetId())
-		req := &falconv1.UpdateJobStatusRequest{
-			Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(lifecycle.Pending), Reason: string(lifecycle.ReasonNext),
-			Message:     fmt.Sprintf("next in line on cluster %s: submitted the moment %s: %s runs", key.Cluster, holder.Actor, cmp.Or(holder.Name, holder.ID)),
-			ClusterName: key.Cluster, WithConfig: true,
-		}
-		if sel, ok := m.mem.sched.Selection(sj.ID); ok {
-			req.Selection = selectionToAPI(sel)
-		}
+		req := m.pickRequest(j, key.Cluster, lifecycle.ReasonNext,
+			fmt.Sprintf("next in line on cluster %s: submitted the moment %s: %s runs", key.Cluster, holder.Actor, cmp.Or(holder.Name, holder.ID)))
 		jobs, reqs = append(jobs, j), append(reqs, req)
 	}
 	return jobs, reqs
