@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"strings"
 	"sync"
@@ -53,7 +54,7 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	shared, err = kubeenv.StartCluster(ctx, dir, kubeenv.WithName("gke-it"))
+	shared, err = kubeenv.StartCluster(ctx, dir, kubeenv.WithName("gke-it"), kubeenv.WithLogf(log.Printf))
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start kube cluster:", err)

@@ -116,6 +116,8 @@ type Cluster struct {
 	podLogs  bool // WithPodLogs: kwok serves pods/log from files
 	podExec  bool // WithPodExec: kwok serves pods/exec too
 	kwokPort int  // kwok's kubelet-like server, when podLogs
+
+	stalls *stallWatch // repairs pods whose end kwok lost
 }
 
 // Start starts a cluster in a directory under tb.TempDir and stops it when tb
@@ -330,6 +332,7 @@ func StartCluster(ctx context.Context, dir string, opts ...Option) (*Cluster, er
 		return fail(fmt.Errorf("kwok exited: %v", err))
 	}
 	c.startup = time.Since(begin)
+	c.stalls = startStallWatch(c.clientset, o.logf)
 	o.logf("kubeenv: cluster %s ready at %s in %s", c.name, c.host, c.startup.Round(time.Millisecond))
 	return c, nil
 }
@@ -536,6 +539,9 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 // away. It is safe to call more than once.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
+		if c.stalls != nil {
+			c.stalls.stop()
+		}
 		var wg sync.WaitGroup
 		for _, p := range []*process{c.kwok, c.scheduler, c.controllerManager} {
 			if p != nil {

@@ -52,6 +52,14 @@
 // and with AnnotationRunForever it keeps running. A deleted pod is terminated
 // (exit 143) and removed once its finalizers are.
 //
+// kwok now and then loses the delayed Stage that ends a pod (seen on a
+// loaded machine for pods bound to a node created the same instant): the
+// pod stays Running for good. Every cluster watches its pods and nudges one
+// Running StalledAfter past its end with an annotation (AnnotationNudged),
+// a new event on which kwok plays the Stage it lost; each nudge is logged
+// and counted (Nudged). Only the fake kubelet is repaired: what Falcon sees
+// is the pod ending, as a kubelet would have ended it.
+//
 // Pod logs are served only by a cluster started WithPodLogs: kwok then plays
 // the kubelet's log endpoint too, behind the real apiserver's pods/log, and
 // ServePodLogs ties a pod's container to a log file the test writes.

@@ -214,6 +214,61 @@ func TestCluster(t *testing.T) {
 		})
 	})
 
+	// kwok now and then loses the Stage that ends a pod; the cluster
+	// nudges such a pod. A node kwok does not manage stands for the lost
+	// end: its pods are made Running by hand, started long ago, and
+	// nothing ends them.
+	t.Run("a pod whose end kwok lost is nudged", func(t *testing.T) {
+		ns := namespace(t, c)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: c.Name() + "-unplayed"}}
+		if _, err := c.Clientset().CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.Clientset().CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{})
+		})
+		before := c.Nudged()
+		runningSince := func(name string, annotations map[string]string) {
+			p := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+				Spec: corev1.PodSpec{
+					NodeName:      node.Name,
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers:    []corev1.Container{{Name: "main", Image: "falcon.test/trainer:v1"}},
+				},
+			}
+			p, err := c.Clientset().CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Status.Phase = corev1.PodRunning
+			p.Status.StartTime = &metav1.Time{Time: time.Now().Add(-kubeenv.StalledAfter - 5*time.Second)}
+			if _, err := c.Clientset().CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Created first, so the watch has it whenever it has the other.
+		runningSince("forever", map[string]string{kubeenv.AnnotationRunForever: "true"})
+		runningSince("long", map[string]string{kubeenv.AnnotationDuration: "1h"})
+		runningSince("lost", map[string]string{kubeenv.AnnotationDuration: "1s"})
+		waitFor(t, "the lost pod nudged", func() (bool, error) {
+			p, err := c.Clientset().CoreV1().Pods(ns).Get(ctx, "lost", metav1.GetOptions{})
+			return err == nil && p.Annotations[kubeenv.AnnotationNudged] != "", err
+		})
+		if got := c.Nudged() - before; got != 1 {
+			t.Errorf("%d nudges, want 1", got)
+		}
+		for _, name := range []string{"forever", "long"} {
+			p, err := c.Clientset().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := p.Annotations[kubeenv.AnnotationNudged]; ok {
+				t.Errorf("pod %s, which has not outlived its run, was nudged at %s", name, v)
+			}
+		}
+	})
+
 	t.Run("job survives an apiserver restart", func(t *testing.T) {
 		ns := namespace(t, c)
 		j := newJob("restart", 1, map[string]string{kubeenv.AnnotationDuration: "4s"})
