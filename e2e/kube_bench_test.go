@@ -363,9 +363,10 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	if m := scrape(b, base0+"/metrics"); m["falcon_rm_cycles_total"] > 0 {
 		b.ReportMetric(m["falcon_rm_cycles_total"], "rm-cycles")
 		b.ReportMetric(1000*m["falcon_rm_cycle_seconds_sum"]/m["falcon_rm_cycles_total"], "rm-cycle-mean-ms")
-		// Handovers made by the deck, before any cycle looked (the rest
-		// went through a cycle).
+		// Handovers made by the deck, and successes recorded by ends,
+		// before any cycle looked (the rest went through a cycle).
 		b.ReportMetric(m["falcon_rm_handovers_ahead_total"], "rm-handovers-ahead")
+		b.ReportMetric(m["falcon_rm_ends_ahead_total"], "rm-ends-ahead")
 		if m["falcon_rm_cycle_jobs_count"] > 0 {
 			b.ReportMetric(m["falcon_rm_cycle_jobs_sum"]/m["falcon_rm_cycle_jobs_count"], "rm-jobs-per-cycle")
 		}

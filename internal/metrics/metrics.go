@@ -26,6 +26,9 @@ type RM struct {
 	// HandoversWaiting is how many jobs picked ahead wait for their
 	// queue's holder to release the slot.
 	HandoversWaiting prometheus.Gauge
+	// EndsAhead counts Running jobs recorded Succeeded the moment their
+	// cluster reported it, before any cycle.
+	EndsAhead prometheus.Counter
 	// Queue depth and the acquiring slot, per (cluster, queue). A queue is
 	// named by what its jobs compete for: a TPU slice topology (2x2x4), a
 	// GPU type and GPUs per host (nvidia-h100-80gb:8), or cpu.
@@ -74,6 +77,9 @@ func NewRM(reg prometheus.Registerer) *RM {
 		HandoversWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "falcon_rm_handovers_waiting", Help: "Jobs picked ahead (Next) whose handover waits for their queue's holder to run or end.",
 		}),
+		EndsAhead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "falcon_rm_ends_ahead_total", Help: "Running jobs recorded Succeeded as soon as their cluster reported it, without waiting for a cycle.",
+		}),
 		Finished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "falcon_jobs_finished_total", Help: "Jobs that ended, by cluster, status and reason.",
 		}, []string{"cluster", "status", "reason"}),
@@ -102,7 +108,7 @@ func NewRM(reg prometheus.Registerer) *RM {
 			Name: "falcon_reservation_nodes", Help: "Nodes of each cluster's default reservation, by state (in_use, free), as last read from the Compute API.",
 		}, []string{"cluster", "reservation", "state"}),
 	}
-	reg.MustRegister(m.ReservationNodes, m.Cycles, m.CycleErrors, m.CycleSeconds, m.CycleJobs, m.Dispatched, m.DispatchLatency, m.Finished, m.HandedAhead, m.HandoversWaiting,
+	reg.MustRegister(m.ReservationNodes, m.Cycles, m.CycleErrors, m.CycleSeconds, m.CycleJobs, m.Dispatched, m.DispatchLatency, m.Finished, m.HandedAhead, m.HandoversWaiting, m.EndsAhead,
 		m.QueueWaiting, m.QueueAcquiring, m.ClusterUnreachable, m.NodePools, m.PoolCreates, m.PoolReuses, m.PoolDeletes)
 	return m
 }

@@ -392,6 +392,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 			m.gone(j.GetId())
 		}
 	}
+	m.armEnds(c, todo)
 	return c.next, nil
 }
 
@@ -459,6 +460,11 @@ func (m *Manager) refresh(ctx context.Context) (look map[string]bool, full bool,
 	touched, touchAll := m.touched, m.touchAll
 	m.touched, m.touchAll = map[string]bool{}, false
 	m.touchMu.Unlock()
+	// Ends recorded between cycles (see ends): the rows their writes
+	// returned, as the cycle's own writes are folded.
+	for _, row := range m.ends.take() {
+		m.put(row)
+	}
 	var exps []string
 	since := m.now().Sub(m.snap.resyncedAt)
 	// A sweep that could not look asks again soon, not at every cycle: a
@@ -1453,6 +1459,11 @@ func (m *Manager) writeBatch(ctx context.Context, jobs []*falconv1.Job, reqs []*
 }
 
 func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job) {
+	if m.ends.busy(j.GetId()) {
+		// Its end is being written between cycles; the next cycle folds
+		// the row (or, if the write did not land, looks at it again).
+		return
+	}
 	cl := c.clusters[j.GetClusterName()]
 	b, unusable := m.backendFor(cl)
 	d := planRunning(runningFacts{job: j, unusable: unusable, health: c.health[j.GetClusterName()], now: m.now()})
@@ -1479,5 +1490,25 @@ func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job)
 		c.later(j, lifecycle.Succeeded, d.message, func() { m.cleanUp(ctx, cl, b, j) })
 	default:
 		c.later(j, d.to, d.message, nil)
+	}
+}
+
+// armEnds hands ends (see ends) every job looked at this cycle that is
+// Running now on a cluster with a usable backend that manages no pools:
+// its success is recorded the moment the backend reports it. On a pooled
+// cluster the end stays the cycle's, which cleans the job up and decides
+// where its pool goes in the same step, so a job submitted once the end is
+// visible finds the pool idle rather than have another created.
+func (m *Manager) armEnds(c *cycle, looked []*falconv1.Job) {
+	for _, j := range looked {
+		if j.GetStatus() != string(lifecycle.Running) {
+			continue
+		}
+		cl := c.clusters[j.GetClusterName()]
+		b, err := m.backendFor(cl)
+		if _, pooled := b.(PoolBackend); err != nil || pooled {
+			continue
+		}
+		m.ends.arm(j, cl, b)
 	}
 }

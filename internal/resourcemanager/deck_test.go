@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/metrics"
@@ -27,7 +29,15 @@ type gatedConn struct {
 	open    chan struct{} // closed while writes pass
 	blocked atomic.Int32  // writes waiting at the gate
 	gets    atomic.Int32  // GetJob calls: a submission reading its config
+	// batchesOnly: the gate holds the cycle's batched writes
+	// (UpdateJobStatuses) and lets single ones pass.
+	batchesOnly bool
+	// refused counts single status writes the store refused (the row
+	// changed under the writer).
+	refused atomic.Int32
 }
+
+var closedGate = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func newGatedConn(conn grpc.ClientConnInterface) *gatedConn {
 	g := &gatedConn{ClientConnInterface: conn, open: make(chan struct{})}
@@ -39,6 +49,15 @@ func (g *gatedConn) hold() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.open = make(chan struct{})
+	g.batchesOnly = false
+}
+
+// holdBatches holds the batched writes only.
+func (g *gatedConn) holdBatches() {
+	g.hold()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.batchesOnly = true
 }
 
 func (g *gatedConn) pass() {
@@ -58,6 +77,9 @@ func (g *gatedConn) Invoke(ctx context.Context, method string, args, reply any, 
 	if strings.HasSuffix(method, "/UpdateJobStatuses") || strings.HasSuffix(method, "/UpdateJobStatus") {
 		g.mu.Lock()
 		open := g.open
+		if g.batchesOnly && strings.HasSuffix(method, "/UpdateJobStatus") {
+			open = closedGate
+		}
 		g.mu.Unlock()
 		g.blocked.Add(1)
 		defer g.blocked.Add(-1)
@@ -67,7 +89,11 @@ func (g *gatedConn) Invoke(ctx context.Context, method string, args, reply any, 
 			return ctx.Err()
 		}
 	}
-	return g.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+	err := g.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+	if strings.HasSuffix(method, "/UpdateJobStatus") && status.Code(err) == codes.FailedPrecondition {
+		g.refused.Add(1)
+	}
+	return err
 }
 
 // deckRun is a manager under Run over a backend whose pods start Pending,

@@ -37,6 +37,14 @@
 // the create returned, and an abort of a job whose create is in flight
 // waits for it.
 //
+// A Running job's success does not wait for a cycle either, on clusters
+// whose backend manages no pools: ends (ends.go) looks at the job the
+// moment the backend reports it, writes Succeeded at once (conditional on
+// Running, so an abort that landed first wins) and leaves the row for the
+// next cycle to fold into the snapshot. Failures stay the cycle's: they
+// stop the job's other pods first. So does every end on a pooled cluster,
+// where the cycle cleans the job up and hands its pool on in one step.
+//
 // # Plan and apply
 //
 // Every decision a cycle takes is a pure function in plan.go: what to do

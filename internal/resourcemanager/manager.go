@@ -129,6 +129,9 @@ type Manager struct {
 	// deck hands a slot over the moment its holder releases it; it hands
 	// nothing over until Run opens it, as sub (see deck).
 	deck *deck
+	// ends records a Running job's success the moment its backend
+	// reports it; it records nothing until Run opens it (see ends).
+	ends *ends
 
 	// What backends reported since the last cycle (Touch, Wake).
 	touchMu  sync.Mutex
@@ -195,6 +198,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 	}
 	m.mem = newMemory(m.now)
 	m.deck = newDeck(func(n int) { m.metrics.HandoversWaiting.Set(float64(n)) })
+	m.ends = newEnds()
 	m.writer = "resourcemanager-" + rand.Text()
 	return m
 }
@@ -209,6 +213,11 @@ func WithResync(d time.Duration) Option { return func(m *Manager) { m.resyncEver
 // processes or pods change.
 func (m *Manager) Touch(jobIDs ...string) {
 	m.deck.touched(jobIDs, m.released, m.startNext)
+	// The Running jobs ends looks at reach the cycle when it is done.
+	jobIDs = m.ends.touched(jobIDs, m.succeededNow, m.recordEnd, m.looked)
+	if len(jobIDs) == 0 {
+		return
+	}
 	m.touchMu.Lock()
 	for _, id := range jobIDs {
 		m.touched[id] = true
@@ -260,6 +269,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer m.sub.wait()
 	m.deck.open(ctx)
 	defer m.deck.close()
+	m.ends.open(ctx)
+	defer m.ends.close()
 	changes := m.follower.Wake()
 	for {
 		select {
@@ -298,6 +309,7 @@ func (m *Manager) Run(ctx context.Context) error {
 // has already landed.
 func (m *Manager) finish(ctx context.Context) error {
 	m.deck.close()
+	m.ends.close()
 	m.sub.wait()
 	ids := m.sub.returned()
 	if len(ids) == 0 {

@@ -47,7 +47,10 @@ import (
 // The deck (Manager.deck), shared with the goroutines that hand slots over
 // between cycles, is memory too and lives beside this type: a restart
 // loses the handovers it waited on, and the first cycle sets them again
-// from the rows that say Next.
+// from the rows that say Next. So is ends (Manager.ends), which records
+// Running jobs' successes between cycles: a restart loses which jobs it
+// watched and the rows it wrote but the cycle had not folded yet; the
+// first cycle reads every row again and arms every Running job.
 type memory struct {
 	sched       *queue.Scheduler
 	positions   map[string]int          // waiting job -> position last written

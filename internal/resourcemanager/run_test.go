@@ -108,11 +108,13 @@ func TestRunLooksOnlyAtWhatChanged(t *testing.T) {
 	// Let the echoes of those writes settle: a cycle that reads nothing.
 	waitQuiet(t, reg)
 
+	// A running job's news (a new message) is the cycle's: one cycle,
+	// at that job alone.
 	c0, j0 := cycleJobs(t, reg)
 	calls0 := be.callCount()
-	be.set(jobs[7], resourcemanager.PhaseSucceeded, "exit 0")
+	be.set(jobs[7], resourcemanager.PhaseRunning, "1/1 running, 1 restart")
 	mgr.Touch(jobs[7])
-	waitFor(t, "the touched job Succeeded", func() bool { return env.Job(t, jobs[7]).GetStatus() == "Succeeded" })
+	waitFor(t, "the touched job's message", func() bool { return env.Job(t, jobs[7]).GetMessage() == "1/1 running, 1 restart" })
 	waitQuiet(t, reg)
 	c1, j1 := cycleJobs(t, reg)
 	if looked := j1 - j0; looked != 1 || c1-c0 != 1 {
@@ -121,10 +123,32 @@ func TestRunLooksOnlyAtWhatChanged(t *testing.T) {
 	if calls := be.callCount() - calls0; calls > 3 {
 		t.Errorf("the backend was called %d times for one job's report; the other %d jobs were observed too", calls, n-1)
 	}
+	// A running job's success is recorded before any cycle (ends): the
+	// one cycle that follows folds the row and looks at no job.
+	c0, j0 = c1, j1
+	calls0 = be.callCount()
+	be.set(jobs[8], resourcemanager.PhaseSucceeded, "exit 0")
+	mgr.Touch(jobs[8])
+	waitFor(t, "the touched job Succeeded", func() bool { return env.Job(t, jobs[8]).GetStatus() == "Succeeded" })
+	waitQuiet(t, reg)
+	c1, j1 = cycleJobs(t, reg)
+	if looked := j1 - j0; looked != 0 || c1-c0 != 1 {
+		t.Errorf("%d cycles looked at %.0f jobs after a job's success was recorded at once; want one cycle, at no job", c1-c0, looked)
+	}
+	if calls := be.callCount() - calls0; calls != 1 {
+		t.Errorf("the backend was called %d times to record one job's success; want one look", calls)
+	}
+	if got := metric(t, reg, "falcon_rm_ends_ahead_total"); got != 1 {
+		t.Errorf("falcon_rm_ends_ahead_total = %v, want 1", got)
+	}
 	for i, id := range jobs {
-		if want := map[bool]string{true: "Succeeded", false: "Running"}[i == 7]; env.Job(t, id).GetStatus() != want {
-			t.Errorf("job %d is %s, want %s", i, env.Job(t, id).GetStatus(), want)
+		want := map[bool]string{true: "Succeeded", false: "Running"}[i == 8]
+		if got := env.Job(t, id).GetStatus(); got != want {
+			t.Errorf("job %d is %s, want %s", i, got, want)
 		}
+	}
+	if got := env.Job(t, jobs[8]).GetMessage(); got != "exit 0" {
+		t.Errorf("the recorded end says %q, want the backend's %q", got, "exit 0")
 	}
 }
 

@@ -177,6 +177,9 @@ func (m *Manager) put(j *falconv1.Job) {
 	if old, ok := m.snap.jobs[j.GetId()]; ok && j.Config == "" {
 		j.Config = old.GetConfig()
 	}
+	if j.GetStatus() != string(lifecycle.Running) {
+		m.ends.drop(j.GetId())
+	}
 	if !m.snap.put(j) {
 		m.deck.drop(j.GetId())
 		m.mem.forgetJob(j.GetId())
@@ -191,6 +194,7 @@ func (m *Manager) put(j *falconv1.Job) {
 // gone forgets a job that is no longer live or no longer exists.
 func (m *Manager) gone(id string) {
 	m.deck.drop(id)
+	m.ends.drop(id)
 	m.snap.drop(id)
 	m.mem.forgetJob(id)
 	m.sub.forget(id)

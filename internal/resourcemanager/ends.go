@@ -1,0 +1,220 @@
+package resourcemanager
+
+import (
+	"context"
+	"sync"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/lifecycle"
+)
+
+// ends records a Running job's success the moment its backend reports it,
+// without waiting for a cycle: under load the cycle in flight and the
+// writes queued before the job's own took most of the time between a
+// Kubernetes Job completing and its experiment showing Succeeded.
+//
+// The cycle arms it with every Running job it looked at (armEnds). When a
+// backend reports a change of one (Touch), ends asks the backend what the
+// job's pods do (Observe, from the informer's cache); if planRunningObserved
+// records it Succeeded, it writes that at once, conditional on Running as
+// every write of the manager is, and leaves the row it wrote for the next
+// cycle to fold into the snapshot (take). Only success goes this way: a
+// failure stops the job's other pods or slices first (stopThenRecord),
+// which is the cycle's to do, and a job that still runs has nothing to
+// record here. Only clusters that manage no pools are armed: on a pooled
+// one the cycle cleans an ended job up and hands its pool on in the same
+// step.
+//
+// It is safe because the write is conditional: an abort that landed first
+// wins (the write is refused and the job's experiment read again), and a
+// cycle that looks at the same job meanwhile and records the same end loses
+// its own write the same way. The cycle leaves alone a job whose end is
+// being written or waits to be folded (busy). Nothing of it needs to
+// survive a restart: the row is the truth, and a job whose end was not
+// written is still Running, observed by the first cycle (see memory).
+type ends struct {
+	mu sync.Mutex
+	// running is each Running job the cycle armed, by ID.
+	running map[string]*ending
+	// written is each row ends wrote, by ID, for the next cycle to fold.
+	written map[string]*falconv1.Job
+	// ctx is Run's; nil until Run opens ends, so a bare Reconcile records
+	// every end itself.
+	ctx    context.Context
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// ending is one armed Running job.
+type ending struct {
+	job     *falconv1.Job // a copy, as the cycle last saw it
+	cluster *falconv1.Cluster
+	backend Backend
+	// observing: a goroutine is asking the backend about the job; again:
+	// the job changed again meanwhile, so it asks once more; writing: its
+	// end is being recorded, and arm leaves it alone.
+	observing, again, writing bool
+}
+
+func newEnds() *ends {
+	return &ends{running: map[string]*ending{}, written: map[string]*falconv1.Job{}}
+}
+
+// open lets ends record, under Run's context.
+func (e *ends) open(ctx context.Context) {
+	e.mu.Lock()
+	e.ctx = ctx
+	e.mu.Unlock()
+}
+
+// arm watches j, which the cycle saw Running on cl. Ends not open, or
+// closed, watches nothing.
+func (e *ends) arm(j *falconv1.Job, cl *falconv1.Cluster, b Backend) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ctx == nil || e.closed {
+		return
+	}
+	if x := e.running[j.GetId()]; x != nil {
+		if !x.writing {
+			x.job, x.cluster, x.backend = cloneJob(j), cl, b
+		}
+		return
+	}
+	e.running[j.GetId()] = &ending{job: cloneJob(j), cluster: cl, backend: b}
+}
+
+// drop stops watching id: the cycle saw it leave Running. A write in
+// flight still lands or not; its row is folded as any other.
+func (e *ends) drop(id string) {
+	e.mu.Lock()
+	delete(e.running, id)
+	e.mu.Unlock()
+}
+
+// busy reports whether id's end is being written, or was and waits to be
+// folded: the cycle leaves the job alone until then.
+func (e *ends) busy(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.written[id]; ok {
+		return true
+	}
+	x := e.running[id]
+	return x != nil && x.writing
+}
+
+// take returns the rows written since the last take.
+func (e *ends) take() []*falconv1.Job {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.written) == 0 {
+		return nil
+	}
+	out := make([]*falconv1.Job, 0, len(e.written))
+	for _, j := range e.written {
+		out = append(out, j)
+	}
+	clear(e.written)
+	return out
+}
+
+// touched starts a look at the armed jobs among ids and returns the
+// others, which are the cycle's. observe says whether a job ended in
+// success and with what message; record writes that end and returns the
+// row it wrote (nil if it did not land), and is called at most once per
+// job. after is called with the job's ID once the look is over, a row
+// recorded there to take: the cycle then folds the row, or looks at a job
+// that did not succeed as it would have without ends.
+func (e *ends) touched(ids []string, observe func(context.Context, *ending) (string, bool), record func(context.Context, *ending, string) *falconv1.Job, after func(id string)) (rest []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range ids {
+		x := e.running[id]
+		if x == nil || e.closed || x.writing {
+			rest = append(rest, id)
+			continue
+		}
+		if x.observing {
+			x.again = true
+			continue
+		}
+		x.observing = true
+		ctx := e.ctx
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			defer after(id)
+			for {
+				msg, succeeded := observe(ctx, x)
+				e.mu.Lock()
+				if e.running[id] != x || e.closed {
+					e.mu.Unlock()
+					return // dropped meanwhile: the cycle has it
+				}
+				if succeeded {
+					x.writing = true
+					e.mu.Unlock()
+					row := record(ctx, x, msg)
+					e.mu.Lock()
+					if e.running[id] == x {
+						delete(e.running, id)
+					}
+					if row != nil {
+						e.written[id] = row
+					}
+					e.mu.Unlock()
+					return
+				}
+				if !x.again {
+					x.observing = false
+					e.mu.Unlock()
+					return
+				}
+				x.again = false
+				e.mu.Unlock()
+			}
+		}()
+	}
+	return rest
+}
+
+// close stops every look from recording and waits for those in flight.
+func (e *ends) close() {
+	e.mu.Lock()
+	e.closed = true
+	clear(e.running)
+	e.mu.Unlock()
+	e.wg.Wait()
+}
+
+// succeededNow asks x's backend whether x's job succeeded, and with what
+// message (ends' look, outside any cycle).
+func (m *Manager) succeededNow(ctx context.Context, x *ending) (string, bool) {
+	obs, err := x.backend.Observe(ctx, x.cluster, x.job)
+	if err != nil {
+		return "", false
+	}
+	d := planRunningObserved(obs)
+	return d.message, d.to == lifecycle.Succeeded
+}
+
+// recordEnd writes x's job Succeeded, conditional on Running.
+func (m *Manager) recordEnd(ctx context.Context, x *ending, msg string) *falconv1.Job {
+	j := cloneJob(x.job)
+	req := &falconv1.UpdateJobStatusRequest{Id: j.GetId(), ExpectedStatus: string(lifecycle.Running), Status: string(lifecycle.Succeeded), Message: msg}
+	if !m.write(ctx, j, req) {
+		return nil
+	}
+	m.metrics.EndsAhead.Inc()
+	return j
+}
+
+// looked asks for a cycle that folds id's written end, or looks at the
+// job as at any reported one if ends recorded nothing.
+func (m *Manager) looked(id string) {
+	m.touchMu.Lock()
+	m.touched[id] = true
+	m.touchMu.Unlock()
+	m.poke()
+}
