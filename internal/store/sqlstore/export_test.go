@@ -77,3 +77,16 @@ func (s *Store) PreparedReads() int {
 	defer s.reads.c.mu.Unlock()
 	return len(s.reads.c.ready)
 }
+
+// InTx runs fn as the store runs its own transactions.
+func (s *Store) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error { return s.inTx(ctx, fn) }
+
+// OrderWrites turns the first-come-first-served order of SQLite's
+// transactions (Store.turn) on or off, for the benchmark that measures it.
+func (s *Store) OrderWrites(on bool) {
+	if on {
+		s.turn = make(chan struct{}, 1)
+	} else {
+		s.turn = nil
+	}
+}

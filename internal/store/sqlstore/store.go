@@ -47,6 +47,12 @@ type Store struct {
 	// stmts holds the prepared statements of hot transaction queries
 	// (SQLite only; nil on MySQL, see stmtCache).
 	stmts *stmtCache
+	// turn orders SQLite's transactions first come, first served (nil on
+	// MySQL): database/sql hands a freed connection to a random waiter,
+	// so with one writer connection a write could be passed over again
+	// and again while others queued behind it. A channel's blocked
+	// senders are woken in order.
+	turn chan struct{}
 }
 
 // Option configures a Store.
@@ -97,6 +103,7 @@ func Open(ctx context.Context, driver, dsn string, opts ...Option) (*Store, erro
 		s.wdb, s.rdb, err = openSQLite(ctx, dsn)
 		s.stmts = newStmtCache(s.wdb)
 		s.reads.c = newStmtCache(s.rdb)
+		s.turn = make(chan struct{}, 1)
 	default:
 		return nil, errdefs.Invalid("driver", "must be mysql or sqlite, got %q", driver)
 	}
@@ -221,6 +228,14 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	if s.turn != nil {
+		select {
+		case s.turn <- struct{}{}:
+			defer func() { <-s.turn }()
+		case <-ctx.Done():
+			return fmt.Errorf("sqlstore: begin: %w", ctx.Err())
+		}
+	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlstore: begin: %w", err)
