@@ -17,20 +17,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	container "google.golang.org/api/container/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
+	"github.com/falconhq/falcon/internal/metrics"
 	"github.com/falconhq/falcon/internal/placement"
 	"github.com/falconhq/falcon/internal/provider/gke"
 	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/provider/kube/render"
 	"github.com/falconhq/falcon/internal/resourcemanager"
+	"github.com/falconhq/falcon/internal/testenv/kubeenv"
 )
 
 // A fuse is one controller process's life, counted in external calls: the
@@ -201,6 +207,45 @@ func (x fusedBackend) Reservation(ctx context.Context, c *falconv1.Cluster) (r *
 	return r, err
 }
 
+// fusedKube is the plain Kubernetes backend under the fuse, as fusedBackend
+// is the gke one.
+type fusedKube struct {
+	b *kube.Backend
+	f *fuse
+}
+
+var (
+	_ resourcemanager.HealthReporter = fusedKube{}
+	_ resourcemanager.Sweeper        = fusedKube{}
+)
+
+func (x fusedKube) Residents(c *falconv1.Cluster) ([]resourcemanager.Resident, error) {
+	if x.f.blown() {
+		return nil, errKilled
+	}
+	return x.b.Residents(c)
+}
+
+func (x fusedKube) Health(c *falconv1.Cluster) resourcemanager.Health {
+	if x.f.blown() {
+		return resourcemanager.Health{Err: errKilled, Backoff: true}
+	}
+	return x.b.Health(c)
+}
+
+func (x fusedKube) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
+	return x.f.do(func() error { return x.b.Dispatch(ctx, c, j) })
+}
+
+func (x fusedKube) Observe(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) (o resourcemanager.Observation, err error) {
+	err = x.f.do(func() (err error) { o, err = x.b.Observe(ctx, c, j); return err })
+	return o, err
+}
+
+func (x fusedKube) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
+	return x.f.do(func() error { return x.b.Stop(ctx, c, j) })
+}
+
 // controllerProc is one life of `falcon controller`: the resource manager
 // and the expController on one connection, as the process runs them, with
 // the backend's informers reporting to the manager as in production.
@@ -209,10 +254,12 @@ type controllerProc struct {
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 	b      *gke.Backend
+	kb     *kube.Backend
+	reg    *prometheus.Registry // this life's manager metrics
 }
 
 func (f *fixture) startProc(fz *fuse, log *slog.Logger) *controllerProc {
-	p := &controllerProc{fuse: fz}
+	p := &controllerProc{fuse: fz, reg: prometheus.NewRegistry()}
 	var mgr *resourcemanager.Manager
 	var ready atomic.Bool // the informers may report before New returns
 	p.b = gke.NewBackend(f.connect, []kube.Option{
@@ -228,8 +275,22 @@ func (f *fixture) startProc(fz *fuse, log *slog.Logger) *controllerProc {
 			}
 		}),
 	}, f.opts...)
+	// The plain Kubernetes edge (addKubeEdge), where the deck and ends
+	// work between cycles, reports as the gke backend's informers do.
+	p.kb = kube.New(kube.WithLogger(log),
+		kube.WithOnChange(func() {
+			if ready.Load() {
+				mgr.Wake()
+			}
+		}),
+		kube.WithOnJobChange(func(id string) {
+			if ready.Load() {
+				mgr.Touch(id)
+			}
+		}))
 	conn := fusedConn{f.api.Conn, fz}
 	mgr = resourcemanager.New(conn, resourcemanager.WithBackend(gke.BackendName, fusedBackend{p.b, fz}),
+		resourcemanager.WithBackend(kube.BackendName, fusedKube{p.kb, fz}), resourcemanager.WithMetrics(metrics.NewRM(p.reg)),
 		resourcemanager.WithInterval(200*time.Millisecond), resourcemanager.WithPoolTiming(f.timing), resourcemanager.WithLogger(log))
 	ready.Store(true)
 	ec := expctl.New(conn, expctl.WithInterval(200*time.Millisecond), expctl.WithLogger(log))
@@ -256,10 +317,23 @@ func (p *controllerProc) stop() {
 	p.cancel()
 	p.done.Wait()
 	p.b.Close()
+	p.kb.Close()
+}
+
+// counter reads one of this life's unlabelled manager counters.
+func (p *controllerProc) counter(name string) float64 {
+	mfs, _ := p.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }
 
 // crashSpec is one experiment of the workload, drawn from the seed.
 type crashSpec struct {
+	typ      string // "" is v5p, on the GKE cluster; v6e runs on the Kubernetes edge
 	topo     string
 	replica  int32
 	slices   int32 // 0 or 1: one slice
@@ -273,7 +347,42 @@ func (s crashSpec) task() *falconv1.TaskSpec {
 	if s.exitCode != 0 {
 		env["FALCON_TEST_EXIT_CODE"] = strconv.Itoa(s.exitCode)
 	}
-	return &falconv1.TaskSpec{Command: "python train.py", Image: "python:3.12", Replica: s.replica, DeviceType: "v5p", DeviceTopo: s.topo, Slices: s.slices, Envs: env}
+	typ := s.typ
+	if typ == "" {
+		typ = "v5p"
+	}
+	return &falconv1.TaskSpec{Command: "python train.py", Image: "python:3.12", Replica: s.replica, DeviceType: typ, DeviceTopo: s.topo, Slices: s.slices, Envs: env}
+}
+
+// kubeEdge is the crash test's plain Kubernetes edge cluster, beside the
+// GKE one: its TPU v6e 2x2 queue needs no node pool, so the deck hands its
+// slot over and ends records its jobs' successes between cycles, both
+// under the kills. It is a namespace of the shared apiserver with one kwok
+// node of the shape.
+const kubeEdge = "kube-edge"
+
+// addKubeEdge registers the Kubernetes edge and returns its namespace.
+func (f *fixture) addKubeEdge(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := f.ns + "-kube"
+	if _, err := shared.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	capacity := corev1.ResourceList{kubeenv.ResourceTPU: resource.MustParse("4000"), corev1.ResourceCPU: resource.MustParse("100000"),
+		corev1.ResourceMemory: resource.MustParse("100000Gi"), corev1.ResourcePods: resource.MustParse("5000")}
+	if _, err := shared.AddNodes(ctx, 1, map[string]string{
+		kubeenv.LabelGKETPUAccelerator: "tpu-v6e-slice", kubeenv.LabelGKETPUTopology: "2x2",
+	}, []corev1.Taint{{Key: string(kubeenv.ResourceTPU), Value: "present", Effect: corev1.TaintEffectNoSchedule}}, capacity); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := falconv1.NewClusterServiceClient(f.api.UserConn).RegisterCluster(ctx, &falconv1.RegisterClusterRequest{Cluster: &falconv1.Cluster{
+		Name: kubeEdge, Backend: kube.BackendName, Kubeconfig: shared.KubeconfigPath(), KubeContext: shared.Context(),
+		Namespace: ns, AcceleratorTypes: []string{"v6e"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -297,38 +406,44 @@ type kubeJobLog struct {
 	uids map[string]map[string]bool // Job name -> Job UIDs
 }
 
-func (f *fixture) watchKubeJobs(ctx context.Context) *kubeJobLog {
+func (f *fixture) watchKubeJobs(ctx context.Context, namespaces ...string) *kubeJobLog {
 	l := &kubeJobLog{uids: map[string]map[string]bool{}}
-	go func() {
-		rv := ""
-		for ctx.Err() == nil {
-			w, err := shared.Clientset().BatchV1().Jobs(f.ns).Watch(ctx, metav1.ListOptions{LabelSelector: render.LabelJobID, ResourceVersion: rv})
-			if err != nil {
-				time.Sleep(100 * time.Millisecond)
-				continue
-			}
-			for ev := range w.ResultChan() {
-				m, ok := ev.Object.(metav1.Object)
-				if !ok || ev.Type == watch.Error {
-					rv = "" // expired: start again from a fresh list
-					continue
-				}
-				rv = m.GetResourceVersion()
-				id := m.GetName()
-				l.mu.Lock()
-				if l.uids[id] == nil {
-					l.uids[id] = map[string]bool{}
-				}
-				l.uids[id][string(m.GetUID())] = true
-				l.mu.Unlock()
-			}
-		}
-	}()
+	for _, ns := range namespaces {
+		go l.watch(ctx, ns)
+	}
 	return l
 }
 
-// TestControllerKilledAtRandomPoints runs a mixed workload (three slice
-// shapes, short runs, some exiting 3, aborts at random times) while the
+func (l *kubeJobLog) watch(ctx context.Context, ns string) {
+	rv := ""
+	for ctx.Err() == nil {
+		w, err := shared.Clientset().BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{LabelSelector: render.LabelJobID, ResourceVersion: rv})
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			m, ok := ev.Object.(metav1.Object)
+			if !ok || ev.Type == watch.Error {
+				rv = "" // expired: start again from a fresh list
+				continue
+			}
+			rv = m.GetResourceVersion()
+			id := m.GetName()
+			l.mu.Lock()
+			if l.uids[id] == nil {
+				l.uids[id] = map[string]bool{}
+			}
+			l.uids[id][string(m.GetUID())] = true
+			l.mu.Unlock()
+		}
+	}
+}
+
+// TestControllerKilledAtRandomPoints runs a mixed workload (slice shapes
+// on the GKE cluster, a single-host shape on a plain Kubernetes edge where
+// the deck and ends act between cycles; short runs, some exiting 3, aborts
+// at random times) while the
 // controller is killed again and again at a random external call, each new
 // life starting with no memory. Then one controller runs undisturbed until
 // everything settles, and the outside world must show no trace of the
@@ -380,7 +495,8 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 	f := newFixture(t, setup{noManager: true, createLatency: 500 * time.Millisecond})
 	ctx, cancelWatch := context.WithCancel(context.Background())
 	defer cancelWatch()
-	kjobs := f.watchKubeJobs(ctx)
+	kubeNS := f.addKubeEdge(t)
+	kjobs := f.watchKubeJobs(ctx, f.ns, kubeNS)
 	var poolLabelsMu sync.Mutex
 	poolLabels := map[string]string{} // pool -> the job-id label it was created with
 	f.fake.OnPoolRunning(func(np container.NodePool) {
@@ -392,10 +508,10 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 	})
 
 	shapes := []struct {
-		topo    string
-		replica int32
-		slices  int32
-	}{{"2x2x1", 1, 0}, {"2x2x2", 2, 0}, {"2x2x1", 1, 2}, {"2x2x4", 4, 0}}
+		typ, topo string
+		replica   int32
+		slices    int32
+	}{{"v6e", "2x2", 1, 0}, {"", "2x2x1", 1, 0}, {"", "2x2x2", 2, 0}, {"", "2x2x1", 1, 2}, {"", "2x2x4", 4, 0}}
 	if os.Getenv("FALCON_CRASH_EXPS") == "" && os.Getenv("FALCON_CRASH_SHAPES") != "all" {
 		// Open bug: twice in about ten small runs a 4-host job stayed
 		// Running with "1/4 pods running" after the kills (seeds
@@ -404,12 +520,12 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 		// test keeps to 1- and 2-host slices (and two 1-host slices) so
 		// that it stays a reliable gate; make bench (FALCON_CRASH_EXPS set)
 		// and FALCON_CRASH_SHAPES=all run every shape.
-		shapes = shapes[:3]
+		shapes = shapes[:4]
 	}
 	specs := make([]crashSpec, nExps)
 	for i := range specs {
 		sh := shapes[rng.IntN(len(shapes))]
-		s := crashSpec{topo: sh.topo, replica: sh.replica, slices: sh.slices, duration: time.Duration(300+rng.IntN(2700)) * time.Millisecond}
+		s := crashSpec{typ: sh.typ, topo: sh.topo, replica: sh.replica, slices: sh.slices, duration: time.Duration(300+rng.IntN(2700)) * time.Millisecond}
 		if rng.IntN(5) == 0 {
 			s.exitCode = 3
 		}
@@ -460,6 +576,7 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 
 	began := time.Now()
 	var answerLost int
+	var handedAhead, endsAhead float64 // between cycles, over every life
 	for i, l := range lives {
 		submit(nExps * (i + 1) / (kills + 1))
 		lifeBegan := time.Now()
@@ -470,6 +587,8 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 			t.Fatalf("life %d: %d calls in 2 minutes, never reached its %d-th", i, p.fuse.n.Load(), l.k)
 		}
 		p.stop()
+		handedAhead += p.counter("falcon_rm_handovers_ahead_total")
+		endsAhead += p.counter("falcon_rm_ends_ahead_total")
 		if l.lose {
 			answerLost++
 		}
@@ -479,8 +598,13 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 	submit(nExps)
 
 	// One controller, never killed, until everything has settled.
+	onEdge := 0
 	p := f.startProc(newFuse(1<<62, false), log)
-	defer p.stop()
+	defer func() {
+		p.stop()
+		t.Logf("on the Kubernetes edge: %d jobs; %.0f slots handed over and %.0f successes recorded between cycles (deck, ends)",
+			onEdge, handedAhead+p.counter("falcon_rm_handovers_ahead_total"), endsAhead+p.counter("falcon_rm_ends_ahead_total"))
+	}()
 	settleBegan := time.Now()
 	settleBy := settleBegan.Add(time.Minute + time.Duration(nExps)*time.Second)
 	var stuck []string
@@ -506,7 +630,7 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 		// and its cleanup is removed by the next resync's sweep, which a
 		// fresh controller runs as soon as its caches have synced; past
 		// settleBy, whatever is left is left for good.
-		if len(stuck) == 0 && len(f.fake.PoolNames()) == 0 && f.kubeJobsLeft() == 0 {
+		if len(stuck) == 0 && len(f.fake.PoolNames()) == 0 && len(f.kubeJobsLeft(kubeNS)) == 0 {
 			break
 		}
 		if time.Now().After(settleBy) {
@@ -528,6 +652,9 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 	for i, id := range expIDs {
 		x := f.api.Exp(t, id)
 		j := f.api.Job(t, jobIDs[i])
+		if j.GetClusterName() == kubeEdge {
+			onEdge++
+		}
 		outcomes[x.GetStatus()]++
 		abortsMu.Lock()
 		changed, aborted := abortChanged[id]
@@ -605,7 +732,8 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 		}
 	}
 	kjobs.mu.Unlock()
-	left := f.kubeJobsLeft()
+	leftJobs := f.kubeJobsLeft(kubeNS)
+	left := len(leftJobs)
 
 	abortsChanged := 0
 	for _, c := range abortChanged {
@@ -634,19 +762,17 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 	report("orphan node pools", orphans)
 	report("duplicate Kubernetes Jobs", dupKubeJobs)
 	if left > 0 {
-		list, err := shared.Clientset().BatchV1().Jobs(f.ns).List(context.Background(), metav1.ListOptions{LabelSelector: render.LabelJobID})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var names []string
-		for _, kj := range list.Items {
+		for _, kj := range leftJobs {
 			j := f.api.Job(t, kj.Labels[render.LabelJobID])
 			names = append(names, fmt.Sprintf("%s (job %s/%s %q; Job succeeded %d failed %d active %d)", kj.Name, j.GetStatus(), j.GetReason(), j.GetMessage(), kj.Status.Succeeded, kj.Status.Failed, kj.Status.Active))
 		}
 		sort.Strings(names)
 		// A kill between a job's Succeeded write and the delete of its
-		// Kubernetes Job leaves the Job; the manager's sweep on every
-		// resync removes what ended jobs left, so none may remain.
+		// Kubernetes Job leaves the Job on a pooled cluster, and one
+		// between a stop's answer and the job's end leaves a stopped job's
+		// on the Kubernetes edge; the manager's sweep on every resync
+		// removes what ended jobs left, so none may remain.
 		t.Errorf("%d Kubernetes Jobs left for terminal jobs: %s", len(names), strings.Join(names, "; "))
 	}
 	report("wrong outcomes", wrongEnds)
@@ -660,13 +786,28 @@ func terminal(s string) bool {
 	return false
 }
 
-// kubeJobsLeft counts the Kubernetes Jobs Falcon made that still exist.
-func (f *fixture) kubeJobsLeft() int {
-	list, err := shared.Clientset().BatchV1().Jobs(f.ns).List(context.Background(), metav1.ListOptions{LabelSelector: render.LabelJobID})
+// kubeJobsLeft lists the Kubernetes Jobs Falcon made that should be gone
+// and still exist: on the GKE cluster every one (Falcon deletes a
+// finished job's before its pool goes on), on the Kubernetes edge those of
+// jobs that did not succeed (a succeeded job's Job stays there for its
+// TTL, for its pods' logs).
+func (f *fixture) kubeJobsLeft(kubeNS string) []batchv1.Job {
+	ctx := context.Background()
+	list, err := shared.Clientset().BatchV1().Jobs(f.ns).List(ctx, metav1.ListOptions{LabelSelector: render.LabelJobID})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return len(list.Items)
+	left := list.Items
+	edge, err := shared.Clientset().BatchV1().Jobs(kubeNS).List(ctx, metav1.ListOptions{LabelSelector: render.LabelJobID})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, kj := range edge.Items {
+		if f.api.Job(f.t, kj.Labels[render.LabelJobID]).GetStatus() != "Succeeded" {
+			left = append(left, kj)
+		}
+	}
+	return left
 }
 
 // dumpKube logs the namespace's Jobs and pods: what a stuck job's cluster
@@ -716,15 +857,17 @@ func (f *fixture) dumpKube(t *testing.T) {
 // the real backend from the manager, or the crash test would test a
 // manager that production never runs (it once hid the sweep).
 func TestFusedBackendHasEveryMethod(t *testing.T) {
-	var real any = &gke.Backend{}
-	var fused any = fusedBackend{}
-	for name, has := range map[string]func(any) bool{
-		"Sweeper":        func(v any) bool { _, ok := v.(resourcemanager.Sweeper); return ok },
-		"PoolBackend":    func(v any) bool { _, ok := v.(resourcemanager.PoolBackend); return ok },
-		"HealthReporter": func(v any) bool { _, ok := v.(resourcemanager.HealthReporter); return ok },
-	} {
-		if has(real) && !has(fused) {
-			t.Errorf("gke.Backend is a %s and fusedBackend is not", name)
+	for _, pair := range []struct {
+		real, fused any
+	}{{&gke.Backend{}, fusedBackend{}}, {&kube.Backend{}, fusedKube{}}} {
+		for name, has := range map[string]func(any) bool{
+			"Sweeper":        func(v any) bool { _, ok := v.(resourcemanager.Sweeper); return ok },
+			"PoolBackend":    func(v any) bool { _, ok := v.(resourcemanager.PoolBackend); return ok },
+			"HealthReporter": func(v any) bool { _, ok := v.(resourcemanager.HealthReporter); return ok },
+		} {
+			if has(pair.real) != has(pair.fused) {
+				t.Errorf("%T is a %s: %v; its fused wrapper %T: %v", pair.real, name, has(pair.real), pair.fused, has(pair.fused))
+			}
 		}
 	}
 }
