@@ -130,6 +130,9 @@ func TestRunLooksOnlyAtWhatChanged(t *testing.T) {
 	be.set(jobs[8], resourcemanager.PhaseSucceeded, "exit 0")
 	mgr.Touch(jobs[8])
 	waitFor(t, "the touched job Succeeded", func() bool { return env.Job(t, jobs[8]).GetStatus() == "Succeeded" })
+	// The cycle that folds the row starts once the write has returned,
+	// a moment after the row is visible.
+	waitFor(t, "a cycle after the end", func() bool { c, _ := cycleJobs(t, reg); return c > c0 })
 	waitQuiet(t, reg)
 	c1, j1 = cycleJobs(t, reg)
 	if looked := j1 - j0; looked != 0 || c1-c0 != 1 {
