@@ -1076,7 +1076,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		// The row records when acquiring began, so a restarted controller
 		// keeps the deadline; the scheduler's clock is only the fallback.
 		f.since = d.AsTime()
-	} else if j.GetTaskSpec().GetTimeoutSeconds() > 0 {
+	} else {
 		f.since = m.acquiringSince(key, j.GetId())
 	}
 	d := planAcquiring(f)
@@ -1174,6 +1174,12 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		// (an informer event) brings their account, so no write now.
 		if dispatched && j.GetReason() == string(lifecycle.ReasonDispatching) {
 			// nothing to write
+		} else if at := planProgress(f.since, m.now()); !at.IsZero() && j.GetReason() == string(lifecycle.ReasonDispatching) {
+			// Too early to be news: pods that start at once run before
+			// then, and their Running would overwrite it. Looked at again
+			// then, it is written if they still do not run.
+			c.deadline(at)
+			break
 		} else if batched || !noAcquisition(j) {
 			// Nothing this cycle decides follows from its news (a holder
 			// keeps its slot until its pods run), so it goes in the

@@ -2,6 +2,7 @@ package resourcemanager_test
 
 import (
 	"testing"
+	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/resourcemanager"
@@ -102,8 +103,10 @@ func TestAnEndRidesTheHandover(t *testing.T) {
 }
 
 // A slot holder's progress while its pods start ("0/4 pods running") is
-// news for its user only: it goes in the cycle's batch, not in a write of
-// its own ahead of everything else the cycle does.
+// news for its user only, and only once its pods have had a moment to
+// run (progressGrace): reported sooner, it is not written (their Running
+// would overwrite it), and then it goes in the cycle's batch, not in a
+// write of its own ahead of everything else the cycle does.
 func TestAHoldersProgressIsBatched(t *testing.T) {
 	f := slotSetup(t)
 	env, be, conn := f.env, f.be, f.calls
@@ -112,6 +115,14 @@ func TestAHoldersProgressIsBatched(t *testing.T) {
 	conn.Take()
 	be.set(id, resourcemanager.PhasePending, "0/1 pods running")
 	f.mgr.Touch(id)
+	f.cycle(t)
+	want(t, env.Job(t, id), "Pending", "Dispatching", "submitting to cluster")
+	if calls := conn.Take(); calls["UpdateJobStatus"] != 0 || calls["UpdateJobStatuses"] != 0 {
+		t.Errorf("the holder's progress, reported at once, took %d single and %d batch writes, want none (all calls: %v)",
+			calls["UpdateJobStatus"], calls["UpdateJobStatuses"], calls)
+	}
+	// The grace over, the cycle due then writes it: no report needed.
+	f.now = f.now.Add(5 * time.Second)
 	f.cycle(t)
 	want(t, env.Job(t, id), "Pending", "Dispatching", "0/1 pods running")
 	if calls := conn.Take(); calls["UpdateJobStatus"] != 0 || calls["UpdateJobStatuses"] != 1 {

@@ -148,6 +148,27 @@ func planObserved(obs Observation) decision {
 	return failed(lifecycle.ReasonJobFailed, obs.Message)
 }
 
+// progressGrace is how long a job being submitted goes without its pods'
+// progress written ("0/1 pods running"): pods that start at once run
+// before it has passed, and a write of their progress would be overwritten
+// by their Running a moment later, one write per job for nobody. Pods
+// that still do not run after it have their account written (an
+// unschedulable pod says why).
+const progressGrace = time.Second
+
+// planProgress says when the progress of a job acquiring since since is
+// written: at once (zero) once progressGrace has passed, else at the time
+// returned. A job whose start is unknown is written at once.
+func planProgress(since, now time.Time) time.Time {
+	if since.IsZero() {
+		return time.Time{}
+	}
+	if at := since.Add(progressGrace); now.Before(at) {
+		return at
+	}
+	return time.Time{}
+}
+
 // releases reports whether what a slot holder's cluster reports frees its
 // queue's slot: its pods all run, or it ended. It is planObserved's rule,
 // which the deck applies before any cycle does.

@@ -565,3 +565,25 @@ func TestPlanReserve(t *testing.T) {
 		})
 	}
 }
+
+// A job's progress while its pods start is written only once they have
+// had progressGrace to run.
+func TestPlanProgress(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		since, now time.Time
+		want       time.Time
+	}{
+		{"start unknown: at once", time.Time{}, t0, time.Time{}},
+		{"just submitted: when the grace ends", t0, t0.Add(200 * time.Millisecond), t0.Add(progressGrace)},
+		{"grace over: at once", t0, t0.Add(progressGrace), time.Time{}},
+		{"long past: at once", t0, t0.Add(time.Hour), time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := planProgress(tc.since, tc.now); !got.Equal(tc.want) {
+				t.Errorf("planProgress(%v, %v) = %v, want %v", tc.since, tc.now, got, tc.want)
+			}
+		})
+	}
+}
