@@ -1174,13 +1174,15 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		// (an informer event) brings their account, so no write now.
 		if dispatched && j.GetReason() == string(lifecycle.ReasonDispatching) {
 			// nothing to write
-		} else if at := planProgress(f.since, m.now()); !at.IsZero() && j.GetReason() == string(lifecycle.ReasonDispatching) {
-			// Too early to be news: pods that start at once run before
-			// then, and their Running would overwrite it. Looked at again
-			// then, it is written if they still do not run.
-			c.deadline(at)
-			break
 		} else if batched || !noAcquisition(j) {
+			if at := planProgress(f.since, m.now()); !at.IsZero() && j.GetReason() == string(lifecycle.ReasonDispatching) {
+				// Too early to be news: pods that start at once run
+				// before then, and their Running would overwrite it.
+				// Looked at again then, it is written if they still do
+				// not run.
+				c.deadline(at)
+				break
+			}
 			// Nothing this cycle decides follows from its news (a holder
 			// keeps its slot until its pods run), so it goes in the
 			// cycle's batch rather than a write of its own.
