@@ -1076,7 +1076,9 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		// The row records when acquiring began, so a restarted controller
 		// keeps the deadline; the scheduler's clock is only the fallback.
 		f.since = d.AsTime()
-	} else {
+	} else if j.GetTaskSpec().GetTimeoutSeconds() > 0 {
+		// A look through every queue, made only where a timeout needs
+		// it: without a start, the progress grace writes at once.
 		f.since = m.acquiringSince(key, j.GetId())
 	}
 	d := planAcquiring(f)

@@ -57,9 +57,7 @@ type handover struct {
 	cluster      *falconv1.Cluster
 	backend      Backend
 	configRead   bool // see memory.configRead
-	// observing: a goroutine is asking the backend about the holder;
-	// again: the holder changed again meanwhile, so it asks once more.
-	observing, again bool
+	looking           // the look at the holder in flight, if any
 }
 
 func newDeck(gauge func(n int)) *deck {
@@ -114,14 +112,9 @@ func (d *deck) touched(ids []string, observe func(context.Context, *handover) bo
 	defer d.mu.Unlock()
 	for _, id := range ids {
 		h := d.byHolder[id]
-		if h == nil || d.closed {
+		if h == nil || d.closed || !h.start() {
 			continue
 		}
-		if h.observing {
-			h.again = true
-			continue
-		}
-		h.observing = true
 		ctx := d.ctx
 		d.wg.Add(1)
 		go func() {
@@ -140,13 +133,11 @@ func (d *deck) touched(ids []string, observe func(context.Context, *handover) bo
 					d.mu.Unlock()
 					return
 				}
-				if !h.again {
-					h.observing = false
-					d.mu.Unlock()
+				more := h.more()
+				d.mu.Unlock()
+				if !more {
 					return
 				}
-				h.again = false
-				d.mu.Unlock()
 			}
 		}()
 	}

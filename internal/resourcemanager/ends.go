@@ -47,13 +47,19 @@ type ends struct {
 
 // ending is one armed Running job.
 type ending struct {
-	job     *falconv1.Job // a copy, as the cycle last saw it
+	endLook // what the next look uses
+	looking // the look in flight, if any
+	// writing: its end is being recorded, and arm leaves it alone.
+	writing bool
+}
+
+// endLook is what a look at an armed job uses. arm replaces it and never
+// changes one, so a look owns the one it took: its job is a copy of the
+// cycle's, which the look's write may refresh.
+type endLook struct {
+	job     *falconv1.Job // as the cycle last saw it
 	cluster *falconv1.Cluster
 	backend Backend
-	// observing: a goroutine is asking the backend about the job; again:
-	// the job changed again meanwhile, so it asks once more; writing: its
-	// end is being recorded, and arm leaves it alone.
-	observing, again, writing bool
 }
 
 func newEnds() *ends {
@@ -75,13 +81,14 @@ func (e *ends) arm(j *falconv1.Job, cl *falconv1.Cluster, b Backend) {
 	if e.ctx == nil || e.closed {
 		return
 	}
+	look := endLook{job: cloneJob(j), cluster: cl, backend: b}
 	if x := e.running[j.GetId()]; x != nil {
 		if !x.writing {
-			x.job, x.cluster, x.backend = cloneJob(j), cl, b
+			x.endLook = look
 		}
 		return
 	}
-	e.running[j.GetId()] = &ending{job: cloneJob(j), cluster: cl, backend: b}
+	e.running[j.GetId()] = &ending{endLook: look}
 }
 
 // drop stops watching id: the cycle saw it leave Running. A write in
@@ -126,7 +133,7 @@ func (e *ends) take() []*falconv1.Job {
 // job. after is called with the job's ID once the look is over, a row
 // recorded there to take: the cycle then folds the row, or looks at a job
 // that did not succeed as it would have without ends.
-func (e *ends) touched(ids []string, observe func(context.Context, *ending) (string, bool), record func(context.Context, *ending, string) *falconv1.Job, after func(id string)) (rest []string) {
+func (e *ends) touched(ids []string, observe func(context.Context, endLook) (string, bool), record func(context.Context, endLook, string) *falconv1.Job, after func(id string)) (rest []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, id := range ids {
@@ -135,18 +142,19 @@ func (e *ends) touched(ids []string, observe func(context.Context, *ending) (str
 			rest = append(rest, id)
 			continue
 		}
-		if x.observing {
-			x.again = true
+		if !x.start() {
 			continue
 		}
-		x.observing = true
 		ctx := e.ctx
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
 			defer after(id)
+			e.mu.Lock()
 			for {
-				msg, succeeded := observe(ctx, x)
+				look := x.endLook
+				e.mu.Unlock()
+				msg, succeeded := observe(ctx, look)
 				e.mu.Lock()
 				if e.running[id] != x || e.closed {
 					e.mu.Unlock()
@@ -155,7 +163,7 @@ func (e *ends) touched(ids []string, observe func(context.Context, *ending) (str
 				if succeeded {
 					x.writing = true
 					e.mu.Unlock()
-					row := record(ctx, x, msg)
+					row := record(ctx, look, msg)
 					e.mu.Lock()
 					if e.running[id] == x {
 						delete(e.running, id)
@@ -166,13 +174,10 @@ func (e *ends) touched(ids []string, observe func(context.Context, *ending) (str
 					e.mu.Unlock()
 					return
 				}
-				if !x.again {
-					x.observing = false
+				if !x.more() {
 					e.mu.Unlock()
 					return
 				}
-				x.again = false
-				e.mu.Unlock()
 			}
 		}()
 	}
@@ -188,9 +193,9 @@ func (e *ends) close() {
 	e.wg.Wait()
 }
 
-// succeededNow asks x's backend whether x's job succeeded, and with what
+// succeededNow asks the backend whether the job succeeded, and with what
 // message (ends' look, outside any cycle).
-func (m *Manager) succeededNow(ctx context.Context, x *ending) (string, bool) {
+func (m *Manager) succeededNow(ctx context.Context, x endLook) (string, bool) {
 	obs, err := x.backend.Observe(ctx, x.cluster, x.job)
 	if err != nil {
 		return "", false
@@ -199,9 +204,10 @@ func (m *Manager) succeededNow(ctx context.Context, x *ending) (string, bool) {
 	return d.message, d.to == lifecycle.Succeeded
 }
 
-// recordEnd writes x's job Succeeded, conditional on Running.
-func (m *Manager) recordEnd(ctx context.Context, x *ending, msg string) *falconv1.Job {
-	j := cloneJob(x.job)
+// recordEnd writes the job Succeeded, conditional on Running; the look's
+// own copy becomes the row written (see endLook).
+func (m *Manager) recordEnd(ctx context.Context, x endLook, msg string) *falconv1.Job {
+	j := x.job
 	req := &falconv1.UpdateJobStatusRequest{Id: j.GetId(), ExpectedStatus: string(lifecycle.Running), Status: string(lifecycle.Succeeded), Message: msg}
 	if !m.write(ctx, j, req) {
 		return nil

@@ -138,11 +138,17 @@ func (s fusedStream) SendMsg(m any) error {
 }
 
 // fusedBackend is the gke backend under the fuse: every method the manager
-// can call (TestFusedBackendHasEveryMethod holds it to that). NeedsPool reads the job alone and Health the backend's memory,
-// so they cost no call; a dead backend still reports itself unreachable.
+// can call (TestFusedBackendHasEveryMethod holds it to that), the ones a
+// backend without pools has too through fusedPlain. NeedsPool reads the
+// job alone and Health the backend's memory, so they cost no call; a dead
+// backend still reports itself unreachable.
 type fusedBackend struct {
+	fusedPlain
 	b *gke.Backend
-	f *fuse
+}
+
+func newFusedBackend(b *gke.Backend, f *fuse) fusedBackend {
+	return fusedBackend{fusedPlain{b, f}, b}
 }
 
 var (
@@ -151,37 +157,7 @@ var (
 	_ resourcemanager.Sweeper        = fusedBackend{}
 )
 
-// Residents reads the informer caches, as Health reads memory. Without it
-// the manager would never sweep here, and a Job that a kill left between
-// its job's end and its delete would stay.
-func (x fusedBackend) Residents(c *falconv1.Cluster) ([]resourcemanager.Resident, error) {
-	if x.f.blown() {
-		return nil, errKilled
-	}
-	return x.b.Residents(c)
-}
-
 func (x fusedBackend) NeedsPool(j *falconv1.Job) bool { return x.b.NeedsPool(j) }
-
-func (x fusedBackend) Health(c *falconv1.Cluster) resourcemanager.Health {
-	if x.f.blown() {
-		return resourcemanager.Health{Err: errKilled, Backoff: true}
-	}
-	return x.b.Health(c)
-}
-
-func (x fusedBackend) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
-	return x.f.do(func() error { return x.b.Dispatch(ctx, c, j) })
-}
-
-func (x fusedBackend) Observe(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) (o resourcemanager.Observation, err error) {
-	err = x.f.do(func() (err error) { o, err = x.b.Observe(ctx, c, j); return err })
-	return o, err
-}
-
-func (x fusedBackend) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
-	return x.f.do(func() error { return x.b.Stop(ctx, c, j) })
-}
 
 func (x fusedBackend) ProvisionPool(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) (p resourcemanager.Provisioning, err error) {
 	err = x.f.do(func() (err error) { p, err = x.b.ProvisionPool(ctx, c, j); return err })
@@ -207,42 +183,49 @@ func (x fusedBackend) Reservation(ctx context.Context, c *falconv1.Cluster) (r *
 	return r, err
 }
 
-// fusedKube is the plain Kubernetes backend under the fuse, as fusedBackend
-// is the gke one.
-type fusedKube struct {
-	b *kube.Backend
+// fusedPlain is a backend without pools under the fuse: the plain
+// Kubernetes one, and the part of the gke one every backend has.
+type fusedPlain struct {
+	b interface {
+		resourcemanager.Backend
+		resourcemanager.HealthReporter
+		resourcemanager.Sweeper
+	}
 	f *fuse
 }
 
 var (
-	_ resourcemanager.HealthReporter = fusedKube{}
-	_ resourcemanager.Sweeper        = fusedKube{}
+	_ resourcemanager.HealthReporter = fusedPlain{}
+	_ resourcemanager.Sweeper        = fusedPlain{}
 )
 
-func (x fusedKube) Residents(c *falconv1.Cluster) ([]resourcemanager.Resident, error) {
+// Residents reads the informer caches, as Health reads memory. Without it
+// the manager would never sweep here, and a Job that a kill left between
+// its job's end and its delete would stay.
+func (x fusedPlain) Residents(c *falconv1.Cluster) ([]resourcemanager.Resident, error) {
 	if x.f.blown() {
 		return nil, errKilled
 	}
 	return x.b.Residents(c)
 }
 
-func (x fusedKube) Health(c *falconv1.Cluster) resourcemanager.Health {
+func (x fusedPlain) Health(c *falconv1.Cluster) resourcemanager.Health {
 	if x.f.blown() {
 		return resourcemanager.Health{Err: errKilled, Backoff: true}
 	}
 	return x.b.Health(c)
 }
 
-func (x fusedKube) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
+func (x fusedPlain) Dispatch(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
 	return x.f.do(func() error { return x.b.Dispatch(ctx, c, j) })
 }
 
-func (x fusedKube) Observe(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) (o resourcemanager.Observation, err error) {
+func (x fusedPlain) Observe(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) (o resourcemanager.Observation, err error) {
 	err = x.f.do(func() (err error) { o, err = x.b.Observe(ctx, c, j); return err })
 	return o, err
 }
 
-func (x fusedKube) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
+func (x fusedPlain) Stop(ctx context.Context, c *falconv1.Cluster, j *falconv1.Job) error {
 	return x.f.do(func() error { return x.b.Stop(ctx, c, j) })
 }
 
@@ -289,8 +272,8 @@ func (f *fixture) startProc(fz *fuse, log *slog.Logger) *controllerProc {
 			}
 		}))
 	conn := fusedConn{f.api.Conn, fz}
-	mgr = resourcemanager.New(conn, resourcemanager.WithBackend(gke.BackendName, fusedBackend{p.b, fz}),
-		resourcemanager.WithBackend(kube.BackendName, fusedKube{p.kb, fz}), resourcemanager.WithMetrics(metrics.NewRM(p.reg)),
+	mgr = resourcemanager.New(conn, resourcemanager.WithBackend(gke.BackendName, newFusedBackend(p.b, fz)),
+		resourcemanager.WithBackend(kube.BackendName, fusedPlain{p.kb, fz}), resourcemanager.WithMetrics(metrics.NewRM(p.reg)),
 		resourcemanager.WithInterval(200*time.Millisecond), resourcemanager.WithPoolTiming(f.timing), resourcemanager.WithLogger(log))
 	ready.Store(true)
 	ec := expctl.New(conn, expctl.WithInterval(200*time.Millisecond), expctl.WithLogger(log))
@@ -859,7 +842,7 @@ func (f *fixture) dumpKube(t *testing.T) {
 func TestFusedBackendHasEveryMethod(t *testing.T) {
 	for _, pair := range []struct {
 		real, fused any
-	}{{&gke.Backend{}, fusedBackend{}}, {&kube.Backend{}, fusedKube{}}} {
+	}{{&gke.Backend{}, fusedBackend{}}, {&kube.Backend{}, fusedPlain{}}} {
 		for name, has := range map[string]func(any) bool{
 			"Sweeper":        func(v any) bool { _, ok := v.(resourcemanager.Sweeper); return ok },
 			"PoolBackend":    func(v any) bool { _, ok := v.(resourcemanager.PoolBackend); return ok },

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,8 +37,9 @@ type stallWatch struct {
 	logf   func(format string, args ...any)
 	now    func() time.Time
 
-	mu     sync.Mutex
-	nudged map[types.UID]time.Time // the last nudge of each pod
+	// nudged is the last nudge of each pod; only the watch's goroutine
+	// uses it.
+	nudged map[types.UID]time.Time
 	count  atomic.Int64
 
 	cancel context.CancelFunc
@@ -69,8 +69,10 @@ func startStallWatch(client kubernetes.Interface, logf func(string, ...any)) *st
 				continue
 			}
 			for _, obj := range pods.GetStore().List() {
-				if p, ok := obj.(*corev1.Pod); ok && w.stalled(p) {
-					w.nudge(ctx, p)
+				if p, ok := obj.(*corev1.Pod); ok {
+					if d, stalled := w.stalled(p); stalled {
+						w.nudge(ctx, p, d)
+					}
 				}
 			}
 		}
@@ -85,23 +87,22 @@ func (w *stallWatch) stop() {
 }
 
 // stalled reports whether p has been Running longer than StalledAfter past
-// its end, and was not nudged within the last StalledAfter.
-func (w *stallWatch) stalled(p *corev1.Pod) bool {
+// its end, and was not nudged within the last StalledAfter; d is how long
+// its Stages run it.
+func (w *stallWatch) stalled(p *corev1.Pod) (d time.Duration, stalled bool) {
 	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || p.Status.StartTime == nil {
-		return false
+		return 0, false
 	}
 	d, ends := PodRunTime(p)
 	now := w.now()
 	if !ends || now.Sub(p.Status.StartTime.Time) < d+StalledAfter {
-		return false
+		return d, false
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	last, ok := w.nudged[p.UID]
-	return !ok || now.Sub(last) >= d+StalledAfter
+	return d, !ok || now.Sub(last) >= d+StalledAfter
 }
 
-func (w *stallWatch) nudge(ctx context.Context, p *corev1.Pod) {
+func (w *stallWatch) nudge(ctx context.Context, p *corev1.Pod, d time.Duration) {
 	now := w.now()
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationNudged, now.UTC().Format(time.RFC3339Nano))
 	if _, err := w.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -110,17 +111,10 @@ func (w *stallWatch) nudge(ctx context.Context, p *corev1.Pod) {
 		}
 		return
 	}
-	w.mu.Lock()
 	w.nudged[p.UID] = now
-	w.mu.Unlock()
 	w.count.Add(1)
 	w.logf("kubeenv: kwok lost the end of pod %s/%s (Running %s since its start, which it should have ended after %s): nudged",
-		p.Namespace, p.Name, now.Sub(p.Status.StartTime.Time).Round(time.Second), mustRunTime(p))
-}
-
-func mustRunTime(p *corev1.Pod) time.Duration {
-	d, _ := PodRunTime(p)
-	return d
+		p.Namespace, p.Name, now.Sub(p.Status.StartTime.Time).Round(time.Second), d)
 }
 
 // PodRunTime is how long kwok.yaml's Stages keep p Running once it runs,
