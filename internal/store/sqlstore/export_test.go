@@ -81,6 +81,9 @@ func (s *Store) PreparedReads() int {
 // InTx runs fn as the store runs its own transactions.
 func (s *Store) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error { return s.inTx(ctx, fn) }
 
+// TurnWaiting is how many transactions wait for their turn (Store.turn).
+func (s *Store) TurnWaiting() int { return int(s.waiting.Load()) }
+
 // OrderWrites turns the first-come-first-served order of SQLite's
 // transactions (Store.turn) on or off, for the benchmark that measures it.
 func (s *Store) OrderWrites(on bool) {

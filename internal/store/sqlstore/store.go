@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -53,6 +54,8 @@ type Store struct {
 	// and again while others queued behind it. A channel's blocked
 	// senders are woken in order.
 	turn chan struct{}
+	// waiting counts the transactions waiting for their turn.
+	waiting atomic.Int32
 }
 
 // Option configures a Store.
@@ -228,11 +231,14 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
-	if s.turn != nil {
+	if turn := s.turn; turn != nil {
+		s.waiting.Add(1)
 		select {
-		case s.turn <- struct{}{}:
-			defer func() { <-s.turn }()
+		case turn <- struct{}{}:
+			s.waiting.Add(-1)
+			defer func() { <-turn }()
 		case <-ctx.Done():
+			s.waiting.Add(-1)
 			return fmt.Errorf("sqlstore: begin: %w", ctx.Err())
 		}
 	}
