@@ -3,6 +3,7 @@ package probe_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -194,6 +195,7 @@ func TestClusterProberKube(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer syscall.Kill(pid, syscall.SIGCONT)
+		waitStopped(t, pid)
 		// A new client: the old one's connection is already open.
 		stopped := probe.New(probe.WithKube(func(context.Context, *falconv1.Cluster) (*rest.Config, string, error) {
 			return kc.RESTConfig(), "default", nil
@@ -220,6 +222,35 @@ func TestClusterProberKube(t *testing.T) {
 }
 
 // apiserverPID finds the kube-apiserver of the cluster in dir.
+// waitStopped waits until every thread of pid is stopped: SIGSTOP takes
+// effect as each thread is next scheduled, and on a loaded machine one
+// still running answered a request sent at once (seen in CI).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		running := 0
+		for _, task := range tasks {
+			raw, err := os.ReadFile(task)
+			if err != nil {
+				continue // the thread is gone
+			}
+			// The state follows the command name, which is in parentheses.
+			if i := strings.LastIndexByte(string(raw), ')'); i < 0 || i+2 >= len(raw) || raw[i+2] != 'T' {
+				running++
+			}
+		}
+		if len(tasks) > 0 && running == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-apiserver %d: %d of %d threads not stopped after SIGSTOP", pid, running, len(tasks))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func apiserverPID(t *testing.T, dir string) int {
 	t.Helper()
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
