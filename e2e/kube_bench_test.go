@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +22,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/provider/kube/render"
@@ -381,13 +385,24 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		b.ReportMetric(pct(toVisible, 99), "complete-to-succeeded-p99-ms")
 	}
 	// Where the controller's time went, from its own metrics.
-	if m := scrape(b, base0+"/metrics"); m["falcon_rm_cycles_total"] > 0 {
+	if m, fams := scrape(b, base0+"/metrics"); m["falcon_rm_cycles_total"] > 0 {
 		b.ReportMetric(m["falcon_rm_cycles_total"], "rm-cycles")
 		b.ReportMetric(1000*m["falcon_rm_cycle_seconds_sum"]/m["falcon_rm_cycles_total"], "rm-cycle-mean-ms")
 		// Handovers made by the deck, and successes recorded by ends,
 		// before any cycle looked (the rest went through a cycle).
 		b.ReportMetric(m["falcon_rm_handovers_ahead_total"], "rm-handovers-ahead")
 		b.ReportMetric(m["falcon_rm_ends_ahead_total"], "rm-ends-ahead")
+		// The deck's handovers as Falcon timed them, from its informer's
+		// report of the holder's pods running: until the create was sent
+		// (Falcon's own part) and until the Job was created (the
+		// apiserver's answer included). Bucket estimates, in ms.
+		for _, until := range []string{"sent", "created"} {
+			if h := histogramSeries(fams["falcon_rm_handover_seconds"], "until", until); h.GetSampleCount() > 0 {
+				b.ReportMetric(1000*bucketQuantile(h, 0.5), "rm-handover-"+until+"-p50-ms")
+				b.ReportMetric(1000*bucketQuantile(h, 0.99), "rm-handover-"+until+"-p99-ms")
+				b.ReportMetric(bucketShare(h, 0.05), "rm-handover-"+until+"-within-50ms")
+			}
+		}
 		if m["falcon_rm_cycle_jobs_count"] > 0 {
 			b.ReportMetric(m["falcon_rm_cycle_jobs_sum"]/m["falcon_rm_cycle_jobs_count"], "rm-jobs-per-cycle")
 		}
@@ -414,23 +429,75 @@ func applyBenchClusters(b *testing.B, d *dev, edges ...*kubeenv.Cluster) {
 	}
 }
 
-// scrape reads the unlabelled samples of a Prometheus text exposition.
-func scrape(b *testing.B, url string) map[string]float64 {
+// scrape reads falcon dev's metrics: each unlabelled counter and gauge by
+// name, each unlabelled histogram as name_count and name_sum, and every
+// family whole (for the labelled ones).
+func scrape(b *testing.B, url string) (map[string]float64, map[string]*dto.MetricFamily) {
 	resp, err := http.Get(url)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
 	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		name, value, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+	for name, f := range fams {
+		if len(f.GetMetric()) != 1 || len(f.GetMetric()[0].GetLabel()) > 0 {
 			continue
 		}
-		if v, err := strconv.ParseFloat(value, 64); err == nil {
-			out[name] = v
+		m := f.GetMetric()[0]
+		switch {
+		case m.Histogram != nil:
+			out[name+"_count"] = float64(m.GetHistogram().GetSampleCount())
+			out[name+"_sum"] = m.GetHistogram().GetSampleSum()
+		default:
+			out[name] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
-	return out
+	return out, fams
+}
+
+// histogramSeries is the series of a histogram family whose label has
+// value, or nil.
+func histogramSeries(f *dto.MetricFamily, label, value string) *dto.Histogram {
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				return m.GetHistogram()
+			}
+		}
+	}
+	return nil
+}
+
+// bucketQuantile estimates the q-quantile of a histogram as Prometheus's
+// histogram_quantile does: linearly within the bucket it falls in.
+func bucketQuantile(h *dto.Histogram, q float64) float64 {
+	rank := q * float64(h.GetSampleCount())
+	lower, below := 0.0, 0.0
+	for _, bk := range h.GetBucket() {
+		n := float64(bk.GetCumulativeCount())
+		if n >= rank {
+			if n == below {
+				return bk.GetUpperBound()
+			}
+			return lower + (bk.GetUpperBound()-lower)*(rank-below)/(n-below)
+		}
+		lower, below = bk.GetUpperBound(), n
+	}
+	return lower // beyond the last bound: report that bound
+}
+
+// bucketShare is the share of a histogram's samples at or below bound,
+// which must be one of its bucket bounds.
+func bucketShare(h *dto.Histogram, bound float64) float64 {
+	for _, bk := range h.GetBucket() {
+		if bk.GetUpperBound() == bound && h.GetSampleCount() > 0 {
+			return float64(bk.GetCumulativeCount()) / float64(h.GetSampleCount())
+		}
+	}
+	return math.NaN()
 }

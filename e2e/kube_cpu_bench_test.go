@@ -204,7 +204,7 @@ func BenchmarkKubeDispatchCPU(b *testing.B) {
 	b.ReportMetric(falconRate/plainRate, "falcon/plain")
 	b.ReportMetric(float64(createMs.Load())/1000/float64(n), "api-create-ms")
 	b.ReportMetric(float64(created.Sub(start).Milliseconds())/1000, "api-creates-s")
-	if m := scrape(b, base+"/metrics"); m["falcon_rm_cycles_total"] > 0 {
+	if m, _ := scrape(b, base+"/metrics"); m["falcon_rm_cycles_total"] > 0 {
 		b.ReportMetric(m["falcon_rm_cycles_total"], "rm-cycles")
 		b.ReportMetric(1000*m["falcon_rm_cycle_seconds_sum"]/m["falcon_rm_cycles_total"], "rm-cycle-mean-ms")
 	}

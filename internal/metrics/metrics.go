@@ -26,6 +26,11 @@ type RM struct {
 	// HandoversWaiting is how many jobs picked ahead wait for their
 	// queue's holder to release the slot.
 	HandoversWaiting prometheus.Gauge
+	// HandoverSeconds times the deck's handovers from the report that the
+	// holder released its slot: until the next job's submission is sent
+	// to its backend ("sent", Falcon's own part) and until its Kubernetes
+	// Job exists ("created", the cluster's answer included).
+	HandoverSeconds *prometheus.HistogramVec
 	// EndsAhead counts Running jobs recorded Succeeded the moment their
 	// cluster reported it, before any cycle.
 	EndsAhead prometheus.Counter
@@ -77,6 +82,11 @@ func NewRM(reg prometheus.Registerer) *RM {
 		HandoversWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "falcon_rm_handovers_waiting", Help: "Jobs picked ahead (Next) whose handover waits for their queue's holder to run or end.",
 		}),
+		HandoverSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "falcon_rm_handover_seconds", Help: "Slot handovers made ahead of the cycle, from the report that the holder's pods ran or it ended: until the next job's submission was sent (until=sent) and until its Kubernetes Job was created (until=created).",
+			// Fine around the 50 ms the handover is held to.
+			Buckets: []float64{.001, .002, .003, .005, .0075, .01, .015, .02, .03, .05, .075, .1, .15, .2, .3, .5, .75, 1, 2, 5},
+		}, []string{"until"}),
 		EndsAhead: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "falcon_rm_ends_ahead_total", Help: "Running jobs recorded Succeeded as soon as their cluster reported it, without waiting for a cycle.",
 		}),
@@ -108,7 +118,7 @@ func NewRM(reg prometheus.Registerer) *RM {
 			Name: "falcon_reservation_nodes", Help: "Nodes of each cluster's default reservation, by state (in_use, free), as last read from the Compute API.",
 		}, []string{"cluster", "reservation", "state"}),
 	}
-	reg.MustRegister(m.ReservationNodes, m.Cycles, m.CycleErrors, m.CycleSeconds, m.CycleJobs, m.Dispatched, m.DispatchLatency, m.Finished, m.HandedAhead, m.HandoversWaiting, m.EndsAhead,
+	reg.MustRegister(m.ReservationNodes, m.Cycles, m.CycleErrors, m.CycleSeconds, m.CycleJobs, m.Dispatched, m.DispatchLatency, m.Finished, m.HandedAhead, m.HandoversWaiting, m.HandoverSeconds, m.EndsAhead,
 		m.QueueWaiting, m.QueueAcquiring, m.ClusterUnreachable, m.NodePools, m.PoolCreates, m.PoolReuses, m.PoolDeletes)
 	return m
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -58,6 +59,9 @@ type handover struct {
 	backend      Backend
 	configRead   bool // see memory.configRead
 	looking           // the look at the holder in flight, if any
+	// reported is when the last report of the holder came (Touch): the
+	// start of the handover a look that finds the slot released makes.
+	reported time.Time
 }
 
 func newDeck(gauge func(n int)) *deck {
@@ -104,21 +108,29 @@ func (d *deck) drop(id string) {
 	}
 }
 
-// touched starts a look at the holders among ids. observe says whether a
-// holder released its slot; start is called, under the deck's lock, for
-// each handover whose holder did, unless it was dropped meanwhile.
-func (d *deck) touched(ids []string, observe func(context.Context, *handover) bool, start func(context.Context, *handover)) {
+// touched starts a look at the holders among ids, reported at now.
+// observe says whether a holder released its slot; start is called, under
+// the deck's lock, for each handover whose holder did, unless it was
+// dropped meanwhile, with the time of the report the look answered.
+func (d *deck) touched(ids []string, now time.Time, observe func(context.Context, *handover) bool, start func(context.Context, *handover, time.Time)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, id := range ids {
 		h := d.byHolder[id]
-		if h == nil || d.closed || !h.start() {
+		if h == nil || d.closed {
+			continue
+		}
+		h.reported = now
+		if !h.start() {
 			continue
 		}
 		ctx := d.ctx
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
+			d.mu.Lock()
+			answers := h.reported
+			d.mu.Unlock()
 			for {
 				released := observe(ctx, h)
 				d.mu.Lock()
@@ -129,11 +141,12 @@ func (d *deck) touched(ids []string, observe func(context.Context, *handover) bo
 				if released {
 					delete(d.byHolder, h.holder.GetId())
 					d.gauge(len(d.byHolder))
-					start(ctx, h)
+					start(ctx, h, answers)
 					d.mu.Unlock()
 					return
 				}
 				more := h.more()
+				answers = h.reported
 				d.mu.Unlock()
 				if !more {
 					return
@@ -285,11 +298,12 @@ func (m *Manager) released(ctx context.Context, h *handover) bool {
 	return err == nil && releases(obs)
 }
 
-// startNext hands the job on deck to the submitter: the handover.
-func (m *Manager) startNext(ctx context.Context, h *handover) {
+// startNext hands the job on deck to the submitter: the handover, which
+// began when the holder's release was reported.
+func (m *Manager) startNext(ctx context.Context, h *handover, reported time.Time) {
 	m.metrics.HandedAhead.Inc()
 	m.log.Debug("slot handed over ahead of the cycle", "job", h.next.GetId(), "after", h.holder.GetId(), "cluster", h.cluster.GetName())
-	m.startSubmission(ctx, h.cluster, h.backend, h.next, h.configRead)
+	m.startSubmission(ctx, h.cluster, h.backend, h.next, h.configRead, reported)
 }
 
 // submitAhead submits a job the cycle picked from the deck before the
@@ -302,14 +316,23 @@ func (m *Manager) submitAhead(ctx context.Context, c *cycle, j *falconv1.Job) {
 	if m.sub == nil || err != nil || m.sub.has(j.GetId()) {
 		return
 	}
-	m.startSubmission(ctx, cl, b, cloneJob(j), m.mem.configRead[j.GetId()])
+	m.startSubmission(ctx, cl, b, cloneJob(j), m.mem.configRead[j.GetId()], time.Time{})
 }
 
 // startSubmission hands j's submission to the submitter. configRead: the
 // write that recorded it Next brought its config back (memory.configRead);
 // a row read from a list (after a restart) lacks it, and submit reads it.
-func (m *Manager) startSubmission(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job, configRead bool) {
+// reported, for a handover, is when the holder's release was reported:
+// the handover's two times are measured from it (metrics.HandoverSeconds).
+func (m *Manager) startSubmission(ctx context.Context, cl *falconv1.Cluster, b Backend, j *falconv1.Job, configRead bool, reported time.Time) {
 	m.sub.start(ctx, cl.GetName(), j.GetId(), func(ctx context.Context) error {
-		return m.submit(ctx, cl, b, j, configRead)
+		if !reported.IsZero() {
+			m.metrics.HandoverSeconds.WithLabelValues("sent").Observe(m.now().Sub(reported).Seconds())
+		}
+		err := m.submit(ctx, cl, b, j, configRead)
+		if err == nil && !reported.IsZero() {
+			m.metrics.HandoverSeconds.WithLabelValues("created").Observe(m.now().Sub(reported).Seconds())
+		}
+		return err
 	})
 }

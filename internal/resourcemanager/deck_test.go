@@ -188,11 +188,48 @@ func TestTheDeckHandsTheSlotOverBeforeAnyCycle(t *testing.T) {
 	be.set(other, resourcemanager.PhaseRunning, "1/1 pods running")
 	d.touch(other)
 	waitFor(t, "a cycle stuck on its write", func() bool { return d.gate.blocked.Load() > 0 })
+	// The submission's Kubernetes Job is "created" only once Dispatch
+	// returns: hold it there (with the backend's lock: nothing else asks
+	// the backend meanwhile).
+	sending, created := make(chan struct{}), make(chan struct{})
+	be.mu.Lock()
+	be.onDispatch = func(j *falconv1.Job) {
+		if j.GetId() == ids[1] {
+			close(sending)
+			<-created
+		}
+	}
+	be.mu.Unlock()
 	be.set(ids[0], resourcemanager.PhaseRunning, "1/1 pods running")
 	d.touch(ids[0])
-	waitFor(t, "the job on deck submitted", func() bool { return d.dispatched(ids[1]) })
+	select {
+	case <-sending:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job on deck was not submitted")
+	}
 	if got := metric(t, d.reg, "falcon_rm_handovers_ahead_total"); got != 1 {
 		t.Errorf("falcon_rm_handovers_ahead_total = %v, want 1", got)
+	}
+	// The handover is timed from the report: sent before the backend
+	// call, created after it returned.
+	if n, _ := histogram(t, d.reg, "falcon_rm_handover_seconds", "until", "sent"); n != 1 {
+		t.Errorf("handovers timed until sent: %d, want 1", n)
+	}
+	if n, _ := histogram(t, d.reg, "falcon_rm_handover_seconds", "until", "created"); n != 0 {
+		t.Errorf("handovers timed until created while the create has not returned: %d, want 0", n)
+	}
+	close(created)
+	if !d.dispatched(ids[1]) {
+		t.Fatal("the job on deck was not recorded submitted")
+	}
+	waitFor(t, "the handover timed until created", func() bool {
+		n, _ := histogram(t, d.reg, "falcon_rm_handover_seconds", "until", "created")
+		return n == 1
+	})
+	_, sent := histogram(t, d.reg, "falcon_rm_handover_seconds", "until", "sent")
+	_, done := histogram(t, d.reg, "falcon_rm_handover_seconds", "until", "created")
+	if sent < 0 || done < sent {
+		t.Errorf("handover timed %v s until sent and %v s until created: want 0 <= sent <= created", sent, done)
 	}
 	// The write that recorded it Next brought its (empty) config back.
 	if n := d.gate.gets.Load() - gets; n != 0 {

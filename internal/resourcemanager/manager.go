@@ -212,7 +212,7 @@ func WithResync(d time.Duration) Option { return func(m *Manager) { m.resyncEver
 // Touch asks for a cycle now that looks at these jobs: a backend saw their
 // processes or pods change.
 func (m *Manager) Touch(jobIDs ...string) {
-	m.deck.touched(jobIDs, m.released, m.startNext)
+	m.deck.touched(jobIDs, m.now(), m.released, m.startNext)
 	// The Running jobs ends looks at reach the cycle when it is done.
 	jobIDs = m.ends.touched(jobIDs, m.succeededNow, m.recordEnd, m.looked)
 	if len(jobIDs) == 0 {

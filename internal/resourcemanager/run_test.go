@@ -22,22 +22,42 @@ import (
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 )
 
-// histogram reads one of the manager's unlabelled histograms: samples
-// and their sum (for falcon_rm_cycle_jobs: cycles run, jobs looked at).
-func histogram(tb testing.TB, reg *prometheus.Registry, name string) (uint64, float64) {
+// histogram reads one of the manager's histograms: samples and their sum
+// (for falcon_rm_cycle_jobs: cycles run, jobs looked at). A labelled one
+// is read at the series whose labels have the values of labelValues
+// (name, value, ...); a series without samples yet reads 0, 0.
+func histogram(tb testing.TB, reg *prometheus.Registry, name string, labelValues ...string) (uint64, float64) {
 	tb.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			var h *dto.Histogram = mf.GetMetric()[0].GetHistogram()
-			return h.GetSampleCount(), h.GetSampleSum()
+		if mf.GetName() != name {
+			continue
 		}
+		for _, m := range mf.GetMetric() {
+			if hasLabels(m.GetLabel(), labelValues) {
+				var h *dto.Histogram = m.GetHistogram()
+				return h.GetSampleCount(), h.GetSampleSum()
+			}
+		}
+		return 0, 0
+	}
+	if len(labelValues) > 0 {
+		return 0, 0 // a vector shows no series before its first sample
 	}
 	tb.Fatalf("%s not registered", name)
 	return 0, 0
+}
+
+func hasLabels(got []*dto.LabelPair, want []string) bool {
+	for i := 0; i+1 < len(want); i += 2 {
+		if !slices.ContainsFunc(got, func(l *dto.LabelPair) bool { return l.GetName() == want[i] && l.GetValue() == want[i+1] }) {
+			return false
+		}
+	}
+	return true
 }
 
 func cycleJobs(t *testing.T, reg *prometheus.Registry) (uint64, float64) {
