@@ -58,7 +58,9 @@ var benchShapes = []struct{ typ, label, topo string }{
 //     API (p50/p99; goal p99 <= 500 ms);
 //   - the resource manager's cycles: count, mean duration, jobs looked at.
 //
-// FALCON_BENCH_EXPS sets the number of experiments (default 1000).
+// FALCON_BENCH_EXPS sets the number of experiments (default 1000);
+// FALCON_BENCH_APISERVER, when set, prints what the edges' apiservers did
+// in each phase (apiserverWork).
 func BenchmarkKubeDispatch(b *testing.B) {
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("FALCON_BENCH_EXPS")); err == nil && v > 0 {
@@ -147,6 +149,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	}
 
 	// The serialized ideal: one loop per queue, the same rule, no overhead.
+	work0 := apiserverWork(edges)
 	idealStart := time.Now()
 	var wg sync.WaitGroup
 	perQueue := n / (len(edges) * len(benchShapes))
@@ -188,6 +191,8 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	}
 	wg.Wait()
 	idealRate := float64(perQueue*len(edges)*len(benchShapes)) / time.Since(idealStart).Seconds()
+	work1 := apiserverWork(edges)
+	printWork("ideal", work0, work1)
 
 	d := startDev(b, "")
 	applyBenchClusters(b, d, edges...)
@@ -277,6 +282,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		shapeOf[exp.Jobs[0].ID] = i % len(benchShapes)
 	}
 	<-polled
+	printWork("Falcon", work1, apiserverWork(edges))
 	b.StopTimer()
 	if len(succeeded) < n {
 		b.Fatalf("only %d of %d experiments succeeded", len(succeeded), n)

@@ -93,3 +93,44 @@ func (s *Store) OrderWrites(on bool) {
 		s.turn = nil
 	}
 }
+
+// ListPlan is how the database would run ListExps (table "experiments")
+// or ListJobs (table "jobs") for f: SQLite's EXPLAIN QUERY PLAN, one step
+// per line.
+func (s *Store) ListPlan(ctx context.Context, table string, f any) (string, error) {
+	var c conds
+	cols := expCols
+	switch f := f.(type) {
+	case store.ExpFilter:
+		var err error
+		if c, err = s.expConds(f); err != nil {
+			return "", err
+		}
+	case store.JobFilter:
+		c, cols = s.jobConds(f), jobCols
+	}
+	q, args := pageQuery(table, cols, c, 100, 0, table == "experiments")
+	rows, err := s.rdb.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return "", err
+		}
+		plan = append(plan, detail)
+	}
+	return strings.Join(plan, "\n"), rows.Err()
+}
+
+// KeyLists turns off (false) the hint that lets a list narrowed by a key
+// use it (dialect.keyed): the baseline of BenchmarkSQLiteListByIDs.
+func (s *Store) KeyLists(on bool) {
+	if !on {
+		s.d.filterOnly = ""
+	}
+}

@@ -214,16 +214,24 @@ func (s *Store) getExp(ctx context.Context, q querier, id, lock string) (*store.
 
 // ListExps implements store.Store: newest first.
 func (s *Store) ListExps(ctx context.Context, f store.ExpFilter) ([]*store.Experiment, string, error) {
+	c, err := s.expConds(f)
+	if err != nil {
+		return nil, "", err
+	}
+	return listPage(ctx, s.reads, "experiments", expCols, c, f.Page, true, scanExp)
+}
+
+// expConds is ListExps's filter.
+func (s *Store) expConds(f store.ExpFilter) (conds, error) {
 	var c conds
+	col := s.d.keyed(len(f.IDs) > 0)
 	// An experiment's cluster is the one it was pinned to or, if none, the
 	// first one a job of it was placed on (see applyStatus).
-	c.eq("cluster_name", f.ClusterName)
-	c.eq("status", string(f.Status))
-	c.eq("exp_type", f.ExpType)
-	c.eq("creator", f.Creator)
-	if len(f.IDs) > 0 {
-		c.in("id", f.IDs)
-	}
+	c.eq(col("cluster_name"), f.ClusterName)
+	c.eq(col("status"), string(f.Status))
+	c.eq(col("exp_type"), f.ExpType)
+	c.eq(col("creator"), f.Creator)
+	c.in("id", f.IDs)
 	if f.NamePrefix {
 		c.add("name LIKE ? ESCAPE '!'", likeEscape(f.Name)+"%")
 	} else {
@@ -234,11 +242,11 @@ func (s *Store) ListExps(ctx context.Context, f store.ExpFilter) ([]*store.Exper
 		// string, quotes included, is.
 		b, err := json.Marshal(tag)
 		if err != nil {
-			return nil, "", err
+			return conds{}, err
 		}
 		c.add("tags LIKE ? ESCAPE '!'", "%"+likeEscape(string(b))+"%")
 	}
-	return listPage(ctx, s.reads, "experiments", expCols, c, f.Page, true, scanExp)
+	return c, nil
 }
 
 // likeEscape makes s match itself in a LIKE pattern with ESCAPE '!' (not a

@@ -56,15 +56,21 @@ func (s *Store) getJob(ctx context.Context, q querier, id string) (*store.Job, e
 
 // ListJobs implements store.Store: oldest first.
 func (s *Store) ListJobs(ctx context.Context, f store.JobFilter) ([]*store.Job, string, error) {
+	return listPage(ctx, s.reads, "jobs", jobCols, s.jobConds(f), f.Page, false, scanJob)
+}
+
+// jobConds is ListJobs's filter.
+func (s *Store) jobConds(f store.JobFilter) conds {
 	var c conds
+	col := s.d.keyed(f.ExpID != "" || len(f.ExpIDs) > 0)
 	c.eq("exp_id", f.ExpID)
 	c.in("exp_id", f.ExpIDs)
-	c.in("status", statusStrings(f.Statuses))
-	c.eq("cluster_name", f.ClusterName)
+	c.in(col("status"), statusStrings(f.Statuses))
+	c.eq(col("cluster_name"), f.ClusterName)
 	if !f.CreatedSince.IsZero() {
 		c.add("created_at >= ?", s.d.timeArg(f.CreatedSince))
 	}
-	return listPage(ctx, s.reads, "jobs", jobCols, c, f.Page, false, scanJob)
+	return c
 }
 
 // UpdateJobStatus implements store.Store. A non-empty u.ClusterName records
@@ -153,9 +159,10 @@ func (s *Store) getArt(ctx context.Context, q querier, id string) (*store.Artifa
 // ListArtifacts implements store.Store: oldest first.
 func (s *Store) ListArtifacts(ctx context.Context, f store.ArtifactFilter) ([]*store.Artifact, string, error) {
 	var c conds
+	col := s.d.keyed(f.ExpID != "" || len(f.ExpIDs) > 0)
 	c.eq("exp_id", f.ExpID)
 	c.in("exp_id", f.ExpIDs)
-	c.in("status", statusStrings(f.Statuses))
+	c.in(col("status"), statusStrings(f.Statuses))
 	return listPage(ctx, s.reads, "artifacts", artCols, c, f.Page, false, scanArt)
 }
 

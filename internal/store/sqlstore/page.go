@@ -103,15 +103,8 @@ func listPage[T any](ctx context.Context, q querier, table, cols string, c conds
 	if err != nil {
 		return nil, "", err
 	}
-	order, past := " ORDER BY seq ASC", "seq > ?"
-	if desc {
-		order, past = " ORDER BY seq DESC", "seq < ?"
-	}
-	if after > 0 {
-		c.add(past, after)
-	}
-	query := "SELECT " + cols + " FROM " + table + c.sql() + order + " LIMIT ?"
-	rows, err := q.QueryContext(ctx, query, append(c.args, size+1)...)
+	query, args := pageQuery(table, cols, c, size, after, desc)
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, "", dbErr("list "+table, err)
 	}
@@ -133,4 +126,17 @@ func listPage[T any](ctx context.Context, q querier, table, cols string, c conds
 		next = encodeToken(seqs[size-1])
 	}
 	return items, next, nil
+}
+
+// pageQuery is listPage's query for a page of size rows after the row with
+// seq after (0: from the start).
+func pageQuery(table, cols string, c conds, size int, after int64, desc bool) (string, []any) {
+	order, past := " ORDER BY seq ASC", "seq > ?"
+	if desc {
+		order, past = " ORDER BY seq DESC", "seq < ?"
+	}
+	if after > 0 {
+		c.add(past, after)
+	}
+	return "SELECT " + cols + " FROM " + table + c.sql() + order + " LIMIT ?", append(c.args, size+1)
 }
