@@ -20,10 +20,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/provider/gke"
+	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/stack"
 	"github.com/falconhq/falcon/internal/testenv/fakegke"
@@ -144,7 +146,8 @@ func TestDashboardIsWellFormed(t *testing.T) {
 
 // TestDashboardMetricsAreExported runs `falcon dev` with a GKE cluster
 // that has a reservation, runs three TPU experiments of one shape (one
-// reuses another's pool; the pools are then deleted), scrapes /metrics
+// reuses another's pool; the pools are then deleted) and four on a plain
+// Kubernetes edge (one queue, its slot handed over), scrapes /metrics
 // while they run and after, and checks that every metric the dashboard
 // queries was exported.
 func TestDashboardMetricsAreExported(t *testing.T) {
@@ -209,8 +212,37 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
+	// The same apiserver as a plain Kubernetes edge, whose queue hands its
+	// slot over on the deck (falcon_rm_handover_seconds): a TPU node that
+	// takes every job at once, and four jobs in one queue.
+	const kubeNS = "falcon-kube"
+	if _, err := kc.CreateNamespace(ctx, kubeNS); err != nil {
+		t.Fatal(err)
+	}
+	capacity := corev1.ResourceList{kubeenv.ResourceTPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("100")}
+	if _, err := kc.AddNodes(ctx, 1, map[string]string{kubeenv.LabelGKETPUAccelerator: "tpu-v6e-slice", kubeenv.LabelGKETPUTopology: "2x2"},
+		[]corev1.Taint{{Key: string(kubeenv.ResourceTPU), Value: "present", Effect: corev1.TaintEffectNoSchedule}}, capacity); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := falconv1.NewClusterServiceClient(conn).RegisterCluster(ctx, &falconv1.RegisterClusterRequest{Cluster: &falconv1.Cluster{
+		Name: "kube-edge", Backend: kube.BackendName, Kubeconfig: kc.KubeconfigPath(), KubeContext: kc.Context(),
+		Namespace: kubeNS, AcceleratorTypes: []string{"v6e"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	exps := falconv1.NewExperimentServiceClient(conn)
 	var ids []string
+	for i := range 4 {
+		exp, err := exps.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
+			Name: fmt.Sprintf("dash-kube-%d", i), ClusterName: "kube-edge",
+			RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "python train.py", Image: "python:3.12", Replica: 1,
+				DeviceType: "v6e", DeviceTopo: "2x2", Envs: map[string]string{"FALCON_TEST_DURATION": "1s"}}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, exp.GetId())
+	}
 	// Pools take longer to create than jobs run, so the third job is still
 	// waiting when the first ends, and takes its pool (a reuse).
 	for i := range 3 {
@@ -261,7 +293,15 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		return false
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for !(finished(ids[0]) && finished(ids[1]) && finished(ids[2])) {
+	allFinished := func() bool {
+		for _, id := range ids {
+			if !finished(id) {
+				return false
+			}
+		}
+		return true
+	}
+	for !allFinished() {
 		scrape() // while they run: jobs in flight, pools owned, queues
 		if time.Now().After(deadline) {
 			t.Fatal("the experiments did not succeed in 2 minutes")
