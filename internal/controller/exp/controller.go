@@ -42,6 +42,10 @@ type Controller struct {
 	// read. A restart loses nothing: the first cycle is a resync.
 	live       map[string]*falconv1.Experiment
 	resyncedAt time.Time
+	// held is when each pending mirror waiting for mirrorDue was first
+	// held, by experiment. Memory: a restart writes the held mirrors at
+	// its first cycle, a resync.
+	held map[string]time.Time
 	// writer names this controller on its writes (falconv1.WriterKey), so
 	// that its follower skips the echo of its own sibling aborts: a
 	// cycle that aborted them has already written what follows from
@@ -81,6 +85,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 
 		resyncEvery: 30 * time.Second,
 		live:        map[string]*falconv1.Experiment{},
+		held:        map[string]time.Time{},
 		writer:      "expcontroller-" + rand.Text(),
 	}
 	for _, o := range opts {
@@ -212,6 +217,7 @@ func (c *Controller) toLookAt(ctx context.Context) ([]*falconv1.Experiment, erro
 		for _, id := range chunk {
 			if !found[id] {
 				delete(c.live, id) // deleted
+				delete(c.held, id)
 			}
 		}
 	}
@@ -365,8 +371,26 @@ func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, job
 	held := make([]bool, len(exps))
 	sem := make(chan struct{}, inFlight)
 	var wg sync.WaitGroup
+	now := c.now()
+	var later []string
+	var earliest time.Time
 	for i, e := range exps {
 		plans[i] = plan(e, jobs[e.GetId()], arts[e.GetId()])
+		if c.follower != nil {
+			if due := mirrorDue(plans[i], jobs[e.GetId()], c.held[e.GetId()], now); !due.IsZero() {
+				if c.held[e.GetId()].IsZero() {
+					c.held[e.GetId()] = now
+				}
+				c.log.Debug("pending mirror held", "exp", e.GetId(), "reason", plans[i].Exp[0].Reason, "until", due)
+				plans[i] = lifecycle.Plan{}
+				later = append(later, e.GetId())
+				if earliest.IsZero() || due.Before(earliest) {
+					earliest = due
+				}
+			} else {
+				delete(c.held, e.GetId())
+			}
+		}
 		held[i] = true
 		if len(plans[i].AbortJobs) == 0 {
 			continue
@@ -380,6 +404,12 @@ func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, job
 		}()
 	}
 	wg.Wait()
+	if len(later) > 0 {
+		// Looked at again when the first is due; one not due yet then is
+		// held again.
+		f := c.follower
+		time.AfterFunc(min(max(earliest.Sub(now), time.Millisecond), mirrorMaxWait), func() { f.Remind(later) })
+	}
 	c.applyArtifacts(ctx, exps, plans, held)
 	var again []string
 	var reqs []*falconv1.UpdateExpStatusRequest

@@ -390,6 +390,26 @@ func (r *records) Handle(_ context.Context, rec slog.Record) error {
 func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
 func (r *records) WithGroup(string) slog.Handler      { return r }
 
+// held reports whether a pending mirror of reason was logged held.
+func (r *records) held(reason string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rec := range r.recs {
+		if rec.Message != "pending mirror held" {
+			continue
+		}
+		found := false
+		rec.Attrs(func(a slog.Attr) bool {
+			found = a.Key == "reason" && a.Value.String() == reason
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
 // levels returns the level of each record with message msg, in order.
 func (r *records) levels(msg string) []slog.Level {
 	r.mu.Lock()
@@ -427,4 +447,45 @@ func TestMirroredPositionIsDebugAndAMoveIsInfo(t *testing.T) {
 	if got := rec.levels("experiment status"); !slices.Equal(got, []slog.Level{slog.LevelDebug, slog.LevelInfo}) {
 		t.Fatalf("levels after the move to Running = %v, want [DEBUG INFO]", got)
 	}
+}
+
+// A pending job's state reaches its experiment once it has held for a
+// second: Next and Dispatching, replaced within it by the job's start,
+// are never written to the experiment (its move to Running is, by the
+// job's own write), while a queue position that holds is.
+func TestAPendingMirrorWaitsForItsJobToSettle(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	rec := &records{}
+	conn := apitest.CountCalls(env.Conn)
+	c := expctl.New(conn, expctl.WithLogger(slog.New(rec)), expctl.WithInterval(time.Hour), expctl.WithResync(time.Hour))
+	start(t, c)
+	quick := env.Create(t, "quick", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+	j := quick.GetJobs()[0].GetId()
+	cycles := func() int { return len(rec.levels("expController cycle")) }
+	waitFor(t, "the controller's first cycle", func() bool { return cycles() > 0 })
+
+	before := conn.Count("UpdateExpStatuses")
+	// Each pending state is held before the next is written: a cycle
+	// that read the experiment before a write and its job after would
+	// make a write of its own (refused, but counted).
+	moveAPI(t, env, j, "Pending", "Pending", "Next", "next in line on cluster local")
+	waitFor(t, "the mirror of Next held", func() bool { return rec.held("Next") })
+	moveAPI(t, env, j, "Pending", "Pending", "Dispatching", "submitting to cluster local")
+	waitFor(t, "the mirror of Dispatching held", func() bool { return rec.held("Dispatching") })
+	moveAPI(t, env, j, "Pending", "Running", "", "1/1 pods running")
+	if got := env.Exp(t, quick.GetId()); got.GetStatus() != "Running" {
+		t.Fatalf("experiment %s after its job's start, want Running (the job's write)", got.GetStatus())
+	}
+	// The held mirror is looked at again when due, and found moot.
+	seen := cycles()
+	waitFor(t, "the held mirror looked at again", func() bool { return cycles() > seen })
+	if got := conn.Count("UpdateExpStatuses") - before; got != 0 {
+		t.Errorf("%d experiment writes for states its job left within the grace, want 0", got)
+	}
+
+	waiting := env.Create(t, "waiting", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}})
+	moveAPI(t, env, waiting.GetJobs()[0].GetId(), "Pending", "Pending", "Waiting", "queue position #2, 1 ahead")
+	waitFor(t, "the position that held mirrored", func() bool {
+		return env.Exp(t, waiting.GetId()).GetMessage() == "queue position #2, 1 ahead"
+	})
 }

@@ -121,6 +121,13 @@ func (f *Follower) Return(exps []string) {
 	f.mu.Unlock()
 }
 
+// Remind asks for these experiments at the next Take, and for that Take
+// now: ones a caller chose to look at again later, from a timer.
+func (f *Follower) Remind(exps []string) {
+	f.Return(exps)
+	f.poke()
+}
+
 func (f *Follower) poke() {
 	select {
 	case f.wake <- struct{}{}:
