@@ -12,9 +12,17 @@
 // anything written without its experiment (a store written directly, a
 // crash of an older server), and the experiments' times to live.
 //
+// A pending mirror waits until the job's state has held a second (at most
+// five in all, mirror.go): most Next and Dispatching states are replaced
+// by the job's start within it, and their mirrors were most of this
+// loop's writes. A held experiment is looked at again, from a timer, when
+// it is due.
+//
 // Between cycles it keeps only the live experiments as last read (for
-// their time-to-live) and what it warned of; a restart loses nothing,
-// since its first cycle reads every live experiment. Each cycle reads the
+// their time-to-live), what it warned of, and since when each pending
+// mirror has been held; a restart loses nothing that matters, since its
+// first cycle reads every live experiment (a held mirror then waits its
+// second again). Each cycle reads the
 // experiments the change feed named (every live one on a resync), with
 // their jobs and artifacts in batches, applies the plan
 // lifecycle.Propagate derives from each, and writes the cycle's experiment
