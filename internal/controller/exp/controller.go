@@ -42,10 +42,10 @@ type Controller struct {
 	// read. A restart loses nothing: the first cycle is a resync.
 	live       map[string]*falconv1.Experiment
 	resyncedAt time.Time
-	// held is when each pending mirror waiting for mirrorDue was first
-	// held, by experiment. Memory: a restart writes the held mirrors at
-	// its first cycle, a resync.
-	held map[string]time.Time
+	// mirrorHeld is when each pending mirror waiting for mirrorDue was first
+	// held, by experiment. Memory: a restart forgets it, and its first
+	// cycle, a resync, holds or writes each mirror afresh.
+	mirrorHeld map[string]time.Time
 	// writer names this controller on its writes (falconv1.WriterKey), so
 	// that its follower skips the echo of its own sibling aborts: a
 	// cycle that aborted them has already written what follows from
@@ -85,7 +85,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 
 		resyncEvery: 30 * time.Second,
 		live:        map[string]*falconv1.Experiment{},
-		held:        map[string]time.Time{},
+		mirrorHeld:  map[string]time.Time{},
 		writer:      "expcontroller-" + rand.Text(),
 	}
 	for _, o := range opts {
@@ -217,7 +217,7 @@ func (c *Controller) toLookAt(ctx context.Context) ([]*falconv1.Experiment, erro
 		for _, id := range chunk {
 			if !found[id] {
 				delete(c.live, id) // deleted
-				delete(c.held, id)
+				delete(c.mirrorHeld, id)
 			}
 		}
 	}
@@ -377,9 +377,9 @@ func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, job
 	for i, e := range exps {
 		plans[i] = plan(e, jobs[e.GetId()], arts[e.GetId()])
 		if c.follower != nil {
-			if due := mirrorDue(plans[i], jobs[e.GetId()], c.held[e.GetId()], now); !due.IsZero() {
-				if c.held[e.GetId()].IsZero() {
-					c.held[e.GetId()] = now
+			if due := mirrorDue(plans[i], jobs[e.GetId()], c.mirrorHeld[e.GetId()], now); !due.IsZero() {
+				if c.mirrorHeld[e.GetId()].IsZero() {
+					c.mirrorHeld[e.GetId()] = now
 				}
 				c.log.Debug("pending mirror held", "exp", e.GetId(), "reason", plans[i].Exp[0].Reason, "until", due)
 				plans[i] = lifecycle.Plan{}
@@ -388,7 +388,7 @@ func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, job
 					earliest = due
 				}
 			} else {
-				delete(c.held, e.GetId())
+				delete(c.mirrorHeld, e.GetId())
 			}
 		}
 		held[i] = true
