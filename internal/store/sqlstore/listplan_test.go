@@ -3,29 +3,13 @@ package sqlstore_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/store"
-	"github.com/falconhq/falcon/internal/store/sqlstore"
+	"github.com/falconhq/falcon/internal/testenv/dbtest"
 )
-
-func openSQLite(tb testing.TB) *sqlstore.Store {
-	tb.Helper()
-	s, err := sqlstore.Open(context.Background(), "sqlite", "file:"+filepath.Join(tb.TempDir(), "falcon.db"),
-		sqlstore.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
-	if err := s.Migrate(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	return s
-}
 
 // A list narrowed by a key (experiment IDs, experiments' jobs) reads the
 // rows the key finds; its other filters only filter. Without the hint
@@ -58,7 +42,7 @@ func TestSQLiteListsUseTheirKey(t *testing.T) {
 			"experiments_status_seq", "autoindex"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := openSQLite(t)
+			s := dbtest.NewSQLite(t)
 			s.KeyLists(c.keyed)
 			plan, err := s.ListPlan(ctx, c.table, c.filter)
 			if err != nil {
@@ -78,7 +62,7 @@ func BenchmarkSQLiteListByIDs(b *testing.B) {
 	for _, keyed := range []bool{true, false} {
 		b.Run(map[bool]string{true: "keyed", false: "scan"}[keyed], func(b *testing.B) {
 			ctx := context.Background()
-			s := openSQLite(b)
+			s := dbtest.NewSQLite(b)
 			s.KeyLists(keyed)
 			var poll []string
 			for i := range 2000 {

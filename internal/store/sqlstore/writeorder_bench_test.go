@@ -4,14 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/falconhq/falcon/internal/store/sqlstore"
+	"github.com/falconhq/falcon/internal/testenv/dbtest"
 )
 
 // BenchmarkSQLiteWriteOrder: 16 writers, each running small transactions
@@ -24,11 +22,7 @@ func BenchmarkSQLiteWriteOrder(b *testing.B) {
 	for _, fifo := range []bool{true, false} {
 		b.Run(map[bool]string{true: "fifo", false: "pool"}[fifo], func(b *testing.B) {
 			ctx := context.Background()
-			s, err := sqlstore.Open(ctx, "sqlite", "file:"+filepath.Join(b.TempDir(), "bench.db"), sqlstore.WithLogger(slog.New(slog.DiscardHandler)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := dbtest.NewSQLite(b)
 			if err := s.Exec(ctx, "CREATE TABLE scratch (k INTEGER PRIMARY KEY, v TEXT)"); err != nil {
 				b.Fatal(err)
 			}

@@ -4,14 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/falconhq/falcon/internal/store/sqlstore"
+	"github.com/falconhq/falcon/internal/testenv/dbtest"
 )
 
 // SQLite's transactions take the one writer connection in the order they
@@ -19,11 +17,7 @@ import (
 // that error and writes nothing.
 func TestSQLiteTransactionsTakeTurns(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlstore.Open(ctx, "sqlite", "file:"+filepath.Join(t.TempDir(), "turns.db"), sqlstore.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := dbtest.NewSQLite(t)
 	if err := s.Exec(ctx, "CREATE TABLE turns (k INTEGER PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
