@@ -232,30 +232,24 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 	}
 	exps := falconv1.NewExperimentServiceClient(conn)
 	var ids []string
-	for i := range 4 {
-		exp, err := exps.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
-			Name: fmt.Sprintf("dash-kube-%d", i), ClusterName: "kube-edge",
-			RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "python train.py", Image: "python:3.12", Replica: 1,
-				DeviceType: "v6e", DeviceTopo: "2x2", Envs: map[string]string{"FALCON_TEST_DURATION": "1s"}}},
-		}})
-		if err != nil {
-			t.Fatal(err)
+	// run creates n one-second experiments of a shape on a cluster.
+	run := func(n int, name, cluster, typ, topo string, hosts int32) {
+		for i := range n {
+			exp, err := exps.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
+				Name: fmt.Sprintf("%s-%d", name, i), ClusterName: cluster,
+				RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "python train.py", Image: "python:3.12", Replica: hosts,
+					DeviceType: typ, DeviceTopo: topo, Envs: map[string]string{"FALCON_TEST_DURATION": "1s"}}},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, exp.GetId())
 		}
-		ids = append(ids, exp.GetId())
 	}
+	run(4, "dash-kube", "kube-edge", "v6e", "2x2", 1)
 	// Pools take longer to create than jobs run, so the third job is still
 	// waiting when the first ends, and takes its pool (a reuse).
-	for i := range 3 {
-		exp, err := exps.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
-			Name: fmt.Sprintf("dash-%d", i), ClusterName: "gke-edge",
-			RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "python train.py", Image: "python:3.12", Replica: 2,
-				DeviceType: "v5p", DeviceTopo: "2x2x2", Envs: map[string]string{"FALCON_TEST_DURATION": "1s"}}},
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, exp.GetId())
-	}
+	run(3, "dash", "gke-edge", "v5p", "2x2x2", 2)
 
 	seen := map[string]bool{}
 	histograms := map[string]bool{}

@@ -124,13 +124,10 @@ func (d *deck) touched(ids []string, now time.Time, observe func(context.Context
 		if !h.start() {
 			continue
 		}
-		ctx := d.ctx
+		ctx, answers := d.ctx, h.reported
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			d.mu.Lock()
-			answers := h.reported
-			d.mu.Unlock()
 			for {
 				released := observe(ctx, h)
 				d.mu.Lock()

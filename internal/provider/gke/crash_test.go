@@ -245,7 +245,8 @@ func (f *fixture) startProc(fz *fuse, log *slog.Logger) *controllerProc {
 	p := &controllerProc{fuse: fz, reg: prometheus.NewRegistry()}
 	var mgr *resourcemanager.Manager
 	var ready atomic.Bool // the informers may report before New returns
-	p.b = gke.NewBackend(f.connect, []kube.Option{
+	// Both backends' informers report to the manager once it exists.
+	reports := []kube.Option{
 		kube.WithLogger(log),
 		kube.WithOnChange(func() {
 			if ready.Load() {
@@ -257,20 +258,11 @@ func (f *fixture) startProc(fz *fuse, log *slog.Logger) *controllerProc {
 				mgr.Touch(id)
 			}
 		}),
-	}, f.opts...)
+	}
+	p.b = gke.NewBackend(f.connect, reports, f.opts...)
 	// The plain Kubernetes edge (addKubeEdge), where the deck and ends
-	// work between cycles, reports as the gke backend's informers do.
-	p.kb = kube.New(kube.WithLogger(log),
-		kube.WithOnChange(func() {
-			if ready.Load() {
-				mgr.Wake()
-			}
-		}),
-		kube.WithOnJobChange(func(id string) {
-			if ready.Load() {
-				mgr.Touch(id)
-			}
-		}))
+	// work between cycles.
+	p.kb = kube.New(reports...)
 	conn := fusedConn{f.api.Conn, fz}
 	mgr = resourcemanager.New(conn, resourcemanager.WithBackend(gke.BackendName, newFusedBackend(p.b, fz)),
 		resourcemanager.WithBackend(kube.BackendName, fusedPlain{p.kb, fz}), resourcemanager.WithMetrics(metrics.NewRM(p.reg)),
