@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -33,6 +34,12 @@ func TestParse(t *testing.T) {
 		{in: "s3://bkt", err: "gs:// or file://"},
 		{in: "file://host/x", err: "local directory"},
 		{in: "relative/dir", err: "gs:// or file://"},
+		{in: "file:///tmp/run#2/", err: "no query or fragment"},
+		{in: "file:///tmp/x?y", err: "no query or fragment"},
+		{in: "file:///tmp/x#", err: "no query or fragment"},
+		{in: "file:///tmp/run%232/", want: "file:///tmp/run%232/"},
+		{in: "/tmp/run#2", want: "file:///tmp/run%232/"},
+		{in: "/tmp/100% ü?", want: "file:///tmp/100%25 ü%3F/"},
 	} {
 		l, err := blobstore.Parse("--artifact-root", tc.in)
 		if tc.err != "" {
@@ -43,6 +50,11 @@ func TestParse(t *testing.T) {
 		}
 		if err != nil || l.String() != tc.want {
 			t.Errorf("Parse(%q) = %q, %v; want %q", tc.in, l, err, tc.want)
+		}
+		// A location's string is stored (an artifact's path) and parsed
+		// again: it must name the same place.
+		if again, err := blobstore.Parse("path", l.String()); err != nil || again != l {
+			t.Errorf("Parse(%q) = %+v, %v; want %+v back", l.String(), again, err, l)
 		}
 	}
 }
@@ -203,6 +215,76 @@ func TestWalkOpenChecksum(t *testing.T) {
 		})
 		if n != 1 {
 			t.Errorf("walk of nested/ saw %d files; want 1", n)
+		}
+	})
+}
+
+// TestWalkPagesOnFile walks a file:// tree larger than the first page (every
+// file once, in key order) and a small one, which must not cost the large
+// page's up-front slice: the server walks a small tree for every experiment
+// that ends.
+func TestWalkPagesOnFile(t *testing.T) {
+	ctx := context.Background()
+	tree := func(t *testing.T, files []string) blobstore.Location {
+		dir := t.TempDir()
+		for _, p := range files {
+			full := filepath.Join(dir, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(full, []byte(p), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, err := blobstore.Parse("root", dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	o := blobstore.NewOpener()
+	defer o.Close()
+	walk := func(t *testing.T, l blobstore.Location) []string {
+		var order []string
+		if err := o.Walk(ctx, l, func(f blobstore.File) error {
+			order = append(order, f.Path)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return order
+	}
+
+	t.Run("large", func(t *testing.T) {
+		var files []string
+		for i := range 2500 {
+			files = append(files, fmt.Sprintf("d%d/f%04d", i%7, i))
+		}
+		order := walk(t, tree(t, files))
+		if len(order) != len(files) {
+			t.Fatalf("walked %d files; want %d", len(order), len(files))
+		}
+		for i := 1; i < len(order); i++ {
+			if order[i-1] >= order[i] {
+				t.Fatalf("walk order breaks at %q, %q", order[i-1], order[i])
+			}
+		}
+	})
+	t.Run("small", func(t *testing.T) {
+		files := []string{"a", "b/c", "d"}
+		l := tree(t, files)
+		walk(t, l) // opens the bucket
+		const walks = 5
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range walks {
+			if got := walk(t, l); len(got) != len(files) {
+				t.Fatalf("walked %v; want %v", got, files)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		if per := (after.TotalAlloc - before.TotalAlloc) / walks; per > 256<<10 {
+			t.Errorf("a walk of %d files allocated %d bytes; want under 256 KiB", len(files), per)
 		}
 	})
 }

@@ -21,10 +21,15 @@ type Location struct {
 // String is the location as a URI.
 func (l Location) String() string {
 	if l.Scheme == "file" {
-		return "file:///" + l.Prefix
+		// Escaped where a URI reads the path differently, so that Parse
+		// gives this location back: a data dir may be named "run#2".
+		return "file:///" + uriPath.Replace(l.Prefix)
 	}
 	return "gs://" + l.Bucket + "/" + l.Prefix
 }
+
+// uriPath escapes what would end a file:// URI's path or change it.
+var uriPath = strings.NewReplacer("%", "%25", "#", "%23", "?", "%3F")
 
 // Join is the location of rel under l (rel already checked by Rel).
 func (l Location) Join(rel string) Location {
@@ -64,6 +69,11 @@ func Parse(field, uri string) (Location, error) {
 		}
 		if !path.IsAbs(u.Path) {
 			return Location{}, errdefs.Invalid(field, "%q: a file:// URI needs an absolute path, as file:///abs/dir", uri)
+		}
+		if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery || strings.HasSuffix(uri, "#") {
+			// Dropping them would name another directory: "#" and "?" in a
+			// directory's name are %23 and %3F in its URI.
+			return Location{}, errdefs.Invalid(field, "%q: a file:// URI takes no query or fragment; write '#' and '?' in a directory name as %%23 and %%3F, or give the absolute directory", uri)
 		}
 		return Location{Scheme: "file", Prefix: dirPrefix(strings.TrimPrefix(path.Clean(u.Path), "/"))}, nil
 	default:
