@@ -493,11 +493,14 @@ func TestPositionsBehindTheNextInLineWaitForTheirRefresh(t *testing.T) {
 	want(t, f.env.Job(t, jobs[1]), "Pending", "Dispatching", "")
 	want(t, f.env.Job(t, jobs[2]), "Pending", "Waiting", "next in line")
 	want(t, f.env.Job(t, jobs[3]), "Pending", "Waiting", "queue position #3, 2 ahead") // not yet
-	if want := f.now.Add(time.Second); next.IsZero() || next.After(want) {
+	if want := f.now.Add(resourcemanager.NearRefresh); next.IsZero() || next.After(want) {
 		t.Fatalf("next cycle at %v, want by %v for the refresh", next, want)
 	}
 
-	f.now = f.now.Add(time.Second)
+	f.now = f.now.Add(resourcemanager.NearRefresh / 2)
+	f.cycle(t)
+	want(t, f.env.Job(t, jobs[3]), "Pending", "Waiting", "queue position #3, 2 ahead") // still not
+	f.now = f.now.Add(resourcemanager.NearRefresh / 2)
 	f.cycle(t)
 	want(t, f.env.Job(t, jobs[3]), "Pending", "Waiting", "queue position #2, 1 ahead")
 }

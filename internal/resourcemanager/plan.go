@@ -356,13 +356,15 @@ func planStopOutcome(cluster, msg string, prev *backoff, stopErr error, backingO
 // front of a queue (up to exactPositions) at most every nearRefresh, and
 // further back at most every tailRefresh. Every pick moves every waiting
 // job up by one, so rewriting all of them each time would cost a write per
-// waiting job per dispatch — at twenty handovers a second, most of the
-// resource manager's writes, each echoed back to it and mirrored on its
-// experiment — and nobody third in line needs to see each step within the
-// second.
+// waiting job per dispatch, each echoed back to the manager and mirrored
+// on its experiment. Even the front every second was most of the writes
+// of a busy queue: 7,900 position writes and 4,900 experiment mirrors for
+// 1,000 jobs over 12 queues, against 5,000 writes that moved a job. Kueue
+// shows a ClusterQueue's first 10 pending workloads, refreshed every 5 s,
+// for the same reason; a job second in line still sees the queue move.
 const (
-	exactPositions = 20
-	nearRefresh    = time.Second
+	exactPositions = 10
+	nearRefresh    = 5 * time.Second
 	tailRefresh    = 30 * time.Second
 )
 

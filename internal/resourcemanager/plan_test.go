@@ -308,7 +308,7 @@ func TestPlanPositions(t *testing.T) {
 	if len(got) != 1 || got[0].pos != 1 {
 		t.Fatalf("written, nothing due: %s", ids(got))
 	}
-	// The front due, the tail not: the front 20.
+	// The front due, the tail not: the front exactPositions.
 	got = planPositions(queueFacts{cluster: "edge-a", waiting: waiting, jobs: jobs, written: all, refreshNear: true})
 	if len(got) != exactPositions || got[len(got)-1].pos != exactPositions {
 		t.Fatalf("front due, tail not: %s", ids(got))
