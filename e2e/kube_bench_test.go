@@ -168,6 +168,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	idealID := func(run, ei, si, k int) string {
 		return fmt.Sprintf("%s-%d-%d-%d", idealNS[run], ei, si, k)
 	}
+	var idealCreate []float64 // each Kubernetes create's latency, ms
 	runIdeal := func(run int) float64 {
 		work0 := apiserverWork(edges)
 		defer func() { printWork(idealNS[run], work0, apiserverWork(edges)) }()
@@ -195,10 +196,14 @@ func BenchmarkKubeDispatch(b *testing.B) {
 						mu.Lock()
 						runningCh[id] = ch
 						mu.Unlock()
+						sent := time.Now()
 						if _, err := cs.BatchV1().Jobs(idealNS[run]).Create(ctx, objs.Jobs[0], metav1.CreateOptions{}); err != nil {
 							b.Error(err)
 							return
 						}
+						mu.Lock()
+						idealCreate = append(idealCreate, float64(time.Since(sent).Microseconds())/1000)
+						mu.Unlock()
 						select {
 						case <-ch:
 						case <-time.After(time.Minute):
@@ -452,6 +457,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		b.ReportMetric(pct(idealHandover, 50), "ideal-handover-p50-ms")
 		b.ReportMetric(pct(idealHandover, 99), "ideal-handover-p99-ms")
 	}
+	b.ReportMetric(pct(idealCreate, 50), "ideal-job-create-p50-ms")
 	if len(jobStart) > 0 && len(idealToRun) > 0 {
 		b.ReportMetric(pct(jobStart, 50), "job-to-running-p50-ms")
 		b.ReportMetric(pct(idealToRun, 50), "ideal-job-to-running-p50-ms")
