@@ -43,7 +43,9 @@ test-race: kube-bins
 # and a simulated day of node pools (reuse against a pool per job; -v prints
 # the per-user table); reliability: the controller killed 50 times under 500
 # experiments, 1000 aborts racing status updates per database, and the
-# database stopped for 60s (docs/benchmarks.md, Reliability).
+# database stopped for 60s (docs/benchmarks.md, Reliability). The dispatch
+# benchmark runs three times: one run's ratio to the ideal moves by a tenth
+# on a two-core machine, so its median is the figure.
 bench: kube-bins
 	CI=true $(GO) test -run '^$$' -bench 'CreateExp|ListExps100k' -benchtime 3s -timeout 30m ./internal/store/sqlstore/
 	$(GO) test -run '^$$' -bench SQLiteWriteOrder -benchtime 300x ./internal/store/sqlstore/
@@ -53,7 +55,7 @@ bench: kube-bins
 	$(GO) test -run '^$$' -bench Cycle10kLive -benchtime 20x -timeout 30m ./internal/resourcemanager/
 	$(GO) test -run '^$$' -bench LocalLatency -benchtime 30x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench ExpList100k -benchtime 20x -timeout 10m ./e2e/
-	$(GO) test -run '^$$' -bench 'KubeDispatch$$' -benchtime 1x -timeout 60m ./e2e/
+	$(GO) test -run '^$$' -bench 'KubeDispatch$$' -benchtime 1x -count 3 -timeout 60m ./e2e/
 	$(GO) test -run '^$$' -bench KubeDispatchCPU -benchtime 1x -timeout 30m ./e2e/
 	$(GO) test -run '^$$' -bench Plan100kWaiting -benchmem -benchtime 20x ./internal/resourcemanager/
 	$(GO) test -run '^$$' -bench Results -benchtime 3x -timeout 30m ./e2e/

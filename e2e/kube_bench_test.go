@@ -583,3 +583,21 @@ func bucketShare(h *dto.Histogram, bound float64) float64 {
 	}
 	return math.NaN()
 }
+
+// TestDispatchBenchmarkRuns runs BenchmarkKubeDispatch at a small size,
+// so that `make test` keeps the benchmark's code (the ideal before and
+// after, the submitters, the poller, the figures) working; `make bench`
+// runs it at full size.
+func TestDispatchBenchmarkRuns(t *testing.T) {
+	t.Setenv("FALCON_BENCH_EXPS", "48") // four a queue
+	r := testing.Benchmark(BenchmarkKubeDispatch)
+	if r.N != 1 {
+		t.Fatalf("the benchmark failed (ran %d times); run it with -bench to see why", r.N)
+	}
+	for _, name := range []string{"falcon-jobs/s", "ideal-before-jobs/s", "ideal-after-jobs/s", "falcon/ideal", "creates/s",
+		"handover-p50-ms", "ideal-handover-p50-ms", "complete-to-succeeded-p99-ms", "rm-cycles"} {
+		if v, ok := r.Extra[name]; !ok || !(v > 0) {
+			t.Errorf("%s = %v (reported: %v); want a positive figure", name, v, ok)
+		}
+	}
+}
