@@ -213,8 +213,10 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same apiserver as a plain Kubernetes edge, whose queue hands its
-	// slot over on the deck (falcon_rm_handover_seconds): a TPU node that
-	// takes every job at once, and four jobs in one queue.
+	// slot over on the deck: a TPU node that takes every job at once, and
+	// four jobs in one queue. (The handover histogram's series exist from
+	// the start; on an idle machine the cycle may take every handover
+	// before the deck does.)
 	const kubeNS = "falcon-kube"
 	if _, err := kc.CreateNamespace(ctx, kubeNS); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/metrics"
 	"github.com/falconhq/falcon/internal/provider/gke"
+	"github.com/falconhq/falcon/internal/store/sqlstore"
 )
 
 // How `falcon server` identifies callers.
@@ -119,7 +120,8 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 	if err != nil {
 		return err
 	}
-	st, err := OpenStore(ctx, cfg.DBDriver, cfg.DBDSN, cfg.Migrate)
+	reg := metrics.NewRegistry()
+	st, err := OpenStore(ctx, cfg.DBDriver, cfg.DBDSN, cfg.Migrate, sqlstore.WithTxObserver(metrics.NewStore(reg).ObserveTx))
 	if err != nil {
 		return err
 	}
@@ -134,7 +136,6 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 	if schema.Ahead() {
 		log.Warn("the database was migrated by a newer Falcon; serving it, as migrations only add", "schema", schema.Current, "this_server", schema.Latest)
 	}
-	reg := metrics.NewRegistry()
 	extra := []apiserver.Option{apiserver.WithMetrics(reg), apiserver.WithMaxTTL(cfg.MaxTTL)}
 	if tlsOpt != nil {
 		extra = append(extra, tlsOpt)

@@ -213,7 +213,13 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	}
 	defer unlock()
 
-	st, err := OpenStore(ctx, "sqlite", sqlstore.SQLiteDSN(filepath.Join(dataDir, "falcon.db")), true)
+	interval := cfg.Interval
+	if interval == 0 {
+		interval = 2 * time.Second
+	}
+	obs := newObservability(interval)
+	st, err := OpenStore(ctx, "sqlite", sqlstore.SQLiteDSN(filepath.Join(dataDir, "falcon.db")), true,
+		sqlstore.WithTxObserver(metrics.NewStore(obs.reg).ObserveTx))
 	if err != nil {
 		return err
 	}
@@ -234,11 +240,6 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	if err != nil {
 		return err
 	}
-	interval := cfg.Interval
-	if interval == 0 {
-		interval = 2 * time.Second
-	}
-	obs := newObservability(interval)
 	obs.setLeading(true) // one process, no election
 	feed := changefeed.New()
 	root, err := blobstore.Parse("--data-dir", dataDir)
@@ -314,8 +315,8 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 }
 
 // OpenStore opens the store and, if migrate is set, applies migrations.
-func OpenStore(ctx context.Context, driver, dsn string, migrate bool) (*sqlstore.Store, error) {
-	st, err := sqlstore.Open(ctx, driver, dsn)
+func OpenStore(ctx context.Context, driver, dsn string, migrate bool, opts ...sqlstore.Option) (*sqlstore.Store, error) {
+	st, err := sqlstore.Open(ctx, driver, dsn, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("open %s store: %w", driver, err)
 	}

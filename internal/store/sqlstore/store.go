@@ -56,14 +56,18 @@ type Store struct {
 	turn chan struct{}
 	// waiting counts the transactions waiting for their turn.
 	waiting atomic.Int32
+	// observeTx, if set, is told each transaction attempt's wait and run
+	// (WithTxObserver).
+	observeTx func(wait, run time.Duration)
 }
 
 // Option configures a Store.
 type Option func(*options)
 
 type options struct {
-	clock  func() time.Time
-	logger *slog.Logger
+	clock    func() time.Time
+	logger   *slog.Logger
+	observeT func(wait, run time.Duration)
 }
 
 // WithClock sets where every timestamp the store writes comes from, so tests
@@ -76,6 +80,14 @@ func WithClock(now func() time.Time) Option {
 // default is slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
+}
+
+// WithTxObserver has every transaction's attempt report how long it waited
+// to begin (its turn for SQLite's one writer, a connection from the pool
+// on MySQL) and how long it then ran until it committed or rolled back:
+// the figures that show writers queueing on a busy database.
+func WithTxObserver(observe func(wait, run time.Duration)) Option {
+	return func(o *options) { o.observeT = observe }
 }
 
 // Open connects to a database. driver is "mysql" (dsn in the
@@ -93,7 +105,7 @@ func Open(ctx context.Context, driver, dsn string, opts ...Option) (*Store, erro
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Store{now: func() time.Time { return normTime(o.clock()) }, log: o.logger, writer: newWriterID()}
+	s := &Store{now: func() time.Time { return normTime(o.clock()) }, log: o.logger, writer: newWriterID(), observeTx: o.observeT}
 
 	var err error
 	switch driver {
@@ -231,6 +243,15 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	asked := time.Now()
+	var begun time.Time
+	if s.observeTx != nil {
+		defer func() {
+			if !begun.IsZero() {
+				s.observeTx(begun.Sub(asked), time.Since(begun))
+			}
+		}()
+	}
 	if turn := s.turn; turn != nil {
 		s.waiting.Add(1)
 		select {
@@ -246,6 +267,7 @@ func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error
 	if err != nil {
 		return fmt.Errorf("sqlstore: begin: %w", err)
 	}
+	begun = time.Now()
 	defer func() {
 		if err != nil {
 			_ = tx.Rollback()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/falconhq/falcon/internal/store/sqlstore"
 	"github.com/falconhq/falcon/internal/testenv/dbtest"
 )
 
@@ -84,5 +85,79 @@ func TestSQLiteTransactionsTakeTurns(t *testing.T) {
 		return tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM turns WHERE k < 0").Scan(&rows)
 	}); err != nil || rows != 0 {
 		t.Errorf("the transaction that gave up wrote %d rows (%v), want none", rows, err)
+	}
+}
+
+// WithTxObserver times a transaction's wait for SQLite's writer apart from
+// its run: one queued behind a writer busy with a thousand inserts reports
+// that work as its wait, and the busy one reports it as its run.
+func TestTxObserverTimesTheWaitForTheWriter(t *testing.T) {
+	ctx := context.Background()
+	type obs struct{ wait, run time.Duration }
+	var mu sync.Mutex
+	var seen []obs
+	s := dbtest.NewSQLite(t, sqlstore.WithTxObserver(func(wait, run time.Duration) {
+		mu.Lock()
+		seen = append(seen, obs{wait, run})
+		mu.Unlock()
+	}))
+	if err := s.Exec(ctx, "CREATE TABLE timed (k INTEGER PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan struct{})
+	held := make(chan struct{})
+	var heldFrom, queuedAt, doneAt time.Time
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.InTx(ctx, func(tx *sql.Tx) error {
+			heldFrom = time.Now()
+			close(held)
+			<-queued
+			for k := range 1000 {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO timed (k) VALUES (?)", k); err != nil {
+					return err
+				}
+			}
+			doneAt = time.Now()
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	<-held
+	wg.Go(func() {
+		if err := s.InTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO timed (k) VALUES (-1)")
+			return err
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); s.TurnWaiting() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second transaction never queued")
+		}
+	}
+	queuedAt = time.Now()
+	close(queued)
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("observed %d transactions, want 2: %v", len(seen), seen)
+	}
+	holder, waiter := seen[0], seen[1]
+	if holder.wait >= holder.run {
+		t.Errorf("the holder waited %v (ran %v); want nothing but a free writer's begin", holder.wait, holder.run)
+	}
+	if holder.run < doneAt.Sub(heldFrom) {
+		t.Errorf("the holder ran %v by its figure; it held the writer at least %v", holder.run, doneAt.Sub(heldFrom))
+	}
+	if waiter.wait < doneAt.Sub(queuedAt) {
+		t.Errorf("the waiter waited %v by its figure; it was queued at least %v", waiter.wait, doneAt.Sub(queuedAt))
+	}
+	if waiter.run <= 0 || waiter.run >= waiter.wait {
+		t.Errorf("the waiter ran %v (waited %v); want its one insert, shorter than the thousand it waited for", waiter.run, waiter.wait)
 	}
 }
