@@ -485,6 +485,14 @@ func BenchmarkKubeDispatch(b *testing.B) {
 				b.ReportMetric(bucketShare(h, 0.05), "rm-handover-"+until+"-within-50ms")
 			}
 		}
+		// SQLite's one writer: how long transactions queued for it, and
+		// how long each then held it.
+		for _, phase := range []string{"wait", "run"} {
+			if h := histogramSeries(fams["falcon_store_transaction_seconds"], "phase", phase); h.GetSampleCount() > 0 {
+				b.ReportMetric(1000*bucketQuantile(h, 0.5), "store-tx-"+phase+"-p50-ms")
+				b.ReportMetric(1000*bucketQuantile(h, 0.99), "store-tx-"+phase+"-p99-ms")
+			}
+		}
 		if m["falcon_rm_cycle_jobs_count"] > 0 {
 			b.ReportMetric(m["falcon_rm_cycle_jobs_sum"]/m["falcon_rm_cycle_jobs_count"], "rm-jobs-per-cycle")
 		}
@@ -595,7 +603,7 @@ func TestDispatchBenchmarkRuns(t *testing.T) {
 		t.Fatalf("the benchmark failed (ran %d times); run it with -bench to see why", r.N)
 	}
 	for _, name := range []string{"falcon-jobs/s", "ideal-before-jobs/s", "ideal-after-jobs/s", "falcon/ideal", "creates/s",
-		"handover-p50-ms", "ideal-handover-p50-ms", "complete-to-succeeded-p99-ms", "rm-cycles"} {
+		"handover-p50-ms", "ideal-handover-p50-ms", "complete-to-succeeded-p99-ms", "rm-cycles", "store-tx-wait-p99-ms", "store-tx-run-p99-ms"} {
 		if v, ok := r.Extra[name]; !ok || !(v > 0) {
 			t.Errorf("%s = %v (reported: %v); want a positive figure", name, v, ok)
 		}
