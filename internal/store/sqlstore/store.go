@@ -65,9 +65,9 @@ type Store struct {
 type Option func(*options)
 
 type options struct {
-	clock    func() time.Time
-	logger   *slog.Logger
-	observeT func(wait, run time.Duration)
+	clock     func() time.Time
+	logger    *slog.Logger
+	observeTx func(wait, run time.Duration)
 }
 
 // WithClock sets where every timestamp the store writes comes from, so tests
@@ -83,11 +83,12 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithTxObserver has every transaction's attempt report how long it waited
-// to begin (its turn for SQLite's one writer, a connection from the pool
-// on MySQL) and how long it then ran until it committed or rolled back:
-// the figures that show writers queueing on a busy database.
+// until its BEGIN returned (its turn for SQLite's one writer; on MySQL a
+// connection from the pool and the BEGIN's round trip) and how long it then
+// ran until it committed or rolled back: the figures that show writers
+// queueing on a busy database. An attempt that never began reports nothing.
 func WithTxObserver(observe func(wait, run time.Duration)) Option {
-	return func(o *options) { o.observeT = observe }
+	return func(o *options) { o.observeTx = observe }
 }
 
 // Open connects to a database. driver is "mysql" (dsn in the
@@ -105,7 +106,7 @@ func Open(ctx context.Context, driver, dsn string, opts ...Option) (*Store, erro
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Store{now: func() time.Time { return normTime(o.clock()) }, log: o.logger, writer: newWriterID(), observeTx: o.observeT}
+	s := &Store{now: func() time.Time { return normTime(o.clock()) }, log: o.logger, writer: newWriterID(), observeTx: o.observeTx}
 
 	var err error
 	switch driver {
