@@ -38,6 +38,57 @@ import (
 // experiments at once.
 const benchSubmitters = 4
 
+// benchCreate is one experiment a benchmark's client created: the i-th,
+// its ID and its one job's, and how long the create took.
+type benchCreate struct {
+	i        int
+	exp, job string
+	took     time.Duration
+}
+
+// createConcurrently creates n one-job experiments through base's HTTP API
+// from clients clients at once, body(i) being the i-th request, and hands
+// each to done (from the clients' goroutines). A create that fails, or
+// returns other than one job, fails b; the rest are not sent.
+func createConcurrently(b *testing.B, base string, n, clients int, body func(i int) string, done func(benchCreate)) {
+	todo := make(chan int)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for i := range todo {
+				if b.Failed() {
+					continue // drains what is already sent
+				}
+				sent := time.Now()
+				resp, err := http.Post(base+"/v1/experiments", "application/json", strings.NewReader(body(i)))
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				var exp struct {
+					ID   string `json:"id"`
+					Jobs []struct {
+						ID string `json:"id"`
+					} `json:"jobs"`
+				}
+				err = json.NewDecoder(resp.Body).Decode(&exp)
+				_, _ = io.Copy(io.Discard, resp.Body) // to EOF, so the connection is reused
+				resp.Body.Close()
+				if err != nil || len(exp.Jobs) != 1 {
+					b.Errorf("create %d: %s: %v, %v", i, resp.Status, exp, err)
+					continue
+				}
+				done(benchCreate{i: i, exp: exp.ID, job: exp.Jobs[0].ID, took: time.Since(sent)})
+			}
+		})
+	}
+	for i := 0; i < n && !b.Failed(); i++ {
+		todo <- i
+	}
+	close(todo)
+	wg.Wait()
+}
+
 // benchShapes are the four single-host TPU shapes of the dispatch
 // benchmark: with three edge clusters offering all four, twelve queues.
 var benchShapes = []struct{ typ, label, topo string }{
@@ -291,50 +342,19 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	// reported beside it.
 	start := time.Now()
 	var createLat []float64
-	todo := make(chan int)
-	var subs sync.WaitGroup
-	for range benchSubmitters {
-		subs.Add(1)
-		go func() {
-			defer subs.Done()
-			for i := range todo {
-				sh := benchShapes[i%len(benchShapes)]
-				body := fmt.Sprintf(`{"experiment":{"name":"bench-%d","role_to_task_spec":{"main":{"replica":1,"image":"falcon.test/x",
+	createConcurrently(b, base0, n, benchSubmitters, func(i int) string {
+		sh := benchShapes[i%len(benchShapes)]
+		return fmt.Sprintf(`{"experiment":{"name":"bench-%d","role_to_task_spec":{"main":{"replica":1,"image":"falcon.test/x",
 			"device_type":%q,"device_topo":%q,"command":"true","envs":{"FALCON_TEST_DURATION":"1s"}}}}}`, i, sh.typ, sh.topo)
-				sent := time.Now()
-				resp, err := http.Post(base0+"/v1/experiments", "application/json", strings.NewReader(body))
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				var exp struct {
-					ID   string `json:"id"`
-					Jobs []struct {
-						ID string `json:"id"`
-					} `json:"jobs"`
-				}
-				err = json.NewDecoder(resp.Body).Decode(&exp)
-				_, _ = io.Copy(io.Discard, resp.Body) // to EOF, so the connection is reused
-				resp.Body.Close()
-				if err != nil || len(exp.Jobs) != 1 {
-					b.Errorf("create %d: %s: %v, %v", i, resp.Status, exp, err)
-					return
-				}
-				now := time.Now()
-				mu.Lock() // the poller reads it
-				created[exp.Jobs[0].ID] = now
-				expOfJob[exp.Jobs[0].ID] = exp.ID
-				shapeOf[exp.Jobs[0].ID] = i % len(benchShapes)
-				createLat = append(createLat, float64(now.Sub(sent).Microseconds())/1000)
-				mu.Unlock()
-			}
-		}()
-	}
-	for i := 0; i < n && !b.Failed(); i++ {
-		todo <- i
-	}
-	close(todo)
-	subs.Wait()
+	}, func(c benchCreate) {
+		now := time.Now()
+		mu.Lock() // the poller reads it
+		defer mu.Unlock()
+		created[c.job] = now
+		expOfJob[c.job] = c.exp
+		shapeOf[c.job] = c.i % len(benchShapes)
+		createLat = append(createLat, float64(c.took.Microseconds())/1000)
+	})
 	createsTook := time.Since(start)
 	if b.Failed() {
 		cancel() // stops the poller

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -134,42 +132,13 @@ func BenchmarkKubeDispatchCPU(b *testing.B) {
 	// measure its own round trips, not how fast Falcon dispatches.
 	ids := make([]string, n)
 	var createMs atomic.Int64
-	next := make(chan int)
-	var cwg sync.WaitGroup
-	for range creators {
-		cwg.Add(1)
-		go func() {
-			defer cwg.Done()
-			for i := range next {
-				body := fmt.Sprintf(`{"experiment":{"name":"cpu-%d","role_to_task_spec":{"main":{"replica":1,"image":"falcon.test/x",
+	createConcurrently(b, base, n, creators, func(i int) string {
+		return fmt.Sprintf(`{"experiment":{"name":"cpu-%d","role_to_task_spec":{"main":{"replica":1,"image":"falcon.test/x",
 			"command":"true","envs":{"FALCON_TEST_DURATION":"1s"}}}}}`, i)
-				t0 := time.Now()
-				resp, err := http.Post(base+"/v1/experiments", "application/json", strings.NewReader(body))
-				if err != nil {
-					b.Error(err)
-					continue
-				}
-				var exp struct {
-					Jobs []struct {
-						ID string `json:"id"`
-					} `json:"jobs"`
-				}
-				json.NewDecoder(resp.Body).Decode(&exp)
-				resp.Body.Close()
-				createMs.Add(time.Since(t0).Microseconds())
-				if len(exp.Jobs) != 1 {
-					b.Errorf("create %d: %v", i, exp)
-					continue
-				}
-				ids[i] = exp.Jobs[0].ID
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	cwg.Wait()
+	}, func(c benchCreate) {
+		ids[c.i] = c.job
+		createMs.Add(c.took.Microseconds())
+	})
 	if b.Failed() {
 		b.FailNow()
 	}

@@ -1,5 +1,5 @@
-// Package metrics defines the Prometheus metrics Falcon's controllers
-// export and the small HTTP surface that serves them with liveness and
+// Package metrics defines the Prometheus metrics Falcon's controllers and
+// its store export and the small HTTP surface that serves them with liveness and
 // readiness checks (/metrics, /healthz, /readyz).
 //
 // Metrics are registered on a registry the caller owns rather than the

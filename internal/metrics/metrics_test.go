@@ -3,10 +3,14 @@ package metrics_test
 import (
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/falconhq/falcon/internal/metrics"
 )
@@ -61,5 +65,42 @@ func TestHandler(t *testing.T) {
 		if code, body := get(tc.path); code != tc.code || !strings.Contains(body, tc.body) {
 			t.Errorf("%s with ready=%v: %d %q, want %d %q", tc.path, tc.ready, code, body, tc.code, tc.body)
 		}
+	}
+}
+
+// Each transaction the store reports lands in its phase's series, and both
+// series exist before the first.
+func TestStoreObservesBothPhases(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.NewStore(reg)
+	type series struct {
+		n   uint64
+		sum float64
+	}
+	phases := func() map[string]series {
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]series{}
+		for _, f := range fams {
+			for _, s := range f.GetMetric() {
+				h := s.GetHistogram()
+				out[s.GetLabel()[0].GetValue()] = series{h.GetSampleCount(), h.GetSampleSum()}
+			}
+		}
+		return out
+	}
+	if got := phases(); len(got) != 2 || got["wait"] != (series{}) || got["run"] != (series{}) {
+		t.Fatalf("before any transaction: %v; want wait and run at zero", got)
+	}
+	m.ObserveTx(3*time.Millisecond, time.Millisecond)
+	m.ObserveTx(0, 5*time.Millisecond)
+	got := phases()
+	if w := got["wait"]; w.n != 2 || math.Abs(w.sum-0.003) > 1e-9 {
+		t.Errorf("wait after two transactions: %+v; want 2 summing to 3 ms", w)
+	}
+	if r := got["run"]; r.n != 2 || math.Abs(r.sum-0.006) > 1e-9 {
+		t.Errorf("run after two transactions: %+v; want 2 summing to 6 ms", r)
 	}
 }
