@@ -443,7 +443,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		// Each job's moments as the benchmark saw them, to set beside
 		// falcon dev's log (FALCON_E2E_DEV_LOG): where the time went.
 		var sb strings.Builder
-		sb.WriteString("job\texp\tcreated\texists\trunning\tpod-done\tcomplete\tvisible\n")
+		sb.WriteString("job\texp\tqueue\tcreated\texists\trunning\tpod-done\tcomplete\tvisible\n")
 		ms := func(t time.Time) string {
 			if t.IsZero() {
 				return ""
@@ -452,7 +452,19 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		}
 		for job, c := range created {
 			e := expOfJob[job]
-			fmt.Fprintf(&sb, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", job, e, ms(c), ms(exists[job]), ms(running[job]), ms(podDone[job]), ms(complete[job]), ms(succeeded[e]))
+			fmt.Fprintf(&sb, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\n", job, e, edgeOf[job], shapeOf[job], ms(c), ms(exists[job]), ms(running[job]), ms(podDone[job]), ms(complete[job]), ms(succeeded[e]))
+		}
+		// The ideal's jobs too, in queues named after its run, for
+		// setting Falcon's Job starts beside the same apiservers' own.
+		for run := range idealNS {
+			for ei := range edges {
+				for si := range benchShapes {
+					for k := range perQueue {
+						id := idealID(run, ei, si, k)
+						fmt.Fprintf(&sb, "%s\t\t%s:%d/%d\t\t%s\t%s\t%s\t%s\t\n", id, idealNS[run], ei, si, ms(exists[id]), ms(running[id]), ms(podDone[id]), ms(complete[id]))
+					}
+				}
+			}
 		}
 		if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
 			b.Error(err)

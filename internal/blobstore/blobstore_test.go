@@ -289,6 +289,39 @@ func TestWalkPagesOnFile(t *testing.T) {
 	})
 }
 
+// TestChecksumReadsThroughASmallBuffer checksums a small file on file://,
+// as the server does for every file of each experiment that ends: it must
+// not cost the 1 MiB buffer of the blob reader's WriteTo.
+func TestChecksumReadsThroughASmallBuffer(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	content := []byte("step,loss\n1,0.5\n")
+	if err := os.WriteFile(filepath.Join(dir, "metrics.csv"), content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := blobstore.Parse("root", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := blobstore.NewOpener()
+	defer o.Close()
+	if sum, err := o.Checksum(ctx, l, "metrics.csv"); err != nil || sum != crcOf(content) { // opens the bucket
+		t.Fatalf("Checksum = %q, %v; want %s", sum, err, crcOf(content))
+	}
+	const sums = 5
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range sums {
+		if _, err := o.Checksum(ctx, l, "metrics.csv"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / sums; per > 64<<10 {
+		t.Errorf("a checksum of %d bytes allocated %d bytes; want under 64 KiB", len(content), per)
+	}
+}
+
 // BenchmarkWalkSmallTree walks a three-file tree on file://, as the server
 // does for each experiment that ends (its artifact index); B/op is what
 // TestWalkPagesOnFile bounds.

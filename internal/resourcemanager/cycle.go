@@ -1370,8 +1370,9 @@ func (m *Manager) queuePositions(c *cycle, byID map[string]*falconv1.Job) {
 			// write with whatever else moved by then.
 			c.deadline(m.mem.nearWritten[key].Add(nearRefresh))
 		}
+		m.waiting = m.mem.sched.AppendWaiting(m.waiting[:0], key)
 		for _, w := range planPositions(queueFacts{
-			cluster: key.Cluster, waiting: m.mem.sched.Waiting(key), jobs: byID, written: m.mem.positions,
+			cluster: key.Cluster, waiting: m.waiting, jobs: byID, written: m.mem.positions,
 			unreachable: c.health[key.Cluster].Err, refreshNear: refreshNear, refreshTail: refreshTail,
 		}) {
 			req := &falconv1.UpdateJobStatusRequest{

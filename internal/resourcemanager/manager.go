@@ -18,6 +18,7 @@ import (
 	"github.com/falconhq/falcon/internal/controller/watch"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/metrics"
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 )
 
 // Phase is what a backend observes of a dispatched job.
@@ -110,6 +111,10 @@ type Manager struct {
 	wake     chan struct{}
 	mem      *memory
 	snap     *snapshot
+	// waiting is queuePositions' buffer for a queue's positions, reused
+	// from queue to queue and cycle to cycle (cycles never overlap): not
+	// memory, it holds nothing the next use reads.
+	waiting []queue.Position
 	// follower reports what changed; nil until Run starts it, so a bare
 	// Reconcile reads every live job.
 	follower    *watch.Follower

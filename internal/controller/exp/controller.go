@@ -160,11 +160,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	live := make([]*falconv1.Experiment, 0, len(c.live))
-	for _, e := range c.live {
-		live = append(live, e)
-	}
-	c.enforceTTL(ctx, live)
+	c.enforceTTL(ctx)
 	return nil
 }
 

@@ -2,6 +2,9 @@ package exp
 
 import (
 	"context"
+	"iter"
+	"maps"
+	"slices"
 	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -13,10 +16,11 @@ import (
 // (as far as the controller can see: the server also counts output), or
 // within lifecycle.TTLWarning of expiry and not yet warned for it
 // (warned maps an experiment to the expiry it was warned for). It is pure:
-// the server decides by its own clock and records what it did.
-func ttlDue(exps []*falconv1.Experiment, now time.Time, warned map[string]time.Time) []string {
+// the server decides by its own clock and records what it did. The IDs
+// come sorted, whatever order exps yields them in.
+func ttlDue(exps iter.Seq[*falconv1.Experiment], now time.Time, warned map[string]time.Time) []string {
 	var due []string
-	for _, e := range exps {
+	for e := range exps {
 		st := lifecycle.Status(e.GetStatus())
 		if lifecycle.ExperimentMachine.IsTerminal(st) || st == lifecycle.Aborting || e.GetStartedAt() == nil {
 			continue
@@ -42,6 +46,7 @@ func ttlDue(exps []*falconv1.Experiment, now time.Time, warned map[string]time.T
 			}
 		}
 	}
+	slices.Sort(due)
 	return due
 }
 
@@ -49,17 +54,16 @@ func ttlDue(exps []*falconv1.Experiment, now time.Time, warned map[string]time.T
 // remembers the warnings given, so an experiment inside its warning window
 // is not asked about on every cycle. The memory is only a saving: a
 // controller that lost it asks once more, and the server warns once.
-func (c *Controller) enforceTTL(ctx context.Context, exps []*falconv1.Experiment) {
-	live := make(map[string]bool, len(exps))
-	for _, e := range exps {
-		live[e.GetId()] = true
-	}
+func (c *Controller) enforceTTL(ctx context.Context) {
+	// Over the live set as it is, every cycle: copying it first (or
+	// indexing it again to forget warnings) allocated per cycle in
+	// proportion to every live experiment.
 	for id := range c.warned {
-		if !live[id] {
+		if _, ok := c.live[id]; !ok {
 			delete(c.warned, id)
 		}
 	}
-	for _, id := range ttlDue(exps, c.now(), c.warned) {
+	for _, id := range ttlDue(maps.Values(c.live), c.now(), c.warned) {
 		resp, err := c.exps.EnforceTTL(ctx, &falconv1.EnforceTTLRequest{Id: id})
 		if err != nil {
 			logUpdate(c.log, "experiment ttl", id, err)

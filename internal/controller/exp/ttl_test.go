@@ -1,6 +1,7 @@
 package exp
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -42,10 +43,29 @@ func TestTTLDue(t *testing.T) {
 			if tt.exp.Id == "" {
 				tt.exp.Id = "e"
 			}
-			got := slices.Contains(ttlDue([]*falconv1.Experiment{tt.exp}, now, tt.warned), "e")
+			got := slices.Contains(ttlDue(slices.Values([]*falconv1.Experiment{tt.exp}), now, tt.warned), "e")
 			if got != tt.due {
 				t.Errorf("due = %v, want %v", got, tt.due)
 			}
 		})
+	}
+}
+
+// TestTTLDueIsSorted: the live set is a map, so the server is asked in ID
+// order, not in whatever order the map yields.
+func TestTTLDueIsSorted(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	live := map[string]*falconv1.Experiment{}
+	var want []string
+	for _, id := range []string{"e-c", "e-a", "e-d", "e-b"} {
+		live[id] = &falconv1.Experiment{Id: id, Status: "Running", StartedAt: timestamppb.New(now.Add(-time.Hour)), ExpiresAt: timestamppb.New(now)}
+		want = append(want, id)
+	}
+	live["e-far"] = &falconv1.Experiment{Id: "e-far", Status: "Running", StartedAt: timestamppb.New(now), ExpiresAt: timestamppb.New(now.Add(time.Hour))}
+	slices.Sort(want)
+	for range 5 {
+		if got := ttlDue(maps.Values(live), now, nil); !slices.Equal(got, want) {
+			t.Fatalf("ttlDue = %v, want %v", got, want)
+		}
 	}
 }

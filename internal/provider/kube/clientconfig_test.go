@@ -10,7 +10,7 @@ import (
 // The backend's clients run at ClusterQPS unless the connection sets its
 // own rate, never at client-go's command-line default, and never share the
 // caller's config. They speak protobuf unless the connection names its
-// own content type.
+// own content type, and they ask for no gzip.
 func TestClientConfig(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -29,6 +29,9 @@ func TestClientConfig(t *testing.T) {
 			got := clientConfig(&in)
 			if got.QPS != tt.wantQPS || got.Burst != tt.wantBurst || got.Timeout != 0 {
 				t.Errorf("QPS %v burst %d timeout %v; want %v, %d, 0", got.QPS, got.Burst, got.Timeout, tt.wantQPS, tt.wantBurst)
+			}
+			if !got.DisableCompression {
+				t.Error("compression is asked for; want none (watch events are compressed and inflated for nothing)")
 			}
 			if got.ContentType != tt.wantType {
 				t.Errorf("content type %q, want %q", got.ContentType, tt.wantType)

@@ -121,3 +121,26 @@ func TestWaitingPositions(t *testing.T) {
 		t.Errorf("earlier Waiting result after a Pick (-want +got):\n%s", diff)
 	}
 }
+
+func TestAppendWaitingReusesTheBuffer(t *testing.T) {
+	s := queue.New(queue.WithAheadLimit(2))
+	add(t, s, k, job("a1", "alice", 1), job("a2", "alice", 2), job("b1", "bob", 3), job("c1", "carol", 4))
+	other := queue.Position{Ref: queue.Ref{ID: "x"}, Pos: 9}
+	buf := make([]queue.Position, 1, 16)
+	buf[0] = other
+	got := s.AppendWaiting(buf, k)
+	if &got[0] != &buf[0] {
+		t.Error("AppendWaiting into a buffer with room allocated a new one")
+	}
+	if diff := cmp.Diff(append([]queue.Position{other}, s.Waiting(k)...), got); diff != "" {
+		t.Errorf("AppendWaiting (-want +got):\n%s", diff)
+	}
+	// With the order cached, asking again into the same buffer allocates
+	// only the names of the jobs ahead, however long the queue.
+	if n := testing.AllocsPerRun(100, func() { buf = s.AppendWaiting(buf[:0], k) }); n > 1 {
+		t.Errorf("AppendWaiting allocated %v times a call, want at most 1", n)
+	}
+	if got := s.AppendWaiting(nil, queue.Key{Cluster: "none", Topology: "2x2x4"}); got != nil {
+		t.Errorf("AppendWaiting(nil) of an empty queue = %v, want nil", got)
+	}
+}
