@@ -200,8 +200,8 @@ func (o *Opener) Checksum(ctx context.Context, l Location, rel string) (string, 
 	// Through a buffer no larger than the object, capped at checksumBuffer:
 	// io.Copy would take the reader's WriteTo, which allocates 1 MiB
 	// whatever the object's size, and the server checksums every file of
-	// each experiment that ends (its artifact index) — 46 MB in 18 s of
-	// BenchmarkKubeDispatch, a quarter of falcon dev's allocations.
+	// each experiment that ends (its artifact index): 46 MB in 18 s of
+	// BenchmarkKubeDispatch.
 	buf := make([]byte, max(1, min(r.Size(), checksumBuffer)))
 	if _, err := io.CopyBuffer(h, struct{ io.Reader }{r}, buf); err != nil {
 		return "", Err(rel, err)

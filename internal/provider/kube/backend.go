@@ -228,8 +228,8 @@ func (b *Backend) edgeFor(c *falconv1.Cluster) (*edge, error) {
 		ji, pi := f.Batch().V1().Jobs(), f.Core().V1().Pods()
 		// The informers are taken from the factory once: each Informer()
 		// call allocates an empty Job or Pod to look its informer up, and
-		// Observe runs for every report (a fifth of falcon dev's
-		// allocations in BenchmarkKubeDispatch).
+		// Observe runs for every report (37 MB in 18 s of
+		// BenchmarkKubeDispatch).
 		jinf, pinf := ji.Informer(), pi.Informer()
 		h := cache.ResourceEventHandlerFuncs{
 			AddFunc:    b.changed,

