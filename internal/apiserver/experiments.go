@@ -118,7 +118,7 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 	if err := s.store.CreateExp(ctx, exp, jobs, art); err != nil {
 		return nil, err
 	}
-	s.changed(expChange(exp.ID))
+	s.changed(created(exp))
 	noteAudit(ctx, exp.ID, "name="+exp.Name)
 	s.log.Info("experiment created", "exp", exp.ID, "name", exp.Name, "creator", p.Display(), "roles", len(jobs))
 	// The store left exp, jobs and art equal to the rows it wrote (its

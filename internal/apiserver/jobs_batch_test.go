@@ -351,3 +351,40 @@ func TestAJobsEndIsItsExperiments(t *testing.T) {
 		t.Errorf("job changes %v, want %v", got, want)
 	}
 }
+
+// An experiment's creation is settled unless it has a time-to-live: its
+// jobs wait and its artifact is open, nothing for the expController, which
+// would otherwise read every new experiment with its jobs and artifacts.
+func TestACreationIsSettledWithoutATimeToLive(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream := watchAfterHello(t, ctx, env)
+	spec := map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}}
+	plain := env.Create(t, "plain", spec)
+	var want []string
+	want = append(want, plain.GetId()+":true")
+	for _, e := range []*falconv1.Experiment{
+		{Name: "with-ttl", Ttl: durationpb.New(time.Hour), RoleToTaskSpec: spec},
+		{Name: "with-idle-ttl", IdleTtl: durationpb.New(time.Hour), RoleToTaskSpec: spec},
+	} {
+		x, err := env.Exps.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, x.GetId()+":false")
+	}
+	var got []string
+	for len(got) < len(want) {
+		c, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.GetKind() == "experiment" {
+			got = append(got, fmt.Sprintf("%s:%t", c.GetId(), c.GetSettled()))
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("creation changes %v, want %v", got, want)
+	}
+}

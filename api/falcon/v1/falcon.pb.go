@@ -5011,8 +5011,10 @@ type Change struct {
 	Writer string `protobuf:"bytes,7,opt,name=writer,proto3" json:"writer,omitempty"`
 	// A job's change whose experiment the same write brought in line with
 	// its jobs, leaving the expController nothing to do: no other role to
-	// stop and no time-to-live to watch. The expController skips it; the
-	// resource manager, which follows jobs, does not.
+	// stop and no time-to-live to watch. Also an experiment's creation,
+	// when it has no time-to-live: its jobs wait and its artifact is open,
+	// which is what the expController would find. The expController skips
+	// it; the resource manager, which follows jobs, does not.
 	Settled       bool `protobuf:"varint,8,opt,name=settled,proto3" json:"settled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

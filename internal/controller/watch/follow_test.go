@@ -12,6 +12,7 @@ import (
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // A Follower against a real API server: its first Take says resync (it has
@@ -244,8 +245,13 @@ func TestFollowerSkipsSettledChanges(t *testing.T) {
 	}
 	// A fence both followers hear of: once one has, the setup's writes
 	// (still arriving when a loaded machine runs the test) are behind it,
-	// and the names below come from the writes under test alone.
-	fence := env.Create(t, "fence", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
+	// and the names below come from the writes under test alone. It has a
+	// time-to-live, so its creation is not settled.
+	fence, err := env.Exps.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{Name: "fence", Ttl: durationpb.New(time.Hour),
+		RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []*watch.Follower{deriving, moving} {
 		names(f, fence.GetId())
 	}
