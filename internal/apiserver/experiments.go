@@ -118,7 +118,7 @@ func (s *Server) CreateExp(ctx context.Context, req *falconv1.CreateExpRequest) 
 	if err := s.store.CreateExp(ctx, exp, jobs, art); err != nil {
 		return nil, err
 	}
-	s.changed(created(exp))
+	s.changed(created(exp, jobs, art))
 	noteAudit(ctx, exp.ID, "name="+exp.Name)
 	s.log.Info("experiment created", "exp", exp.ID, "name", exp.Name, "creator", p.Display(), "roles", len(jobs))
 	// The store left exp, jobs and art equal to the rows it wrote (its
@@ -500,4 +500,28 @@ func checkID(field, prefix, id string) error {
 		return errdefs.NotFoundf("%s %q not found: it does not look like an ID (%s followed by ten characters of [a-z0-9])", idNoun[prefix], id, prefix)
 	}
 	return nil
+}
+
+// created is the change of an experiment's creation. It is settled
+// (falconv1.Change.settled) when the rows as created leave the
+// expController nothing to do, by the same rule it applies
+// (lifecycle.Propagate), and the experiment has no time-to-live, as the
+// store settles a job's change: so a single-role experiment's creation
+// is, and a multi-role one's is not (its message names the first role).
+// Before, the expController read every new experiment with its jobs and
+// artifacts: three calls for each create of BenchmarkKubeDispatch.
+func created(exp *store.Experiment, jobs []*store.Job, art *store.Artifact) changefeed.Change {
+	c := expChange(exp.ID)
+	if exp.TTL > 0 || exp.IdleTTL > 0 || exp.ExpiresAt != nil {
+		return c
+	}
+	js := make([]lifecycle.Entity, len(jobs))
+	for i, j := range jobs {
+		js[i] = lifecycle.Entity{ID: j.ID, Role: j.Role, Status: j.Status, Reason: j.Reason, Message: j.Message}
+	}
+	c.Settled = lifecycle.Propagate(
+		lifecycle.Entity{ID: exp.ID, Status: exp.Status, Reason: exp.Reason, Message: exp.Message}, js,
+		&lifecycle.Entity{ID: art.ID, Status: art.Status, Reason: art.Reason, Message: art.Message},
+	).Empty()
+	return c
 }

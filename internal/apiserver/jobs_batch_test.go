@@ -352,9 +352,9 @@ func TestAJobsEndIsItsExperiments(t *testing.T) {
 	}
 }
 
-// An experiment's creation is settled unless it has a time-to-live: its
-// jobs wait and its artifact is open, nothing for the expController, which
-// would otherwise read every new experiment with its jobs and artifacts.
+// An experiment's creation is settled when it leaves the expController
+// nothing to do: one role, no time-to-live. The expController would
+// otherwise read every new experiment with its jobs and artifacts.
 func TestACreationIsSettledWithoutATimeToLive(t *testing.T) {
 	env := apitest.Start(t, map[string]string{"local": "local"})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -367,6 +367,9 @@ func TestACreationIsSettledWithoutATimeToLive(t *testing.T) {
 	for _, e := range []*falconv1.Experiment{
 		{Name: "with-ttl", Ttl: durationpb.New(time.Hour), RoleToTaskSpec: spec},
 		{Name: "with-idle-ttl", IdleTtl: durationpb.New(time.Hour), RoleToTaskSpec: spec},
+		// Its message names the first role once the expController has
+		// looked (lifecycle.Propagate), so there is something to do.
+		{Name: "two-roles", RoleToTaskSpec: map[string]*falconv1.TaskSpec{"a": {Command: "x", Replica: 1}, "b": {Command: "x", Replica: 1}}},
 	} {
 		x, err := env.Exps.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: e})
 		if err != nil {

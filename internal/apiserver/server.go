@@ -371,19 +371,6 @@ func expChange(id string) changefeed.Change {
 	return changefeed.Change{Kind: "experiment", ID: id, ExpID: id}
 }
 
-// created is the change of an experiment's creation. It is settled
-// (falconv1.Change.settled) unless the experiment has a time-to-live, as
-// the store settles a job's change: a new experiment's jobs all wait and
-// its artifact is open, so the expController, reading it, would find
-// nothing to do. Before, it read every new experiment with its jobs and
-// artifacts: three calls for most creates of BenchmarkKubeDispatch, a
-// third of falcon dev's calls to its own API.
-func created(exp *store.Experiment) changefeed.Change {
-	c := expChange(exp.ID)
-	c.Settled = exp.TTL == 0 && exp.IdleTTL == 0 && exp.ExpiresAt == nil
-	return c
-}
-
 // derived marks c as following from changes already on the feed (see
 // falconv1.Change.derived): the expController's own writes.
 func derived(c changefeed.Change) changefeed.Change {

@@ -18,8 +18,8 @@ type Change struct {
 	// (falconv1.WriterKey); empty if it gave none.
 	Writer string
 	// Settled: a job's change whose write left its experiment in line
-	// with its jobs and nothing for the expController, or the creation of
-	// an experiment without a time-to-live (see falconv1.Change.settled).
+	// with its jobs and nothing for the expController, or an experiment's
+	// creation that left it nothing (see falconv1.Change.settled).
 	Settled bool
 }
 

@@ -5012,9 +5012,9 @@ type Change struct {
 	// A job's change whose experiment the same write brought in line with
 	// its jobs, leaving the expController nothing to do: no other role to
 	// stop and no time-to-live to watch. Also an experiment's creation,
-	// when it has no time-to-live: its jobs wait and its artifact is open,
-	// which is what the expController would find. The expController skips
-	// it; the resource manager, which follows jobs, does not.
+	// when its rows as created leave the expController nothing to do (one
+	// role, no time-to-live). The expController skips it; the resource
+	// manager, which follows jobs, does not.
 	Settled       bool `protobuf:"varint,8,opt,name=settled,proto3" json:"settled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
