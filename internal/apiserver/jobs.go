@@ -95,8 +95,19 @@ func (s *Server) UpdateJobStatus(ctx context.Context, req *falconv1.UpdateJobSta
 	if errs[0] != nil {
 		return nil, errs[0]
 	}
-	s.changed(s.propagated([]changefeed.Change{writtenBy(ctx, jobChange(jobs[0]))}, exps)...)
+	s.changed(s.propagated([]changefeed.Change{statusWritten(ctx, jobs[0], u)}, exps)...)
 	return jobToAPI(jobs[0]), nil
+}
+
+// statusWritten is the change of j's status write u, stamped with its
+// writer. A write within Pending (a queue position, Next, Dispatching) is
+// a mirror (falconv1.Change.mirror): most of the resource manager's
+// writes, and each woke the expController to read the experiment, its
+// jobs and its artifact, only to hold the mirror for a second.
+func statusWritten(ctx context.Context, j *store.Job, u store.StatusUpdate) changefeed.Change {
+	c := writtenBy(ctx, jobChange(j))
+	c.Mirror = u.Expected == lifecycle.Pending && u.Status == lifecycle.Pending
+	return c
 }
 
 // propagated completes the job changes of a write with what the write did
@@ -189,11 +200,13 @@ func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobS
 	resp := &falconv1.UpdateJobStatusesResponse{Results: make([]*falconv1.JobStatusResult, len(req.GetUpdates()))}
 	var changes []changefeed.Change
 	var exps []store.ExpChange
+	us := make([]store.StatusUpdate, len(req.GetUpdates()))
 	err := applyBatch(len(req.GetUpdates()),
 		func(i int) (store.StatusUpdate, error) {
 			r := req.GetUpdates()[i]
 			u, err := jobStatusUpdate(r)
 			u.ClusterName, u.NodePool = r.GetClusterName(), r.GetNodePool()
+			us[i] = u
 			return u, err
 		},
 		func(us []store.StatusUpdate) (jobs []*store.Job, errs []error, err error) {
@@ -202,7 +215,7 @@ func (s *Server) UpdateJobStatuses(ctx context.Context, req *falconv1.UpdateJobS
 		},
 		func(i int, j *store.Job) {
 			resp.Results[i] = &falconv1.JobStatusResult{Job: jobToAPI(j)}
-			changes = append(changes, writtenBy(ctx, jobChange(j)))
+			changes = append(changes, statusWritten(ctx, j, us[i]))
 		},
 		func(i int, err error) { resp.Results[i] = refusal(err) })
 	if err != nil {
@@ -352,7 +365,7 @@ func (s *Server) WatchChanges(req *falconv1.WatchChangesRequest, stream falconv1
 			}
 		}
 		for _, c := range changes {
-			if err := stream.Send(&falconv1.Change{Kind: c.Kind, Id: c.ID, ExpId: c.ExpID, Seq: c.Seq, Epoch: epoch, Derived: c.Derived, Writer: c.Writer, Settled: c.Settled}); err != nil {
+			if err := stream.Send(&falconv1.Change{Kind: c.Kind, Id: c.ID, ExpId: c.ExpID, Seq: c.Seq, Epoch: epoch, Derived: c.Derived, Writer: c.Writer, Settled: c.Settled, Mirror: c.Mirror}); err != nil {
 				return err
 			}
 			cursor = c.Seq

@@ -21,6 +21,9 @@ type Change struct {
 	// with its jobs and nothing for the expController, or an experiment's
 	// creation that left it nothing (see falconv1.Change.settled).
 	Settled bool
+	// Mirror: a job's change within Pending, which leaves the
+	// expController at most a mirror to write (falconv1.Change.mirror).
+	Mirror bool
 }
 
 // DefaultRetain is how many changes a Feed keeps for watchers that resume.

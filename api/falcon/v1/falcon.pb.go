@@ -5015,7 +5015,13 @@ type Change struct {
 	// when its rows as created leave the expController nothing to do (one
 	// role, no time-to-live). The expController skips it; the resource
 	// manager, which follows jobs, does not.
-	Settled       bool `protobuf:"varint,8,opt,name=settled,proto3" json:"settled,omitempty"`
+	Settled bool `protobuf:"varint,8,opt,name=settled,proto3" json:"settled,omitempty"`
+	// A job's change that moved no status: a Reason or Message within
+	// Pending (a queue position, Next, Dispatching). All it can leave the
+	// expController is its experiment's mirror of that message, which it
+	// writes only once the job's state has held for a second, so it may
+	// look later, at many such changes at once.
+	Mirror        bool `protobuf:"varint,9,opt,name=mirror,proto3" json:"mirror,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5102,6 +5108,13 @@ func (x *Change) GetWriter() string {
 func (x *Change) GetSettled() bool {
 	if x != nil {
 		return x.Settled
+	}
+	return false
+}
+
+func (x *Change) GetMirror() bool {
+	if x != nil {
+		return x.Mirror
 	}
 	return false
 }
@@ -8506,7 +8519,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"A\n" +
 	"\x13WatchChangesRequest\x12\x14\n" +
 	"\x05since\x18\x01 \x01(\x03R\x05since\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\tR\x05epoch\"\xb7\x01\n" +
+	"\x05epoch\x18\x02 \x01(\tR\x05epoch\"\xcf\x01\n" +
 	"\x06Change\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x15\n" +
@@ -8515,7 +8528,8 @@ const file_falcon_proto_rawDesc = "" +
 	"\x05epoch\x18\x05 \x01(\tR\x05epoch\x12\x18\n" +
 	"\aderived\x18\x06 \x01(\bR\aderived\x12\x16\n" +
 	"\x06writer\x18\a \x01(\tR\x06writer\x12\x18\n" +
-	"\asettled\x18\b \x01(\bR\asettled\"$\n" +
+	"\asettled\x18\b \x01(\bR\asettled\x12\x16\n" +
+	"\x06mirror\x18\t \x01(\bR\x06mirror\"$\n" +
 	"\x12GetArtifactRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x9e\x01\n" +
 	"\x14ListArtifactsRequest\x12\x1b\n" +

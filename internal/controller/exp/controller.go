@@ -100,7 +100,9 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Controller {
 // once per Controller.
 func (c *Controller) Run(ctx context.Context) error {
 	ctx = metadata.AppendToOutgoingContext(ctx, falconv1.WriterKey, c.writer)
-	c.follower = watch.Follow(ctx, c.jobs, c.log, watch.Skip(c.writer), watch.SkipSettled())
+	// A pending mirror is written once its job's state has held for
+	// mirrorGrace (mirrorDue), so its changes may come that late.
+	c.follower = watch.Follow(ctx, c.jobs, c.log, watch.Skip(c.writer), watch.SkipSettled(), watch.DeferMirrors(mirrorGrace))
 	c.follower.WaitConnected(ctx)
 	return c.loop.RunOn(ctx, c.follower.Wake(), c.log, c.interval, "expController", c.Reconcile)
 }

@@ -26,13 +26,19 @@ type Follower struct {
 	self string
 	// skipSettled leaves out settled job changes (SkipSettled).
 	skipSettled bool
+	// deferMirrors holds mirror changes this long (DeferMirrors).
+	deferMirrors time.Duration
 
-	mu      sync.Mutex
-	exps    map[string]bool
-	resync  bool
-	epoch   string
-	seq     int64
-	streams int // connections made, for tests and logs
+	mu   sync.Mutex
+	exps map[string]bool
+	// deferred are the experiments of mirror changes held until the
+	// timer (deferTimer) names them all at once.
+	deferred   map[string]bool
+	deferTimer bool
+	resync     bool
+	epoch      string
+	seq        int64
+	streams    int // connections made, for tests and logs
 }
 
 // FollowOption configures a Follower.
@@ -49,9 +55,21 @@ func Skip(name string) FollowOption { return func(f *Follower) { f.self = name }
 // none to one that only derives experiments from them.
 func SkipSettled() FollowOption { return func(f *Follower) { f.skipSettled = true } }
 
+// DeferMirrors holds each mirror change (falconv1.Change.mirror) for up to
+// d before naming its experiment, so the mirror changes of a busy second
+// come to the caller as one set instead of a wake each. For a caller
+// that writes a mirror only once it has held for d anyway: the resource
+// manager's writes within Pending each woke the expController to read an
+// experiment, its jobs and its artifact, three calls per write, to find a
+// mirror not yet due. A change of any other kind names its experiment at
+// once, also one whose mirror is held.
+func DeferMirrors(d time.Duration) FollowOption {
+	return func(f *Follower) { f.deferMirrors = d }
+}
+
 // Follow starts following the API server's changes until ctx is done.
 func Follow(ctx context.Context, jobs falconv1.JobServiceClient, log *slog.Logger, opts ...FollowOption) *Follower {
-	f := &Follower{wake: make(chan struct{}, 1), connected: make(chan struct{}), exps: map[string]bool{}, resync: true}
+	f := &Follower{wake: make(chan struct{}, 1), connected: make(chan struct{}), exps: map[string]bool{}, deferred: map[string]bool{}, resync: true}
 	for _, o := range opts {
 		o(f)
 	}
@@ -128,6 +146,19 @@ func (f *Follower) Remind(exps []string) {
 	f.poke()
 }
 
+// flushDeferred names the held mirror changes' experiments (DeferMirrors).
+func (f *Follower) flushDeferred() {
+	f.mu.Lock()
+	ids := make([]string, 0, len(f.deferred))
+	for id := range f.deferred {
+		ids = append(ids, id)
+	}
+	clear(f.deferred)
+	f.deferTimer = false
+	f.mu.Unlock()
+	f.Remind(ids)
+}
+
 func (f *Follower) poke() {
 	select {
 	case f.wake <- struct{}{}:
@@ -182,6 +213,14 @@ func (f *Follower) note(c *falconv1.Change) bool {
 		f.seq = c.GetSeq()
 	}
 	if c.GetDerived() || f.self != "" && c.GetWriter() == f.self || f.skipSettled && c.GetSettled() {
+		return false
+	}
+	if c.GetMirror() && f.deferMirrors > 0 && c.GetExpId() != "" {
+		f.deferred[c.GetExpId()] = true
+		if !f.deferTimer {
+			f.deferTimer = true
+			time.AfterFunc(f.deferMirrors, f.flushDeferred)
+		}
 		return false
 	}
 	switch c.GetKind() {

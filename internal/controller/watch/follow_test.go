@@ -270,3 +270,65 @@ func TestFollowerSkipsSettledChanges(t *testing.T) {
 		t.Errorf("a follower of every job change was not told of %s", settled.GetId())
 	}
 }
+
+// A follower that defers mirrors (DeferMirrors) names the experiment of a
+// write within Pending only once the delay has passed, and that of any
+// other change at once; one that does not names both at once.
+func TestFollowerDefersMirrors(t *testing.T) {
+	env := apitest.Start(t, map[string]string{"local": "local"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	jobs := falconv1.NewJobServiceClient(env.Conn)
+	never := watch.Follow(ctx, jobs, slog.New(slog.DiscardHandler), watch.DeferMirrors(time.Hour))
+	soon := watch.Follow(ctx, jobs, slog.New(slog.DiscardHandler), watch.DeferMirrors(50*time.Millisecond))
+	plain := watch.Follow(ctx, jobs, slog.New(slog.DiscardHandler))
+	for _, f := range []*watch.Follower{never, soon, plain} {
+		if !f.WaitConnected(ctx) {
+			t.Fatal("no hello on the change stream")
+		}
+		f.Take() // the first resync
+	}
+	waiting := env.Create(t, "waiting", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
+	starting := env.Create(t, "starting", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
+	// Until the follower names last, gathering what it names.
+	names := func(f *watch.Follower, last string) map[string]bool {
+		t.Helper()
+		got := map[string]bool{}
+		for deadline := time.After(10 * time.Second); !got[last]; {
+			exps, _ := f.Take()
+			for _, id := range exps {
+				got[id] = true
+			}
+			if got[last] {
+				break
+			}
+			select {
+			case <-f.Wake():
+			case <-deadline:
+				t.Fatalf("named %v, want %s", got, last)
+			}
+		}
+		return got
+	}
+	// The creations, which these followers do not skip, are behind them.
+	for _, f := range []*watch.Follower{never, soon, plain} {
+		names(f, starting.GetId())
+	}
+	for _, u := range []*falconv1.UpdateJobStatusRequest{
+		{Id: waiting.GetJobs()[0].GetId(), ExpectedStatus: "Pending", Status: "Pending", Reason: "Waiting", Message: "queue position #2, 1 ahead"},
+		{Id: starting.GetJobs()[0].GetId(), ExpectedStatus: "Pending", Status: "Running"},
+	} {
+		if _, err := jobs.UpdateJobStatus(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The start was written after the position, so a follower that has
+	// named it has had the position's change too.
+	if got := names(never, starting.GetId()); got[waiting.GetId()] {
+		t.Errorf("a follower deferring mirrors for an hour named the waiting experiment: %v", got)
+	}
+	if got := names(plain, starting.GetId()); !got[waiting.GetId()] {
+		t.Errorf("a follower not deferring mirrors named %v, want the waiting experiment too", got)
+	}
+	names(soon, waiting.GetId())
+}
