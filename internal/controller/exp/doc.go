@@ -35,8 +35,12 @@
 // artifacts) or named as its own (sibling aborts, falconv1.WriterKey):
 // their echo does not wake it. The experiment writes of a job's write are
 // derived too, and the job's own change is marked settled when that write
-// left nothing for this loop (falconv1.Change.settled): it skips those, so
+// left nothing for this loop (falconv1.Change.settled), as is the creation
+// of a single-role experiment without a time-to-live: it skips those, so
 // it wakes for the changes it has work in, not for every job's every step.
+// A job's write within Pending (falconv1.Change.mirror) can leave it only
+// a mirror, which waits a second anyway: its follower holds those for that
+// second and names them together (watch.DeferMirrors).
 // Its live set (for times to live) may hold an experiment such a write
 // ended until the next resync; an experiment with a time-to-live is never
 // settled, so it is always read when its jobs change.

@@ -9,7 +9,9 @@
 // controller; for a caller that names itself (Skip), the echoes of its own
 // writes; and for one that only derives experiments from jobs
 // (SkipSettled), the job changes whose write already settled their
-// experiment. A change written before the stream said hello is on no
+// experiment. A caller that acts on a job's write within Pending only a
+// while later (DeferMirrors) gets those changes' experiments together, once
+// that while has passed. A change written before the stream said hello is on no
 // stream, so the hello itself asks for a resync; a loop waits for it
 // (WaitConnected) before its first cycle to read once, not twice. Loops
 // keep their periodic poll either way; a broken stream is re-opened with
