@@ -220,9 +220,13 @@ func BenchmarkKubeDispatch(b *testing.B) {
 		return fmt.Sprintf("%s-%d-%d-%d", idealNS[run], ei, si, k)
 	}
 	var idealCreate []float64 // each Kubernetes create's latency, ms
+	var idealBusy [2]float64  // the machine's busy share in each run, %
 	runIdeal := func(run int) float64 {
-		work0 := apiserverWork(edges)
-		defer func() { printWork(idealNS[run], work0, apiserverWork(edges)) }()
+		work0, ticks0 := apiserverWork(edges), machineTicks()
+		defer func() {
+			idealBusy[run] = busyPercent(ticks0, machineTicks())
+			printWork(idealNS[run], work0, apiserverWork(edges))
+		}()
 		start := time.Now()
 		var wg sync.WaitGroup
 		for ei, c := range edges {
@@ -280,6 +284,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	// falcon dev's CPU time over the phase: the figure that compares two
 	// builds on a machine whose speed drifts (the ratio moves with it).
 	m0, _ := scrape(b, base0+"/metrics")
+	ticks1 := machineTicks()
 	b.ResetTimer()
 	created := map[string]time.Time{} // job ID -> create returned
 	expOfJob := map[string]string{}
@@ -366,6 +371,7 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	}
 	<-polled
 	b.StopTimer()
+	falconBusy := busyPercent(ticks1, machineTicks())
 	if len(succeeded) < n {
 		b.Fatalf("only %d of %d experiments succeeded", len(succeeded), n)
 	}
@@ -503,6 +509,13 @@ func BenchmarkKubeDispatch(b *testing.B) {
 	}
 	if cpu := m["process_cpu_seconds_total"] - m0["process_cpu_seconds_total"]; cpu > 0 {
 		b.ReportMetric(1000*cpu/float64(n), "falcon-cpu-ms/job")
+	}
+	// How busy the machine was in each phase: near 100 in the ideal's
+	// means the baseline is CPU-bound, and Falcon's CPU comes out of the
+	// clusters'.
+	if falconBusy > 0 && idealBusy[0] > 0 && idealBusy[1] > 0 {
+		b.ReportMetric((idealBusy[0]+idealBusy[1])/2, "machine-busy-ideal-%")
+		b.ReportMetric(falconBusy, "machine-busy-falcon-%")
 	}
 	// Where the controller's time went, from its own metrics.
 	if m["falcon_rm_cycles_total"] > 0 {
@@ -642,7 +655,7 @@ func TestDispatchBenchmarkRuns(t *testing.T) {
 	}
 	for _, name := range []string{"falcon-jobs/s", "ideal-before-jobs/s", "ideal-after-jobs/s", "falcon/ideal", "creates/s",
 		"handover-p50-ms", "ideal-handover-p50-ms", "complete-to-succeeded-p99-ms", "rm-cycles", "store-tx-wait-p99-ms", "store-tx-run-p99-ms",
-		"falcon-cpu-ms/job"} {
+		"falcon-cpu-ms/job", "machine-busy-ideal-%", "machine-busy-falcon-%"} {
 		if v, ok := r.Extra[name]; !ok || !(v > 0) {
 			t.Errorf("%s = %v (reported: %v); want a positive figure", name, v, ok)
 		}
