@@ -225,23 +225,6 @@ func TestWalkOpenChecksum(t *testing.T) {
 // that ends.
 func TestWalkPagesOnFile(t *testing.T) {
 	ctx := context.Background()
-	tree := func(t *testing.T, files []string) blobstore.Location {
-		dir := t.TempDir()
-		for _, p := range files {
-			full := filepath.Join(dir, filepath.FromSlash(p))
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(full, []byte(p), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		l, err := blobstore.Parse("root", dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
 	o := blobstore.NewOpener()
 	defer o.Close()
 	walk := func(t *testing.T, l blobstore.Location) []string {
@@ -260,7 +243,7 @@ func TestWalkPagesOnFile(t *testing.T) {
 		for i := range 2500 {
 			files = append(files, fmt.Sprintf("d%d/f%04d", i%7, i))
 		}
-		order := walk(t, tree(t, files))
+		order := walk(t, fileTree(t, files))
 		if len(order) != len(files) {
 			t.Fatalf("walked %d files; want %d", len(order), len(files))
 		}
@@ -272,7 +255,7 @@ func TestWalkPagesOnFile(t *testing.T) {
 	})
 	t.Run("small", func(t *testing.T) {
 		files := []string{"a", "b/c", "d"}
-		l := tree(t, files)
+		l := fileTree(t, files)
 		walk(t, l) // opens the bucket
 		const walks = 5
 		var before, after runtime.MemStats
@@ -294,15 +277,8 @@ func TestWalkPagesOnFile(t *testing.T) {
 // not cost the 1 MiB buffer of the blob reader's WriteTo.
 func TestChecksumReadsThroughASmallBuffer(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	content := []byte("step,loss\n1,0.5\n")
-	if err := os.WriteFile(filepath.Join(dir, "metrics.csv"), content, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, err := blobstore.Parse("root", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	content := []byte("metrics.csv") // fileTree writes each file's path into it
+	l := fileTree(t, []string{"metrics.csv"})
 	o := blobstore.NewOpener()
 	defer o.Close()
 	if sum, err := o.Checksum(ctx, l, "metrics.csv"); err != nil || sum != crcOf(content) { // opens the bucket
@@ -326,20 +302,7 @@ func TestChecksumReadsThroughASmallBuffer(t *testing.T) {
 // does for each experiment that ends (its artifact index); B/op is what
 // TestWalkPagesOnFile bounds.
 func BenchmarkWalkSmallTree(b *testing.B) {
-	dir := b.TempDir()
-	for _, p := range []string{"a", "b/c", "d"} {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(p), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	l, err := blobstore.Parse("root", dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := fileTree(b, []string{"a", "b/c", "d"})
 	o := blobstore.NewOpener()
 	defer o.Close()
 	ctx := context.Background()
@@ -349,4 +312,25 @@ func BenchmarkWalkSmallTree(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// fileTree writes files (slash paths, each holding its own path) under a
+// new directory and returns its location.
+func fileTree(tb testing.TB, files []string) blobstore.Location {
+	tb.Helper()
+	dir := tb.TempDir()
+	for _, p := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(p), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	l, err := blobstore.Parse("root", dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l
 }

@@ -1,6 +1,6 @@
 // Package metrics defines the Prometheus metrics Falcon's controllers and
-// its store export and the small HTTP surface that serves them with liveness and
-// readiness checks (/metrics, /healthz, /readyz).
+// its store export, and the small HTTP surface that serves them with
+// liveness and readiness checks (/metrics, /healthz, /readyz).
 //
 // Metrics are registered on a registry the caller owns rather than the
 // global one, so tests and several controllers in one process (falcon dev)

@@ -224,25 +224,6 @@ func TestFollowerSkipsSettledChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	names := func(f *watch.Follower, last string) map[string]bool {
-		t.Helper()
-		got := map[string]bool{}
-		for deadline := time.After(10 * time.Second); !got[last]; {
-			exps, _ := f.Take()
-			for _, id := range exps {
-				got[id] = true
-			}
-			if got[last] {
-				break
-			}
-			select {
-			case <-f.Wake():
-			case <-deadline:
-				t.Fatalf("named %v, want %s", got, last)
-			}
-		}
-		return got
-	}
 	// A fence both followers hear of: once one has, the setup's writes
 	// (still arriving when a loaded machine runs the test) are behind it,
 	// and the names below come from the writes under test alone. It has a
@@ -253,7 +234,7 @@ func TestFollowerSkipsSettledChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []*watch.Follower{deriving, moving} {
-		names(f, fence.GetId())
+		namesUntil(t, f, fence.GetId())
 	}
 	if _, err := jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: settled.GetJobs()[0].GetId(), ExpectedStatus: "Pending", Status: "Running"}); err != nil {
 		t.Fatal(err)
@@ -263,10 +244,10 @@ func TestFollowerSkipsSettledChanges(t *testing.T) {
 	}
 	// The unsettled write is the last: once a follower has heard of it,
 	// it has heard of the settled one too if it ever will.
-	if got := names(deriving, open.GetId()); got[settled.GetId()] {
+	if got := namesUntil(t, deriving, open.GetId()); got[settled.GetId()] {
 		t.Errorf("a follower skipping settled changes was told of %s", settled.GetId())
 	}
-	if got := names(moving, open.GetId()); !got[settled.GetId()] {
+	if got := namesUntil(t, moving, open.GetId()); !got[settled.GetId()] {
 		t.Errorf("a follower of every job change was not told of %s", settled.GetId())
 	}
 }
@@ -290,29 +271,9 @@ func TestFollowerDefersMirrors(t *testing.T) {
 	}
 	waiting := env.Create(t, "waiting", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
 	starting := env.Create(t, "starting", map[string]*falconv1.TaskSpec{"main": {Command: "true", Replica: 1}})
-	// Until the follower names last, gathering what it names.
-	names := func(f *watch.Follower, last string) map[string]bool {
-		t.Helper()
-		got := map[string]bool{}
-		for deadline := time.After(10 * time.Second); !got[last]; {
-			exps, _ := f.Take()
-			for _, id := range exps {
-				got[id] = true
-			}
-			if got[last] {
-				break
-			}
-			select {
-			case <-f.Wake():
-			case <-deadline:
-				t.Fatalf("named %v, want %s", got, last)
-			}
-		}
-		return got
-	}
 	// The creations, which these followers do not skip, are behind them.
 	for _, f := range []*watch.Follower{never, soon, plain} {
-		names(f, starting.GetId())
+		namesUntil(t, f, starting.GetId())
 	}
 	for _, u := range []*falconv1.UpdateJobStatusRequest{
 		{Id: waiting.GetJobs()[0].GetId(), ExpectedStatus: "Pending", Status: "Pending", Reason: "Waiting", Message: "queue position #2, 1 ahead"},
@@ -324,11 +285,33 @@ func TestFollowerDefersMirrors(t *testing.T) {
 	}
 	// The start was written after the position, so a follower that has
 	// named it has had the position's change too.
-	if got := names(never, starting.GetId()); got[waiting.GetId()] {
+	if got := namesUntil(t, never, starting.GetId()); got[waiting.GetId()] {
 		t.Errorf("a follower deferring mirrors for an hour named the waiting experiment: %v", got)
 	}
-	if got := names(plain, starting.GetId()); !got[waiting.GetId()] {
+	if got := namesUntil(t, plain, starting.GetId()); !got[waiting.GetId()] {
 		t.Errorf("a follower not deferring mirrors named %v, want the waiting experiment too", got)
 	}
-	names(soon, waiting.GetId())
+	namesUntil(t, soon, waiting.GetId())
+}
+
+// namesUntil takes from f until it names last, and returns every
+// experiment it named on the way.
+func namesUntil(t *testing.T, f *watch.Follower, last string) map[string]bool {
+	t.Helper()
+	got := map[string]bool{}
+	for deadline := time.After(10 * time.Second); !got[last]; {
+		exps, _ := f.Take()
+		for _, id := range exps {
+			got[id] = true
+		}
+		if got[last] {
+			break
+		}
+		select {
+		case <-f.Wake():
+		case <-deadline:
+			t.Fatalf("named %v, want %s", got, last)
+		}
+	}
+	return got
 }
