@@ -50,7 +50,7 @@ bench: kube-bins
 	CI=true $(GO) test -run '^$$' -bench 'CreateExp|ListExps100k' -benchtime 3s -timeout 30m ./internal/store/sqlstore/
 	$(GO) test -run '^$$' -bench SQLiteWriteOrder -benchtime 300x ./internal/store/sqlstore/
 	$(GO) test -run '^$$' -bench SQLiteListByIDs -benchtime 2000x ./internal/store/sqlstore/
-	$(GO) test -run '^$$' -bench WalkSmallTree -benchtime 2000x ./internal/blobstore/
+	$(GO) test -run '^$$' -bench 'WalkSmallTree|ChecksumSmallFile' -benchtime 2000x ./internal/blobstore/
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./internal/resourcemanager/queue/
 	$(GO) test -run '^$$' -bench SimulatedDay -benchtime 1x -timeout 30m -v ./internal/resourcemanager/
 	$(GO) test -run '^$$' -bench Cycle10kLive -benchtime 20x -timeout 30m ./internal/resourcemanager/

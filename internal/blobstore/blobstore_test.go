@@ -298,6 +298,22 @@ func TestChecksumReadsThroughASmallBuffer(t *testing.T) {
 	}
 }
 
+// BenchmarkChecksumSmallFile checksums a small file on file://, as the
+// server does for every file of each experiment that ends; B/op is what
+// TestChecksumReadsThroughASmallBuffer bounds.
+func BenchmarkChecksumSmallFile(b *testing.B) {
+	l := fileTree(b, []string{"metrics.csv"})
+	o := blobstore.NewOpener()
+	defer o.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := o.Checksum(ctx, l, "metrics.csv"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkWalkSmallTree walks a three-file tree on file://, as the server
 // does for each experiment that ends (its artifact index); B/op is what
 // TestWalkPagesOnFile bounds.
