@@ -1505,11 +1505,8 @@ func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job)
 }
 
 // armEnds hands ends (see ends) every job looked at this cycle that is
-// Running now on a cluster with a usable backend that manages no pools:
-// its success is recorded the moment the backend reports it. On a pooled
-// cluster the end stays the cycle's, which cleans the job up and decides
-// where its pool goes in the same step, so a job submitted once the end is
-// visible finds the pool idle rather than have another created.
+// Running now on a cluster with a usable backend: its success is recorded
+// the moment the backend reports it.
 func (m *Manager) armEnds(c *cycle, looked []*falconv1.Job) {
 	for _, j := range looked {
 		if j.GetStatus() != string(lifecycle.Running) {
@@ -1517,7 +1514,7 @@ func (m *Manager) armEnds(c *cycle, looked []*falconv1.Job) {
 		}
 		cl := c.clusters[j.GetClusterName()]
 		b, err := m.backendFor(cl)
-		if _, pooled := b.(PoolBackend); err != nil || pooled {
+		if err != nil {
 			continue
 		}
 		m.ends.arm(j, cl, b)

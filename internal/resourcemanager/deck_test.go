@@ -32,6 +32,8 @@ type gatedConn struct {
 	// batchesOnly: the gate holds the cycle's batched writes
 	// (UpdateJobStatuses) and lets single ones pass.
 	batchesOnly bool
+	// singlesOnly: the gate holds the single writes and lets batches pass.
+	singlesOnly bool
 	// refused counts single status writes the store refused (the row
 	// changed under the writer).
 	refused atomic.Int32
@@ -49,7 +51,16 @@ func (g *gatedConn) hold() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.open = make(chan struct{})
-	g.batchesOnly = false
+	g.batchesOnly, g.singlesOnly = false, false
+}
+
+// holdSingles holds the single status writes only (a job's end recorded
+// between cycles) and lets the cycle's batched writes pass.
+func (g *gatedConn) holdSingles() {
+	g.hold()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.singlesOnly = true
 }
 
 // holdBatches holds the batched writes only.
@@ -77,7 +88,8 @@ func (g *gatedConn) Invoke(ctx context.Context, method string, args, reply any, 
 	if strings.HasSuffix(method, "/UpdateJobStatuses") || strings.HasSuffix(method, "/UpdateJobStatus") {
 		g.mu.Lock()
 		open := g.open
-		if g.batchesOnly && strings.HasSuffix(method, "/UpdateJobStatus") {
+		single := strings.HasSuffix(method, "/UpdateJobStatus")
+		if g.batchesOnly && single || g.singlesOnly && !single {
 			open = closedGate
 		}
 		g.mu.Unlock()
@@ -108,10 +120,16 @@ type deckRun struct {
 }
 
 func startDeck(t *testing.T, env *apitest.Env, be *scripted) *deckRun {
+	return startDeckOn(t, env, be, be)
+}
+
+// startDeckOn is startDeck with backend (be, or one built on it) serving
+// the clusters, and opts.
+func startDeckOn(t *testing.T, env *apitest.Env, be *scripted, backend resourcemanager.Backend, opts ...resourcemanager.Option) *deckRun {
 	d := &deckRun{env: env, be: be, gate: newGatedConn(env.Conn), reg: prometheus.NewRegistry()}
-	mgr := resourcemanager.New(d.gate, resourcemanager.WithBackend("test", be),
+	mgr := resourcemanager.New(d.gate, append([]resourcemanager.Option{resourcemanager.WithBackend("test", backend),
 		resourcemanager.WithMetrics(metrics.NewRM(d.reg)),
-		resourcemanager.WithInterval(time.Hour), resourcemanager.WithResync(time.Hour))
+		resourcemanager.WithInterval(time.Hour), resourcemanager.WithResync(time.Hour)}, opts...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Run(ctx) }()

@@ -37,13 +37,14 @@
 // the create returned, and an abort of a job whose create is in flight
 // waits for it.
 //
-// A Running job's success does not wait for a cycle either, on clusters
-// whose backend manages no pools: ends (ends.go) looks at the job the
-// moment the backend reports it, writes Succeeded at once (conditional on
-// Running, so an abort that landed first wins) and leaves the row for the
-// next cycle to fold into the snapshot. Failures stay the cycle's: they
-// stop the job's other pods first. So does every end on a pooled cluster,
-// where the cycle cleans the job up and hands its pool on in one step.
+// A Running job's success does not wait for a cycle either: ends (ends.go)
+// looks at the job the moment the backend reports it, writes Succeeded at
+// once (conditional on Running, so an abort that landed first wins) and
+// leaves the row for the next cycle to fold into the snapshot. Failures
+// stay the cycle's: they stop the job's other pods first. Where the
+// backend manages pools, ends also removes the finished Kubernetes Job, and
+// the pool falls free when the row is folded; a job that would create a
+// pool of that shape meanwhile waits for it instead.
 //
 // # Plan and apply
 //

@@ -2,6 +2,7 @@ package resourcemanager
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -21,9 +22,14 @@ import (
 // cycle to fold into the snapshot (take). Only success goes this way: a
 // failure stops the job's other pods or slices first (stopThenRecord),
 // which is the cycle's to do, and a job that still runs has nothing to
-// record here. Only clusters that manage no pools are armed: on a pooled
-// one the cycle cleans an ended job up and hands its pool on in the same
-// step.
+// record here.
+//
+// On a cluster whose backend manages pools the ended job's Kubernetes Job
+// is then removed (cleanUp), as the cycle would, and its pool falls free
+// when the row is folded: the cycle that folds it decides where the pool
+// goes. Until then a job that would create a pool of the same shape waits
+// for that one instead (await), and is looked at once the row is there to
+// fold.
 //
 // It is safe because the write is conditional: an abort that landed first
 // wins (the write is refused and the job's experiment read again), and a
@@ -31,7 +37,9 @@ import (
 // its own write the same way. The cycle leaves alone a job whose end is
 // being written or waits to be folded (busy). Nothing of it needs to
 // survive a restart: the row is the truth, and a job whose end was not
-// written is still Running, observed by the first cycle (see memory).
+// written is still Running, observed by the first cycle (see memory); a
+// Kubernetes Job whose removal was lost is swept on a resync, as any
+// ended job's leftovers are.
 type ends struct {
 	mu sync.Mutex
 	// running is each Running job the cycle armed, by ID.
@@ -51,6 +59,9 @@ type ending struct {
 	looking // the look in flight, if any
 	// writing: its end is being recorded, and arm leaves it alone.
 	writing bool
+	// waiters are the jobs to look at once the write is over: they wait
+	// for the pool this job leaves (await).
+	waiters []string
 }
 
 // endLook is what a look at an armed job uses. arm replaces it and never
@@ -111,6 +122,28 @@ func (e *ends) busy(id string) bool {
 	return x != nil && x.writing
 }
 
+// await reports whether id's end is being written, or was and waits to be
+// folded, and if so has waiter looked at once the row is there to fold:
+// after is called with it when the write is over, or at once if it is
+// over already (the cycle that folds the row is asked for then).
+func (e *ends) await(id, waiter string, after func(id string)) bool {
+	e.mu.Lock()
+	if _, ok := e.written[id]; ok {
+		e.mu.Unlock()
+		after(waiter)
+		return true
+	}
+	defer e.mu.Unlock()
+	x := e.running[id]
+	if x == nil || !x.writing {
+		return false
+	}
+	if !slices.Contains(x.waiters, waiter) {
+		x.waiters = append(x.waiters, waiter)
+	}
+	return true
+}
+
 // take returns the rows written since the last take.
 func (e *ends) take() []*falconv1.Job {
 	e.mu.Lock()
@@ -129,11 +162,13 @@ func (e *ends) take() []*falconv1.Job {
 // touched starts a look at the armed jobs among ids and returns the
 // others, which are the cycle's. observe says whether a job ended in
 // success and with what message; record writes that end and returns the
-// row it wrote (nil if it did not land), and is called at most once per
-// job. after is called with the job's ID once the look is over, a row
-// recorded there to take: the cycle then folds the row, or looks at a job
-// that did not succeed as it would have without ends.
-func (e *ends) touched(ids []string, observe func(context.Context, endLook) (string, bool), record func(context.Context, endLook, string) *falconv1.Job, after func(id string)) (rest []string) {
+// row it wrote (nil if it did not land) and what is to follow it once the
+// row is handed over (then, maybe nil); it is called at most once per job.
+// after is called with the job's ID once the look is over, a row recorded
+// there to take, and with each job that awaited it: the cycle then folds
+// the row, or looks at a job that did not succeed as it would have
+// without ends.
+func (e *ends) touched(ids []string, observe func(context.Context, endLook) (string, bool), record func(context.Context, endLook, string) (row *falconv1.Job, then func()), after func(id string)) (rest []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, id := range ids {
@@ -149,39 +184,57 @@ func (e *ends) touched(ids []string, observe func(context.Context, endLook) (str
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			defer after(id)
-			e.mu.Lock()
-			for {
-				look := x.endLook
-				e.mu.Unlock()
-				msg, succeeded := observe(ctx, look)
-				e.mu.Lock()
-				if e.running[id] != x || e.closed {
-					e.mu.Unlock()
-					return // dropped meanwhile: the cycle has it
-				}
-				if succeeded {
-					x.writing = true
-					e.mu.Unlock()
-					row := record(ctx, look, msg)
-					e.mu.Lock()
-					if e.running[id] == x {
-						delete(e.running, id)
-					}
-					if row != nil {
-						e.written[id] = row
-					}
-					e.mu.Unlock()
-					return
-				}
-				if !x.more() {
-					e.mu.Unlock()
-					return
-				}
+			if then := e.look(ctx, id, x, observe, record, after); then != nil {
+				then()
 			}
 		}()
 	}
 	return rest
+}
+
+// look is one look at x, armed as id, until it records an end or finds
+// nothing more to look at; it calls after as touched says and returns
+// what is to follow a recorded end.
+func (e *ends) look(ctx context.Context, id string, x *ending, observe func(context.Context, endLook) (string, bool), record func(context.Context, endLook, string) (*falconv1.Job, func()), after func(id string)) func() {
+	e.mu.Lock()
+	for {
+		look := x.endLook
+		e.mu.Unlock()
+		msg, succeeded := observe(ctx, look)
+		e.mu.Lock()
+		if e.running[id] != x || e.closed {
+			e.mu.Unlock()
+			after(id)
+			return nil // dropped meanwhile: the cycle has it
+		}
+		if succeeded {
+			x.writing = true
+			e.mu.Unlock()
+			row, then := record(ctx, look, msg)
+			e.mu.Lock()
+			if e.running[id] == x {
+				delete(e.running, id)
+			}
+			if row != nil {
+				e.written[id] = row
+			} else {
+				then = nil
+			}
+			waiters := x.waiters
+			x.waiters = nil
+			e.mu.Unlock()
+			after(id)
+			for _, w := range waiters {
+				after(w)
+			}
+			return then
+		}
+		if !x.more() {
+			e.mu.Unlock()
+			after(id)
+			return nil
+		}
+	}
 }
 
 // close stops every look from recording and waits for those in flight.
@@ -205,15 +258,17 @@ func (m *Manager) succeededNow(ctx context.Context, x endLook) (string, bool) {
 }
 
 // recordEnd writes the job Succeeded, conditional on Running; the look's
-// own copy becomes the row written (see endLook).
-func (m *Manager) recordEnd(ctx context.Context, x endLook, msg string) *falconv1.Job {
+// own copy becomes the row written (see endLook). What follows is the
+// removal of its Kubernetes Job where pools are shared (cleanUp), as when
+// the cycle records an end.
+func (m *Manager) recordEnd(ctx context.Context, x endLook, msg string) (*falconv1.Job, func()) {
 	j := x.job
 	req := &falconv1.UpdateJobStatusRequest{Id: j.GetId(), ExpectedStatus: string(lifecycle.Running), Status: string(lifecycle.Succeeded), Message: msg}
 	if !m.write(ctx, j, req) {
-		return nil
+		return nil, nil
 	}
 	m.metrics.EndsAhead.Inc()
-	return j
+	return j, func() { m.cleanUp(ctx, x.cluster, x.backend, j) }
 }
 
 // looked asks for a cycle that folds id's written end, or looks at the

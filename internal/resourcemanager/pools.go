@@ -227,6 +227,11 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			m.reused(pc, j, p.Name, "node pool reused")
 			return true
 		}
+		if m.awaitEndingPool(pc, j) {
+			// Its job's end is being recorded (ends): the pool is free
+			// once the row is folded, and j is looked at then.
+			return false
+		}
 		if n := m.poolsOfShape(pc, j); m.poolCap > 0 && n >= m.poolCap {
 			pools := "node pools"
 			if n == 1 {
@@ -319,6 +324,33 @@ func (m *Manager) freeOfShape(pc *poolCluster, j *falconv1.Job) bool {
 	_, ok := ReusablePool(pc.pools, pc.owner, queue.Pool{AcceleratorType: deviceType(j), Topology: topologyOrEmpty(j)},
 		func(pool string) bool { return m.deleting(pc.cl.GetName(), pool) })
 	return ok
+}
+
+// awaitEndingPool reports whether a pool of j's shape falls free as soon
+// as its job's end, being recorded between cycles (see ends), is folded;
+// if so j is looked at then, and takes it rather than have another created.
+// The oldest such pool is awaited, as takeIdle would take it.
+func (m *Manager) awaitEndingPool(pc *poolCluster, j *falconv1.Job) bool {
+	if m.noReuse {
+		return false
+	}
+	shape := queue.Pool{AcceleratorType: deviceType(j), Topology: topologyOrEmpty(j)}
+	var ending []Pool
+	for _, p := range pc.pools {
+		owner := pc.owner[p.Name]
+		if owner != "" && owner != j.GetId() && p.AcceleratorType == shape.AcceleratorType && p.Topology == shape.Topology &&
+			p.State.Usable() && !m.deleting(pc.cl.GetName(), p.Name) && m.ends.busy(owner) {
+			ending = append(ending, p)
+		}
+	}
+	sort.Slice(ending, func(a, b int) bool { return older(ending[a], ending[b]) })
+	for _, p := range ending {
+		if m.ends.await(pc.owner[p.Name], j.GetId(), m.looked) {
+			m.log.Debug("waiting for a node pool whose job just ended", "job", j.GetId(), "pool", p.Name, "cluster", pc.cl.GetName())
+			return true
+		}
+	}
+	return false
 }
 
 // reused logs and counts a job given a pool that was not created for it.
