@@ -31,7 +31,9 @@ func newPooledScripted() *pooledScripted {
 	return &pooledScripted{scripted: newScripted(), pools: map[string]resourcemanager.Pool{}}
 }
 
-func (p *pooledScripted) NeedsPool(j *falconv1.Job) bool { return j.GetTaskSpec().GetDeviceType() != "" }
+func (p *pooledScripted) NeedsPool(j *falconv1.Job) bool {
+	return j.GetTaskSpec().GetDeviceType() != ""
+}
 
 func (p *pooledScripted) ProvisionPool(_ context.Context, _ *falconv1.Cluster, j *falconv1.Job) (resourcemanager.Provisioning, error) {
 	p.pmu.Lock()
