@@ -577,7 +577,7 @@ func TestControllerKilledAtRandomPoints(t *testing.T) {
 	p := f.startProc(newFuse(1<<62, false), log)
 	defer func() {
 		p.stop()
-		t.Logf("on the Kubernetes edge: %d jobs; %.0f slots handed over and %.0f successes recorded between cycles (deck, ends)",
+		t.Logf("on the Kubernetes edge: %d jobs, %.0f slots handed over between cycles (deck); on both kinds of cluster, %.0f successes recorded between cycles (ends)",
 			onEdge, handedAhead+p.counter("falcon_rm_handovers_ahead_total"), endsAhead+p.counter("falcon_rm_ends_ahead_total"))
 	}()
 	settleBegan := time.Now()
