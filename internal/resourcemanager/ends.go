@@ -41,6 +41,7 @@ import (
 // Kubernetes Job whose removal was lost is swept on a resync, as any
 // ended job's leftovers are.
 type ends struct {
+	r  recorder
 	mu sync.Mutex
 	// running is each Running job the cycle armed, by ID.
 	running map[string]*ending
@@ -73,8 +74,22 @@ type endLook struct {
 	backend Backend
 }
 
-func newEnds() *ends {
-	return &ends{running: map[string]*ending{}, written: map[string]*falconv1.Job{}}
+// recorder is what ends asks of the manager.
+type recorder interface {
+	// succeededNow says whether the job ended in success, and with what
+	// message.
+	succeededNow(ctx context.Context, x endLook) (msg string, ok bool)
+	// recordEnd writes that end and returns the row it wrote (nil if it
+	// did not land) and what is to follow once the row is handed over
+	// (nil if nothing).
+	recordEnd(ctx context.Context, x endLook, msg string) (row *falconv1.Job, then func())
+	// looked asks for a cycle that looks at id: one whose look is over,
+	// a row recorded there to take, or one that awaited it.
+	looked(id string)
+}
+
+func newEnds(r recorder) *ends {
+	return &ends{r: r, running: map[string]*ending{}, written: map[string]*falconv1.Job{}}
 }
 
 // open lets ends record, under Run's context.
@@ -124,13 +139,13 @@ func (e *ends) busy(id string) bool {
 
 // await reports whether id's end is being written, or was and waits to be
 // folded, and if so has waiter looked at once the row is there to fold:
-// after is called with it when the write is over, or at once if it is
-// over already (the cycle that folds the row is asked for then).
-func (e *ends) await(id, waiter string, after func(id string)) bool {
+// when the write is over, or at once if it is over already (the cycle
+// that folds the row is asked for then).
+func (e *ends) await(id, waiter string) bool {
 	e.mu.Lock()
 	if _, ok := e.written[id]; ok {
 		e.mu.Unlock()
-		after(waiter)
+		e.r.looked(waiter)
 		return true
 	}
 	defer e.mu.Unlock()
@@ -160,15 +175,12 @@ func (e *ends) take() []*falconv1.Job {
 }
 
 // touched starts a look at the armed jobs among ids and returns the
-// others, which are the cycle's. observe says whether a job ended in
-// success and with what message; record writes that end and returns the
-// row it wrote (nil if it did not land) and what is to follow it once the
-// row is handed over (then, maybe nil); it is called at most once per job.
-// after is called with the job's ID once the look is over, a row recorded
-// there to take, and with each job that awaited it: the cycle then folds
-// the row, or looks at a job that did not succeed as it would have
-// without ends.
-func (e *ends) touched(ids []string, observe func(context.Context, endLook) (string, bool), record func(context.Context, endLook, string) (row *falconv1.Job, then func()), after func(id string)) (rest []string) {
+// others, which are the cycle's. A look asks the recorder whether the job
+// succeeded and, if so, records it (at most once per job); it then has the
+// job looked at, a row recorded there to take, and each job that awaited
+// it: the cycle folds the row, or looks at a job that did not succeed as
+// it would have without ends.
+func (e *ends) touched(ids []string) (rest []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, id := range ids {
@@ -184,7 +196,7 @@ func (e *ends) touched(ids []string, observe func(context.Context, endLook) (str
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			if then := e.look(ctx, id, x, observe, record, after); then != nil {
+			if then := e.look(ctx, id, x); then != nil {
 				then()
 			}
 		}()
@@ -193,24 +205,23 @@ func (e *ends) touched(ids []string, observe func(context.Context, endLook) (str
 }
 
 // look is one look at x, armed as id, until it records an end or finds
-// nothing more to look at; it calls after as touched says and returns
-// what is to follow a recorded end.
-func (e *ends) look(ctx context.Context, id string, x *ending, observe func(context.Context, endLook) (string, bool), record func(context.Context, endLook, string) (*falconv1.Job, func()), after func(id string)) func() {
+// nothing more to look at. It returns what is to follow a recorded end.
+func (e *ends) look(ctx context.Context, id string, x *ending) func() {
 	e.mu.Lock()
 	for {
 		look := x.endLook
 		e.mu.Unlock()
-		msg, succeeded := observe(ctx, look)
+		msg, succeeded := e.r.succeededNow(ctx, look)
 		e.mu.Lock()
 		if e.running[id] != x || e.closed {
 			e.mu.Unlock()
-			after(id)
+			e.r.looked(id)
 			return nil // dropped meanwhile: the cycle has it
 		}
 		if succeeded {
 			x.writing = true
 			e.mu.Unlock()
-			row, then := record(ctx, look, msg)
+			row, then := e.r.recordEnd(ctx, look, msg)
 			e.mu.Lock()
 			if e.running[id] == x {
 				delete(e.running, id)
@@ -223,15 +234,15 @@ func (e *ends) look(ctx context.Context, id string, x *ending, observe func(cont
 			waiters := x.waiters
 			x.waiters = nil
 			e.mu.Unlock()
-			after(id)
+			e.r.looked(id)
 			for _, w := range waiters {
-				after(w)
+				e.r.looked(w)
 			}
 			return then
 		}
 		if !x.more() {
 			e.mu.Unlock()
-			after(id)
+			e.r.looked(id)
 			return nil
 		}
 	}

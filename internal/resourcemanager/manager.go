@@ -203,7 +203,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 	}
 	m.mem = newMemory(m.now)
 	m.deck = newDeck(func(n int) { m.metrics.HandoversWaiting.Set(float64(n)) })
-	m.ends = newEnds()
+	m.ends = newEnds(m)
 	m.writer = "resourcemanager-" + rand.Text()
 	return m
 }
@@ -219,7 +219,7 @@ func WithResync(d time.Duration) Option { return func(m *Manager) { m.resyncEver
 func (m *Manager) Touch(jobIDs ...string) {
 	m.deck.touched(jobIDs, m.now(), m.released, m.startNext)
 	// The Running jobs ends looks at reach the cycle when it is done.
-	jobIDs = m.ends.touched(jobIDs, m.succeededNow, m.recordEnd, m.looked)
+	jobIDs = m.ends.touched(jobIDs)
 	if len(jobIDs) == 0 {
 		return
 	}

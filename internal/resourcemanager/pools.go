@@ -345,7 +345,7 @@ func (m *Manager) awaitEndingPool(pc *poolCluster, j *falconv1.Job) bool {
 	}
 	sort.Slice(ending, func(a, b int) bool { return older(ending[a], ending[b]) })
 	for _, p := range ending {
-		if m.ends.await(pc.owner[p.Name], j.GetId(), m.looked) {
+		if m.ends.await(pc.owner[p.Name], j.GetId()) {
 			m.log.Debug("waiting for a node pool whose job just ended", "job", j.GetId(), "pool", p.Name, "cluster", pc.cl.GetName())
 			return true
 		}
