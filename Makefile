@@ -58,6 +58,7 @@ bench: kube-bins
 	$(GO) test -run '^$$' -bench ExpList100k -benchtime 20x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench 'KubeDispatch$$' -benchtime 1x -count 3 -timeout 60m ./e2e/
 	$(GO) test -run '^$$' -bench KubeDispatchCPU -benchtime 1x -timeout 30m ./e2e/
+	CI=true $(GO) test -run '^$$' -bench PooledEnds -benchtime 1x -timeout 10m ./internal/provider/gke/
 	$(GO) test -run '^$$' -bench Plan100kWaiting -benchmem -benchtime 20x ./internal/resourcemanager/
 	$(GO) test -run '^$$' -bench Results -benchtime 3x -timeout 30m ./e2e/
 	$(GO) test -run '^$$' -bench ServerColdStart -benchtime 10x -timeout 10m ./e2e/

@@ -360,7 +360,7 @@ func (f *fixture) addKubeEdge(t *testing.T) string {
 	return ns
 }
 
-func envInt(t *testing.T, name string, def int) int {
+func envInt(t testing.TB, name string, def int) int {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {

@@ -81,7 +81,7 @@ type setup struct {
 }
 
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	api     *apitest.Env
 	fake    *fakegke.Server
 	join    *gkeenv.Cluster
@@ -95,7 +95,7 @@ type fixture struct {
 
 var nsSeq atomic.Int32
 
-func newFixture(t *testing.T, s setup) *fixture {
+func newFixture(t testing.TB, s setup) *fixture {
 	t.Helper()
 	if s.createLatency == 0 {
 		s.createLatency = time.Second
