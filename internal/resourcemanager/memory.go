@@ -49,8 +49,11 @@ import (
 // loses the handovers it waited on, and the first cycle sets them again
 // from the rows that say Next. So is ends (Manager.ends), which records
 // Running jobs' successes between cycles: a restart loses which jobs it
-// watched and the rows it wrote but the cycle had not folded yet; the
-// first cycle reads every row again and arms every Running job.
+// watched, the rows it wrote but the cycle had not folded yet, the jobs
+// waiting for an ended job's pool, and a finished Kubernetes Job's delete
+// not yet made; the first cycle reads every row again, arms every Running
+// job, finds the pool idle, and its sweep deletes what an ended job left
+// on a pooled cluster.
 type memory struct {
 	sched       *queue.Scheduler
 	positions   map[string]int          // waiting job -> position last written
