@@ -241,15 +241,7 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			m.updatePool(ctx, j, lifecycle.ReasonWaitingForPool, msg, "")
 			return false
 		}
-		prov, err := pc.b.ProvisionPool(ctx, pc.cl, j)
-		if m.poolFailed(ctx, c, pc, j, err) {
-			return false
-		}
-		delete(m.mem.poolLists, pc.cl.GetName()) // list again: a pool was added
-		if m.assign(ctx, c, pc, j, prov.Pool, prov.Reason, prov.Message) {
-			m.log.Info("node pool provisioning", "job", j.GetId(), "exp", j.GetExpId(), "pool", prov.Pool, "cluster", pc.cl.GetName(), "reason", prov.Reason)
-			m.metrics.PoolCreates.WithLabelValues(pc.cl.GetName(), string(prov.Reason)).Inc()
-		}
+		m.provision(ctx, c, pc, j, "")
 		return false
 	case lifecycle.Reason(j.GetReason()) == lifecycle.ReasonProvisioning || lifecycle.Reason(j.GetReason()) == lifecycle.ReasonProvisioningFallback:
 		// A pool of the job's shape that fell idle meanwhile is ready now;
@@ -268,6 +260,16 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			return false
 		}
 		check, err := pc.b.CheckPool(ctx, pc.cl, j.GetNodePool())
+		var pe *PoolError
+		if errors.As(err, &pe) && m.tookOver(pc, j) {
+			// The pool was created for a job that ended (it was taken
+			// over while being created): its failure is not this job's,
+			// which gets a pool of its own, as if it had found none. The
+			// failed pool, owned by no one, is deleted.
+			delete(m.mem.polls, j.GetId())
+			m.provision(ctx, c, pc, j, fmt.Sprintf("node pool %s, taken over from a job that ended, failed (%s); ", j.GetNodePool(), pe.Message))
+			return false
+		}
 		if m.poolFailed(ctx, c, pc, j, err) {
 			return false
 		}
@@ -282,6 +284,27 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 		return m.assign(ctx, c, pc, j, j.GetNodePool(), lifecycle.ReasonDispatching, msg)
 	}
 	return true // Dispatching with its pool: submit or observe
+}
+
+// provision starts creating j's own pool and records it on j, its message
+// after why (what became of the pool j held, if any): j then waits for it.
+func (m *Manager) provision(ctx context.Context, c *cycle, pc *poolCluster, j *falconv1.Job, why string) {
+	prov, err := pc.b.ProvisionPool(ctx, pc.cl, j)
+	if m.poolFailed(ctx, c, pc, j, err) {
+		return
+	}
+	delete(m.mem.poolLists, pc.cl.GetName()) // list again: a pool was added
+	if m.assign(ctx, c, pc, j, prov.Pool, prov.Reason, why+prov.Message) {
+		m.log.Info("node pool provisioning", "job", j.GetId(), "exp", j.GetExpId(), "pool", prov.Pool, "cluster", pc.cl.GetName(), "reason", prov.Reason)
+		m.metrics.PoolCreates.WithLabelValues(pc.cl.GetName(), string(prov.Reason)).Inc()
+	}
+}
+
+// tookOver reports whether j's pool was created for another job (one
+// that ended while it was being created, see takeIdle).
+func (m *Manager) tookOver(pc *poolCluster, j *falconv1.Job) bool {
+	p, ok := pc.pools[j.GetNodePool()]
+	return ok && p.CreatedFor != "" && p.CreatedFor != j.GetId()
 }
 
 // assign records pool on j with reason and msg and makes it j's for the rest

@@ -16,19 +16,23 @@ import (
 
 // pooledScripted is scripted on a cluster whose backend manages node
 // pools, as GKE's does: every job with an accelerator gets a pool, ready
-// as soon as it is created.
+// as soon as it is created unless the test says otherwise.
 type pooledScripted struct {
 	*scripted
 	pmu     sync.Mutex
 	pools   map[string]resourcemanager.Pool
 	creates int
 	deleted []string
+	// slow: pools created from now on stay Provisioning.
+	slow bool
+	// broken: what CheckPool says of a pool that will never be ready.
+	broken map[string]*resourcemanager.PoolError
 }
 
 var _ resourcemanager.PoolBackend = (*pooledScripted)(nil)
 
 func newPooledScripted() *pooledScripted {
-	return &pooledScripted{scripted: newScripted(), pools: map[string]resourcemanager.Pool{}}
+	return &pooledScripted{scripted: newScripted(), pools: map[string]resourcemanager.Pool{}, broken: map[string]*resourcemanager.PoolError{}}
 }
 
 func (p *pooledScripted) NeedsPool(j *falconv1.Job) bool {
@@ -41,16 +45,25 @@ func (p *pooledScripted) ProvisionPool(_ context.Context, _ *falconv1.Cluster, j
 	name := "pool-" + j.GetId()
 	if _, ok := p.pools[name]; !ok {
 		p.creates++
+		state, status := lifecycle.PoolReady, "RUNNING"
+		if p.slow {
+			state, status = lifecycle.PoolProvisioning, "PROVISIONING"
+		}
 		p.pools[name] = resourcemanager.Pool{
 			Name: name, AcceleratorType: placement.DeviceType(j.GetTaskSpec().GetDeviceType()), Topology: placement.PoolShape(j.GetTaskSpec()),
-			Nodes: 1, State: lifecycle.PoolReady, Status: "RUNNING", SupplyMode: "on-demand", CreatedFor: j.GetId(), CreatedAt: time.Now(),
+			Nodes: 1, State: state, Status: status, SupplyMode: "on-demand", CreatedFor: j.GetId(), CreatedAt: time.Now(),
 		}
 	}
 	return resourcemanager.Provisioning{Pool: name, Reason: lifecycle.ReasonProvisioning, Message: "creating node pool " + name}, nil
 }
 
-func (p *pooledScripted) CheckPool(context.Context, *falconv1.Cluster, string) (resourcemanager.PoolCheck, error) {
-	return resourcemanager.PoolCheck{Ready: true}, nil
+func (p *pooledScripted) CheckPool(_ context.Context, _ *falconv1.Cluster, pool string) (resourcemanager.PoolCheck, error) {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	if pe := p.broken[pool]; pe != nil {
+		return resourcemanager.PoolCheck{}, pe
+	}
+	return resourcemanager.PoolCheck{Ready: p.pools[pool].State == lifecycle.PoolReady}, nil
 }
 
 func (p *pooledScripted) ListPools(context.Context, *falconv1.Cluster) ([]resourcemanager.Pool, error) {
@@ -85,12 +98,13 @@ func (p *pooledScripted) counts() (creates int, deleted []string) {
 }
 
 // startPooled is a manager under Run over a pooled backend, its pools
-// listed afresh every cycle so that the test's pools are seen at once.
-func startPooled(t *testing.T) (*deckRun, *pooledScripted) {
+// listed afresh every cycle so that the test's pools are seen at once, and
+// a pool no job owns kept while it is younger than grace.
+func startPooled(t *testing.T, grace time.Duration) (*deckRun, *pooledScripted) {
 	t.Helper()
 	be := newPooledScripted()
 	return startDeckOn(t, apitest.Start(t, map[string]string{"local": "test"}), be.scripted, be,
-		resourcemanager.WithPoolTiming(resourcemanager.PoolTiming{PollInitial: time.Millisecond, PollMax: time.Millisecond, DeleteAttempts: 1})), be
+		resourcemanager.WithPoolTiming(resourcemanager.PoolTiming{PollInitial: time.Millisecond, PollMax: time.Millisecond, DeleteAttempts: 1, Grace: grace})), be
 }
 
 // On a cluster whose backend manages pools, a Running job's success is
@@ -98,7 +112,7 @@ func startPooled(t *testing.T) (*deckRun, *pooledScripted) {
 // flight is stuck on its write; its Kubernetes Job is removed and, once
 // the cycle folds the row, its pool, which no job waits for, is deleted.
 func TestAPooledEndIsRecordedBeforeAnyCycle(t *testing.T) {
-	d, be := startPooled(t)
+	d, be := startPooled(t, 0)
 	ended := d.env.Create(t, "ended", map[string]*falconv1.TaskSpec{"main": slotTask}).GetJobs()[0].GetId()
 	other := d.env.Create(t, "other", map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}}).GetJobs()[0].GetId()
 	if j := d.waitJob(t, ended, "Running", "", ""); j.GetNodePool() != "pool-"+ended {
@@ -136,7 +150,7 @@ func TestAPooledEndIsRecordedBeforeAnyCycle(t *testing.T) {
 // its end being written between cycles, waits for that pool rather than
 // have one created: once the end is folded it takes the pool over.
 func TestAJobTakesThePoolOfAnEndBeingWritten(t *testing.T) {
-	d, be := startPooled(t)
+	d, be := startPooled(t, 0)
 	first := d.env.Create(t, "first", map[string]*falconv1.TaskSpec{"main": slotTask}).GetJobs()[0].GetId()
 	d.waitJob(t, first, "Running", "", "")
 	waitQuiet(t, d.reg)
@@ -167,4 +181,48 @@ func TestAJobTakesThePoolOfAnEndBeingWritten(t *testing.T) {
 	if creates, _ := be.counts(); creates != 1 {
 		t.Errorf("%d node pools created for two jobs of one shape run one after the other, want 1", creates)
 	}
+}
+
+// A job that took over a pool still being created for a job that was
+// aborted is not failed when that pool fails: it gets a pool of its own,
+// its message saying what became of the one it took, and the failed pool
+// is deleted.
+func TestATakenOverPoolFailingIsReplaced(t *testing.T) {
+	d, be := startPooled(t, time.Hour)
+	be.pmu.Lock()
+	be.slow = true
+	be.pmu.Unlock()
+	first := d.env.Create(t, "first", map[string]*falconv1.TaskSpec{"main": slotTask})
+	d.waitJob(t, first.GetJobs()[0].GetId(), "Pending", "Provisioning", "")
+	if _, err := d.env.Exps.AbortExp(context.Background(), &falconv1.AbortExpRequest{Id: first.GetId(), Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	d.waitJob(t, first.GetJobs()[0].GetId(), "Aborted", "", "")
+	taken := "pool-" + first.GetJobs()[0].GetId()
+	second := d.env.Create(t, "second", map[string]*falconv1.TaskSpec{"main": slotTask}).GetJobs()[0].GetId()
+	d.waitJob(t, second, "Pending", "Provisioning", "taking over node pool "+taken)
+	// The pool it took over fails: GKE lists it in error, and says why.
+	be.pmu.Lock()
+	p := be.pools[taken]
+	p.State, p.Status = lifecycle.PoolFailed, "ERROR"
+	be.pools[taken] = p
+	be.broken[taken] = &resourcemanager.PoolError{Reason: "NodePoolFailed", Message: "GKE: the zone has no capacity"}
+	be.pmu.Unlock()
+	own := "pool-" + second
+	j := d.waitJob(t, second, "Pending", "Provisioning", "node pool "+taken+", taken over from a job that ended, failed (GKE: the zone has no capacity); creating node pool "+own)
+	if j.GetNodePool() != own {
+		t.Errorf("the second job waits for pool %q, want its own, %s", j.GetNodePool(), own)
+	}
+	be.pmu.Lock()
+	p = be.pools[own]
+	p.State, p.Status = lifecycle.PoolReady, "RUNNING"
+	be.pools[own] = p
+	be.pmu.Unlock()
+	if j := d.waitJob(t, second, "Running", "", ""); j.GetNodePool() != own {
+		t.Errorf("the second job runs on pool %q, want its own, %s", j.GetNodePool(), own)
+	}
+	waitFor(t, "the failed pool deleted", func() bool {
+		_, deleted := be.counts()
+		return slices.Contains(deleted, taken)
+	})
 }
