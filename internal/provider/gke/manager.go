@@ -133,8 +133,11 @@ type Manager struct {
 	// refused holds the pool groups (cluster path + "/" + group) GKE
 	// refused a member of: listed as failed, so the resource manager
 	// deletes what was created rather than handing a group that cannot be
-	// completed to the next job. A restart forgets them; the next job to
-	// take such a group fails with GKE's refusal and refills this.
+	// completed to the next job. A restart forgets them: the next job to
+	// take such a group over gets GKE's refusal when its missing members
+	// are created, which refills this, and the resource manager gives that
+	// job a group of its own (a job fails on a refusal only of its own
+	// pool).
 	mu      sync.Mutex
 	refused map[string]bool
 }
