@@ -467,10 +467,6 @@ func TestAbortInEveryPhase(t *testing.T) {
 	}
 }
 
-// TestAbortKeepsThePoolForAWaitingJob: abort never skips the reuse check. A
-// pool whose job is aborted while it is being created is taken over by the
-// next job (no second create); one whose running job is aborted while a job
-// of its shape waits is kept for that job.
 // TestAbortWhileDispatching: the pool is up and the Kubernetes Job
 // submitted, but its pods cannot be created (a quota of zero pods), so the
 // job sits in Dispatching. Abort deletes the Job, then the pool.
@@ -498,6 +494,10 @@ func TestAbortWhileDispatching(t *testing.T) {
 	f.waitPoolGone(j.GetNodePool())
 }
 
+// TestAbortKeepsThePoolForAWaitingJob: abort never skips the reuse check. A
+// pool whose job is aborted while it is being created is taken over by the
+// next job (no second create); one whose running job is aborted while a job
+// of its shape waits is kept for that job.
 func TestAbortKeepsThePoolForAWaitingJob(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, setup{createLatency: 3 * time.Second})
@@ -537,6 +537,35 @@ func TestAbortKeepsThePoolForAWaitingJob(t *testing.T) {
 	f.waitPoolGone(jd.GetNodePool())
 	if n := f.creates(); n != 2 {
 		t.Errorf("%d creates for four jobs, want 2", n)
+	}
+}
+
+// TestATakenOverPoolThatFailsIsReplaced: a pool whose job is aborted while
+// it is being created is taken over by the next job; when GKE then reports
+// the pool failed (a stockout), that is not the next job's failure: it gets
+// a pool of its own and runs, and the failed pool is deleted.
+func TestATakenOverPoolThatFailsIsReplaced(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, setup{createLatency: 3 * time.Second, noManager: true})
+	a := f.submit(task(0))
+	b := f.submit(task(time.Second))
+	failing, _ := gke.PoolName(a)
+	f.fake.SetCreateOutcome(failing, fakegke.OutcomeStockout)
+	f.start()
+	f.waitJob(a, "provisioning", reason("Provisioning"))
+	f.abort(a)
+	f.waitJob(a, "aborted", status("Aborted"))
+	f.waitJob(b, "on the aborted job's pool", func(j *falconv1.Job) bool { return j.GetNodePool() == failing })
+	own, _ := gke.PoolName(b)
+	jb := f.waitJob(b, "provisioning its own pool", func(j *falconv1.Job) bool { return j.GetNodePool() == own })
+	if want := "node pool " + failing + ", taken over from a job that ended, failed ("; !strings.Contains(jb.GetMessage(), want) || !strings.Contains(jb.GetMessage(), "ZONE_RESOURCE_POOL_EXHAUSTED") {
+		t.Errorf("the job given its own pool says %q; want it to say %q and GKE's reason", jb.GetMessage(), want)
+	}
+	f.waitJob(b, "succeeded", status("Succeeded"))
+	f.waitPoolGone(failing)
+	f.waitPoolGone(own)
+	if n := f.creates(); n != 2 {
+		t.Errorf("%d node pool creates accepted, want 2: the aborted job's, and its replacement for the job that took it over", n)
 	}
 }
 
