@@ -55,8 +55,8 @@
 // (planDispatch), the same for a Running job (planRunning,
 // planRunningObserved), how an abort ends (planAbort), what a failed stop
 // means and when to ask again (planStopOutcome), which queue positions to
-// write (planPositions) and which node pools to keep or delete
-// (PlanPools). Which job a free slot goes to is package queue's pick rule.
+// write (planPositions), what a pool that will never be ready means for its
+// job (planPoolFailure) and which node pools to keep or delete (PlanPools). Which job a free slot goes to is package queue's pick rule.
 // They read facts and the time and return decisions, so each rule is a row
 // of a table test; the cycle gathers the facts, calls them and carries the
 // decisions out, feeding what each call returned (a dispatch's error, an

@@ -567,6 +567,19 @@ func planUnplaceable(sel queue.Selection, err *queue.UnplaceableError, pin strin
 	return recorded(lifecycle.Pending, lifecycle.ReasonWaiting, msg+"; the job waits until one can take it")
 }
 
+// planPoolFailure decides on a job whose pool will never be ready (pe,
+// from the backend's look at pool):
+//   - the job took the pool over (it was created for a job that ended):
+//     its failure is not this job's, which proceeds to create a pool of
+//     its own, its message beginning with what became of the one it took;
+//   - otherwise the job fails with the pool's reason and message.
+func planPoolFailure(pe *PoolError, pool string, tookOver bool) decision {
+	if tookOver {
+		return decision{verb: proceed, message: fmt.Sprintf("node pool %s, taken over from a job that ended, failed (%s); ", pool, pe.Message)}
+	}
+	return failed(pe.Reason, pe.Message)
+}
+
 // planLeftover says whether what a job left on its cluster is to be
 // removed: found is whether its row exists, row is it then; pooled is
 // whether the cluster's node pools are shared (a job's end deletes its

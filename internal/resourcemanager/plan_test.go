@@ -477,6 +477,25 @@ func TestPlanUnplaceable(t *testing.T) {
 	}
 }
 
+func TestPlanPoolFailure(t *testing.T) {
+	stockout := &PoolError{Reason: lifecycle.ReasonNodePoolFailed, Message: "ZONE_RESOURCE_POOL_EXHAUSTED"}
+	cases := []struct {
+		name     string
+		tookOver bool
+		want     string
+	}{
+		{"its own pool's failure fails the job", false, `stopThenRecord Failed/NodePoolFailed "ZONE_RESOURCE_POOL_EXHAUSTED"`},
+		{"a pool taken over is replaced", true, `proceed "node pool p1, taken over from a job that ended, failed (ZONE_RESOURCE_POOL_EXHAUSTED); "`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := planPoolFailure(stockout, "p1", tc.tookOver).String(); got != tc.want {
+				t.Fatalf("planPoolFailure = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestPlanLeftover(t *testing.T) {
 	cases := []struct {
 		name                  string

@@ -260,14 +260,15 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 			return false
 		}
 		check, err := pc.b.CheckPool(ctx, pc.cl, j.GetNodePool())
-		var pe *PoolError
-		if errors.As(err, &pe) && m.tookOver(pc, j) {
-			// The pool was created for a job that ended (it was taken
-			// over while being created): its failure is not this job's,
-			// which gets a pool of its own, as if it had found none. The
-			// failed pool, owned by no one, is deleted.
+		if pe := (*PoolError)(nil); errors.As(err, &pe) {
 			delete(m.mem.polls, j.GetId())
-			m.provision(ctx, c, pc, j, fmt.Sprintf("node pool %s, taken over from a job that ended, failed (%s); ", j.GetNodePool(), pe.Message))
+			if d := planPoolFailure(pe, j.GetNodePool(), m.tookOver(pc, j)); d.verb == proceed {
+				// A pool of its own, as if it had found none; the failed
+				// one, owned by no one, is deleted.
+				m.provision(ctx, c, pc, j, d.message)
+			} else {
+				m.stopAndFail(ctx, c, j, d.reason, d.message)
+			}
 			return false
 		}
 		if m.poolFailed(ctx, c, pc, j, err) {
