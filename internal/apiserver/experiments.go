@@ -470,12 +470,15 @@ func normalizeStatus(field, s string, m lifecycle.Machine) (lifecycle.Status, er
 	if s == "" {
 		return "", nil
 	}
-	var allowed []string
-	for _, st := range m.Statuses() {
+	statuses := m.Statuses()
+	for _, st := range statuses {
 		if strings.EqualFold(string(st), s) {
 			return st, nil
 		}
-		allowed = append(allowed, string(st))
+	}
+	allowed := make([]string, len(statuses))
+	for i, st := range statuses {
+		allowed[i] = string(st)
 	}
 	return "", &errdefs.FieldError{Field: field, Detail: fmt.Sprintf("%q is not a %s status; allowed: %s", s, m.Kind, strings.Join(allowed, ", "))}
 }

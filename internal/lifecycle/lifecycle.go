@@ -92,18 +92,33 @@ var ArtifactMachine = Machine{
 // Statuses lists every status the machine knows, in a stable order.
 func (m Machine) Statuses() []Status {
 	seen := []Status{m.Initial}
-	for _, t := range m.Transitions {
-		for _, s := range append(slices.Clone(t.Sources), t.Destination) {
-			if !slices.Contains(seen, s) {
-				seen = append(seen, s)
-			}
+	add := func(s Status) {
+		if !slices.Contains(seen, s) {
+			seen = append(seen, s)
 		}
+	}
+	for _, t := range m.Transitions {
+		for _, s := range t.Sources {
+			add(s)
+		}
+		add(t.Destination)
 	}
 	return seen
 }
 
-// Valid reports whether s is a status of this machine.
-func (m Machine) Valid(s Status) bool { return slices.Contains(m.Statuses(), s) }
+// Valid reports whether s is a status of this machine. It allocates
+// nothing: every status write checks its transition (Can).
+func (m Machine) Valid(s Status) bool {
+	if s == m.Initial {
+		return true
+	}
+	for _, t := range m.Transitions {
+		if t.Destination == s || slices.Contains(t.Sources, s) {
+			return true
+		}
+	}
+	return false
+}
 
 // IsTerminal reports whether s is a terminal status of this machine.
 func (m Machine) IsTerminal(s Status) bool { return slices.Contains(m.Terminal, s) }

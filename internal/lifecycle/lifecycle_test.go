@@ -93,3 +93,23 @@ func TestStatusesAreExactNames(t *testing.T) {
 		}
 	}
 }
+
+// Valid knows exactly the statuses Statuses lists, and allocates nothing:
+// every status write checks its transition with it.
+func TestValidIsStatusesWithoutAllocating(t *testing.T) {
+	for _, m := range []Machine{JobMachine, ExperimentMachine, ArtifactMachine, AnalysisMachine} {
+		for _, s := range m.Statuses() {
+			if !m.Valid(s) {
+				t.Errorf("%s: Valid(%s) = false for a status Statuses lists", m.Kind, s)
+			}
+		}
+		for _, s := range []Status{"", "Done", "pending"} {
+			if m.Valid(s) {
+				t.Errorf("%s: Valid(%q) = true", m.Kind, s)
+			}
+		}
+		if n := testing.AllocsPerRun(100, func() { m.Valid(m.Terminal[len(m.Terminal)-1]) }); n != 0 {
+			t.Errorf("%s: Valid allocates %v times a call, want 0", m.Kind, n)
+		}
+	}
+}
