@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -201,4 +202,40 @@ func Handler(g prometheus.Gatherer, ready func() (role string, err error)) http.
 		_, _ = w.Write([]byte("ok: " + role + "\n"))
 	})
 	return mux
+}
+
+// GaugeSet keeps a GaugeVec's series to exactly those set in the last
+// round, for gauges that describe a view rebuilt every cycle (queues, pools,
+// clusters). Unlike Reset followed by setting every series again, a scrape
+// in the middle of a round never sees a series missing, and a series that
+// stays is not created anew each round. Not safe for concurrent rounds.
+type GaugeSet struct {
+	vec       *prometheus.GaugeVec
+	prev, cur map[string][]string // the labels of each series, by their join
+}
+
+// NewGaugeSet returns a GaugeSet over vec.
+func NewGaugeSet(vec *prometheus.GaugeVec) *GaugeSet {
+	return &GaugeSet{vec: vec, prev: map[string][]string{}, cur: map[string][]string{}}
+}
+
+// Set sets the series of labels to v in this round.
+func (g *GaugeSet) Set(v float64, labels ...string) {
+	g.vec.WithLabelValues(labels...).Set(v)
+	k := strings.Join(labels, "\xff")
+	if _, ok := g.cur[k]; !ok {
+		g.cur[k] = labels
+	}
+}
+
+// Flush ends the round: the series set in the previous round and not in
+// this one are deleted.
+func (g *GaugeSet) Flush() {
+	for k, labels := range g.prev {
+		if _, ok := g.cur[k]; !ok {
+			g.vec.DeleteLabelValues(labels...)
+		}
+	}
+	g.prev, g.cur = g.cur, g.prev
+	clear(g.cur)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/falconhq/falcon/internal/metrics"
 )
@@ -102,5 +103,52 @@ func TestStoreObservesBothPhases(t *testing.T) {
 	}
 	if r := got["run"]; r.n != 2 || math.Abs(r.sum-0.006) > 1e-9 {
 		t.Errorf("run after two transactions: %+v; want 2 summing to 6 ms", r)
+	}
+}
+
+// A GaugeSet round keeps every series of the last round until it ends,
+// then drops those it did not set again; a series set again is the same
+// one, not created anew.
+func TestGaugeSet(t *testing.T) {
+	vec := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "t", Help: "t"}, []string{"cluster", "queue"})
+	series := func() map[string]float64 {
+		t.Helper()
+		out := map[string]float64{}
+		ch := make(chan prometheus.Metric, 16)
+		vec.Collect(ch)
+		close(ch)
+		for m := range ch {
+			var pb dto.Metric
+			if err := m.Write(&pb); err != nil {
+				t.Fatal(err)
+			}
+			var l []string
+			for _, p := range pb.GetLabel() {
+				l = append(l, p.GetValue())
+			}
+			out[strings.Join(l, "/")] = pb.GetGauge().GetValue()
+		}
+		return out
+	}
+	g := metrics.NewGaugeSet(vec)
+	g.Set(3, "a", "2x2")
+	g.Set(1, "b", "2x2")
+	g.Flush()
+	kept := vec.WithLabelValues("a", "2x2")
+
+	g.Set(2, "a", "2x2")
+	if got := series(); len(got) != 2 || got["b/2x2"] != 1 {
+		t.Fatalf("in the middle of a round the series are %v, want the last round's still there", got)
+	}
+	g.Flush()
+	if got := series(); len(got) != 1 || got["a/2x2"] != 2 {
+		t.Fatalf("after the round the series are %v, want only a/2x2 at 2", got)
+	}
+	if vec.WithLabelValues("a", "2x2") != kept {
+		t.Error("a series set in both rounds was created anew")
+	}
+	g.Flush()
+	if got := series(); len(got) != 0 {
+		t.Fatalf("after an empty round the series are %v, want none", got)
 	}
 }

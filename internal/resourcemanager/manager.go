@@ -153,6 +153,9 @@ type Manager struct {
 	poolCap    int           // WithPoolCap; 0: none
 
 	metrics *metrics.RM
+	// gauged keeps the gauges rebuilt every cycle (gauges) to the
+	// series of the last cycle, without the gap a Reset leaves.
+	gauged struct{ waiting, acquiring, unreachable, pools *metrics.GaugeSet }
 	// lastOK is when a cycle last read the API server successfully.
 	lastOK atomic.Int64 // Unix nanoseconds
 }
@@ -201,6 +204,10 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 	if m.metrics == nil {
 		m.metrics = metrics.NewRM(prometheus.NewRegistry())
 	}
+	m.gauged.waiting = metrics.NewGaugeSet(m.metrics.QueueWaiting)
+	m.gauged.acquiring = metrics.NewGaugeSet(m.metrics.QueueAcquiring)
+	m.gauged.unreachable = metrics.NewGaugeSet(m.metrics.ClusterUnreachable)
+	m.gauged.pools = metrics.NewGaugeSet(m.metrics.NodePools)
 	m.mem = newMemory(m.now)
 	m.deck = newDeck(func(n int) { m.metrics.HandoversWaiting.Set(float64(n)) })
 	m.ends = newEnds(m)

@@ -654,50 +654,54 @@ func (m *Manager) forgetPools(c *cycle) {
 	}
 }
 
-// gauges sets the queue and node pool gauges from this cycle's view.
+// gauges sets the queue, cluster and node pool gauges from this cycle's
+// view; a series the view no longer has is deleted (GaugeSet).
 func (m *Manager) gauges(c *cycle) {
-	m.metrics.QueueWaiting.Reset()
-	m.metrics.QueueAcquiring.Reset()
+	g := &m.gauged
 	for _, st := range m.mem.sched.Snapshot() {
-		m.metrics.QueueWaiting.WithLabelValues(st.Key.Cluster, st.Key.Topology).Set(float64(st.Waiting))
+		g.waiting.Set(float64(st.Waiting), st.Key.Cluster, st.Key.Topology)
 		acquiring := 0.0
 		if st.Acquiring.ID != "" {
 			acquiring = 1
 		}
-		m.metrics.QueueAcquiring.WithLabelValues(st.Key.Cluster, st.Key.Topology).Set(acquiring)
+		g.acquiring.Set(acquiring, st.Key.Cluster, st.Key.Topology)
 	}
-	m.metrics.ClusterUnreachable.Reset()
 	for name := range c.clusters {
 		unreachable := 0.0
 		if c.health[name].Err != nil {
 			unreachable = 1
 		}
-		m.metrics.ClusterUnreachable.WithLabelValues(name).Set(unreachable)
+		g.unreachable.Set(unreachable, name)
 	}
-	m.metrics.NodePools.Reset()
 	for name, pc := range c.pools {
 		if pc.err != nil {
 			continue
 		}
-		counts := map[string]int{"owned": 0, "idle": 0, "provisioning": 0, "deleting": 0, "failed": 0}
+		var owned, idle, provisioning, deleting, failed int
 		for _, p := range pc.pools {
 			switch {
 			case pc.owner[p.Name] != "":
-				counts["owned"]++
+				owned++
 			case p.State == lifecycle.PoolReady:
-				counts["idle"]++
+				idle++
 			case p.State == lifecycle.PoolProvisioning:
-				counts["provisioning"]++
+				provisioning++
 			case p.State == lifecycle.PoolDeleting:
-				counts["deleting"]++
+				deleting++
 			default:
-				counts["failed"]++
+				failed++
 			}
 		}
-		for state, n := range counts {
-			m.metrics.NodePools.WithLabelValues(name, state).Set(float64(n))
-		}
+		g.pools.Set(float64(owned), name, "owned")
+		g.pools.Set(float64(idle), name, "idle")
+		g.pools.Set(float64(provisioning), name, "provisioning")
+		g.pools.Set(float64(deleting), name, "deleting")
+		g.pools.Set(float64(failed), name, "failed")
 	}
+	g.waiting.Flush()
+	g.acquiring.Flush()
+	g.unreachable.Flush()
+	g.pools.Flush()
 }
 
 // report sends each cluster's capacity view, at most every ReportEvery.
