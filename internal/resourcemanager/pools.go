@@ -359,16 +359,16 @@ func (m *Manager) awaitEndingPool(pc *poolCluster, j *falconv1.Job) bool {
 		return false
 	}
 	shape := queue.Pool{AcceleratorType: deviceType(j), Topology: topologyOrEmpty(j)}
-	var ending []Pool
+	var owned []Pool // pools of the shape another job owns: it may be ending
 	for _, p := range pc.pools {
 		owner := pc.owner[p.Name]
 		if owner != "" && owner != j.GetId() && p.AcceleratorType == shape.AcceleratorType && p.Topology == shape.Topology &&
-			p.State.Usable() && !m.deleting(pc.cl.GetName(), p.Name) && m.ends.busy(owner) {
-			ending = append(ending, p)
+			p.State.Usable() && !m.deleting(pc.cl.GetName(), p.Name) {
+			owned = append(owned, p)
 		}
 	}
-	sort.Slice(ending, func(a, b int) bool { return older(ending[a], ending[b]) })
-	for _, p := range ending {
+	sort.Slice(owned, func(a, b int) bool { return older(owned[a], owned[b]) })
+	for _, p := range owned { // await says whether its owner's end is being recorded
 		if m.ends.await(pc.owner[p.Name], j.GetId()) {
 			m.log.Debug("waiting for a node pool whose job just ended", "job", j.GetId(), "pool", p.Name, "cluster", pc.cl.GetName())
 			return true

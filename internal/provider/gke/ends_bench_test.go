@@ -9,15 +9,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/falconhq/falcon/internal/provider/kube/render"
 )
 
 // BenchmarkPooledEnds measures how soon a slice job's end on a cluster
-// whose node pools Falcon manages reaches its row: from the moment a watch
-// on the cluster's pods has seen every pod of the job succeed to the moment the
-// job reads Succeeded through the API (polled every 5ms). Jobs of three
+// whose node pools Falcon manages reaches its row: from the moment an
+// informer on the cluster's pods has seen every pod of the job succeed to the
+// moment the job reads Succeeded through the API (polled every 5ms). Jobs of three
 // shapes run one second each, one at a time per shape (the queue rule),
 // each after the first of its shape on the pool its predecessor left.
 //
@@ -63,7 +64,7 @@ func pooledEnds(tb testing.TB, n int) []float64 {
 	f := newFixture(tb, setup{createLatency: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	completed := watchCompletions(ctx, f.ns)
+	completed := watchCompletions(tb, ctx, f.ns)
 	ids, hosts := make([]string, n), map[string]int32{}
 	for i := range ids {
 		ts := task(time.Second)
@@ -104,7 +105,7 @@ func pooledEnds(tb testing.TB, n int) []float64 {
 	return lat
 }
 
-// completions records when a watch saw each Falcon job's pods succeed:
+// completions records when an informer saw each Falcon job's pods succeed:
 // a job is complete once as many have as it has hosts.
 type completions struct {
 	mu   sync.Mutex
@@ -122,40 +123,40 @@ func (c *completions) at(id string, hosts int32) time.Time {
 	return c.last[id]
 }
 
-func watchCompletions(ctx context.Context, ns string) *completions {
+// watchCompletions follows the namespace's pods with an informer, as a
+// controller would, until ctx ends.
+func watchCompletions(tb testing.TB, ctx context.Context, ns string) *completions {
+	tb.Helper()
 	c := &completions{pods: map[string]map[string]bool{}, last: map[string]time.Time{}}
-	go func() {
-		rv := ""
-		for ctx.Err() == nil {
-			w, err := shared.Clientset().CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: render.LabelJobID, ResourceVersion: rv})
-			if err != nil {
-				time.Sleep(100 * time.Millisecond)
-				continue
-			}
-			for ev := range w.ResultChan() {
-				p, ok := ev.Object.(*corev1.Pod)
-				if !ok || ev.Type == watch.Error {
-					rv = ""
-					continue
-				}
-				rv = p.GetResourceVersion()
-				if p.Status.Phase != corev1.PodSucceeded {
-					continue
-				}
-				now := time.Now()
-				id := p.Labels[render.LabelJobID]
-				c.mu.Lock()
-				if c.pods[id] == nil {
-					c.pods[id] = map[string]bool{}
-				}
-				if !c.pods[id][p.Name] {
-					c.pods[id][p.Name] = true
-					c.last[id] = now
-				}
-				c.mu.Unlock()
-			}
+	seen := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || p.Status.Phase != corev1.PodSucceeded {
+			return
 		}
-	}()
+		now := time.Now()
+		id := p.Labels[render.LabelJobID]
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.pods[id] == nil {
+			c.pods[id] = map[string]bool{}
+		}
+		if !c.pods[id][p.Name] {
+			c.pods[id][p.Name] = true
+			c.last[id] = now
+		}
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(shared.Clientset(), 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = render.LabelJobID }))
+	inf := f.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: seen, UpdateFunc: func(_, obj any) { seen(obj) },
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		tb.Fatal("the pod watch did not sync")
+	}
 	return c
 }
 
