@@ -201,6 +201,12 @@ func TestServerAuthFlags(t *testing.T) {
 		{"cap needs a number of pools", []string{"dev", "--data-dir", t.TempDir(), "--pool-policy", "cap=0"}, `--pool-policy: cap=0: cap takes a positive number of pools (cap=4), got "0"`},
 		{"cluster choice is the registry's", []string{"controller", "--controller-token-file", secretFile, "--pool-policy", "priority+linger=10m"},
 			"--pool-policy: \"priority+linger=10m\" chooses clusters, which the registry sets: put selection: priority in the clusters file"},
+		{"a retry wait must be positive", []string{"controller", "--controller-token-file", secretFile, "--dispatch-retry-initial", "0s"},
+			"--dispatch-retry-initial: must be a positive duration such as 30s, got 0s"},
+		{"a retry max below its first wait", []string{"dev", "--data-dir", t.TempDir(), "--stop-retry-initial", "10s", "--stop-retry-max", "5s"},
+			"--stop-retry-max: must be at least --stop-retry-initial (10s), got 5s"},
+		{"every bad retry flag is named", []string{"controller", "--controller-token-file", secretFile, "--stop-retry-window", "-1m", "--dispatch-retry-max", "500ms"},
+			"--dispatch-retry-max: must be at least --dispatch-retry-initial (1s), got 500ms; --stop-retry-window: must be a positive duration such as 30s, got -1m0s"},
 		{"every bad pool flag is named", []string{"controller", "--controller-token-file", secretFile, "--reservation-scale-down", "-1s", "--flex-start-scale-down", "0s"},
 			"--reservation-scale-down: must be a positive duration such as 10m, got -1s; --flex-start-scale-down"},
 	}

@@ -84,6 +84,7 @@ func newDevCmd() *cobra.Command {
 	var cfg stack.DevConfig
 	var logs logFlags
 	var pools poolFlags
+	var retries retryFlags
 	cmd := &cobra.Command{
 		Use: "dev",
 		Example: `  falcon dev
@@ -101,6 +102,9 @@ listens on loopback only and attributes work to the local user.`,
 			}
 			cfg.Log = log
 			if cfg.GKE, err = pools.config(); err != nil {
+				return err
+			}
+			if cfg.Retry, err = retries.config(); err != nil {
 				return err
 			}
 			cfg.Ready = func(httpAddr, grpcAddr string) {
@@ -134,6 +138,7 @@ listens on loopback only and attributes work to the local user.`,
 	maxTTLFlag(f, &cfg.MaxTTL)
 	logs.add(f)
 	pools.flags(f)
+	retries.flags(f)
 	return cmd
 }
 
@@ -296,6 +301,7 @@ func newControllerCmd() *cobra.Command {
 	var logs logFlags
 	var secretFile string
 	var pools poolFlags
+	var retries retryFlags
 	var election stack.LeaderConfig
 	cmd := &cobra.Command{
 		Use: "controller",
@@ -326,6 +332,9 @@ up to --drain-timeout, then hands leadership over at once.`,
 			if cfg.GKE, err = pools.config(); err != nil {
 				return err
 			}
+			if cfg.Retry, err = retries.config(); err != nil {
+				return err
+			}
 			elector, done, err := election.Elector(log)
 			if err != nil {
 				return err
@@ -350,6 +359,7 @@ up to --drain-timeout, then hands leadership over at once.`,
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", stack.DefaultDrainTimeout, "on SIGTERM, how long the cycles in flight may finish before they are cut and leadership is handed over")
 	electionFlags(f, &election)
 	pools.flags(f)
+	retries.flags(f)
 	controllerSecretFlag(cmd, &secretFile)
 	return cmd
 }
@@ -370,6 +380,45 @@ func electionFlags(f *pflag.FlagSet, c *stack.LeaderConfig) {
 	f.DurationVar(&c.Timing.LeaseDuration, "leader-elect-lease-duration", leader.DefaultTiming.LeaseDuration, "how long standbys wait after last hearing from the leader before taking over (whole seconds)")
 	f.DurationVar(&c.Timing.RenewDeadline, "leader-elect-renew-deadline", leader.DefaultTiming.RenewDeadline, "how long a leader keeps leading without a successful renewal; below the lease duration")
 	f.DurationVar(&c.Timing.RetryPeriod, "leader-elect-retry-period", leader.DefaultTiming.RetryPeriod, "how often candidates try to acquire and the leader renews")
+}
+
+// retryFlags pace the resource manager's retries of what clusters fail
+// (000 Phase 2), for the controller and dev.
+type retryFlags struct{ dispatch, stop resourcemanager.RetryPolicy }
+
+func (r *retryFlags) flags(f *pflag.FlagSet) {
+	d, st := resourcemanager.DefaultRetry.Dispatch, resourcemanager.DefaultRetry.Stop
+	f.DurationVar(&r.dispatch.Initial, "dispatch-retry-initial", d.Initial, "wait before the first retry of a job's submission that failed in a way that may pass (cluster unreachable, overloaded); it doubles after each failure")
+	f.DurationVar(&r.dispatch.Max, "dispatch-retry-max", d.Max, "longest wait between two retries of a job's submission")
+	f.DurationVar(&r.dispatch.Window, "dispatch-retry-window", d.Window, "how long a job's submission is retried before the job fails with JobSubmitFailed")
+	f.DurationVar(&r.stop.Initial, "stop-retry-initial", st.Initial, "wait before the first retry of a stop (abort or failure) that the job's cluster refused or did not answer; it doubles after each failure")
+	f.DurationVar(&r.stop.Max, "stop-retry-max", st.Max, "longest wait between two retries of a stop")
+	f.DurationVar(&r.stop.Window, "stop-retry-window", st.Window, "how long a stop is retried before the job's end is recorded anyway, saying its cluster never confirmed the stop")
+}
+
+func (r *retryFlags) config() (resourcemanager.Retry, error) {
+	var errs errdefs.FieldErrors
+	for _, p := range []struct {
+		name   string
+		policy resourcemanager.RetryPolicy
+	}{{"dispatch", r.dispatch}, {"stop", r.stop}} {
+		initial, max, window := "--"+p.name+"-retry-initial", "--"+p.name+"-retry-max", "--"+p.name+"-retry-window"
+		for _, d := range []struct {
+			flag string
+			d    time.Duration
+		}{{initial, p.policy.Initial}, {max, p.policy.Max}, {window, p.policy.Window}} {
+			if d.d <= 0 {
+				errs.Add(d.flag, "must be a positive duration such as 30s, got %s", d.d)
+			}
+		}
+		if p.policy.Initial > 0 && p.policy.Max > 0 && p.policy.Max < p.policy.Initial {
+			errs.Add(max, "must be at least %s (%s), got %s", initial, p.policy.Initial, p.policy.Max)
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return resourcemanager.Retry{}, err
+	}
+	return resourcemanager.Retry{Dispatch: r.dispatch, Stop: r.stop}, nil
 }
 
 // poolFlags configure GKE node pools, for the controller and dev.

@@ -788,7 +788,7 @@ func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
 // stop asks the job's cluster to stop it, and reports whether the caller may
 // now record the job's outcome, with the Message to record. A stop that
 // fails (the cluster refuses or does not answer, or is backing off) is
-// asked again with backoff for StopRetryWindow; then the outcome is recorded
+// asked again with backoff for Retry.Stop's window; then the outcome is recorded
 // anyway, its Message saying that the cluster never confirmed the stop, so
 // that no job waits for ever on a cluster that is gone.
 func (m *Manager) stop(ctx context.Context, c *cycle, j *falconv1.Job, msg string) (bool, string) {
@@ -814,7 +814,7 @@ func (m *Manager) stop(ctx context.Context, c *cycle, j *falconv1.Job, msg strin
 	} else {
 		err = b.Stop(ctx, cl, j)
 	}
-	done, outcome, st := planStopOutcome(name, msg, prev, err, h.Backoff, now)
+	done, outcome, st := planStopOutcome(name, msg, prev, err, h.Backoff, m.retry.Stop, now)
 	if st == nil {
 		delete(m.mem.stopFailing, j.GetId())
 		return done, outcome
@@ -1068,10 +1068,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 	}
 	b, unusable := m.backendFor(cl)
 	f := acquiringFacts{job: j, cluster: j.GetClusterName(), registered: cl != nil, unusable: unusable,
-		health: c.health[j.GetClusterName()], now: m.now()}
-	if df, failing := m.mem.dispatchFailing[j.GetId()]; failing {
-		f.failing = &df
-	}
+		failing: m.mem.dispatchFailing[j.GetId()], retry: m.retry.Dispatch, health: c.health[j.GetClusterName()], now: m.now()}
 	if d := j.GetDispatchedAt(); d != nil {
 		// The row records when acquiring began, so a restarted controller
 		// keeps the deadline; the scheduler's clock is only the fallback.
@@ -1085,7 +1082,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 	c.deadline(d.deadline)
 	switch d.verb {
 	case keep:
-		if cl != nil {
+		if unusable != nil {
 			m.log.Warn("job acquiring on an unusable cluster", "job", j.GetId(), "err", unusable)
 		}
 		return
@@ -1237,15 +1234,12 @@ func (m *Manager) dispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, 
 	if !done {
 		err = m.submit(ctx, cl, b, j, c.configRead[j.GetId()])
 	}
-	var prev *dispatchFailure
-	if f, failing := m.mem.dispatchFailing[j.GetId()]; failing {
-		prev = &f
-	}
-	d, f := planDispatch(cl.GetName(), err, prev, m.now())
+	d, f := planDispatch(cl.GetName(), err, m.mem.dispatchFailing[j.GetId()], m.retry.Dispatch, m.now())
 	if f == nil {
 		delete(m.mem.dispatchFailing, j.GetId())
 	} else {
-		m.mem.dispatchFailing[j.GetId()] = *f
+		m.mem.dispatchFailing[j.GetId()] = f
+		c.deadline(f.next)
 	}
 	switch d.verb {
 	case proceed:
@@ -1290,9 +1284,9 @@ type changedError struct{ err error }
 
 func (e *changedError) Error() string { return e.err.Error() }
 
-// giveUpDispatch fails a job whose dispatch has failed for
-// DispatchRetryWindow. Every create failed, so normally nothing exists on
-// the cluster; it is stopped all the same when the cluster answers, and
+// giveUpDispatch fails a job whose dispatch has failed for its retry window
+// (Retry.Dispatch). Every create failed, so normally nothing exists on the
+// cluster; it is stopped all the same when the cluster answers, and
 // when it does not, the job fails anyway rather than hold its queue.
 func (m *Manager) giveUpDispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, b Backend, j *falconv1.Job, msg string) {
 	switch {

@@ -79,13 +79,15 @@
 //
 // # Nothing stuck
 //
-// A dispatch that fails for a reason that may pass is retried for
-// DispatchRetryWindow, the job's Message naming the error; a refusal that
+// A dispatch that fails for a reason that may pass is retried with backoff
+// for its window (Retry.Dispatch, the --dispatch-retry-* flags), the job's
+// Message naming the error and when it is tried again; a refusal that
 // cannot pass (invalid, forbidden, a cluster no connection can be built to)
 // fails the job at once with the cause. A stop that keeps failing is asked
-// again with backoff for StopRetryWindow, then the outcome is recorded
-// anyway, its Message saying the cluster never confirmed the stop; an
-// abort that must not wait is forced through the API (exp abort --force).
+// again with backoff for its window (Retry.Stop, --stop-retry-*), then the
+// outcome is recorded anyway, its Message saying the cluster never
+// confirmed the stop; an abort that must not wait is forced through the API
+// (exp abort --force).
 // Either way nothing is forgotten on the cluster: a job that ended without
 // its stop confirmed, or ended under the manager by a forced abort (also
 // while its create was in flight), is a leftover whose stop is asked again

@@ -148,6 +148,7 @@ type Manager struct {
 	stopped  chan struct{} // closed when Run returns
 
 	poolTiming PoolTiming
+	retry      Retry // WithRetry
 	noReuse    bool
 	linger     time.Duration // WithPoolLinger
 	poolCap    int           // WithPoolCap; 0: none
@@ -191,6 +192,7 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Manager {
 		wake:     make(chan struct{}, 1),
 
 		poolTiming: DefaultPoolTiming,
+		retry:      DefaultRetry,
 
 		snap:        newSnapshot(),
 		resyncEvery: 30 * time.Second,
@@ -418,7 +420,7 @@ type PoolBackend interface {
 // RetryableError is a dispatch failure that may pass by itself: the
 // cluster was unreachable or overloaded, or refused a credential its client
 // is about to refresh. The manager keeps the job Dispatching and tries again
-// each cycle, for up to DispatchRetryWindow, before failing it with
+// with backoff, for Retry.Dispatch's window, before failing it with
 // JobSubmitFailed. Any other dispatch error (the cluster refused the Job as
 // invalid or forbidden) fails the job at once: retrying cannot fix it.
 type RetryableError struct{ Err error }
@@ -444,22 +446,46 @@ type UnusableError struct{ Err error }
 func (e *UnusableError) Error() string { return e.Err.Error() }
 func (e *UnusableError) Unwrap() error { return e.Err }
 
-// dispatchFailure is a job's run of retryable dispatch failures: since when,
-// and the latest error.
-type dispatchFailure struct {
-	since time.Time
-	err   error
+// RetryPolicy is how the manager tries again an action that a cluster
+// keeps failing: after Initial, then at intervals doubling up to Max, for
+// Window from the first failure; then it gives up, as the action says
+// (Retry).
+type RetryPolicy struct{ Initial, Max, Window time.Duration }
+
+// Retry is how the manager retries what clusters fail (000 Phase 2: retries
+// with a configurable backoff):
+//   - Dispatch: a job's submission that failed in a way that may pass
+//     (RetryableError). The job stays Dispatching, its Message naming the
+//     error and when it is tried again; after the window it fails with
+//     JobSubmitFailed.
+//   - Stop: stopping a job that is aborted or failed, while its cluster
+//     refuses or does not answer. After the window the outcome is recorded
+//     anyway, saying the cluster never confirmed the stop, and the stop
+//     goes on being asked, with longer gaps, until the cluster confirms it
+//     (leftovers).
+//
+// A cluster whose backend is backing off is not asked meanwhile: its
+// turns are not counted, and the window still runs.
+type Retry struct{ Dispatch, Stop RetryPolicy }
+
+// DefaultRetry is the manager's Retry when none is given.
+var DefaultRetry = Retry{
+	Dispatch: RetryPolicy{Initial: time.Second, Max: 30 * time.Second, Window: 5 * time.Minute},
+	Stop:     RetryPolicy{Initial: time.Second, Max: 30 * time.Second, Window: 5 * time.Minute},
 }
 
-// DispatchRetryWindow is how long a job's dispatch is retried after its
-// first retryable failure.
-const DispatchRetryWindow = 5 * time.Minute
-
-// StopRetryWindow is how long the manager keeps asking a cluster to stop a
-// job it is aborting or failing (the cluster refuses, or does not answer)
-// before it records the outcome anyway, saying the cluster never confirmed
-// the stop. An abort that must not wait can be forced: exp abort --force.
-const StopRetryWindow = 5 * time.Minute
+// WithRetry sets how the manager retries dispatches and stops (default
+// DefaultRetry); a zero policy keeps its default.
+func WithRetry(r Retry) Option {
+	return func(m *Manager) {
+		if r.Dispatch != (RetryPolicy{}) {
+			m.retry.Dispatch = r.Dispatch
+		}
+		if r.Stop != (RetryPolicy{}) {
+			m.retry.Stop = r.Stop
+		}
+	}
+}
 
 // ErrPoolBusy is what DeletePool wraps when the pool cannot be deleted yet.
 var ErrPoolBusy = errors.New("node pool busy")

@@ -55,6 +55,12 @@ func (s *scripted) setHealth(h resourcemanager.Health) {
 	s.health = h
 }
 
+func (s *scripted) stopCount(job string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped[job]
+}
+
 func (s *scripted) callCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -126,11 +132,11 @@ type fixture struct {
 	calls *apitest.Calls
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t *testing.T, opts ...resourcemanager.Option) *fixture {
 	f := &fixture{env: apitest.Start(t, map[string]string{"local": "test"}), be: newScripted(), now: time.Now()}
 	f.calls = apitest.CountCalls(f.env.Conn)
-	f.mgr = resourcemanager.New(f.calls, resourcemanager.WithBackend("test", f.be),
-		resourcemanager.WithClock(func() time.Time { return f.now }))
+	f.mgr = resourcemanager.New(f.calls, append([]resourcemanager.Option{resourcemanager.WithBackend("test", f.be),
+		resourcemanager.WithClock(func() time.Time { return f.now })}, opts...)...)
 	return f
 }
 
@@ -207,14 +213,19 @@ func TestSubmitFailure(t *testing.T) {
 }
 
 // A dispatch that fails for a reason that may pass (the cluster unreachable,
-// a credential being refreshed) is retried each cycle; the job fails only
-// once the failures have lasted DispatchRetryWindow.
+// a credential being refreshed) is retried with backoff, never by every
+// cycle that looks at the job; the job fails only once the failures have
+// lasted the policy's window.
 func TestRetryableSubmitFailure(t *testing.T) {
 	f := setup(t)
 	f.be.dispatchErr = resourcemanager.Retryable(errors.New("Unauthorized"))
 	_, recovers := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
 	f.cycle(t)
-	want(t, f.env.Job(t, recovers), "Pending", "Dispatching", "failed, retrying (for up to 5m0s): Unauthorized")
+	want(t, f.env.Job(t, recovers), "Pending", "Dispatching", "failed (attempt 1), retrying in 1s, for up to 5m0s: Unauthorized")
+	f.cycle(t) // within the backoff: not submitted again
+	if n := len(f.be.clusters[recovers]); n != 1 {
+		t.Fatalf("submitted %d times within the first wait, want 1", n)
+	}
 	f.now = f.now.Add(time.Minute)
 	f.be.dispatchErr = nil
 	f.cycle(t)
@@ -223,12 +234,12 @@ func TestRetryableSubmitFailure(t *testing.T) {
 	f.be.dispatchErr = resourcemanager.Retryable(errors.New("connection reset by peer"))
 	_, gives := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
 	f.cycle(t)
-	f.now = f.now.Add(resourcemanager.DispatchRetryWindow - time.Second)
+	f.now = f.now.Add(resourcemanager.DefaultRetry.Dispatch.Window - time.Second)
 	f.cycle(t)
-	want(t, f.env.Job(t, gives), "Pending", "Dispatching", "retrying")
+	want(t, f.env.Job(t, gives), "Pending", "Dispatching", "(attempt 2), retrying in 2s")
 	f.now = f.now.Add(time.Second)
 	f.cycle(t)
-	want(t, f.env.Job(t, gives), "Failed", "JobSubmitFailed", "failed for 5m0s: connection reset by peer")
+	want(t, f.env.Job(t, gives), "Failed", "JobSubmitFailed", "failed for 5m0s (2 attempts): connection reset by peer")
 
 	// A cluster that stays unreachable (in backoff, so nothing is asked of
 	// it) still cannot hold the queue's slot past the window.
@@ -236,9 +247,64 @@ func TestRetryableSubmitFailure(t *testing.T) {
 	f.cycle(t)
 	want(t, f.env.Job(t, stuck), "Pending", "Dispatching", "retrying")
 	f.be.setHealth(resourcemanager.Health{Err: errors.New("dial tcp: i/o timeout"), Backoff: true})
-	f.now = f.now.Add(resourcemanager.DispatchRetryWindow)
+	f.now = f.now.Add(resourcemanager.DefaultRetry.Dispatch.Window)
 	f.cycle(t)
 	want(t, f.env.Job(t, stuck), "Failed", "JobSubmitFailed", "could not be asked to remove anything")
+}
+
+// The retry policies are the operator's (falcon controller's
+// --dispatch-retry-* and --stop-retry-* flags): a dispatch and a stop that
+// keep failing are tried again at the policy's pace and given up after its
+// window, not the defaults'.
+func TestRetryPoliciesAreConfigurable(t *testing.T) {
+	f := setup(t, resourcemanager.WithRetry(resourcemanager.Retry{
+		Dispatch: resourcemanager.RetryPolicy{Initial: 10 * time.Second, Max: 10 * time.Second, Window: 35 * time.Second},
+		Stop:     resourcemanager.RetryPolicy{Initial: 3 * time.Second, Max: 6 * time.Second, Window: 20 * time.Second},
+	}))
+	f.be.dispatchErr = resourcemanager.Retryable(errors.New("Unauthorized"))
+	_, job := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	tries := func() int {
+		f.be.mu.Lock()
+		defer f.be.mu.Unlock()
+		return len(f.be.clusters[job])
+	}
+	f.cycle(t)
+	want(t, f.env.Job(t, job), "Pending", "Dispatching", "(attempt 1), retrying in 10s, for up to 35s: Unauthorized")
+	f.now = f.now.Add(9 * time.Second)
+	f.cycle(t)
+	if n := tries(); n != 1 {
+		t.Fatalf("submitted %d times within the policy's first wait, want 1", n)
+	}
+	for _, at := range []time.Duration{time.Second, 10 * time.Second, 10 * time.Second} { // 10 s, 20 s, 30 s
+		f.now = f.now.Add(at)
+		f.cycle(t)
+	}
+	if n := tries(); n != 4 {
+		t.Fatalf("submitted %d times in 30 s at a 10 s pace, want 4", n)
+	}
+	want(t, f.env.Job(t, job), "Pending", "Dispatching", "(attempt 4), retrying in 10s, for up to 35s")
+	f.now = f.now.Add(5 * time.Second)
+	f.cycle(t)
+	want(t, f.env.Job(t, job), "Failed", "JobSubmitFailed", "failed for 35s (4 attempts): Unauthorized")
+
+	f.be.dispatchErr = nil
+	exp, running := f.one(t, &falconv1.TaskSpec{Command: "x", Replica: 1})
+	f.cycle(t)
+	want(t, f.env.Job(t, running), "Running", "", "")
+	f.be.stopErr = errors.New("the server is currently unable to handle the request")
+	if _, err := f.env.Exps.AbortExp(context.Background(), &falconv1.AbortExpRequest{Id: exp, Reason: "done with it"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 7 { // 0, 3, 6, 9, 12, 15, 18 s: the stop is asked at 0, 3, 9, 15 s
+		f.cycle(t)
+		f.now = f.now.Add(3 * time.Second)
+	}
+	if n := f.be.stopCount(running); n != 4 {
+		t.Fatalf("stop asked %d times in 18 s at 3 s doubling to 6 s, want 4", n)
+	}
+	want(t, f.env.Job(t, running), "Aborting", "", "")
+	f.cycle(t) // 21 s: past the 20 s window
+	want(t, f.env.Job(t, running), "Aborted", "", "done with it; cluster local never confirmed the stop (5 attempts over 20s)")
 }
 
 // A cluster that refuses to stop a job (or never answers) is asked again

@@ -25,7 +25,8 @@ import (
 //     of failed deletions starts again, so the note on the pool's last job
 //     comes DeleteAttempts failures later.
 //   - dispatchFailing, stopFailing: a job whose dispatch or stop keeps
-//     failing gets a new retry window. The failure is transient by
+//     failing gets a new retry window, its backoff starting again from the
+//     first wait. The failure is transient by
 //     definition, the job's own timeout still applies, and an abort can be
 //     forced (exp abort --force).
 //   - idleSince, lastOwner: the capacity view shows a pool idle since the
@@ -67,9 +68,10 @@ type memory struct {
 	idleSince map[poolKey]time.Time
 	lastOwner map[poolKey]string
 
-	// dispatchFailing holds when each job's dispatch first failed with a
-	// RetryableError, until it succeeds or the job leaves Pending.
-	dispatchFailing map[string]dispatchFailure
+	// dispatchFailing paces the dispatch of each job whose submission
+	// failed with a RetryableError (since when, the next try), until it
+	// succeeds or the job leaves Pending.
+	dispatchFailing map[string]*backoff
 	// stopFailing paces the Stop of a job that is Aborting or being failed
 	// while its cluster refuses or does not answer.
 	stopFailing map[string]*backoff
@@ -113,7 +115,7 @@ func newMemory(now func() time.Time) *memory {
 		deletes:         map[poolKey]*backoff{},
 		idleSince:       map[poolKey]time.Time{},
 		lastOwner:       map[poolKey]string{},
-		dispatchFailing: map[string]dispatchFailure{},
+		dispatchFailing: map[string]*backoff{},
 		stopFailing:     map[string]*backoff{},
 		submitted:       map[string]bool{},
 		reportedAt:      map[string]time.Time{},

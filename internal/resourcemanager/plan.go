@@ -34,8 +34,9 @@ const (
 	// stopThenRecord stops the job on its cluster (see planStopOutcome),
 	// then records the outcome.
 	stopThenRecord
-	// giveUp records a job whose dispatch failed for DispatchRetryWindow,
-	// after one try at removing anything a create may have left.
+	// giveUp records a job whose dispatch failed for its retry window
+	// (Retry.Dispatch), after one try at removing anything a create may
+	// have left.
 	giveUp
 )
 
@@ -85,9 +86,11 @@ type acquiringFacts struct {
 	registered bool
 	// unusable is why this controller cannot call the cluster's backend.
 	unusable error
-	// failing is the job's dispatch failing since, if it is.
-	failing *dispatchFailure
-	health  Health
+	// failing is the job's run of failed dispatches, if it is in one.
+	failing *backoff
+	// retry paces dispatches that fail (Retry.Dispatch).
+	retry  RetryPolicy
+	health Health
 	// since is when acquiring began: the row's dispatched_at, else the
 	// scheduler's clock (zero if neither knows).
 	since time.Time
@@ -98,13 +101,15 @@ type acquiringFacts struct {
 //   - its cluster was deleted (a deletion racing the pick): fail it now,
 //     since nothing can observe, stop or bring it forward;
 //   - this controller cannot call the backend: keep (the registry will say);
-//   - its dispatch has failed for DispatchRetryWindow: give up — checked
+//   - its dispatch has failed for the retry window: give up — checked
 //     before anything asks the cluster, since while it stays unreachable a
 //     backoff or a failing observe would return first and the job would
 //     hold its queue for as long as the outage lasts;
 //   - its cluster is backing off: say so, keeping the slot and the
 //     deadline (timing out means stopping it there);
 //   - its timeout (counted from when acquiring began) passed: stop and fail;
+//   - its last dispatch failed and the next try is not due: keep, to be
+//     looked at again when it is (or at the timeout, if sooner);
 //   - otherwise proceed, to be looked at again at the timeout.
 func planAcquiring(f acquiringFacts) decision {
 	reason := lifecycle.Reason(f.job.GetReason())
@@ -113,9 +118,9 @@ func planAcquiring(f acquiringFacts) decision {
 		return recorded(lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("cluster %s is no longer registered (deleted while the job was being submitted to it); anything the job started there was not cleaned up", f.cluster))
 	case f.unusable != nil:
 		return decision{verb: keep}
-	case f.failing != nil && !f.now.Before(f.failing.since.Add(DispatchRetryWindow)):
+	case f.failing != nil && !f.now.Before(f.failing.since.Add(f.retry.Window)):
 		return decision{verb: giveUp, to: lifecycle.Failed, reason: lifecycle.ReasonJobSubmitFailed,
-			message: fmt.Sprintf("submit to cluster %s failed for %s: %v", f.cluster, DispatchRetryWindow, f.failing.err)}
+			message: fmt.Sprintf("submit to cluster %s failed for %s (%d attempts): %v", f.cluster, f.retry.Window, f.failing.attempts, f.failing.lastErr)}
 	case f.health.Backoff:
 		return recorded(lifecycle.Pending, reason, fmt.Sprintf("cluster %s is unreachable, retrying: %v", f.cluster, f.health.Err))
 	}
@@ -126,6 +131,12 @@ func planAcquiring(f acquiringFacts) decision {
 			return failed(lifecycle.ReasonTimeout, fmt.Sprintf("timed out after %ds waiting for resources on %s; the job was cancelled", t, f.cluster))
 		}
 		d.deadline = deadline
+	}
+	if f.failing != nil && f.now.Before(f.failing.next) {
+		d.verb = keep
+		if d.deadline.IsZero() || f.failing.next.Before(d.deadline) {
+			d.deadline = f.failing.next
+		}
 	}
 	return d
 }
@@ -215,11 +226,11 @@ func planReserve(f reserveFacts) bool {
 //     so there is nothing to stop and waiting cannot fix a registration:
 //     fail now;
 //   - a failure that may pass (RetryableError): keep the job Dispatching,
-//     its Message naming the error, for DispatchRetryWindow from the first
-//     failure; then stop and fail;
+//     its Message naming the error and when it is tried again (p paces the
+//     tries), for p's window from the first failure; then stop and fail;
 //   - any other refusal (invalid, forbidden): stop and fail now, with the
 //     cluster's own words.
-func planDispatch(cluster string, err error, failing *dispatchFailure, now time.Time) (decision, *dispatchFailure) {
+func planDispatch(cluster string, err error, failing *backoff, p RetryPolicy, now time.Time) (decision, *backoff) {
 	var changed *changedError
 	var retry *RetryableError
 	var unusable *UnusableError
@@ -231,15 +242,15 @@ func planDispatch(cluster string, err error, failing *dispatchFailure, now time.
 	case errors.As(err, &unusable):
 		return recorded(lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("submit to cluster %s failed: %v; nothing was created there (fix the cluster's registration with falcon cluster apply)", cluster, err)), failing
 	case errors.As(err, &retry):
-		f := dispatchFailure{since: now}
+		f := retrying(p, now)
 		if failing != nil {
-			f.since = failing.since
+			f = *failing
 		}
-		f.err = err
-		if now.Sub(f.since) < DispatchRetryWindow {
-			return recorded(lifecycle.Pending, lifecycle.ReasonDispatching, fmt.Sprintf("submitting to cluster %s failed, retrying (for up to %s): %v", cluster, DispatchRetryWindow, err)), &f
+		f.fail(err, now, p.Max)
+		if now.Sub(f.since) < p.Window {
+			return recorded(lifecycle.Pending, lifecycle.ReasonDispatching, fmt.Sprintf("submitting to cluster %s failed (attempt %d), retrying in %s, for up to %s: %v", cluster, f.attempts, f.interval, p.Window, err)), &f
 		}
-		err = fmt.Errorf("still failing after %s: %w", DispatchRetryWindow, err)
+		err = fmt.Errorf("still failing after %s (%d attempts): %w", p.Window, f.attempts, err)
 		return failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cluster+" failed: "+err.Error()), &f
 	}
 	return failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cluster+" failed: "+err.Error()), failing
@@ -328,26 +339,26 @@ func stopWait(st *backoff, now time.Time) (time.Time, bool) {
 // record the job's end) with the Message to record, and the job's stop
 // backoff as it must be kept (nil: none). stopErr is the stop's error, or,
 // when the cluster's backend is backing off (and so was not asked),
-// why it is unreachable. A failed stop is asked again with a doubling
-// interval (0.5 s to 30 s; a backend backing off paces itself, so its
-// turns are not counted) for StopRetryWindow from the first failure; then
-// the outcome is recorded anyway, saying the cluster never confirmed the
-// stop, so that no job waits for ever on a cluster that is gone.
-func planStopOutcome(cluster, msg string, prev *backoff, stopErr error, backingOff bool, now time.Time) (done bool, outcome string, next *backoff) {
+// why it is unreachable. A failed stop is asked again as p paces it (a
+// backend backing off paces itself, so its turns are not counted) for p's
+// window from the first failure; then the outcome is recorded anyway,
+// saying the cluster never confirmed the stop, so that no job waits for
+// ever on a cluster that is gone.
+func planStopOutcome(cluster, msg string, prev *backoff, stopErr error, backingOff bool, p RetryPolicy, now time.Time) (done bool, outcome string, next *backoff) {
 	if stopErr == nil {
 		return true, msg, nil
 	}
-	st := backoff{since: now, interval: time.Second / 2}
+	st := retrying(p, now)
 	if prev != nil {
 		st = *prev
 	}
 	if backingOff {
 		st.lastErr = stopErr
 	} else {
-		st.fail(stopErr, now, 30*time.Second)
+		st.fail(stopErr, now, p.Max)
 	}
-	if now.Sub(st.since) >= StopRetryWindow {
-		return true, fmt.Sprintf("%s; cluster %s never confirmed the stop (%d attempts over %s): %v; anything the job started there may still be running", msg, cluster, st.attempts, StopRetryWindow, stopErr), &st
+	if now.Sub(st.since) >= p.Window {
+		return true, fmt.Sprintf("%s; cluster %s never confirmed the stop (%d attempts over %s): %v; anything the job started there may still be running", msg, cluster, st.attempts, p.Window, stopErr), &st
 	}
 	return false, msg, &st
 }

@@ -68,14 +68,29 @@ func TestPlanAcquiring(t *testing.T) {
 			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonProvisioning, 600), cluster: "edge-a", registered: true,
 				health: Health{Err: down, Backoff: true}, since: t0, now: t0.Add(20 * time.Minute)},
 			decision{verb: record, to: lifecycle.Pending, reason: lifecycle.ReasonProvisioning, message: "cluster edge-a is unreachable, retrying: dial tcp"}},
-		{"a dispatch failing within its window proceeds (to be tried again)",
-			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 0), registered: true,
-				failing: &dispatchFailure{since: t0, err: down}, now: t0.Add(DispatchRetryWindow - time.Second)},
+		{"a dispatch failing within its window, its next try due, proceeds",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 0), registered: true, retry: DefaultRetry.Dispatch,
+				failing: &backoff{since: t0, next: t0.Add(4 * time.Minute), attempts: 9, lastErr: down}, now: t0.Add(5*time.Minute - time.Second)},
 			decision{verb: proceed}},
+		{"a dispatch that failed a moment ago waits for its next try",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 0), registered: true, retry: DefaultRetry.Dispatch,
+				failing: &backoff{since: t0, next: t0.Add(4 * time.Second), attempts: 3, lastErr: down}, now: t0.Add(time.Second)},
+			decision{verb: keep, deadline: t0.Add(4 * time.Second)}},
+		{"waiting for its next try, it is still looked at at its timeout if that comes first",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 600), registered: true, retry: DefaultRetry.Dispatch,
+				failing: &backoff{since: t0.Add(9 * time.Minute), next: t0.Add(10*time.Minute + 30*time.Second), attempts: 6, lastErr: down},
+				since:   t0, now: t0.Add(9*time.Minute + 50*time.Second)},
+			decision{verb: keep, deadline: t0.Add(10 * time.Minute)}},
 		{"a dispatch failing for its window gives up, even while the cluster backs off",
+			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 0), cluster: "edge-a", registered: true, retry: DefaultRetry.Dispatch,
+				failing: &backoff{since: t0, next: t0.Add(5*time.Minute + time.Second), attempts: 14, lastErr: down},
+				health:  Health{Err: down, Backoff: true}, now: t0.Add(5 * time.Minute)},
+			decision{verb: giveUp, to: lifecycle.Failed, reason: lifecycle.ReasonJobSubmitFailed, message: "submit to cluster edge-a failed for 5m0s (14 attempts): dial tcp"}},
+		{"the window is the policy's",
 			acquiringFacts{job: planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 0), cluster: "edge-a", registered: true,
-				failing: &dispatchFailure{since: t0, err: down}, health: Health{Err: down, Backoff: true}, now: t0.Add(DispatchRetryWindow)},
-			decision{verb: giveUp, to: lifecycle.Failed, reason: lifecycle.ReasonJobSubmitFailed, message: "submit to cluster edge-a failed for 5m0s: dial tcp"}},
+				retry:   RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second, Window: 10 * time.Second},
+				failing: &backoff{since: t0, next: t0.Add(11 * time.Second), attempts: 12, lastErr: down}, now: t0.Add(10 * time.Second)},
+			decision{verb: giveUp, to: lifecycle.Failed, reason: lifecycle.ReasonJobSubmitFailed, message: "failed for 10s (12 attempts)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { check(t, planAcquiring(tc.f), tc.want) })
@@ -100,45 +115,62 @@ func TestPlanObserved(t *testing.T) {
 
 func TestPlanDispatch(t *testing.T) {
 	transient := &RetryableError{Err: errors.New("apiserver overloaded")}
+	p := DefaultRetry.Dispatch
 	cases := []struct {
 		name        string
 		err         error
-		failing     *dispatchFailure
+		failing     *backoff
+		policy      RetryPolicy
 		now         time.Time
 		want        decision
-		wantFailing *dispatchFailure
+		wantFailing *backoff // since, next and attempts compared
 	}{
-		{"landed", nil, nil, t0, decision{verb: proceed}, nil},
-		{"landed after failures forgets them", nil, &dispatchFailure{since: t0}, t0, decision{verb: proceed}, nil},
-		{"the job changed meanwhile", &changedError{errors.New("job j1 changed to Aborting")}, nil, t0, decision{verb: keep}, nil},
+		{"landed", nil, nil, p, t0, decision{verb: proceed}, nil},
+		{"landed after failures forgets them", nil, &backoff{since: t0, attempts: 2}, p, t0, decision{verb: proceed}, nil},
+		{"the job changed meanwhile", &changedError{errors.New("job j1 changed to Aborting")}, nil, p, t0, decision{verb: keep}, nil},
 		{"no connection can be built fails at once",
-			&UnusableError{Err: errors.New("kubeconfig /etc/x: no such file")}, nil, t0,
+			&UnusableError{Err: errors.New("kubeconfig /etc/x: no such file")}, nil, p, t0,
 			recorded(lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, "nothing was created there (fix the cluster's registration"), nil},
-		{"a first transient failure retries, naming the error",
-			transient, nil, t0,
-			recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "submitting to cluster edge-a failed, retrying (for up to 5m0s): apiserver overloaded"),
-			&dispatchFailure{since: t0, err: transient}},
-		{"a later transient failure keeps the first failure's time",
-			transient, &dispatchFailure{since: t0}, t0.Add(time.Minute),
-			recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "retrying"),
-			&dispatchFailure{since: t0, err: transient}},
+		{"a first transient failure is tried again after the policy's first wait, the Message naming the error and when",
+			transient, nil, p, t0,
+			recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "submitting to cluster edge-a failed (attempt 1), retrying in 1s, for up to 5m0s: apiserver overloaded"),
+			&backoff{since: t0, next: t0.Add(time.Second), attempts: 1}},
+		{"a later one keeps the first failure's time and doubles the wait",
+			transient, &backoff{since: t0, interval: 4 * time.Second, attempts: 3}, p, t0.Add(time.Minute),
+			recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "(attempt 4), retrying in 8s"),
+			&backoff{since: t0, next: t0.Add(time.Minute + 8*time.Second), attempts: 4}},
+		{"the wait stops growing at the policy's max",
+			transient, &backoff{since: t0, interval: 30 * time.Second, attempts: 9}, p, t0.Add(2 * time.Minute),
+			recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "(attempt 10), retrying in 30s"),
+			&backoff{since: t0, next: t0.Add(2*time.Minute + 30*time.Second), attempts: 10}},
 		{"transient for the whole window fails it",
-			transient, &dispatchFailure{since: t0}, t0.Add(DispatchRetryWindow),
-			failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster edge-a failed: still failing after 5m0s: apiserver overloaded"),
-			&dispatchFailure{since: t0, err: transient}},
+			transient, &backoff{since: t0, interval: 30 * time.Second, attempts: 12}, p, t0.Add(5 * time.Minute),
+			failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster edge-a failed: still failing after 5m0s (13 attempts): apiserver overloaded"),
+			&backoff{since: t0, next: t0.Add(5*time.Minute + 30*time.Second), attempts: 13}},
+		{"another policy paces it otherwise",
+			transient, nil, RetryPolicy{Initial: 200 * time.Millisecond, Max: 2 * time.Second, Window: 10 * time.Second}, t0,
+			recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "(attempt 1), retrying in 200ms, for up to 10s"),
+			&backoff{since: t0, next: t0.Add(200 * time.Millisecond), attempts: 1}},
 		{"a refusal that cannot pass fails at once with the cluster's words",
-			errors.New(`Job.batch "x" is invalid: spec.template.spec.containers[0].image: Required value`), nil, t0,
+			errors.New(`Job.batch "x" is invalid: spec.template.spec.containers[0].image: Required value`), nil, p, t0,
 			failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster edge-a failed: Job.batch \"x\" is invalid"), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, f := planDispatch("edge-a", tc.err, tc.failing, tc.now)
+			var before backoff
+			if tc.failing != nil {
+				before = *tc.failing
+			}
+			got, f := planDispatch("edge-a", tc.err, tc.failing, tc.policy, tc.now)
 			check(t, got, tc.want)
-			switch {
-			case (f == nil) != (tc.wantFailing == nil):
-				t.Errorf("failure record %+v, want %+v", f, tc.wantFailing)
-			case f != nil && (!f.since.Equal(tc.wantFailing.since) || f.err != tc.wantFailing.err):
-				t.Errorf("failure record %+v, want %+v", *f, *tc.wantFailing)
+			if tc.failing != nil && *tc.failing != before {
+				t.Errorf("the record it was given changed: %+v, was %+v", *tc.failing, before)
+			}
+			switch w := tc.wantFailing; {
+			case (f == nil) != (w == nil):
+				t.Errorf("failure record %+v, want %+v", f, w)
+			case f != nil && (!f.since.Equal(w.since) || !f.next.Equal(w.next) || f.attempts != w.attempts || f.lastErr != tc.err):
+				t.Errorf("failure record %+v, want since %v, next %v, %d attempts, the error", *f, w.since, w.next, w.attempts)
 			}
 		})
 	}
@@ -212,6 +244,7 @@ func TestPlanStopOutcome(t *testing.T) {
 	cases := []struct {
 		name         string
 		prev         *backoff
+		policy       *RetryPolicy // nil: DefaultRetry.Stop
 		err          error
 		backingOff   bool
 		now          time.Time
@@ -231,9 +264,18 @@ func TestPlanStopOutcome(t *testing.T) {
 		{name: "a backend backing off paces itself: not an attempt", prev: &backoff{since: t0, interval: time.Second, attempts: 1, next: t0.Add(time.Second)},
 			err: refused, backingOff: true, now: t0.Add(2 * time.Second), wantMsg: "aborted", wantAttempts: 1, wantNext: t0.Add(time.Second)},
 		{name: "never confirmed within the window: the outcome is recorded, saying so", prev: &backoff{since: t0, interval: 30 * time.Second, attempts: 12},
-			err: refused, now: t0.Add(StopRetryWindow), wantDone: true,
+			err: refused, now: t0.Add(5 * time.Minute), wantDone: true,
 			wantMsg:      "aborted; cluster edge-a never confirmed the stop (13 attempts over 5m0s): connection refused; anything the job started there may still be running",
-			wantAttempts: 13, wantNext: t0.Add(StopRetryWindow + 30*time.Second)},
+			wantAttempts: 13, wantNext: t0.Add(5*time.Minute + 30*time.Second)},
+		{name: "another policy: its first wait", policy: &RetryPolicy{Initial: 250 * time.Millisecond, Max: time.Second, Window: 5 * time.Second},
+			err: refused, now: t0, wantMsg: "aborted", wantAttempts: 1, wantNext: t0.Add(250 * time.Millisecond)},
+		{name: "another policy: its max", policy: &RetryPolicy{Initial: 250 * time.Millisecond, Max: time.Second, Window: 5 * time.Second},
+			prev: &backoff{since: t0, interval: time.Second, attempts: 4}, err: refused, now: t0.Add(3 * time.Second),
+			wantMsg: "aborted", wantAttempts: 5, wantNext: t0.Add(4 * time.Second)},
+		{name: "another policy: its window", policy: &RetryPolicy{Initial: 250 * time.Millisecond, Max: time.Second, Window: 5 * time.Second},
+			prev: &backoff{since: t0, interval: time.Second, attempts: 7}, err: refused, now: t0.Add(5 * time.Second), wantDone: true,
+			wantMsg:      "aborted; cluster edge-a never confirmed the stop (8 attempts over 5s): connection refused; anything the job started there may still be running",
+			wantAttempts: 8, wantNext: t0.Add(6 * time.Second)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,7 +283,11 @@ func TestPlanStopOutcome(t *testing.T) {
 			if tc.prev != nil {
 				before = *tc.prev
 			}
-			done, msg, st := planStopOutcome("edge-a", "aborted", tc.prev, tc.err, tc.backingOff, tc.now)
+			p := DefaultRetry.Stop
+			if tc.policy != nil {
+				p = *tc.policy
+			}
+			done, msg, st := planStopOutcome("edge-a", "aborted", tc.prev, tc.err, tc.backingOff, p, tc.now)
 			if done != tc.wantDone || msg != tc.wantMsg {
 				t.Errorf("done %v %q, want %v %q", done, msg, tc.wantDone, tc.wantMsg)
 			}

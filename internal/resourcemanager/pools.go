@@ -90,6 +90,12 @@ type backoff struct {
 	noted    bool
 }
 
+// retrying starts the schedule of an action p paces, which first failed
+// at now: its first wait is p.Initial (fail doubles the interval).
+func retrying(p RetryPolicy, now time.Time) backoff {
+	return backoff{since: now, interval: p.Initial / 2}
+}
+
 // fail records a try that failed at now and schedules the next: one more
 // attempt, and the interval doubled, up to max.
 func (b *backoff) fail(err error, now time.Time, max time.Duration) {

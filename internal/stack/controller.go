@@ -40,6 +40,9 @@ type ControllerConfig struct {
 	ControllerSecret string
 	Log              *slog.Logger
 	GKE              GKEConfig
+	// Retry paces the retries of failing dispatches and stops; zero
+	// policies are resourcemanager.DefaultRetry's.
+	Retry resourcemanager.Retry
 	// MetricsAddr serves /metrics, /healthz and /readyz; empty: not served.
 	MetricsAddr string
 	// Elector picks the one replica that reconciles; nil: this one, at
@@ -215,7 +218,7 @@ func (t *controllerTerm) lead(stop, held context.Context) error {
 		}
 		return err
 	}
-	mgr, closeBackends := newManager(t.conn, exec, log, cfg.Interval, cfg.GKE, t.obs.rm)
+	mgr, closeBackends := newManager(t.conn, exec, log, cfg.Interval, cfg.GKE, cfg.Retry, t.obs.rm)
 	defer closeBackends()
 	t.obs.mgr.Store(mgr)
 	defer t.obs.mgr.Store(nil)

@@ -67,6 +67,9 @@ type DevConfig struct {
 	GKE   GKEConfig
 	// MaxTTL caps experiments' ttl and extends; 0: no cap.
 	MaxTTL time.Duration
+	// Retry paces the retries of failing dispatches and stops; zero
+	// policies are resourcemanager.DefaultRetry's.
+	Retry resourcemanager.Retry
 }
 
 // GKEConfig configures the gke backend.
@@ -154,7 +157,7 @@ func (o *observability) handler() http.Handler {
 // newManager assembles the resource manager with every backend: local
 // processes, Kubernetes clusters and GKE clusters. The returned func stops
 // the backends' informers.
-func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, interval time.Duration, gc GKEConfig, rm *metrics.RM) (*resourcemanager.Manager, func()) {
+func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, interval time.Duration, gc GKEConfig, retry resourcemanager.Retry, rm *metrics.RM) (*resourcemanager.Manager, func()) {
 	var mgr *resourcemanager.Manager
 	wake := func() {
 		if mgr != nil {
@@ -173,6 +176,7 @@ func newManager(conn *grpc.ClientConn, exec *local.Executor, log *slog.Logger, i
 	}
 	gb := gke.NewBackend(connect, []kube.Option{kube.WithLogger(log), kube.WithOnChange(wake), kube.WithOnJobChange(touch)}, gc.PoolOptions...)
 	opts := []resourcemanager.Option{resourcemanager.WithLogger(log), resourcemanager.WithInterval(interval), resourcemanager.WithMetrics(rm),
+		resourcemanager.WithRetry(retry),
 		resourcemanager.WithBackend(local.BackendName, local.NewBackend(exec)),
 		resourcemanager.WithBackend(kube.BackendName, kb),
 		resourcemanager.WithBackend(gke.BackendName, gb),
@@ -283,7 +287,7 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 		return err
 	}
 	defer conn.Close()
-	mgr, closeBackends := newManager(conn, exec, log, interval, cfg.GKE, obs.rm)
+	mgr, closeBackends := newManager(conn, exec, log, interval, cfg.GKE, cfg.Retry, obs.rm)
 	defer closeBackends()
 	obs.mgr.Store(mgr)
 	ec := expctl.New(conn, expctl.WithLogger(log), expctl.WithInterval(interval))
