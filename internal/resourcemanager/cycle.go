@@ -788,9 +788,9 @@ func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
 // stop asks the job's cluster to stop it, and reports whether the caller may
 // now record the job's outcome, with the Message to record. A stop that
 // fails (the cluster refuses or does not answer, or is backing off) is
-// asked again with backoff for Retry.Stop's window; then the outcome is recorded
-// anyway, its Message saying that the cluster never confirmed the stop, so
-// that no job waits for ever on a cluster that is gone.
+// asked again with backoff for Retry.Stop's window; then the outcome is
+// recorded anyway, its Message saying that the cluster never confirmed the
+// stop, so that no job waits for ever on a cluster that is gone.
 func (m *Manager) stop(ctx context.Context, c *cycle, j *falconv1.Job, msg string) (bool, string) {
 	name := j.GetClusterName()
 	cl := c.clusters[name]
