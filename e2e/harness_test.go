@@ -59,8 +59,8 @@ func freeAddr(t testing.TB) string {
 func startDev(t testing.TB, dataDir string) *dev { return startDevEnv(t, dataDir, nil) }
 
 // startDevEnv is startDev with more environment for the server, such as
-// STORAGE_EMULATOR_HOST.
-func startDevEnv(t testing.TB, dataDir string, env []string) *dev {
+// STORAGE_EMULATOR_HOST, and more flags.
+func startDevEnv(t testing.TB, dataDir string, env []string, flags ...string) *dev {
 	t.Helper()
 	if dataDir == "" {
 		dataDir = t.TempDir()
@@ -70,7 +70,7 @@ func startDevEnv(t testing.TB, dataDir string, env []string) *dev {
 	// More flags for every falcon dev of the run, such as --pprof for a
 	// profile of a benchmark.
 	args = append(args, strings.Fields(os.Getenv("FALCON_E2E_DEV_ARGS"))...)
-	d.cmd = exec.Command(falconBin, args...)
+	d.cmd = exec.Command(falconBin, append(args, flags...)...)
 	d.cmd.Stderr = d.stderr
 	if path := os.Getenv("FALCON_E2E_DEV_LOG"); path != "" {
 		// Kept for a look at where a benchmark's time went; each falcon
