@@ -402,17 +402,17 @@ func (r *retryFlags) config() (resourcemanager.Retry, error) {
 		name   string
 		policy resourcemanager.RetryPolicy
 	}{{"dispatch", r.dispatch}, {"stop", r.stop}} {
-		initial, max, window := "--"+p.name+"-retry-initial", "--"+p.name+"-retry-max", "--"+p.name+"-retry-window"
+		flag := func(part string) string { return "--" + p.name + "-retry-" + part }
 		for _, d := range []struct {
-			flag string
+			part string
 			d    time.Duration
-		}{{initial, p.policy.Initial}, {max, p.policy.Max}, {window, p.policy.Window}} {
+		}{{"initial", p.policy.Initial}, {"max", p.policy.Max}, {"window", p.policy.Window}} {
 			if d.d <= 0 {
-				errs.Add(d.flag, "must be a positive duration such as 30s, got %s", d.d)
+				errs.Add(flag(d.part), "must be a positive duration such as 30s, got %s", d.d)
 			}
 		}
 		if p.policy.Initial > 0 && p.policy.Max > 0 && p.policy.Max < p.policy.Initial {
-			errs.Add(max, "must be at least %s (%s), got %s", initial, p.policy.Initial, p.policy.Max)
+			errs.Add(flag("max"), "must be at least %s (%s), got %s", flag("initial"), p.policy.Initial, p.policy.Max)
 		}
 	}
 	if err := errs.Err(); err != nil {
