@@ -44,6 +44,7 @@ type dev struct {
 	grpc    string
 	cmd     *exec.Cmd
 	stderr  *bytes.Buffer
+	exited  chan struct{} // closed once cmd has exited
 }
 
 func freeAddr(t testing.TB) string {
@@ -65,7 +66,39 @@ func startDevEnv(t testing.TB, dataDir string, env []string, flags ...string) *d
 	if dataDir == "" {
 		dataDir = t.TempDir()
 	}
-	d := &dev{t: t, dataDir: dataDir, http: freeAddr(t), grpc: freeAddr(t), stderr: &bytes.Buffer{}}
+	// A free port is free when freeAddr closes it, not when falcon dev
+	// binds it: another test's process may take it in between (the
+	// packages' tests run side by side). Such a start is tried again on
+	// new ports; any other failure fails the test at once.
+	for try := 1; ; try++ {
+		d := tryStartDev(t, dataDir, env, flags)
+		err := d.waitUp(30 * time.Second)
+		if err == nil {
+			t.Cleanup(func() {
+				select {
+				case <-d.exited:
+				default:
+					d.kill(syscall.SIGTERM)
+				}
+				if t.Failed() {
+					t.Logf("falcon dev log:\n%s", d.stderr)
+				}
+			})
+			return d
+		}
+		d.kill(syscall.SIGKILL)
+		if try < 3 && strings.Contains(d.stderr.String(), "address already in use") {
+			t.Logf("falcon dev lost its port to another process; starting it again on new ones:\n%s", d.stderr)
+			continue
+		}
+		t.Fatalf("falcon dev did not come up: %v\n%s", err, d.stderr)
+	}
+}
+
+// tryStartDev starts falcon dev on new free ports.
+func tryStartDev(t testing.TB, dataDir string, env, flags []string) *dev {
+	t.Helper()
+	d := &dev{t: t, dataDir: dataDir, http: freeAddr(t), grpc: freeAddr(t), stderr: &bytes.Buffer{}, exited: make(chan struct{})}
 	args := []string{"dev", "--data-dir", dataDir, "--http-addr", d.http, "--grpc-addr", d.grpc, "--log-level", "debug"}
 	// More flags for every falcon dev of the run, such as --pprof for a
 	// profile of a benchmark.
@@ -88,28 +121,30 @@ func startDevEnv(t testing.TB, dataDir string, env []string, flags ...string) *d
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	go func() { _ = d.cmd.Wait(); close(d.exited) }()
+	return d
+}
+
+// waitUp waits until falcon dev answers /healthz, it exits, or within
+// has passed.
+func (d *dev) waitUp(within time.Duration) error {
+	deadline := time.Now().Add(within)
 	for {
 		resp, err := http.Get("http://" + d.http + "/healthz")
 		if err == nil {
 			resp.Body.Close()
-			break
+			return nil
+		}
+		select {
+		case <-d.exited:
+			return fmt.Errorf("it exited: %v", d.cmd.ProcessState)
+		default:
 		}
 		if time.Now().After(deadline) {
-			d.kill(syscall.SIGKILL)
-			t.Fatalf("falcon dev did not come up: %v\n%s", err, d.stderr)
+			return err
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
-			d.kill(syscall.SIGTERM)
-		}
-		if t.Failed() {
-			t.Logf("falcon dev log:\n%s", d.stderr)
-		}
-	})
-	return d
 }
 
 // with returns a view of d that reports failures to t (a subtest).
@@ -122,13 +157,11 @@ func (d *dev) with(t testing.TB) *dev {
 // kill stops falcon dev with sig and waits for it to exit.
 func (d *dev) kill(sig syscall.Signal) {
 	_ = d.cmd.Process.Signal(sig)
-	done := make(chan struct{})
-	go func() { _ = d.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-d.exited:
 	case <-time.After(30 * time.Second):
 		_ = d.cmd.Process.Kill()
-		<-done
+		<-d.exited
 	}
 }
 
