@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,52 +150,27 @@ func parseEvents(t *testing.T, out string) []event {
 // restarted server would be found by the clients of the first.
 func restartDev(t *testing.T, d *dev) *dev {
 	t.Helper()
-	n := &dev{t: t, dataDir: d.dataDir, http: d.http, grpc: d.grpc, stderr: &bytes.Buffer{}}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		n.stderr.Reset()
-		n.cmd = exec.Command(falconBin, "dev", "--data-dir", n.dataDir, "--http-addr", n.http, "--grpc-addr", n.grpc, "--log-level", "debug")
-		n.cmd.Stderr = n.stderr
-		if err := n.cmd.Start(); err != nil {
-			t.Fatal(err)
+		n := &dev{t: t, dataDir: d.dataDir, http: d.http, grpc: d.grpc}
+		n.launch(t, nil, nil)
+		err := n.waitUp(time.Until(deadline))
+		if err == nil {
+			n.stopAtEnd(t, "restarted falcon dev")
+			return n
 		}
-		for !exited(n.cmd) && time.Now().Before(deadline) {
-			if resp, err := http.Get("http://" + n.http + "/healthz"); err == nil {
-				resp.Body.Close()
-				t.Cleanup(func() {
-					if n.cmd.ProcessState == nil {
-						n.kill(syscall.SIGTERM)
-					}
-					if t.Failed() {
-						t.Logf("restarted falcon dev log:\n%s", n.stderr)
-					}
-				})
-				return n
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if !exited(n.cmd) {
+		select {
+		case <-n.exited:
+		default:
 			n.kill(syscall.SIGKILL)
-			t.Fatalf("falcon dev did not come back: %s", n.stderr)
+			t.Fatalf("falcon dev did not come back: %v\n%s", err, n.stderr)
 		}
 		// It could not listen yet (the port of the one killed): again.
-		_ = n.cmd.Wait()
 		if time.Now().After(deadline) {
 			t.Fatalf("falcon dev did not come back: %s", n.stderr)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// exited reports whether the process has ended, without reaping it: it is
-// a zombie (or gone).
-func exited(c *exec.Cmd) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Process.Pid))
-	if err != nil {
-		return true
-	}
-	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
-	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
 }
 
 // bgProc is a CLI command running in the background.

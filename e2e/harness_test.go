@@ -71,19 +71,11 @@ func startDevEnv(t testing.TB, dataDir string, env []string, flags ...string) *d
 	// packages' tests run side by side). Such a start is tried again on
 	// new ports; any other failure fails the test at once.
 	for try := 1; ; try++ {
-		d := tryStartDev(t, dataDir, env, flags)
+		d := &dev{t: t, dataDir: dataDir, http: freeAddr(t), grpc: freeAddr(t)}
+		d.launch(t, env, flags)
 		err := d.waitUp(30 * time.Second)
 		if err == nil {
-			t.Cleanup(func() {
-				select {
-				case <-d.exited:
-				default:
-					d.kill(syscall.SIGTERM)
-				}
-				if t.Failed() {
-					t.Logf("falcon dev log:\n%s", d.stderr)
-				}
-			})
+			d.stopAtEnd(t, "falcon dev")
 			return d
 		}
 		d.kill(syscall.SIGKILL)
@@ -95,11 +87,12 @@ func startDevEnv(t testing.TB, dataDir string, env []string, flags ...string) *d
 	}
 }
 
-// tryStartDev starts falcon dev on new free ports.
-func tryStartDev(t testing.TB, dataDir string, env, flags []string) *dev {
+// launch starts falcon dev on d's data dir and addresses; d.exited is
+// closed once it has exited.
+func (d *dev) launch(t testing.TB, env, flags []string) {
 	t.Helper()
-	d := &dev{t: t, dataDir: dataDir, http: freeAddr(t), grpc: freeAddr(t), stderr: &bytes.Buffer{}, exited: make(chan struct{})}
-	args := []string{"dev", "--data-dir", dataDir, "--http-addr", d.http, "--grpc-addr", d.grpc, "--log-level", "debug"}
+	d.stderr, d.exited = &bytes.Buffer{}, make(chan struct{})
+	args := []string{"dev", "--data-dir", d.dataDir, "--http-addr", d.http, "--grpc-addr", d.grpc, "--log-level", "debug"}
 	// More flags for every falcon dev of the run, such as --pprof for a
 	// profile of a benchmark.
 	args = append(args, strings.Fields(os.Getenv("FALCON_E2E_DEV_ARGS"))...)
@@ -122,7 +115,21 @@ func tryStartDev(t testing.TB, dataDir string, env, flags []string) *dev {
 		t.Fatal(err)
 	}
 	go func() { _ = d.cmd.Wait(); close(d.exited) }()
-	return d
+}
+
+// stopAtEnd stops falcon dev when t ends, if it still runs, and logs what
+// it wrote if t failed.
+func (d *dev) stopAtEnd(t testing.TB, name string) {
+	t.Cleanup(func() {
+		select {
+		case <-d.exited:
+		default:
+			d.kill(syscall.SIGTERM)
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, d.stderr)
+		}
+	})
 }
 
 // waitUp waits until falcon dev answers /healthz, it exits, or within

@@ -152,27 +152,41 @@ func TestMultisliceOneSliceFailingFailsTheJob(t *testing.T) {
 // a single pool does (TestWaitingJobReusesThePool): three jobs of two
 // slices, the first's group idle while the second waits for its own and
 // the third waits in the queue. Three jobs, two groups, four pool creates.
+//
+// It needs the first job to end while the second's group is being
+// created. When kwok loses the end of one of its pods (the cluster nudges
+// it 15 s late, see kubeenv.StalledAfter), it ends after the second runs,
+// and the third rightly gets a group of its own: such a run says nothing
+// of reuse, and the scenario runs again on a fresh fixture.
 func TestIdleGroupReusedBySameSliceCount(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, setup{createLatency: 3 * time.Second})
-	var ids []string
-	for range 3 {
-		ids = append(ids, f.submit(sliceTask(time.Second, 2)))
-	}
-	groups := map[string]int{}
-	for _, id := range ids {
-		groups[f.waitJob(id, "succeeded", status("Succeeded")).GetNodePool()]++
-	}
-	if len(groups) != 2 {
-		t.Fatalf("three jobs ran on groups %v; want two, one of them reused", groups)
-	}
-	for g := range groups {
-		for s := range 2 {
-			f.waitPoolGone(placement.SlicePool(g, s))
+	for try := 1; ; try++ {
+		nudged := shared.Nudged()
+		f := newFixture(t, setup{createLatency: 3 * time.Second})
+		var ids []string
+		for range 3 {
+			ids = append(ids, f.submit(sliceTask(time.Second, 2)))
 		}
-	}
-	if n := f.creates(); n != 4 {
-		t.Errorf("%d node pool creates for three 2-slice jobs, want 4 (two groups of two)", n)
+		groups := map[string]int{}
+		for _, id := range ids {
+			groups[f.waitJob(id, "succeeded", status("Succeeded")).GetNodePool()]++
+		}
+		if len(groups) != 2 {
+			if shared.Nudged() > nudged && try < 3 {
+				t.Logf("three jobs ran on groups %v while kwok lost a pod's end (nudged); running the scenario again", groups)
+				continue
+			}
+			t.Fatalf("three jobs ran on groups %v; want two, one of them reused", groups)
+		}
+		for g := range groups {
+			for s := range 2 {
+				f.waitPoolGone(placement.SlicePool(g, s))
+			}
+		}
+		if n := f.creates(); n != 4 {
+			t.Errorf("%d node pool creates for three 2-slice jobs, want 4 (two groups of two)", n)
+		}
+		return
 	}
 }
 
