@@ -175,7 +175,10 @@ func (q *queue) simulate() []Ref {
 	for i, f := range q.heads {
 		h[i] = cursor{f: f, pos: f.head, first: f.first}
 	}
-	order := make([]Ref, 0, q.waiting)
+	order := q.spare[:0]
+	if cap(order) < q.waiting {
+		order = make([]Ref, 0, q.waiting+q.waiting/4)
+	}
 	last := q.actors[q.lastServed] // nil if that actor has nothing waiting
 	for len(h) > 1 {
 		i := 0
@@ -208,6 +211,7 @@ func (q *queue) simulate() []Ref {
 			}
 		}
 	}
-	q.order, q.orderOK = order, true
+	clear(order[len(order):cap(order)]) // what an earlier order held past this one's end
+	q.order, q.orderOK, q.spare = order, true, order
 	return order
 }
