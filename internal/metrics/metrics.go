@@ -134,13 +134,14 @@ func NewRM(reg prometheus.Registerer) *RM {
 
 // Store is the database's metrics, as the store's transactions see them.
 type Store struct {
-	// TxSeconds times each transaction attempt by phase: "wait", until it
+	// TxSeconds times each transaction attempt by lane ("jobs" for a job
+	// status write, "other") and phase: "wait", until it
 	// could begin (SQLite's one writer is taken in turn; on MySQL, a pooled
 	// connection), and "run", from its begin to its commit or rollback.
 	TxSeconds *prometheus.HistogramVec
-	// wait and run are TxSeconds' two series, looked up once: every
-	// transaction observes both.
-	wait, run prometheus.Observer
+	// series are TxSeconds' series by lane and phase, looked up once:
+	// every transaction observes two.
+	series map[string][2]prometheus.Observer
 }
 
 // NewStore creates the store's metrics and registers them on reg.
@@ -148,22 +149,29 @@ func NewStore(reg prometheus.Registerer) *Store {
 	m := &Store{
 		TxSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "falcon_store_transaction_seconds",
-			Help: "Database transactions: the wait until each could begin (phase=wait; SQLite has one writer) and its run until commit or rollback (phase=run).",
+			Help: "Database transactions: the wait until each could begin (phase=wait; SQLite has one writer, which job status writes, lane=jobs, take ahead of the others, lane=other) and its run until commit or rollback (phase=run).",
 			// From a free writer's microseconds to writers queued for a
 			// second behind one another.
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12),
-		}, []string{"phase"}),
+		}, []string{"lane", "phase"}),
+		series: map[string][2]prometheus.Observer{},
 	}
 	reg.MustRegister(m.TxSeconds)
 	// Exported from the start, at zero.
-	m.wait, m.run = m.TxSeconds.WithLabelValues("wait"), m.TxSeconds.WithLabelValues("run")
+	for _, lane := range []string{"jobs", "other"} {
+		m.series[lane] = [2]prometheus.Observer{m.TxSeconds.WithLabelValues(lane, "wait"), m.TxSeconds.WithLabelValues(lane, "run")}
+	}
 	return m
 }
 
 // ObserveTx records one transaction attempt (sqlstore.WithTxObserver).
-func (m *Store) ObserveTx(wait, run time.Duration) {
-	m.wait.Observe(wait.Seconds())
-	m.run.Observe(run.Seconds())
+func (m *Store) ObserveTx(lane string, wait, run time.Duration) {
+	s, ok := m.series[lane]
+	if !ok {
+		s = [2]prometheus.Observer{m.TxSeconds.WithLabelValues(lane, "wait"), m.TxSeconds.WithLabelValues(lane, "run")}
+	}
+	s[0].Observe(wait.Seconds())
+	s[1].Observe(run.Seconds())
 }
 
 // NewRegistry returns a registry with the Go runtime and process

@@ -69,8 +69,8 @@ func TestHandler(t *testing.T) {
 	}
 }
 
-// Each transaction the store reports lands in its phase's series, and both
-// series exist before the first.
+// Each transaction the store reports lands in its lane's and phase's
+// series, and every lane's two series exist before the first.
 func TestStoreObservesBothPhases(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := metrics.NewStore(reg)
@@ -78,7 +78,7 @@ func TestStoreObservesBothPhases(t *testing.T) {
 		n   uint64
 		sum float64
 	}
-	phases := func() map[string]series {
+	byLanePhase := func() map[string]series {
 		fams, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -86,23 +86,37 @@ func TestStoreObservesBothPhases(t *testing.T) {
 		out := map[string]series{}
 		for _, f := range fams {
 			for _, s := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range s.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
 				h := s.GetHistogram()
-				out[s.GetLabel()[0].GetValue()] = series{h.GetSampleCount(), h.GetSampleSum()}
+				out[labels["lane"]+"/"+labels["phase"]] = series{h.GetSampleCount(), h.GetSampleSum()}
 			}
 		}
 		return out
 	}
-	if got := phases(); len(got) != 2 || got["wait"] != (series{}) || got["run"] != (series{}) {
-		t.Fatalf("before any transaction: %v; want wait and run at zero", got)
+	got := byLanePhase()
+	for _, k := range []string{"jobs/wait", "jobs/run", "other/wait", "other/run"} {
+		if s, ok := got[k]; !ok || s != (series{}) {
+			t.Errorf("before any transaction: %s is %+v (exists: %v); want it at zero", k, s, ok)
+		}
 	}
-	m.ObserveTx(3*time.Millisecond, time.Millisecond)
-	m.ObserveTx(0, 5*time.Millisecond)
-	got := phases()
-	if w := got["wait"]; w.n != 2 || math.Abs(w.sum-0.003) > 1e-9 {
-		t.Errorf("wait after two transactions: %+v; want 2 summing to 3 ms", w)
+	if len(got) != 4 {
+		t.Errorf("before any transaction: %v; want four series", got)
 	}
-	if r := got["run"]; r.n != 2 || math.Abs(r.sum-0.006) > 1e-9 {
-		t.Errorf("run after two transactions: %+v; want 2 summing to 6 ms", r)
+	m.ObserveTx("other", 3*time.Millisecond, time.Millisecond)
+	m.ObserveTx("other", 0, 5*time.Millisecond)
+	m.ObserveTx("jobs", 7*time.Millisecond, 2*time.Millisecond)
+	got = byLanePhase()
+	if w := got["other/wait"]; w.n != 2 || math.Abs(w.sum-0.003) > 1e-9 {
+		t.Errorf("other lane's wait after two transactions: %+v; want 2 summing to 3 ms", w)
+	}
+	if r := got["other/run"]; r.n != 2 || math.Abs(r.sum-0.006) > 1e-9 {
+		t.Errorf("other lane's run after two transactions: %+v; want 2 summing to 6 ms", r)
+	}
+	if w, r := got["jobs/wait"], got["jobs/run"]; w.n != 1 || math.Abs(w.sum-0.007) > 1e-9 || r.n != 1 || math.Abs(r.sum-0.002) > 1e-9 {
+		t.Errorf("jobs lane after one transaction: wait %+v, run %+v; want 7 ms and 2 ms", w, r)
 	}
 }
 

@@ -13,8 +13,11 @@
 //
 // SQLite serialises writers per database file. Rather than let concurrent
 // goroutines collide and wait on SQLITE_BUSY, the store sends every write
-// through a pool of one connection (they queue in Go) and serves reads from
-// a separate pool, which WAL lets run alongside the writer.
+// through a pool of one connection and serves reads from a separate pool,
+// which WAL lets run alongside the writer. The writes queue in Go
+// (turnstile): job status writes first, so that a queue's handover or a
+// run's end does not wait behind a burst of creates, and within each lane
+// first come, first served.
 //
 // Lists page by an internal auto-increment seq (keyset pagination) and never
 // by OFFSET, so the thousandth page costs what the first does.

@@ -81,18 +81,31 @@ func (s *Store) PreparedReads() int {
 // InTx runs fn as the store runs its own transactions.
 func (s *Store) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error { return s.inTx(ctx, fn) }
 
-// TurnWaiting is how many transactions wait for their turn (Store.turn).
-func (s *Store) TurnWaiting() int { return int(s.waiting.Load()) }
+// InJobTx runs fn as the store runs a job status write.
+func (s *Store) InJobTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inJobTx(ctx, fn)
+}
 
-// OrderWrites turns the first-come-first-served order of SQLite's
-// transactions (Store.turn) on or off, for the benchmark that measures it.
+// TurnWaiting is how many transactions wait for their turn (Store.turn).
+func (s *Store) TurnWaiting() int { return s.turn.waiting() }
+
+// OrderWrites turns the ordering of SQLite's transactions (Store.turn) on
+// or off, for the benchmark that measures it.
 func (s *Store) OrderWrites(on bool) {
 	if on {
-		s.turn = make(chan struct{}, 1)
+		s.turn = newTurnstile()
 	} else {
 		s.turn = nil
 	}
 }
+
+// OneLane puts every transaction in one first-come-first-served lane, as
+// before job writes went first, for the benchmark that compares the two.
+func (s *Store) OneLane() { s.turn.oneLane = true }
+
+// MaxJobStreak is how many job writes in a row take the writer while
+// another write waits.
+const MaxJobStreak = maxJobStreak
 
 // ListPlan is how the database would run ListExps (table "experiments")
 // or ListJobs (table "jobs") for f: SQLite's EXPLAIN QUERY PLAN, one step

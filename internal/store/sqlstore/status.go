@@ -40,7 +40,11 @@ func (s *Store) updateStatus(ctx context.Context, e entity, u store.StatusUpdate
 	if err := checkUpdate(e, u); err != nil {
 		return err
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	in := s.inTx
+	if e.table == jobEntity.table {
+		in = s.inJobTx
+	}
+	return in(ctx, func(tx *sql.Tx) error {
 		if e.table == jobEntity.table {
 			if err := s.lockJobsExps(ctx, tx, []string{u.ID}); err != nil {
 				return err
@@ -210,7 +214,7 @@ func (s *Store) applyBatch(ctx context.Context, tx *sql.Tx, e entity, us []store
 // the jobs whose status moved follow them in the same transaction
 // (propagate).
 func (s *Store) UpdateJobStatuses(ctx context.Context, us []store.StatusUpdate) (jobs []*store.Job, errs []error, exps []store.ExpChange, err error) {
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inJobTx(ctx, func(tx *sql.Tx) error {
 		jobs, errs = make([]*store.Job, len(us)), make([]error, len(us))
 		ids := make([]string, len(us))
 		for i, u := range us {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -48,17 +47,13 @@ type Store struct {
 	// stmts holds the prepared statements of hot transaction queries
 	// (SQLite only; nil on MySQL, see stmtCache).
 	stmts *stmtCache
-	// turn orders SQLite's transactions first come, first served (nil on
-	// MySQL): database/sql hands a freed connection to a random waiter,
-	// so with one writer connection a write could be passed over again
-	// and again while others queued behind it. A channel's blocked
-	// senders are woken in order.
-	turn chan struct{}
-	// waiting counts the transactions waiting for their turn.
-	waiting atomic.Int32
-	// observeTx, if set, is told each transaction attempt's wait and run
-	// (WithTxObserver).
-	observeTx func(wait, run time.Duration)
+	// turn hands SQLite's one writer to a transaction at a time, job
+	// writes first (turnstile); nil on MySQL, whose writers run side by
+	// side.
+	turn *turnstile
+	// observeTx, if set, is told each transaction attempt's lane, wait
+	// and run (WithTxObserver).
+	observeTx func(lane string, wait, run time.Duration)
 }
 
 // Option configures a Store.
@@ -67,7 +62,7 @@ type Option func(*options)
 type options struct {
 	clock     func() time.Time
 	logger    *slog.Logger
-	observeTx func(wait, run time.Duration)
+	observeTx func(lane string, wait, run time.Duration)
 }
 
 // WithClock sets where every timestamp the store writes comes from, so tests
@@ -86,8 +81,10 @@ func WithLogger(l *slog.Logger) Option {
 // until its BEGIN returned (its turn for SQLite's one writer; on MySQL a
 // connection from the pool and the BEGIN's round trip) and how long it then
 // ran until it committed or rolled back: the figures that show writers
-// queueing on a busy database. An attempt that never began reports nothing.
-func WithTxObserver(observe func(wait, run time.Duration)) Option {
+// queueing on a busy database. lane is "jobs" for a job status write,
+// which takes SQLite's writer ahead of the others, and "other" for the
+// rest. An attempt that never began reports nothing.
+func WithTxObserver(observe func(lane string, wait, run time.Duration)) Option {
 	return func(o *options) { o.observeTx = observe }
 }
 
@@ -119,7 +116,7 @@ func Open(ctx context.Context, driver, dsn string, opts ...Option) (*Store, erro
 		s.wdb, s.rdb, err = openSQLite(ctx, dsn)
 		s.stmts = newStmtCache(s.wdb)
 		s.reads.c = newStmtCache(s.rdb)
-		s.turn = make(chan struct{}, 1)
+		s.turn = newTurnstile()
 	default:
 		return nil, errdefs.Invalid("driver", "must be mysql or sqlite, got %q", driver)
 	}
@@ -231,8 +228,18 @@ const maxTxAttempts = 3
 // returns nil. fn may run more than once, so it must not have effects
 // outside tx besides setting its results.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inLaneTx(ctx, laneOther, fn)
+}
+
+// inJobTx is inTx for a job status write, which takes SQLite's writer
+// ahead of the others (turnstile).
+func (s *Store) inJobTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inLaneTx(ctx, laneJobs, fn)
+}
+
+func (s *Store) inLaneTx(ctx context.Context, l lane, fn func(tx *sql.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.tryTx(ctx, fn)
+		err := s.tryTx(ctx, l, fn)
 		if err == nil || attempt == maxTxAttempts || !isDeadlock(err) {
 			// Outside the transaction now, so the write connection is
 			// free to prepare what it ran often (stmtCache).
@@ -243,26 +250,21 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 }
 
-func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+func (s *Store) tryTx(ctx context.Context, l lane, fn func(tx *sql.Tx) error) (err error) {
 	asked := time.Now()
 	var begun time.Time
 	if s.observeTx != nil {
 		defer func() {
 			if !begun.IsZero() {
-				s.observeTx(begun.Sub(asked), time.Since(begun))
+				s.observeTx(l.String(), begun.Sub(asked), time.Since(begun))
 			}
 		}()
 	}
 	if turn := s.turn; turn != nil {
-		s.waiting.Add(1)
-		select {
-		case turn <- struct{}{}:
-			s.waiting.Add(-1)
-			defer func() { <-turn }()
-		case <-ctx.Done():
-			s.waiting.Add(-1)
-			return fmt.Errorf("sqlstore: begin: %w", ctx.Err())
+		if err := turn.acquire(ctx, l); err != nil {
+			return fmt.Errorf("sqlstore: begin: %w", err)
 		}
+		defer turn.release()
 	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {

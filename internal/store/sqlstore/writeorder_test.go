@@ -1,14 +1,19 @@
 package sqlstore_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/falconhq/falcon/internal/lifecycle"
+	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/store/sqlstore"
 	"github.com/falconhq/falcon/internal/testenv/dbtest"
 )
@@ -96,7 +101,7 @@ func TestTxObserverTimesTheWaitForTheWriter(t *testing.T) {
 	type obs struct{ wait, run time.Duration }
 	var mu sync.Mutex
 	var seen []obs
-	s := dbtest.NewSQLite(t, sqlstore.WithTxObserver(func(wait, run time.Duration) {
+	s := dbtest.NewSQLite(t, sqlstore.WithTxObserver(func(_ string, wait, run time.Duration) {
 		mu.Lock()
 		seen = append(seen, obs{wait, run})
 		mu.Unlock()
@@ -160,4 +165,169 @@ func TestTxObserverTimesTheWaitForTheWriter(t *testing.T) {
 	if waiter.run <= 0 || waiter.run >= waiter.wait {
 		t.Errorf("the waiter ran %v (waited %v); want its one insert, shorter than the thousand it waited for", waiter.run, waiter.wait)
 	}
+}
+
+// queueTurns holds SQLite's writer, queues one transaction per entry of
+// lanes in that order ('j' a job status write, 'o' any other), each
+// recording its name when it runs, then lets the writer go. It returns
+// the names in the order the transactions ran.
+func queueTurns(t *testing.T, s *sqlstore.Store, lanes string) string {
+	t.Helper()
+	ctx := context.Background()
+	release, held := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.InTx(ctx, func(tx *sql.Tx) error { close(held); <-release; return nil }); err != nil {
+			t.Error(err)
+		}
+	})
+	<-held
+	var mu sync.Mutex
+	var ran []string
+	counts := map[rune]int{}
+	for i, l := range lanes {
+		counts[l]++
+		name := fmt.Sprintf("%c%d", l, counts[l])
+		in := s.InTx
+		if l == 'j' {
+			in = s.InJobTx
+		}
+		wg.Go(func() {
+			if err := in(ctx, func(tx *sql.Tx) error {
+				mu.Lock()
+				ran = append(ran, name)
+				mu.Unlock()
+				return nil
+			}); err != nil {
+				t.Error(err)
+			}
+		})
+		for deadline := time.Now().Add(30 * time.Second); s.TurnWaiting() != i+1; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d transactions waiting, want %d", s.TurnWaiting(), i+1)
+			}
+		}
+	}
+	close(release)
+	wg.Wait()
+	return strings.Join(ran, " ")
+}
+
+// Job status writes take SQLite's writer ahead of the others, each lane in
+// the order it asked; a stream of job writes lets another write through
+// after MaxJobStreak of them.
+func TestSQLiteJobWritesGoFirst(t *testing.T) {
+	streak := strings.Repeat("j", sqlstore.MaxJobStreak+2)
+	var streakWant []string
+	for i := 1; i <= sqlstore.MaxJobStreak; i++ {
+		streakWant = append(streakWant, fmt.Sprintf("j%d", i))
+	}
+	streakWant = append(streakWant, "o1", fmt.Sprintf("j%d", sqlstore.MaxJobStreak+1), fmt.Sprintf("j%d", sqlstore.MaxJobStreak+2), "o2")
+	tests := []struct {
+		name, lanes, want string
+		oneLane           bool
+	}{
+		{"job writes pass the others", "ooj", "j1 o1 o2", false},
+		{"each lane first come, first served", "ojojo", "j1 j2 o1 o2 o3", false},
+		{"others alone keep their order", "ooo", "o1 o2 o3", false},
+		{"a stream of job writes lets others through", "o" + streak + "o", strings.Join(streakWant, " "), false},
+		{"one lane: arrival order", "ojojo", "o1 j1 o2 j2 o3", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := dbtest.NewSQLite(t)
+			if tc.oneLane {
+				s.OneLane()
+			}
+			if got := queueTurns(t, s, tc.lanes); got != tc.want {
+				t.Errorf("queued %q: ran %q, want %q", tc.lanes, got, tc.want)
+			}
+		})
+	}
+}
+
+// A job write that gives up while it waits leaves the queue behind it
+// moving.
+func TestSQLiteJobWriteGivesUpInTurn(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.NewSQLite(t)
+	release, held := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.InTx(ctx, func(tx *sql.Tx) error { close(held); <-release; return nil }); err != nil {
+			t.Error(err)
+		}
+	})
+	<-held
+	cctx, cancel := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- s.InJobTx(cctx, func(tx *sql.Tx) error { return errors.New("ran after giving up") }) }()
+	for deadline := time.Now().Add(30 * time.Second); s.TurnWaiting() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job write never queued")
+		}
+	}
+	ran := make(chan struct{})
+	wg.Go(func() {
+		if err := s.InTx(ctx, func(tx *sql.Tx) error { close(ran); return nil }); err != nil {
+			t.Error(err)
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); s.TurnWaiting() != 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the other write never queued")
+		}
+	}
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a job write whose context ended while it waited returned %v, want context.Canceled", err)
+	}
+	close(release)
+	<-ran
+	wg.Wait()
+	if n := s.TurnWaiting(); n != 0 {
+		t.Errorf("%d transactions still waiting", n)
+	}
+}
+
+// The store's job status writes, one or a batch, go in the job lane; the
+// other writes do not.
+func TestStoreJobStatusWritesTakeTheJobLane(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var lanes []string
+	s := dbtest.NewSQLite(t, sqlstore.WithTxObserver(func(lane string, _, _ time.Duration) {
+		mu.Lock()
+		lanes = append(lanes, lane)
+		mu.Unlock()
+	}))
+	took := func(what string, want string, do func() error) {
+		t.Helper()
+		mu.Lock()
+		lanes = nil
+		mu.Unlock()
+		if err := do(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(lanes) == 0 || slices.ContainsFunc(lanes, func(l string) bool { return l != want }) {
+			t.Errorf("%s went in lanes %v, want only %q", what, lanes, want)
+		}
+	}
+	exp, jobs, art := newExp("lanes", "main")
+	job := jobs[0]
+	took("CreateExp", "other", func() error { return s.CreateExp(ctx, exp, jobs, art) })
+	took("UpdateJobStatus", "jobs", func() error {
+		_, err := s.UpdateJobStatus(ctx, store.StatusUpdate{ID: job.ID, Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Waiting", Message: "queue position #1"})
+		return err
+	})
+	took("UpdateJobStatuses", "jobs", func() error {
+		_, errs, _, err := s.UpdateJobStatuses(ctx, []store.StatusUpdate{{ID: job.ID, Expected: lifecycle.Pending, Status: lifecycle.Running}})
+		return cmp.Or(err, errs[0])
+	})
+	took("UpdateExpStatus", "other", func() error {
+		_, err := s.UpdateExpStatus(ctx, store.StatusUpdate{ID: exp.ID, Expected: lifecycle.Running, Status: lifecycle.Running, Message: "running"})
+		return err
+	})
 }
