@@ -49,6 +49,7 @@ test-race: kube-bins
 bench: kube-bins
 	CI=true $(GO) test -run '^$$' -bench 'CreateExp|ListExps100k' -benchtime 3s -timeout 30m ./internal/store/sqlstore/
 	$(GO) test -run '^$$' -bench SQLiteWriteOrder -benchtime 300x ./internal/store/sqlstore/
+	$(GO) test -run '^$$' -bench SQLiteJobWritesUnderLoad -benchtime 2000x -count 2 ./internal/store/sqlstore/
 	$(GO) test -run '^$$' -bench SQLiteListByIDs -benchtime 2000x ./internal/store/sqlstore/
 	$(GO) test -run '^$$' -bench 'WalkSmallTree|ChecksumSmallFile' -benchtime 2000x ./internal/blobstore/
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./internal/resourcemanager/queue/
@@ -59,7 +60,7 @@ bench: kube-bins
 	$(GO) test -run '^$$' -bench 'KubeDispatch$$' -benchtime 1x -count 3 -timeout 60m ./e2e/
 	$(GO) test -run '^$$' -bench KubeDispatchCPU -benchtime 1x -timeout 30m ./e2e/
 	CI=true $(GO) test -run '^$$' -bench PooledEnds -benchtime 1x -timeout 10m ./internal/provider/gke/
-	$(GO) test -run '^$$' -bench Plan100kWaiting -benchmem -benchtime 20x ./internal/resourcemanager/
+	$(GO) test -run '^$$' -bench Plan100kWaiting -benchmem -benchtime 20x -count 3 ./internal/resourcemanager/
 	$(GO) test -run '^$$' -bench Results -benchtime 3x -timeout 30m ./e2e/
 	$(GO) test -run '^$$' -bench ServerColdStart -benchtime 10x -timeout 10m ./e2e/
 	$(GO) test -run '^$$' -bench WatchExpLatency -benchtime 1x -timeout 10m ./internal/apiserver/
