@@ -29,6 +29,7 @@ var expArgs = map[string]argKind{
 	"falcon exp extend":       allArgs,
 	"falcon exp diff":         allArgs,
 	"falcon exp compare":      allArgs,
+	"falcon exp explain":      allArgs,
 	"falcon exp exec":         firstArg,
 	"falcon exp cp":           copyArgs,
 	"falcon artifact ls":      firstArg,

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -117,6 +119,7 @@ func TestExperimentNamesWhereIDsGo(t *testing.T) {
 	}{
 		{name: "a name", args: []string{"exp", "get", "my-run", "--jq", ".id"}, wantStdout: "exp-q7odgo8q9x\n"},
 		{name: "an ID needs no lookup", args: []string{"exp", "get", "exp-q7odgo8q9x", "--jq", ".id"}, wantStdout: "exp-q7odgo8q9x\n"},
+		{name: "explain takes a name", args: []string{"exp", "explain", "my-run", "--jq", ".exp_id"}, wantStdout: "exp-q7odgo8q9x\n"},
 		{name: "--exp takes a name", args: []string{"job", "list", "--exp", "my-run", "--jq", ".items[].exp_id"}, wantStdout: "exp-q7odgo8q9x\n"},
 		{name: "several, mixed", args: []string{"exp", "wait", "my-run", "exp-failed", "--any", "--jq", ".id"}, wantCode: errdefs.ExitNotSucceeded},
 		{name: "an unknown name", args: []string{"exp", "get", "nope"}, wantCode: errdefs.ExitNotFound, wantStderr: `Error: no experiment is named "nope", and it is no experiment ID`},
@@ -145,4 +148,34 @@ func TestExperimentNamesWhereIDsGo(t *testing.T) {
 			t.Errorf("GetExp asked for %q: a name reached the API as an ID", id)
 		}
 	}
+}
+
+// Every command of exp, artifact, analyze and report whose arguments start
+// with an experiment (the Use line's first argument in capitals) takes its
+// name as well as its ID: it is in expArgs, which the root resolves.
+// `exp explain` was once left out, and its own example, by name, failed.
+func TestEveryExperimentArgumentTakesAName(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		path := c.CommandPath()
+		top := strings.Fields(path)
+		if !c.Runnable() || len(top) < 3 || !slices.Contains([]string{"exp", "artifact", "analyze", "report"}, top[1]) {
+			return
+		}
+		fields := strings.Fields(c.Use)
+		if len(fields) < 2 {
+			return
+		}
+		first := fields[1]
+		if first != strings.ToUpper(first) || strings.ContainsAny(first[:1], "{[-") {
+			return // no positional argument, or one that is optional or a choice
+		}
+		if expArgs[path] == 0 {
+			t.Errorf("%s (%q) takes an experiment first, but is not in expArgs: a name there is sent to the server as an ID", path, c.Use)
+		}
+	}
+	walk(CommandTree())
 }
