@@ -176,7 +176,7 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 	run("oom killed", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-oom", "2x2x1", 1, map[string]string{"FALCON_TEST_OOM_KILLED": "true"}, ""))
 		exp = d.waitFor(exp["id"].(string), "final", final)
-		if j := jobOf(exp); !strings.Contains(j["message"].(string), "OOMKilled (exit code 137)") {
+		if j := jobOf(exp); !strings.Contains(j["message"].(string), "OOMKilled (exit code 137: killed by SIGKILL)") {
 			t.Fatalf("job %v", j)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/falconhq/falcon/internal/exitcode"
 	"github.com/falconhq/falcon/internal/provider/kube/render"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 )
@@ -161,7 +162,11 @@ func podFailure(p *corev1.Pod) (string, bool) {
 			if reason == "" {
 				reason = "Error"
 			}
-			msg := fmt.Sprintf("pod %s terminated: %s (exit code %d)", p.Name, reason, t.ExitCode)
+			code := fmt.Sprint(t.ExitCode)
+			if k := exitcode.Killed(int(t.ExitCode)); k != "" {
+				code += ": " + k
+			}
+			msg := fmt.Sprintf("pod %s terminated: %s (exit code %s)", p.Name, reason, code)
 			if t.Message != "" {
 				msg += ": " + strings.TrimSpace(t.Message)
 			}

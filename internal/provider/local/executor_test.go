@@ -1239,6 +1239,11 @@ func TestSummarize(t *testing.T) {
 			want:  Status{Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 2, Message: "rank 1 (pod j-1) exited with code 2"},
 		},
 		{
+			name:  "a shell's code for a command killed by a signal says which",
+			ranks: views(nil, exited(143, 1)),
+			want:  Status{Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 143, Message: "rank 1 (pod j-1) exited with code 143 (killed by SIGTERM)"},
+		},
+		{
 			name:  "the earliest failure is the culprit",
 			ranks: views(exited(5, 2), exited(2, 1)),
 			want:  Status{Phase: PhaseFailed, Reason: ReasonProcessFailed, ExitCode: 2, Message: "rank 1 (pod j-1) exited with code 2"},

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/falconhq/falcon/internal/exitcode"
 )
 
 // Phase is the coarse state of a job, derived from its ranks.
@@ -112,7 +114,11 @@ func failure(c *rankView, ranks []rankView) (Reason, string) {
 	switch x.End {
 	case endExited:
 		if x.Code != nil {
-			return ReasonProcessFailed, fmt.Sprintf("rank %d (pod %s) exited with code %d", c.rank, c.pod, *x.Code)
+			msg := fmt.Sprintf("rank %d (pod %s) exited with code %d", c.rank, c.pod, *x.Code)
+			if k := exitcode.Killed(*x.Code); k != "" {
+				msg += " (" + k + ")"
+			}
+			return ReasonProcessFailed, msg
 		}
 		return ReasonProcessFailed, fmt.Sprintf("rank %d (pod %s) was killed by signal %d (%v)",
 			c.rank, c.pod, x.Signal, syscall.Signal(x.Signal))
