@@ -135,9 +135,10 @@ func NewRM(reg prometheus.Registerer) *RM {
 // Store is the database's metrics, as the store's transactions see them.
 type Store struct {
 	// TxSeconds times each transaction attempt by lane ("jobs" for a job
-	// status write, "other") and phase: "wait", until it
-	// could begin (SQLite's one writer is taken in turn; on MySQL, a pooled
-	// connection), and "run", from its begin to its commit or rollback.
+	// status write, "other") and phase: "wait", until it could begin
+	// (SQLite's one writer is taken in turn, job writes first; on MySQL, a
+	// pooled connection), and "run", from its begin to its commit or
+	// rollback.
 	TxSeconds *prometheus.HistogramVec
 	// series are TxSeconds' series by lane and phase, looked up once:
 	// every transaction observes two.
