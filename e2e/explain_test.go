@@ -60,8 +60,10 @@ func TestExplain(t *testing.T) {
 	if cands, _ := sel["candidates"].([]any); len(cands) != 1 || cands[0].(map[string]any)["rank"] != float64(1) {
 		t.Errorf("running job's candidates: %v", sel["candidates"])
 	}
-	table := d.run("", "exp", "explain", runID, "-o", "table")
-	if table.code != 0 || !strings.Contains(table.stdout, "Placed: selected "+local+": ") {
+	// By name too, as every command that takes an experiment.
+	table := d.run("", "exp", "explain", "explain-running", "-o", "table")
+	if table.code != 0 || !strings.Contains(table.stdout, "Placed: selected "+local+": ") ||
+		!strings.Contains(table.stdout, "(policy spread, decided ") || !strings.Contains(table.stdout, " ago, at ") {
 		t.Errorf("explain table (exit %d):\n%s%s", table.code, table.stdout, table.stderr)
 	}
 

@@ -3,6 +3,7 @@ package explain
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -42,7 +43,11 @@ func view(e *falconv1.ExpExplanation) output.TableFunc {
 		for _, j := range e.GetJobs() {
 			fmt.Fprintf(w, "\nJob %s (role %s): %s\n", j.GetJobId(), j.GetRole(), line(v.Status(j.GetStatus()), j.GetReason(), j.GetMessage()))
 			if sel := j.GetSelection(); sel != nil {
-				fmt.Fprintf(w, "  Placed: %s (policy %s, %s)\n", sel.GetReason(), sel.GetPolicy(), output.Timestamp(v.Now, sel.GetDecidedAt()))
+				when := ""
+				if at := sel.GetDecidedAt(); at != nil {
+					when = fmt.Sprintf(", decided %s ago, at %s", output.Age(v.Now, at), at.AsTime().UTC().Format(time.RFC3339))
+				}
+				fmt.Fprintf(w, "  Placed: %s (policy %s%s)\n", sel.GetReason(), sel.GetPolicy(), when)
 				candidates(w, sel)
 			} else if j.GetCluster() != "" {
 				fmt.Fprintf(w, "  Cluster: %s (no decision record: placed before records were kept, or pinned there)\n", j.GetCluster())
