@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/falconhq/falcon/internal/store/sqlstore"
 	"github.com/falconhq/falcon/internal/testenv/dbtest"
 )
 
@@ -22,46 +23,26 @@ func BenchmarkSQLiteWriteOrder(b *testing.B) {
 	for _, fifo := range []bool{true, false} {
 		b.Run(map[bool]string{true: "fifo", false: "pool"}[fifo], func(b *testing.B) {
 			ctx := context.Background()
-			s := dbtest.NewSQLite(b)
-			if err := s.Exec(ctx, "CREATE TABLE scratch (k INTEGER PRIMARY KEY, v TEXT)"); err != nil {
-				b.Fatal(err)
-			}
+			s := scratchStore(b)
 			s.OrderWrites(fifo)
 			const writers = 16
-			var mu sync.Mutex
-			var lat []float64
+			var lat latencies
 			b.ResetTimer()
 			var wg sync.WaitGroup
 			for w := range writers {
 				wg.Go(func() {
 					for i := w; i < b.N*writers; i += writers {
-						start := time.Now()
-						err := s.InTx(ctx, func(tx *sql.Tx) error {
-							for k := range 20 {
-								if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO scratch (k, v) VALUES (?, ?)", (i*20+k)%5000, fmt.Sprint(i)); err != nil {
-									return err
-								}
-							}
-							return nil
-						})
-						if err != nil {
-							b.Error(err)
+						if !lat.time(b, func() error { return writeScratch(ctx, s, i) }) {
 							return
 						}
-						d := time.Since(start)
-						mu.Lock()
-						lat = append(lat, float64(d.Microseconds())/1000)
-						mu.Unlock()
 					}
 				})
 			}
 			wg.Wait()
 			b.StopTimer()
-			slices.Sort(lat)
-			pct := func(p float64) float64 { return lat[min(len(lat)-1, int(float64(len(lat))*p))] }
-			b.ReportMetric(pct(0.5), "tx-p50-ms")
-			b.ReportMetric(pct(0.99), "tx-p99-ms")
-			b.ReportMetric(lat[len(lat)-1], "tx-max-ms")
+			b.ReportMetric(lat.pct(0.5), "tx-p50-ms")
+			b.ReportMetric(lat.pct(0.99), "tx-p99-ms")
+			b.ReportMetric(lat.pct(1), "tx-max-ms")
 		})
 	}
 }
@@ -77,30 +58,12 @@ func BenchmarkSQLiteJobWritesUnderLoad(b *testing.B) {
 	for _, oneLane := range []bool{false, true} {
 		b.Run(map[bool]string{false: "lanes", true: "one-lane"}[oneLane], func(b *testing.B) {
 			ctx := context.Background()
-			s := dbtest.NewSQLite(b)
-			if err := s.Exec(ctx, "CREATE TABLE scratch (k INTEGER PRIMARY KEY, v TEXT)"); err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Exec(ctx, "CREATE TABLE job (k INTEGER PRIMARY KEY, v TEXT)"); err != nil {
-				b.Fatal(err)
-			}
+			s := scratchStore(b, "job")
 			if oneLane {
 				s.OneLane()
 			}
 			const others = 8
-			var mu sync.Mutex
-			var jobLat, otherLat []float64
-			timed := func(into *[]float64, run func() error) {
-				start := time.Now()
-				if err := run(); err != nil {
-					b.Error(err)
-					return
-				}
-				d := float64(time.Since(start).Microseconds()) / 1000
-				mu.Lock()
-				*into = append(*into, d)
-				mu.Unlock()
-			}
+			var jobLat, otherLat latencies
 			done := make(chan struct{})
 			var wg sync.WaitGroup
 			b.ResetTimer()
@@ -112,21 +75,12 @@ func BenchmarkSQLiteJobWritesUnderLoad(b *testing.B) {
 							return
 						default:
 						}
-						timed(&otherLat, func() error {
-							return s.InTx(ctx, func(tx *sql.Tx) error {
-								for k := range 20 {
-									if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO scratch (k, v) VALUES (?, ?)", (i*20+k)%5000, fmt.Sprint(i)); err != nil {
-										return err
-									}
-								}
-								return nil
-							})
-						})
+						otherLat.time(b, func() error { return writeScratch(ctx, s, i) })
 					}
 				})
 			}
 			for i := 0; i < b.N; i++ {
-				timed(&jobLat, func() error {
+				jobLat.time(b, func() error {
 					return s.InJobTx(ctx, func(tx *sql.Tx) error {
 						_, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO job (k, v) VALUES (?, ?)", i%100, fmt.Sprint(i))
 						return err
@@ -136,15 +90,64 @@ func BenchmarkSQLiteJobWritesUnderLoad(b *testing.B) {
 			close(done)
 			wg.Wait()
 			b.StopTimer()
-			pct := func(lat []float64, p float64) float64 {
-				slices.Sort(lat)
-				return lat[min(len(lat)-1, int(float64(len(lat))*p))]
-			}
-			b.ReportMetric(pct(jobLat, 0.5), "job-tx-p50-ms")
-			b.ReportMetric(pct(jobLat, 0.99), "job-tx-p99-ms")
-			b.ReportMetric(pct(otherLat, 0.5), "other-tx-p50-ms")
-			b.ReportMetric(pct(otherLat, 0.99), "other-tx-p99-ms")
-			b.ReportMetric(float64(len(otherLat))/b.Elapsed().Seconds(), "other-tx/s")
+			b.ReportMetric(jobLat.pct(0.5), "job-tx-p50-ms")
+			b.ReportMetric(jobLat.pct(0.99), "job-tx-p99-ms")
+			b.ReportMetric(otherLat.pct(0.5), "other-tx-p50-ms")
+			b.ReportMetric(otherLat.pct(0.99), "other-tx-p99-ms")
+			b.ReportMetric(float64(len(otherLat.ms))/b.Elapsed().Seconds(), "other-tx/s")
 		})
 	}
+}
+
+// scratchStore is a SQLite store with a table "scratch", and a table of
+// the same columns (k INTEGER PRIMARY KEY, v TEXT) for each name given.
+func scratchStore(b *testing.B, tables ...string) *sqlstore.Store {
+	ctx := context.Background()
+	s := dbtest.NewSQLite(b)
+	for _, name := range append([]string{"scratch"}, tables...) {
+		if err := s.Exec(ctx, "CREATE TABLE "+name+" (k INTEGER PRIMARY KEY, v TEXT)"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
+// writeScratch is writer i's transaction: 20 rows into scratch.
+func writeScratch(ctx context.Context, s *sqlstore.Store, i int) error {
+	return s.InTx(ctx, func(tx *sql.Tx) error {
+		for k := range 20 {
+			if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO scratch (k, v) VALUES (?, ?)", (i*20+k)%5000, fmt.Sprint(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// latencies collects how long calls took, in ms, from several writers.
+type latencies struct {
+	mu sync.Mutex
+	ms []float64
+}
+
+// time runs run and notes how long it took; a failure fails b and is not
+// noted, and time reports whether run succeeded.
+func (l *latencies) time(b *testing.B, run func() error) bool {
+	start := time.Now()
+	if err := run(); err != nil {
+		b.Error(err)
+		return false
+	}
+	d := float64(time.Since(start).Microseconds()) / 1000
+	l.mu.Lock()
+	l.ms = append(l.ms, d)
+	l.mu.Unlock()
+	return true
+}
+
+// pct is the p-quantile of what was noted (1: the largest); call it once
+// the writers are done.
+func (l *latencies) pct(p float64) float64 {
+	slices.Sort(l.ms)
+	return l.ms[min(len(l.ms)-1, int(float64(len(l.ms))*p))]
 }

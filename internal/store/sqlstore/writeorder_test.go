@@ -28,25 +28,7 @@ func TestSQLiteTransactionsTakeTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first holds the writer until the others queue behind it.
-	release := make(chan struct{})
-	held := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := s.InTx(ctx, func(tx *sql.Tx) error { close(held); <-release; return nil }); err != nil {
-			t.Error(err)
-		}
-	})
-	<-held
-	waitTurns := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for s.TurnWaiting() != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d transactions waiting, want %d", s.TurnWaiting(), n)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	release := holdWriter(t, s)
 	// One that gives up while it waits.
 	cctx, cancel := context.WithCancel(ctx)
 	gaveUp := make(chan error, 1)
@@ -56,12 +38,13 @@ func TestSQLiteTransactionsTakeTurns(t *testing.T) {
 			return err
 		})
 	}()
-	waitTurns(1)
+	waitTurns(t, s, 1)
 	cancel()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a transaction whose context ended while it waited returned %v, want context.Canceled", err)
 	}
-	waitTurns(0)
+	waitTurns(t, s, 0)
+	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var order []int
 	const n = 8
@@ -78,9 +61,9 @@ func TestSQLiteTransactionsTakeTurns(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		waitTurns(i + 1)
+		waitTurns(t, s, i+1)
 	}
-	close(release)
+	release()
 	wg.Wait()
 	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(order, want) {
 		t.Errorf("transactions ran in the order %v, want the order they asked in %v", order, want)
@@ -138,11 +121,7 @@ func TestTxObserverTimesTheWaitForTheWriter(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); s.TurnWaiting() != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the second transaction never queued")
-		}
-	}
+	waitTurns(t, s, 1)
 	queuedAt = time.Now()
 	close(queued)
 	wg.Wait()
@@ -174,14 +153,8 @@ func TestTxObserverTimesTheWaitForTheWriter(t *testing.T) {
 func queueTurns(t *testing.T, s *sqlstore.Store, lanes string) string {
 	t.Helper()
 	ctx := context.Background()
-	release, held := make(chan struct{}), make(chan struct{})
+	release := holdWriter(t, s)
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := s.InTx(ctx, func(tx *sql.Tx) error { close(held); <-release; return nil }); err != nil {
-			t.Error(err)
-		}
-	})
-	<-held
 	var mu sync.Mutex
 	var ran []string
 	counts := map[rune]int{}
@@ -202,13 +175,9 @@ func queueTurns(t *testing.T, s *sqlstore.Store, lanes string) string {
 				t.Error(err)
 			}
 		})
-		for deadline := time.Now().Add(30 * time.Second); s.TurnWaiting() != i+1; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d transactions waiting, want %d", s.TurnWaiting(), i+1)
-			}
-		}
+		waitTurns(t, s, i+1)
 	}
-	close(release)
+	release()
 	wg.Wait()
 	return strings.Join(ran, " ")
 }
@@ -251,38 +220,24 @@ func TestSQLiteJobWritesGoFirst(t *testing.T) {
 func TestSQLiteJobWriteGivesUpInTurn(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewSQLite(t)
-	release, held := make(chan struct{}), make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := s.InTx(ctx, func(tx *sql.Tx) error { close(held); <-release; return nil }); err != nil {
-			t.Error(err)
-		}
-	})
-	<-held
+	release := holdWriter(t, s)
 	cctx, cancel := context.WithCancel(ctx)
 	gaveUp := make(chan error, 1)
 	go func() { gaveUp <- s.InJobTx(cctx, func(tx *sql.Tx) error { return errors.New("ran after giving up") }) }()
-	for deadline := time.Now().Add(30 * time.Second); s.TurnWaiting() != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the job write never queued")
-		}
-	}
+	waitTurns(t, s, 1)
 	ran := make(chan struct{})
+	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := s.InTx(ctx, func(tx *sql.Tx) error { close(ran); return nil }); err != nil {
 			t.Error(err)
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); s.TurnWaiting() != 2; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the other write never queued")
-		}
-	}
+	waitTurns(t, s, 2)
 	cancel()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a job write whose context ended while it waited returned %v, want context.Canceled", err)
 	}
-	close(release)
+	release()
 	<-ran
 	wg.Wait()
 	if n := s.TurnWaiting(); n != 0 {
@@ -330,4 +285,30 @@ func TestStoreJobStatusWritesTakeTheJobLane(t *testing.T) {
 		_, err := s.UpdateExpStatus(ctx, store.StatusUpdate{ID: exp.ID, Expected: lifecycle.Running, Status: lifecycle.Running, Message: "running"})
 		return err
 	})
+}
+
+// holdWriter takes SQLite's writer in a transaction that holds it until
+// the returned release is called, which waits for that transaction's end.
+func holdWriter(t *testing.T, s *sqlstore.Store) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	held, done := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.InTx(ctx, func(tx *sql.Tx) error { close(held); <-done; return nil }); err != nil {
+			t.Error(err)
+		}
+	})
+	<-held
+	return func() { close(done); wg.Wait() }
+}
+
+// waitTurns waits until n transactions wait for SQLite's writer.
+func waitTurns(t *testing.T, s *sqlstore.Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); s.TurnWaiting() != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d transactions waiting, want %d", s.TurnWaiting(), n)
+		}
+	}
 }
