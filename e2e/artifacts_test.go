@@ -311,3 +311,45 @@ func TestArtifactGetShowsProgressOnATerminal(t *testing.T) {
 		t.Fatalf("piped: exit %d, stderr %q; want no progress", r.code, r.stderr)
 	}
 }
+
+// An experiment's files are indexed the moment it ends, without anyone
+// listing them: `exp get` says what a run kept, whether it succeeded,
+// failed or was aborted. The round that reads running experiments is set to
+// an hour, so only the read at the end can have done it.
+func TestFilesAreIndexedWhenExperimentsEnd(t *testing.T) {
+	d := startDevEnv(t, "", nil, "--results-interval", "1h")
+	const manifest = `
+name: %s
+role_to_task_spec:
+  main:
+    command: |
+      cd "$FALCON_ARTIFACT_DIR"
+      echo one > a.txt
+      echo '{"step": 1, "loss": 0.5}' > metrics.jsonl
+      %s
+    replica: 1
+`
+	ids := map[string]string{} // how it ends -> experiment ID
+	for end, tail := range map[string]string{"Succeeded": "true", "Failed": "exit 3", "Aborted": "exec sleep 600"} {
+		ids[end] = d.create(fmt.Sprintf(manifest, "index-at-end-"+strings.ToLower(end), tail))["id"].(string)
+	}
+	d.waitFor(ids["Aborted"], "its files written", func(e map[string]any) bool {
+		dir := strings.TrimPrefix(e["artifact"].(map[string]any)["path"].(string), "file://")
+		_, err := os.Stat(filepath.Join(dir, "metrics.jsonl"))
+		return e["status"] == "Running" && err == nil
+	})
+	if r := d.run("", "exp", "abort", ids["Aborted"], "--yes"); r.code != 0 {
+		t.Fatalf("abort: %d %s", r.code, r.stderr)
+	}
+	for end, id := range ids {
+		exp := d.waitFor(id, end+" and indexed", func(e map[string]any) bool {
+			return e["status"] == end && e["artifact"].(map[string]any)["index_complete"] == true
+		})
+		if art := exp["artifact"].(map[string]any); art["file_count"] != "2" {
+			t.Errorf("%s: artifact %v; want 2 files", end, art)
+		}
+		if get := d.run("", "exp", "get", id, "-o", "table"); !strings.Contains(get.stdout, "(2 files, ") || strings.Contains(get.stdout, "so far") {
+			t.Errorf("%s: exp get does not say what was kept:\n%s", end, get.stdout)
+		}
+	}
+}

@@ -31,6 +31,9 @@ type experimentFiles struct {
 	exp *store.Experiment
 	art *store.Artifact
 	loc blobstore.Location
+	// backend is that of the cluster the experiment was placed on; empty
+	// when it was never placed or the cluster is gone.
+	backend string
 }
 
 func (s *Server) experimentFiles(ctx context.Context, expID string) (*experimentFiles, error) {
@@ -48,58 +51,92 @@ func (s *Server) experimentFiles(ctx context.Context, expID string) (*experiment
 	if len(arts) == 0 {
 		return nil, errdefs.NotFoundf("experiment %s has no artifact", expID)
 	}
-	bucket, err := s.jobBucket(ctx, exp)
+	c, err := s.placedOn(ctx, exp)
 	if err != nil {
 		return nil, err
 	}
-	loc, err := artifactindex.Location(arts[0], bucket)
+	loc, err := artifactindex.Location(arts[0], c.GCSBucket)
 	if err != nil {
 		return nil, err
 	}
-	return &experimentFiles{exp: exp, art: arts[0], loc: loc}, nil
+	return &experimentFiles{exp: exp, art: arts[0], loc: loc, backend: c.Backend}, nil
+}
+
+// placedOn is the cluster the experiment's jobs were placed on; an empty
+// one when they never were or the cluster was deleted since (the artifact
+// path is then all there is).
+func (s *Server) placedOn(ctx context.Context, exp *store.Experiment) (*store.Cluster, error) {
+	if exp.ClusterName == "" {
+		return &store.Cluster{}, nil
+	}
+	c, err := s.store.GetCluster(ctx, exp.ClusterName)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return &store.Cluster{}, nil
+	}
+	return c, err
 }
 
 // jobBucket is the bucket of the cluster the experiment's jobs were placed
 // on, where they write unless their artifact path names a gs:// location.
 func (s *Server) jobBucket(ctx context.Context, exp *store.Experiment) (string, error) {
-	name := exp.ClusterName
-	if name == "" {
-		return "", nil
-	}
-	c, err := s.store.GetCluster(ctx, name)
-	if errors.Is(err, errdefs.ErrNotFound) {
-		return "", nil // deleted since: the artifact path is all there is
-	}
+	c, err := s.placedOn(ctx, exp)
 	if err != nil {
 		return "", err
 	}
 	return c.GCSBucket, nil
 }
 
+// DefaultStopGrace is how long the pods of a stopped Kubernetes Job may
+// still write after their experiment ended: their termination grace
+// period (render.TerminationGracePeriod, which a test keeps equal).
+const DefaultStopGrace = 60 * time.Second
+
+// WithStopGrace sets how long after an experiment that did not succeed
+// ended its results are still read as they may change (DefaultStopGrace).
+func WithStopGrace(d time.Duration) Option { return func(s *Server) { s.stopGrace = d } }
+
+// settled says whether the experiment's jobs can write no more, so that a
+// read of its results is final (the index complete and never walked
+// again, the metrics' sources read to their end): it ended, and either it
+// succeeded (every pod ended by itself), or its cluster's stop returns
+// only once the processes are gone (local), or the pods Falcon stopped
+// have had their grace period (stopGrace) since it ended. When it has not
+// settled yet, at is when it will.
+func (s *Server) settled(exp *store.Experiment, backend string) (ok bool, at time.Time) {
+	if !lifecycle.ExperimentMachine.IsTerminal(exp.Status) {
+		return false, time.Time{}
+	}
+	if exp.Status == lifecycle.Succeeded || backend == localBackend || exp.FinishedAt == nil {
+		return true, time.Time{}
+	}
+	at = exp.FinishedAt.Add(s.stopGrace)
+	return !s.now().Before(at), at
+}
+
 // refreshIndex brings the index up to date where it may be stale: always
-// once after the experiment ended (then never again), and while it runs
+// once after the experiment settled (then never again), and before that
 // when the last refresh is older than indexFreshness.
 func (s *Server) refreshIndex(ctx context.Context, f *experimentFiles) error {
 	if f.art.Index.Complete {
 		return nil
 	}
-	ended := lifecycle.ExperimentMachine.IsTerminal(f.exp.Status)
-	if !ended && f.art.Index.At != nil && s.now().Sub(*f.art.Index.At) < indexFreshness {
+	final, _ := s.settled(f.exp, f.backend)
+	if !final && f.art.Index.At != nil && s.now().Sub(*f.art.Index.At) < indexFreshness {
 		return nil
 	}
-	if ended {
+	if final {
 		// The complete index is never walked again: Falcon's own copy of
 		// the spec must be there first.
 		if err := s.ensureSpecCopy(ctx, f); err != nil {
 			s.log.Warn("copy of the experiment's spec not written", "exp", f.exp.ID, "err", err)
 		}
 	}
-	idx, err := s.index.Refresh(ctx, f.art, f.loc, ended)
+	idx, err := s.index.Refresh(ctx, f.art, f.loc, final)
 	if err != nil {
 		return err
 	}
 	f.art.Index = idx
-	if ended {
+	if final {
 		s.index.Forget(f.art.ID)
 	}
 	return nil

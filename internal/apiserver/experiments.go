@@ -336,7 +336,7 @@ func (s *Server) AbortExp(ctx context.Context, req *falconv1.AbortExpRequest) (*
 	noteAudit(ctx, "", fmt.Sprintf("changed=%t", changed))
 	resp := &falconv1.AbortExpResponse{Changed: changed}
 	if changed {
-		s.changed(expChange(exp.ID))
+		s.changed(expWritten(exp.ID, exp.Status))
 		s.log.Info("experiment aborting", "exp", exp.ID, "by", p.Display(), "force", req.GetForce())
 		resp.Message = fmt.Sprintf("experiment %s %s", exp.ID, done)
 	} else {
@@ -400,7 +400,7 @@ func (s *Server) UpdateExpStatus(ctx context.Context, req *falconv1.UpdateExpSta
 	if err != nil {
 		return nil, err
 	}
-	s.changed(derived(expChange(exp.ID)))
+	s.changed(derived(expWritten(exp.ID, exp.Status)))
 	return expToAPI(exp), nil
 }
 
@@ -419,7 +419,7 @@ func (s *Server) UpdateExpStatuses(ctx context.Context, req *falconv1.UpdateExpS
 		},
 		func(i int, e *store.Experiment) {
 			resp.Results[i] = &falconv1.ExpStatusResult{Experiment: expToAPI(e)}
-			changes = append(changes, derived(expChange(e.ID)))
+			changes = append(changes, derived(expWritten(e.ID, e.Status)))
 		},
 		func(i int, err error) { resp.Results[i] = expRefusal(err) })
 	if err != nil {

@@ -132,7 +132,7 @@ func (s *Server) propagated(jobs []changefeed.Change, exps []store.ExpChange) []
 		}
 		s.log.Log(context.Background(), level, "experiment status", "exp", c.ID, "exp_name", c.Name, "cluster", c.ClusterName,
 			"from", c.From, "to", c.Status, "reason", c.Reason)
-		out = append(out, derived(expChange(c.ID)))
+		out = append(out, derived(expWritten(c.ID, c.Status)))
 	}
 	for i := range jobs {
 		jobs[i].Settled = settled[jobs[i].ExpID]

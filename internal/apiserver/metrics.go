@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/falconhq/falcon/internal/blobstore"
+	"github.com/falconhq/falcon/internal/changefeed"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/ids"
 	"github.com/falconhq/falcon/internal/lifecycle"
@@ -34,7 +36,12 @@ func (s *Server) GetExpMetrics(ctx context.Context, req *falconv1.GetExpMetricsR
 	if err != nil {
 		return nil, err
 	}
-	if err := s.metrics.Refresh(ctx, exp, lifecycle.ExperimentMachine.IsTerminal(exp.Status)); err != nil {
+	c, err := s.placedOn(ctx, exp)
+	if err != nil {
+		return nil, err
+	}
+	settled, _ := s.settled(exp, c.Backend)
+	if err := s.metrics.Refresh(ctx, exp, settled); err != nil {
 		return nil, err
 	}
 	res, err := s.metrics.Summary(ctx, exp, req.GetSeries())
@@ -149,67 +156,162 @@ func (s *Server) ensureSpecCopy(ctx context.Context, f *experimentFiles) error {
 	return nil
 }
 
-// resultsEvery is how often the server refreshes the artifact index and
-// metrics of running experiments, so `exp get` and queries see them
-// without anyone asking first. Each refresh lists the artifact's prefix, so
-// this is a cost per running experiment; `ls` and `exp metrics` refresh on
-// demand anyway.
-const resultsEvery = 15 * time.Second
+// DefaultResultsEvery is how often the server refreshes the artifact
+// index and metrics of running experiments, so `exp get` and queries see
+// them without anyone asking first. Each refresh lists the artifact's
+// prefix, so this is a cost per running experiment; `ls` and `exp metrics`
+// refresh on demand anyway.
+const DefaultResultsEvery = 15 * time.Second
 
-// keepResults refreshes, every resultsEvery, the results of experiments
-// that run, and once more those that ended since the last round (their
-// final, complete read). A restart loses the second set; the next `ls` or
-// `metrics` call does that final read instead.
+// WithResultsEvery sets keepResults' round; 0 keeps DefaultResultsEvery.
+func WithResultsEvery(d time.Duration) Option {
+	return func(s *Server) {
+		if d > 0 {
+			s.resultsEvery = d
+		}
+	}
+}
+
+// keepResults keeps experiments' results read without anyone asking: every
+// round (WithResultsEvery) those of the experiments that run, and those of
+// each experiment as soon as a write through this server ends it (a change
+// marked Ended on the feed), so `exp get` says what a run of a few seconds
+// kept the moment it ends; then once more, final, when it settles (see
+// settled) if it had not yet. An experiment that ended while this server
+// was down or its feed overflowed, or through another replica that was,
+// is read from the round after it was last seen running, or by the next
+// `ls` or `metrics` call.
 func (s *Server) keepResults(ctx context.Context) {
-	t := time.NewTicker(resultsEvery)
+	t := time.NewTicker(s.resultsEvery)
 	defer t.Stop()
+	wake, stop := s.feed.Subscribe()
+	defer stop()
+	seen := s.feed.Latest()
 	running := map[string]bool{}
+	settling := map[string]time.Time{} // ended, not settled: when it will
+	due := time.NewTimer(time.Hour)
+	defer due.Stop()
+	read := func(id string) {
+		e, err := s.store.GetExp(ctx, id)
+		if err != nil {
+			delete(settling, id) // deleted since, or read again next round
+			return
+		}
+		if at := s.refreshResults(ctx, e); at.IsZero() {
+			delete(settling, id)
+		} else {
+			settling[id] = at
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-wake:
+			changes, whole := s.feed.Since(seen)
+			if len(changes) > 0 {
+				seen = changes[len(changes)-1].Seq
+			}
+			if !whole {
+				seen = s.feed.Latest()
+				s.log.Warn("changes were dropped before their experiments' results were read; the next round reads those it saw running")
+			}
+			for _, id := range endedIn(changes) {
+				read(id)
+			}
 		case <-t.C:
-		}
-		now := map[string]bool{}
-		for _, st := range []lifecycle.Status{lifecycle.Running, lifecycle.Aborting} {
-			for page := (store.ExpFilter{Status: st, Page: store.Page{Size: 1000}}); ; {
-				exps, next, err := s.store.ListExps(ctx, page)
-				if err != nil {
-					break
+			for _, id := range s.refreshRunning(ctx, running) {
+				read(id)
+			}
+		case <-due.C:
+			now := s.now()
+			for id, at := range settling {
+				if !now.Before(at) {
+					read(id)
 				}
-				for _, e := range exps {
-					now[e.ID] = true
-					s.refreshResults(ctx, e)
-				}
-				if next == "" {
-					break
-				}
-				page.Token = next
 			}
 		}
-		for id := range running {
-			if now[id] {
-				continue
-			}
-			if e, err := s.store.GetExp(ctx, id); err == nil {
-				s.refreshResults(ctx, e)
-			}
+		if next, ok := earliest(settling); ok {
+			due.Reset(next.Sub(s.now()))
 		}
-		running = now
 	}
 }
 
-func (s *Server) refreshResults(ctx context.Context, exp *store.Experiment) {
-	ended := lifecycle.ExperimentMachine.IsTerminal(exp.Status)
-	if f, err := s.experimentFiles(ctx, exp.ID); err == nil {
-		if err := s.ensureSpecCopy(ctx, f); err != nil && !errors.Is(err, context.Canceled) {
-			s.log.Warn("copy of the experiment's spec not written", "exp", exp.ID, "err", err)
-		}
-		if err := s.refreshIndex(ctx, f); err != nil && !errors.Is(err, context.Canceled) {
-			s.log.Warn("artifact index refresh failed", "exp", exp.ID, "err", err)
+// endedIn lists, once each and in order, the experiments that changes
+// marked Ended.
+func endedIn(changes []changefeed.Change) []string {
+	var out []string
+	for _, c := range changes {
+		if c.Ended && !slices.Contains(out, c.ID) {
+			out = append(out, c.ID)
 		}
 	}
-	if err := s.metrics.Refresh(ctx, exp, ended); err != nil && !errors.Is(err, context.Canceled) {
+	return out
+}
+
+// earliest is the soonest of the times in m.
+func earliest(m map[string]time.Time) (time.Time, bool) {
+	var first time.Time
+	for _, at := range m {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first, !first.IsZero()
+}
+
+// refreshRunning reads the results of the experiments that run now, and
+// updates running to them; it returns those that ran at the last round and
+// no longer do, for the caller to read once more.
+func (s *Server) refreshRunning(ctx context.Context, running map[string]bool) (stopped []string) {
+	now := map[string]bool{}
+	for _, st := range []lifecycle.Status{lifecycle.Running, lifecycle.Aborting} {
+		for page := (store.ExpFilter{Status: st, Page: store.Page{Size: 1000}}); ; {
+			exps, next, err := s.store.ListExps(ctx, page)
+			if err != nil {
+				break
+			}
+			for _, e := range exps {
+				now[e.ID] = true
+				s.refreshResults(ctx, e)
+			}
+			if next == "" {
+				break
+			}
+			page.Token = next
+		}
+	}
+	for id := range running {
+		if !now[id] {
+			stopped = append(stopped, id)
+		}
+	}
+	clear(running)
+	maps.Copy(running, now)
+	return stopped
+}
+
+// refreshResults reads what is new of the experiment's files and metrics,
+// and returns when its results settle if it ended and they have not yet
+// (zero otherwise).
+func (s *Server) refreshResults(ctx context.Context, exp *store.Experiment) time.Time {
+	f, err := s.experimentFiles(ctx, exp.ID)
+	if err != nil {
+		s.log.Warn("experiment's files not read", "exp", exp.ID, "err", err)
+		return time.Time{}
+	}
+	settled, at := s.settled(exp, f.backend)
+	if err := s.ensureSpecCopy(ctx, f); err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Warn("copy of the experiment's spec not written", "exp", exp.ID, "err", err)
+	}
+	if err := s.refreshIndex(ctx, f); err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Warn("artifact index refresh failed", "exp", exp.ID, "err", err)
+	}
+	if err := s.metrics.Refresh(ctx, exp, settled); err != nil && !errors.Is(err, context.Canceled) {
 		s.log.Warn("metric extraction failed", "exp", exp.ID, "err", err)
 	}
+	if settled {
+		return time.Time{}
+	}
+	return at
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/falconhq/falcon/internal/changefeed"
 	"github.com/falconhq/falcon/internal/cloudlog"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/metricsync"
 	"github.com/falconhq/falcon/internal/refusallog"
 	"github.com/falconhq/falcon/internal/store"
@@ -63,6 +64,8 @@ type Server struct {
 	tls          *tls.Config             // nil: plaintext
 	grpcMetrics  *grpcprom.ServerMetrics // nil: not exported
 	maxTTL       time.Duration           // 0: no cap
+	resultsEvery time.Duration           // keepResults' round
+	stopGrace    time.Duration           // settled
 	prober       ClusterProber           // nil: ProbeClusters is unavailable
 
 	copied     sync.Map        // artifact ID -> struct{}: its .falcon/experiment.json exists
@@ -147,6 +150,8 @@ func New(st store.Store, opts ...Option) *Server {
 		artifactRoot: blobstore.Location{Scheme: "file", Prefix: strings.TrimPrefix(filepath.ToSlash(filepath.Join(os.TempDir(), "falcon-artifacts")), "/") + "/"},
 		logPoll:      250 * time.Millisecond,
 		replicaPoll:  250 * time.Millisecond,
+		resultsEvery: DefaultResultsEvery,
+		stopGrace:    DefaultStopGrace,
 	}
 	for _, o := range opts {
 		o(s)
@@ -369,6 +374,15 @@ func (s *Server) changed(changes ...changefeed.Change) { s.feed.Publish(changes.
 
 func expChange(id string) changefeed.Change {
 	return changefeed.Change{Kind: "experiment", ID: id, ExpID: id}
+}
+
+// expWritten is the change of an experiment that a write left in status,
+// marked Ended when that status is terminal: the server then reads its
+// results one last time (keepResults).
+func expWritten(id string, status lifecycle.Status) changefeed.Change {
+	c := expChange(id)
+	c.Ended = lifecycle.ExperimentMachine.IsTerminal(status)
+	return c
 }
 
 // derived marks c as following from changes already on the feed (see

@@ -204,6 +204,19 @@ func TestWalkOpenChecksum(t *testing.T) {
 		if _, _, err := o.Open(ctx, l, "one", 5, -1); !errors.Is(err, errdefs.ErrInvalid) {
 			t.Errorf("Open past the end = %v; want InvalidArgument", err)
 		}
+		// At the end (where a reader that read it all asks again): nothing
+		// more, not an error (GCS refuses such a range).
+		for _, p := range []string{"one", "empty", "big.bin"} {
+			r, _, err := o.Open(ctx, l, p, int64(len(files[p])), -1)
+			if err != nil {
+				t.Errorf("Open(%s) at its end: %v", p, err)
+				continue
+			}
+			if got, err := io.ReadAll(r); len(got) != 0 || err != nil {
+				t.Errorf("Open(%s) at its end read %d bytes, %v; want none", p, len(got), err)
+			}
+			r.Close()
+		}
 		sub := l.Join("nested")
 		n := 0
 		_ = o.Walk(ctx, sub, func(f blobstore.File) error {

@@ -235,6 +235,11 @@ func (o *Opener) Open(ctx context.Context, l Location, rel string, offset, lengt
 	if offset > f.Size {
 		return nil, File{}, errdefs.Invalid("offset", "%d is past the end of %s (%d bytes)", offset, rel, f.Size)
 	}
+	if offset == f.Size {
+		// Where a reader that read it all asks for more: GCS refuses a
+		// range that starts at the end (416), so ask for none of it.
+		length = 0
+	}
 	b, err := o.Bucket(ctx, l)
 	if err != nil {
 		return nil, File{}, err

@@ -24,6 +24,9 @@ type Change struct {
 	// Mirror: a job's change within Pending, which leaves the
 	// expController at most a mirror to write (falconv1.Change.mirror).
 	Mirror bool
+	// Ended: an experiment's change whose write left it in a terminal
+	// status, after which its jobs write no more results.
+	Ended bool
 }
 
 // DefaultRetain is how many changes a Feed keeps for watchers that resume.

@@ -34,10 +34,18 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 	// One finished experiment to read, with a log line on disk.
 	done := env.Create(t, "formats-done", map[string]*falconv1.TaskSpec{"w": {Command: "true", Replica: 1}})
 	job := done.GetJobs()[0].GetId()
+	logFile := filepath.Join(env.Dir, "logs", job, job+"-0.log")
+	artDir := strings.TrimPrefix(done.GetArtifactPath(), "file://")
 	for _, to := range []string{"Running", "Succeeded"} {
 		from := map[string]string{"Running": "Pending", "Succeeded": "Running"}[to]
 		if _, err := env.Jobs.UpdateJobStatus(ctx, &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: from, Status: to}); err != nil {
 			t.Fatal(err)
+		}
+		if to == "Running" {
+			// What the job writes, before it ends: its results are read
+			// for the last time when it does.
+			writeFile(t, mkdirFor(t, logFile), "hello from rank 0\n")
+			writeFile(t, mkdirFor(t, filepath.Join(artDir, "metrics.jsonl")), `{"step": 1, "loss": 0.5}`+"\n")
 		}
 	}
 	// One live experiment per format, for a forced abort.
@@ -63,10 +71,6 @@ func TestEveryCommandSpeaksEveryFormat(t *testing.T) {
 	if got := env.Exp(t, done.GetId()).GetStatus(); got != "Succeeded" {
 		t.Fatalf("setup: experiment %s, want Succeeded", got)
 	}
-	logFile := filepath.Join(env.Dir, "logs", job, job+"-0.log")
-	writeFile(t, mkdirFor(t, logFile), "hello from rank 0\n")
-	artDir := strings.TrimPrefix(done.GetArtifactPath(), "file://")
-	writeFile(t, mkdirFor(t, filepath.Join(artDir, "metrics.jsonl")), `{"step": 1, "loss": 0.5}`+"\n")
 	// A second experiment with the same metric, for compare.
 	other := env.Create(t, "formats-other", map[string]*falconv1.TaskSpec{"w": {Command: "false", Replica: 2}})
 	writeFile(t, mkdirFor(t, filepath.Join(strings.TrimPrefix(other.GetArtifactPath(), "file://"), "metrics.jsonl")), `{"step": 1, "loss": 0.6}`+"\n")

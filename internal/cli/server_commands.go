@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/klog/v2"
 
+	"github.com/falconhq/falcon/internal/apiserver"
 	"github.com/falconhq/falcon/internal/auth"
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/errdefs"
@@ -136,6 +137,7 @@ listens on loopback only and attributes work to the local user.`,
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow non-loopback addresses although dev has no authentication")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
 	maxTTLFlag(f, &cfg.MaxTTL)
+	resultsFlag(f, &cfg.ResultsEvery)
 	logs.add(f)
 	pools.flags(f)
 	retries.flags(f)
@@ -250,6 +252,7 @@ everyone else may abort and delete only their own experiments.`,
 	f.StringVar(&cfg.TLSKeyFile, "tls-key-file", os.Getenv("FALCON_TLS_KEY_FILE"), "PEM private key of --tls-cert-file (env FALCON_TLS_KEY_FILE)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", os.Getenv("FALCON_METRICS_ADDR"), "serve Prometheus /metrics, /healthz and /readyz here in clear text, e.g. :9091 (env FALCON_METRICS_ADDR); empty: off")
 	maxTTLFlag(f, &cfg.MaxTTL)
+	resultsFlag(f, &cfg.ResultsEvery)
 	f.BoolVar(&check, "check-config", false, "check the configuration (database and schema, team keys, artifact root, TLS files, controller secret), print what was found and exit 0 if all is well, 1 if not")
 	controllerSecretFlag(cmd, &secretFile)
 	return cmd
@@ -367,6 +370,12 @@ up to --drain-timeout, then hands leadership over at once.`,
 // maxTTLFlag caps the ttl users may give experiments.
 func maxTTLFlag(f *pflag.FlagSet, d *time.Duration) {
 	f.DurationVar(d, "max-ttl", 0, "the longest ttl an experiment may have or be extended to, e.g. 24h; 0: no cap")
+}
+
+// resultsFlag is how often the API server reads running experiments'
+// results (an ended experiment's are read once, when it ends).
+func resultsFlag(f *pflag.FlagSet, d *time.Duration) {
+	f.DurationVar(d, "results-interval", apiserver.DefaultResultsEvery, "how often the artifact index and metrics of running experiments are read (each read lists the artifact's files); an experiment's are read once more when it ends")
 }
 
 // electionFlags are the controller's leader election flags.

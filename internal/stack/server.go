@@ -62,6 +62,9 @@ type ServerConfig struct {
 	MetricsAddr string
 	// MaxTTL caps experiments' ttl and extends; 0: no cap.
 	MaxTTL time.Duration
+	// ResultsEvery is how often running experiments' artifact index and
+	// metrics are read; 0: apiserver.DefaultResultsEvery.
+	ResultsEvery time.Duration
 	// Ready, if set, is called once the API is serving.
 	Ready func(httpAddr, grpcAddr string)
 }
@@ -116,6 +119,9 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 	if cfg.MaxTTL < 0 {
 		return errdefs.Invalid("--max-ttl", "must be 0 (no cap) or a positive duration such as 24h, got %s", cfg.MaxTTL)
 	}
+	if cfg.ResultsEvery < 0 {
+		return errdefs.Invalid("--results-interval", "must be a positive duration such as 15s, got %s", cfg.ResultsEvery)
+	}
 	tlsOpt, err := serverTLS(cfg, log)
 	if err != nil {
 		return err
@@ -136,7 +142,7 @@ func Server(ctx context.Context, cfg ServerConfig) error {
 	if schema.Ahead() {
 		log.Warn("the database was migrated by a newer Falcon; serving it, as migrations only add", "schema", schema.Current, "this_server", schema.Latest)
 	}
-	extra := []apiserver.Option{apiserver.WithMetrics(reg), apiserver.WithMaxTTL(cfg.MaxTTL)}
+	extra := []apiserver.Option{apiserver.WithMetrics(reg), apiserver.WithMaxTTL(cfg.MaxTTL), apiserver.WithResultsEvery(cfg.ResultsEvery)}
 	if tlsOpt != nil {
 		extra = append(extra, tlsOpt)
 	}

@@ -67,6 +67,9 @@ type DevConfig struct {
 	GKE   GKEConfig
 	// MaxTTL caps experiments' ttl and extends; 0: no cap.
 	MaxTTL time.Duration
+	// ResultsEvery is how often running experiments' artifact index and
+	// metrics are read; 0: apiserver.DefaultResultsEvery.
+	ResultsEvery time.Duration
 	// Retry paces the retries of failing dispatches and stops; zero
 	// policies are resourcemanager.DefaultRetry's.
 	Retry resourcemanager.Retry
@@ -204,6 +207,9 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 	if cfg.MaxTTL < 0 {
 		return errdefs.Invalid("--max-ttl", "must be 0 (no cap) or a positive duration such as 24h, got %s", cfg.MaxTTL)
 	}
+	if cfg.ResultsEvery < 0 {
+		return errdefs.Invalid("--results-interval", "must be a positive duration such as 15s, got %s", cfg.ResultsEvery)
+	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return err
@@ -268,7 +274,7 @@ func Dev(ctx context.Context, cfg DevConfig) error {
 		apiserver.WithArtifactRoot(root), apiserver.WithLogDir(filepath.Join(dataDir, "logs")),
 		apiserver.WithKubeClients(kubeClients(kc)), apiserver.WithKubeConfigs(kc),
 		apiserver.WithLocalExec(exec), apiserver.WithReplicaPoll(0), // alone on its data dir
-		apiserver.WithMetrics(obs.reg), apiserver.WithMaxTTL(cfg.MaxTTL),
+		apiserver.WithMetrics(obs.reg), apiserver.WithMaxTTL(cfg.MaxTTL), apiserver.WithResultsEvery(cfg.ResultsEvery),
 		apiserver.WithHTTPHandler("/metrics", obs.handler()), apiserver.WithHTTPHandler("/readyz", obs.handler()),
 		pprofHandler(cfg.Pprof))
 	running, err := srv.Serve(ctx, cfg.GRPCAddr, cfg.HTTPAddr)
