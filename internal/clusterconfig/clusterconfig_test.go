@@ -264,7 +264,7 @@ func TestParseErrors(t *testing.T) {
 		{"two documents", "clusters: {}\n---\nclusters: {}\n", [][2]string{{"file", "more than one YAML document"}}},
 		{"not a mapping", "- a\n", [][2]string{{"file", "must be a mapping, got a list"}}},
 		{"no clusters key", "cluster:\n  a: {provider: local}\n", [][2]string{
-			{"cluster", "unknown field; allowed: clusters, selection (line 1)"},
+			{"cluster", "unknown field; did you mean clusters? allowed: clusters, selection (line 1)"},
 			{"clusters", "is required"},
 		}},
 		{"clusters null", "clusters:\n", [][2]string{{"clusters", "is required: map each cluster name"}}},

@@ -182,7 +182,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown task spec field names the full path and the allowed fields",
 			in:   "name: a\nrole_to_task_spec:\n  worker:\n    replicas: 2\n",
-			want: []string{"role_to_task_spec.worker.replicas: unknown field; allowed: command, replica, image, device_count, device_type, device_topo, envs, timeout_seconds, supply_mode, resources, slices (line 4)"},
+			want: []string{"role_to_task_spec.worker.replicas: unknown field; did you mean replica? allowed: command, replica, image, device_count, device_type, device_topo, envs, timeout_seconds, supply_mode, resources, slices (line 4)"},
 		},
 		{
 			name: "a negative top-level timeout is reported where it was written, once",
@@ -192,7 +192,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown resources field names its path",
 			in:   "role_to_task_spec:\n  prep:\n    resources:\n      request: {cpu: 1}\n",
-			want: []string{"role_to_task_spec.prep.resources.request: unknown field; allowed: requests, limits (line 4)"},
+			want: []string{"role_to_task_spec.prep.resources.request: unknown field; did you mean requests? allowed: requests, limits (line 4)"},
 		},
 		{
 			name: "ttl must be a Go duration",

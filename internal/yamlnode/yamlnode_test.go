@@ -22,6 +22,7 @@ func TestFields(t *testing.T) {
 		{"duplicate key", "a: 1\na: 2\n", nil, "top.a", "top.a@2: duplicate key (first at line 1)"},
 		{"merge key", "base: &b {x: 1}\nm:\n  <<: *b\n", nil, "top.base,top.m", ""},
 		{"non-string key", "? [1, 2]\n: v\n", nil, "", "top.?@1: keys must be strings, got a list"},
+		{"a misspelt key is named", "replicas: 1\n", []string{"replica", "image"}, "", "top.replicas@1: unknown field; did you mean replica? allowed: replica, image"},
 		{"empty key is named quoted", "\"\": 1\n", []string{"a"}, "", `top.""@1: unknown field; allowed: a`},
 	}
 	for _, tt := range tests {
@@ -66,5 +67,27 @@ func TestDescribeAndJoin(t *testing.T) {
 	}
 	if !IsNull(nil) {
 		t.Error("IsNull(nil)")
+	}
+}
+
+func TestNearest(t *testing.T) {
+	names := []string{"command", "replica", "image", "device_count", "device_type", "device_topo", "envs", "ttl", "idle_ttl"}
+	tests := []struct{ key, want string }{
+		{"comand", "command"},
+		{"commmand", "command"},
+		{"replicas", "replica"},
+		{"imgae", "image"},             // two letters swapped
+		{"device-type", "device_type"}, // a dash for the underscore
+		{"Device_Topo", "device_topo"},
+		{"env", "envs"},
+		{"tl", ""}, // one edit from ttl, but half of what was typed
+		{"idle-ttl", "idle_ttl"},
+		{"topology", ""}, // another word, not a slip
+		{"accelerator", ""},
+	}
+	for _, tt := range tests {
+		if got := Nearest(tt.key, names); got != tt.want {
+			t.Errorf("Nearest(%q) = %q, want %q", tt.key, got, tt.want)
+		}
 	}
 }
