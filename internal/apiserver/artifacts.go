@@ -44,12 +44,17 @@ func (s *Server) experimentFiles(ctx context.Context, expID string) (*experiment
 	if err != nil {
 		return nil, err
 	}
-	arts, _, err := s.store.ListArtifacts(ctx, store.ArtifactFilter{ExpID: expID, Page: store.Page{Size: 1}})
+	return s.filesOf(ctx, exp)
+}
+
+// filesOf is experimentFiles for an experiment already read.
+func (s *Server) filesOf(ctx context.Context, exp *store.Experiment) (*experimentFiles, error) {
+	arts, _, err := s.store.ListArtifacts(ctx, store.ArtifactFilter{ExpID: exp.ID, Page: store.Page{Size: 1}})
 	if err != nil {
 		return nil, err
 	}
 	if len(arts) == 0 {
-		return nil, errdefs.NotFoundf("experiment %s has no artifact", expID)
+		return nil, errdefs.NotFoundf("experiment %s has no artifact", exp.ID)
 	}
 	c, err := s.placedOn(ctx, exp)
 	if err != nil {

@@ -191,13 +191,13 @@ func (s *Server) keepResults(ctx context.Context) {
 	settling := map[string]time.Time{} // ended, not settled: when it will
 	due := time.NewTimer(time.Hour)
 	defer due.Stop()
-	read := func(id string) {
+	read := func(id string, what reading) {
 		e, err := s.store.GetExp(ctx, id)
 		if err != nil {
 			delete(settling, id) // deleted since, or read again next round
 			return
 		}
-		if at := s.refreshResults(ctx, e); at.IsZero() {
+		if at := s.refreshResults(ctx, e, what); at.IsZero() {
 			delete(settling, id)
 		} else {
 			settling[id] = at
@@ -217,17 +217,17 @@ func (s *Server) keepResults(ctx context.Context) {
 				s.log.Warn("changes were dropped before their experiments' results were read; the next round reads those it saw running")
 			}
 			for _, id := range endedIn(changes) {
-				read(id)
+				read(id, atEnd)
 			}
 		case <-t.C:
 			for _, id := range s.refreshRunning(ctx, running) {
-				read(id)
+				read(id, everything)
 			}
 		case <-due.C:
 			now := s.now()
 			for id, at := range settling {
 				if !now.Before(at) {
-					read(id)
+					read(id, everything)
 				}
 			}
 		}
@@ -273,7 +273,7 @@ func (s *Server) refreshRunning(ctx context.Context, running map[string]bool) (s
 			}
 			for _, e := range exps {
 				now[e.ID] = true
-				s.refreshResults(ctx, e)
+				s.refreshResults(ctx, e, everything)
 			}
 			if next == "" {
 				break
@@ -291,13 +291,32 @@ func (s *Server) refreshRunning(ctx context.Context, running map[string]bool) (s
 	return stopped
 }
 
-// refreshResults reads what is new of the experiment's files and metrics,
-// and returns when its results settle if it ended and they have not yet
-// (zero otherwise).
-func (s *Server) refreshResults(ctx context.Context, exp *store.Experiment) time.Time {
-	f, err := s.experimentFiles(ctx, exp.ID)
+// reading says how much of an experiment's results refreshResults reads.
+type reading int
+
+const (
+	// everything: its files and its metrics.
+	everything reading = iota
+	// atEnd: its files, the moment it ended, where its jobs could write
+	// them. That is what `exp get` shows; metrics are read when asked for
+	// and by the rounds, as while it ran. On a cluster that is not this
+	// machine's, whose files are on the server's own disk (no bucket), no
+	// job could write any: reading there at every end only made the
+	// directories for Falcon's copy of the spec, a tenth of a busy falcon
+	// dev's CPU in BenchmarkKubeDispatch.
+	atEnd
+)
+
+// refreshResults reads what is new of the experiment's results (what
+// says how much), and returns when they settle if it ended and they have
+// not yet (zero otherwise).
+func (s *Server) refreshResults(ctx context.Context, exp *store.Experiment, what reading) time.Time {
+	f, err := s.filesOf(ctx, exp)
 	if err != nil {
 		s.log.Warn("experiment's files not read", "exp", exp.ID, "err", err)
+		return time.Time{}
+	}
+	if what == atEnd && f.loc.Scheme == "file" && f.backend != localBackend {
 		return time.Time{}
 	}
 	settled, at := s.settled(exp, f.backend)
@@ -307,8 +326,10 @@ func (s *Server) refreshResults(ctx context.Context, exp *store.Experiment) time
 	if err := s.refreshIndex(ctx, f); err != nil && !errors.Is(err, context.Canceled) {
 		s.log.Warn("artifact index refresh failed", "exp", exp.ID, "err", err)
 	}
-	if err := s.metrics.Refresh(ctx, exp, settled); err != nil && !errors.Is(err, context.Canceled) {
-		s.log.Warn("metric extraction failed", "exp", exp.ID, "err", err)
+	if what == everything {
+		if err := s.metrics.Refresh(ctx, exp, settled); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Warn("metric extraction failed", "exp", exp.ID, "err", err)
+		}
 	}
 	if settled {
 		return time.Time{}

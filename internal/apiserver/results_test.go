@@ -2,17 +2,16 @@ package apiserver_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
+	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/changefeed"
 	expctl "github.com/falconhq/falcon/internal/controller/exp"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
+	"github.com/falconhq/falcon/internal/testenv/gcstest"
 )
 
 // TestWritesThatEndAnExperimentSayItEnded: every write that leaves an
@@ -87,23 +86,40 @@ func TestWritesThatEndAnExperimentSayItEnded(t *testing.T) {
 // TestStoppedPodsFilesAreKept: an experiment whose pods Falcon stopped on a
 // Kubernetes cluster is read at once when it ends, but its index is
 // complete only after the pods' grace period, so that what they write
-// while they terminate (a last profile) is listed too.
+// while they terminate (a last profile) is listed too. Its files are in
+// the cluster's bucket, where the pods write (GCS FUSE).
 func TestStoppedPodsFilesAreKept(t *testing.T) {
 	const grace = 3 * time.Second
-	env := apitest.Start(t, map[string]string{"k8s": "kubernetes"}, apiserver.WithStopGrace(grace))
+	gcs := gcstest.Start(t, "", "results")
+	blobs := blobstore.NewOpener(blobstore.WithGCSOptions(gcs.ClientOptions()...))
+	t.Cleanup(func() { blobs.Close() })
+	env := apitest.Start(t, map[string]string{"k8s": "kubernetes"}, apiserver.WithStopGrace(grace), apiserver.WithBlobs(blobs))
 	ctx := context.Background()
+	c, err := env.Store.GetCluster(ctx, "k8s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.GCSBucket = "results"
+	if _, err := env.Store.UpsertCluster(ctx, c); err != nil {
+		t.Fatal(err)
+	}
 	exp, err := env.Exps.CreateExp(ctx, &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
 		Name: "stopped", ClusterName: "k8s", RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1, Image: "img"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := strings.TrimPrefix(exp.GetArtifactPath(), "file://")
+	loc, err := blobstore.Parse("artifact", exp.GetArtifactPath())
+	if err != nil || loc.Scheme != "gs" {
+		t.Fatalf("artifact path %q (%v); want the cluster's bucket", exp.GetArtifactPath(), err)
+	}
 	write := func(name string) {
 		t.Helper()
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		w, err := blobs.Writer(ctx, loc, name, "")
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644); err != nil {
+		w.Write([]byte(name))
+		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
