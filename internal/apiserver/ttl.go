@@ -119,7 +119,7 @@ func (s *Server) EnforceTTL(ctx context.Context, req *falconv1.EnforceTTLRequest
 			}
 			if first {
 				action = "warned"
-				s.ttlEvent(ctx, exp, fmt.Sprintf("ttl ends in %s; falcon exp extend %s --ttl 1h for more", shortDuration(expiry.Sub(now).Round(time.Minute)), exp.ID), expiry.Sub(now))
+				s.ttlEvent(ctx, exp, fmt.Sprintf("ttl ends in %s; falcon exp extend %s --ttl 1h for more", timeLeft(expiry.Sub(now)), exp.ID), expiry.Sub(now))
 				s.log.Info("experiment ttl ends soon", "exp", exp.ID, "expires_at", expiry, "left", expiry.Sub(now).Round(time.Second))
 				s.changed(expChange(exp.ID))
 			}
@@ -189,6 +189,16 @@ func (s *Server) lastActivity(ctx context.Context, e *store.Experiment) time.Tim
 }
 
 // shortDuration writes 2h for 2h0m0s and 1h30m for 1h30m0s.
+// timeLeft says how long is left, for a message: to the minute from a
+// minute on, else to the second, and never "0s" while time is left (a
+// 30s ttl, warned of as it started, was said to end "in 0s").
+func timeLeft(d time.Duration) string {
+	if d >= time.Minute {
+		return shortDuration(d.Round(time.Minute))
+	}
+	return shortDuration(max(d.Round(time.Second), time.Second))
+}
+
 func shortDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
