@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -150,5 +151,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("never: %s", what)
 		}
+	}
+}
+
+// The server's address opened in a browser is the dashboard.
+func TestRootIsTheDashboard(t *testing.T) {
+	env := apitest.Start(t, nil)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get("http://" + env.HTTPAddr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ui/" {
+		t.Errorf("GET /: %s, Location %q; want 302 to /ui/", resp.Status, resp.Header.Get("Location"))
+	}
+	// Only the root: other paths are still the API's.
+	resp, err = c.Get("http://" + env.HTTPAddr + "/nothing-here")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /nothing-here: %s; want 404", resp.Status)
 	}
 }

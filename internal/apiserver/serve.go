@@ -205,6 +205,8 @@ func (s *Server) Serve(ctx context.Context, grpcAddr, httpAddr string) (*Running
 	// The read-only dashboard calls the services through the gateway's
 	// connection, as its caller, like every HTTP route.
 	root.Handle(web.Prefix, web.New(conn, forwarded, web.WithFeed(s.feed), web.WithLifetime(ctx), web.WithClock(s.now), web.WithLogger(s.log)))
+	// The address falcon dev prints, opened in a browser: the dashboard.
+	root.Handle("GET /{$}", http.RedirectHandler(web.Prefix, http.StatusFound))
 	for pattern, h := range s.extra {
 		root.Handle(pattern, h)
 	}

@@ -121,7 +121,7 @@ listens on loopback only and attributes work to the local user.`,
 				if url := "http://" + httpAddr; url != DefaultServer {
 					try = "export " + ServerEnv + "=" + url + "; " + try
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "Falcon dev is running.\n  HTTP: http://%s  (OpenAPI at /openapi.json)\n  gRPC: %s\n  data: %s\nTry:  %s\n",
+				fmt.Fprintf(cmd.ErrOrStderr(), "Falcon dev is running.\n  HTTP: http://%s  (dashboard at /ui/, OpenAPI at /openapi.json)\n  gRPC: %s\n  data: %s\nTry:  %s\n",
 					httpAddr, grpcAddr, cfg.DataDir, try)
 			}
 			ctx, cancel := signalContext()
