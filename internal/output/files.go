@@ -7,6 +7,14 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 )
 
+// Files is "1 file" or "n files".
+func Files(n int64) string {
+	if n == 1 {
+		return "1 file"
+	}
+	return fmt.Sprintf("%d files", n)
+}
+
 // Bytes is n in binary units, as people read sizes: 0 B, 512 B, 1.5 KiB,
 // 3.2 GiB.
 func Bytes(n int64) string {

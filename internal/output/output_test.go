@@ -226,3 +226,20 @@ func TestWriteMarkdown(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+func TestArtifactLineCountsFiles(t *testing.T) {
+	for _, tc := range []struct {
+		files, bytes int64
+		complete     bool
+		want         string
+	}{
+		{1, 3, true, "(1 file, 3 B kept)"},
+		{2, 2048, true, "(2 files, 2.0 KiB kept)"},
+		{0, 0, false, "(0 files, 0 B kept so far)"},
+	} {
+		a := &falconv1.Artifact{Id: "art-1", Status: "Failed", FileCount: tc.files, ByteCount: tc.bytes, IndexComplete: tc.complete, IndexedAt: timestamppb.Now()}
+		if got := artifactLine(a); !strings.HasSuffix(got, tc.want) {
+			t.Errorf("artifactLine = %q; want it to end %q", got, tc.want)
+		}
+	}
+}

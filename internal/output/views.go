@@ -189,7 +189,7 @@ func artifactLine(a *falconv1.Artifact) string {
 		parts = append(parts, a.GetPath())
 	}
 	if a.GetIndexedAt() != nil {
-		kept := fmt.Sprintf("(%d files, %s kept", a.GetFileCount(), Bytes(a.GetByteCount()))
+		kept := fmt.Sprintf("(%s, %s kept", Files(a.GetFileCount()), Bytes(a.GetByteCount()))
 		if !a.GetIndexComplete() {
 			kept += " so far"
 		}

@@ -52,6 +52,7 @@ func parsePages() map[string]*template.Template {
 		"lower":   strings.ToLower,
 		"join":    strings.Join,
 		"bytes":   output.Bytes,
+		"files":   output.Files,
 		"num":     func(v float64) string { return strconv.FormatFloat(v, 'g', 5, 64) },
 		"pct":     func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" },
 		"in":      func(list []string, s string) bool { return slices.Contains(list, s) },
