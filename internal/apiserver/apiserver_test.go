@@ -473,6 +473,10 @@ func TestLogsStream(t *testing.T) {
 	if bad := read("role=nope"); len(bad) != 1 || bad[0]["error"] == nil {
 		t.Fatalf("unknown role: %v, want one error", bad)
 	}
+	// A rank no role has: the error says which ranks there are.
+	if bad := read("rank=5"); len(bad) != 1 || !strings.Contains(fmt.Sprint(bad[0]["error"]), "no selected role has rank 5 (main has rank 0 only; worker has ranks 0 to 1)") {
+		t.Fatalf("rank 5: %v, want one error naming the ranks", bad)
+	}
 }
 
 func TestWatchChangesWakesOnCreate(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,7 +61,15 @@ func (s *Server) GetExpLogs(req *falconv1.GetExpLogsRequest, stream falconv1.Exp
 			ok = ok || (r >= 0 && r < j.TaskSpec.Ranks())
 		}
 		if !ok {
-			return errdefs.Invalid("rank", "no selected role has rank %d", r)
+			have := make([]string, len(jobs))
+			for i, j := range jobs {
+				have[i] = fmt.Sprintf("%s has ranks 0 to %d", j.Role, j.TaskSpec.Ranks()-1)
+				if j.TaskSpec.Ranks() == 1 {
+					have[i] = j.Role + " has rank 0 only"
+				}
+			}
+			slices.Sort(have)
+			return errdefs.Invalid("rank", "no selected role has rank %d (%s)", r, strings.Join(have, "; "))
 		}
 	}
 
