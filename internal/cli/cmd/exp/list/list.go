@@ -2,13 +2,16 @@ package list
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
+	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/output"
 )
@@ -98,5 +101,15 @@ func listRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	return opts.Printer().Print(resp, output.ExperimentList(resp))
+	if err := opts.Printer().Print(resp, output.ExperimentList(resp)); err != nil {
+		return err
+	}
+	if len(resp.GetItems()) == 0 && opts.Cluster != "" && opts.PageToken == "" {
+		// Nothing on a cluster the server does not know: most likely a
+		// typo, which an empty list alone does not tell.
+		if _, err := c.GetCluster(ctx, &falconv1.GetClusterRequest{Name: opts.Cluster}); errdefs.Code(err) == codes.NotFound {
+			fmt.Fprintf(opts.IO.ErrOut, "No cluster is named %q (falcon cluster list shows those there are).\n", opts.Cluster)
+		}
+	}
+	return nil
 }

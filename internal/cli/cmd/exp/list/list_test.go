@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/testing/protocmp"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -73,6 +75,38 @@ func TestListBadFlags(t *testing.T) {
 		}
 		if called {
 			t.Errorf("%v: ran despite the bad flag", tt.args)
+		}
+	}
+}
+
+// An empty list filtered by a cluster the server does not know says so:
+// a typo otherwise reads as "nothing ran there".
+func TestListUnknownCluster(t *testing.T) {
+	api := &clitest.API{
+		ListExpsFunc: func(context.Context, *falconv1.ListExpsRequest) (*falconv1.ListExpsResponse, error) {
+			return &falconv1.ListExpsResponse{}, nil
+		},
+		GetClusterFunc: func(_ context.Context, r *falconv1.GetClusterRequest) (*falconv1.Cluster, error) {
+			if r.GetName() == "v7x-east" {
+				return &falconv1.Cluster{Name: r.GetName()}, nil
+			}
+			return nil, status.Errorf(codes.NotFound, "cluster %s not found", r.GetName())
+		},
+	}
+	url := clitest.Start(t, api)
+	for _, tc := range []struct {
+		cluster string
+		hint    bool
+	}{{"v7x-esat", true}, {"v7x-east", false}} {
+		f, s := clitest.NewFactory(t, url, output.JSON)
+		if err := clitest.Execute(NewCmdList(f, nil), "--cluster", tc.cluster); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(s.ErrOut.String(), `No cluster is named "`+tc.cluster+`"`); got != tc.hint {
+			t.Errorf("--cluster %s: stderr %q; want the hint: %v", tc.cluster, s.ErrOut, tc.hint)
+		}
+		if !strings.Contains(s.Out.String(), "items") {
+			t.Errorf("--cluster %s: stdout %q; want the (empty) list", tc.cluster, s.Out)
 		}
 	}
 }
