@@ -173,11 +173,11 @@ func WithResultsEvery(d time.Duration) Option {
 }
 
 // keepResults keeps experiments' results read without anyone asking: every
-// round (WithResultsEvery) those of the experiments that run, and those of
+// round (WithResultsEvery) those of the experiments that run; the files of
 // each experiment as soon as a write through this server ends it (a change
-// marked Ended on the feed), so `exp get` says what a run of a few seconds
-// kept the moment it ends; then once more, final, when it settles (see
-// settled) if it had not yet. An experiment that ended while this server
+// marked Ended on the feed; see atEnd), so `exp get` says what a run of a
+// few seconds kept the moment it ends; and everything once more, final,
+// when it settles (see settled) if it had not yet. An experiment that ended while this server
 // was down or its feed overflowed, or through another replica that was,
 // is read from the round after it was last seen running, or by the next
 // `ls` or `metrics` call.
