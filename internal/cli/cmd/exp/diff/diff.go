@@ -90,8 +90,12 @@ func diffRun(ctx context.Context, opts *Options) error {
 	})
 }
 
-// cells are a row's values, - where an experiment lacks the key.
+// cells are a row's values, - where an experiment lacks the key. Where
+// they differ and span lines (a role's command), each is shown from the
+// first line on which they differ: a table cell shows one line, and the
+// first lines of two scripts are usually the same.
 func cells(r compare.Row) []string {
+	n := firstDifferingLine(r)
 	out := make([]string, len(r.Values))
 	for i, v := range r.Values {
 		switch {
@@ -99,9 +103,52 @@ func cells(r compare.Row) []string {
 			out[i] = "-"
 		case v == "":
 			out[i] = `""`
+		case n >= 0:
+			lines := strings.Split(v, "\n")
+			if n < len(lines) {
+				out[i] = fmt.Sprintf("line %d: %s", n+1, lines[n])
+			} else {
+				out[i] = fmt.Sprintf("line %d: (it ends at line %d)", n+1, len(lines))
+			}
 		default:
 			out[i] = v
 		}
 	}
 	return out
+}
+
+// firstDifferingLine is the index of the first line on which the row's
+// present values differ, or -1 where none spans lines or they do not
+// differ.
+func firstDifferingLine(r compare.Row) int {
+	var split [][]string
+	multi := false
+	for i, v := range r.Values {
+		if r.Present[i] {
+			split = append(split, strings.Split(v, "\n"))
+			multi = multi || strings.Contains(v, "\n")
+		}
+	}
+	if !multi || len(split) < 2 {
+		return -1
+	}
+	for n := 0; ; n++ {
+		line, seen, ended := "", false, false
+		for _, lines := range split {
+			switch {
+			case n >= len(lines):
+				ended = true
+			case !seen:
+				line, seen = lines[n], true
+			case lines[n] != line:
+				return n
+			}
+		}
+		switch {
+		case !seen:
+			return -1 // all ended here, alike
+		case ended:
+			return n // some end here, others go on
+		}
+	}
 }
