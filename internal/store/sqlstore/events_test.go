@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -230,6 +231,60 @@ func testEventsBounded(t *testing.T, e env) {
 	}
 	if c := listAll(t, e.s, calm.ID, 0); len(c) != 2 || c[0].Seq != 1 {
 		t.Errorf("the other experiment's events: %v", briefs(c))
+	}
+}
+
+// testEventsStopAtAGap: an event whose write has not committed while a
+// later one has is never stepped over: a page ends before it, and reading
+// after the last event seen returns nothing until it is there. A gap left
+// by the oldest events dropped is crossed.
+func testEventsStopAtAGap(t *testing.T, e env) {
+	exp, jobs, art := newExp("gap", "main")
+	mustCreate(t, e.s, exp, jobs, art)
+	for i := range 3 {
+		u := store.StatusUpdate{ID: jobs[0].ID, Expected: lifecycle.Pending, Status: lifecycle.Pending, Reason: "Queued", Message: fmt.Sprintf("round %d", i)}
+		if _, err := e.s.UpdateJobStatus(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Seqs 1 (the creation), 2 (the job's), 3, 4, 5 (the writes). 4 is
+	// "still being committed".
+	if err := e.s.HideEvent(ctx, exp.ID, 4); err != nil {
+		t.Fatal(err)
+	}
+	seqs := func(after int64) []int64 {
+		page, err := e.s.ListEvents(ctx, store.EventFilter{ExpID: exp.ID, AfterSeq: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, ev := range page {
+			out = append(out, ev.Seq)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		after int64
+		want  []int64
+	}{{0, []int64{1, 2, 3}}, {1, []int64{2, 3}}, {3, nil}, {4, []int64{5}}} {
+		if got := seqs(tc.after); !slices.Equal(got, tc.want) {
+			t.Errorf("after %d: seqs %v; want %v", tc.after, got, tc.want)
+		}
+	}
+	// The oldest dropped: reading from the start, or after one dropped,
+	// begins at the oldest kept.
+	for _, seq := range []int64{1, 2} {
+		if err := e.s.HideEvent(ctx, exp.ID, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		after int64
+		want  []int64
+	}{{0, []int64{3}}, {1, []int64{3}}} {
+		if got := seqs(tc.after); !slices.Equal(got, tc.want) {
+			t.Errorf("after %d with 1 and 2 dropped: seqs %v; want %v", tc.after, got, tc.want)
+		}
 	}
 }
 

@@ -147,3 +147,10 @@ func (s *Store) KeyLists(on bool) {
 		s.d.filterOnly = ""
 	}
 }
+
+// HideEvent removes one event row, as if the write that numbered it had
+// not committed yet.
+func (s *Store) HideEvent(ctx context.Context, expID string, seq int64) error {
+	_, err := s.wdb.ExecContext(ctx, "DELETE FROM exp_events WHERE exp_id = ? AND seq = ?", expID, seq)
+	return err
+}

@@ -86,6 +86,7 @@ func runSuite(t *testing.T, open opener) {
 		{"AppendEventsRefuses", testAppendEventsRefuses},
 		{"EventsBounded", testEventsBounded},
 		{"EventsCommitInOrder", testEventsCommitInOrder},
+		{"EventsStopAtAGap", testEventsStopAtAGap},
 		{"Analyses", testAnalyses},
 	}
 	for _, tc := range tests {
