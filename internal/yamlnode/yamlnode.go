@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -102,43 +103,16 @@ func Fields(path string, n *yaml.Node, allowed []string,
 }
 
 // Nearest is the name in names that key most likely misspells: the closest
-// by edit distance (a letter added, dropped, changed, or two swapped, with
-// '-' and '_' alike), if it is within 2 edits and fewer than half of key's
-// letters; "" when none is.
+// by edit distance (letters added, dropped or changed, with '-' and '_'
+// alike), if it is within 2 edits and fewer than half of key's letters; ""
+// when none is.
 func Nearest(key string, names []string) string {
+	typed := strings.ReplaceAll(strings.ToLower(key), "-", "_")
 	best, bestD := "", 3
 	for _, n := range names {
-		d := editDistance(strings.ReplaceAll(strings.ToLower(key), "-", "_"), n)
-		if d < bestD && 2*d < len(key) {
+		if d := levenshtein.ComputeDistance(typed, n); d < bestD && 2*d < len(key) {
 			best, bestD = n, d
 		}
 	}
 	return best
-}
-
-// editDistance is the optimal string alignment distance between a and b:
-// insertions, deletions, substitutions and swaps of adjacent bytes.
-func editDistance(a, b string) int {
-	// d[i][j] is the distance between a[:i] and b[:j].
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
