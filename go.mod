@@ -10,6 +10,7 @@ tool (
 )
 
 require (
+	github.com/agnivade/levenshtein v1.2.2
 	cloud.google.com/go/logging v1.21.1
 	cloud.google.com/go/storage v1.71.0
 	github.com/coreos/go-oidc/v3 v3.21.0
@@ -53,7 +54,6 @@ require (
 )
 
 require (
-	github.com/agnivade/levenshtein v1.2.2 // indirect
 	github.com/andybalholm/brotli v1.3.0 // indirect
 	github.com/parquet-go/bitpack v1.0.0 // indirect
 	github.com/parquet-go/jsonlite v1.0.0 // indirect
