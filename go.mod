@@ -10,9 +10,9 @@ tool (
 )
 
 require (
-	github.com/agnivade/levenshtein v1.2.2
 	cloud.google.com/go/logging v1.21.1
 	cloud.google.com/go/storage v1.71.0
+	github.com/agnivade/levenshtein v1.2.2
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/creack/pty v1.1.24
 	github.com/fsouza/fake-gcs-server v1.56.1
