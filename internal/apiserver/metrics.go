@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -220,9 +219,13 @@ func (s *Server) keepResults(ctx context.Context) {
 				read(id, atEnd)
 			}
 		case <-t.C:
-			for _, id := range s.refreshRunning(ctx, running) {
-				read(id, everything)
+			now := s.refreshRunning(ctx)
+			for id := range running {
+				if !now[id] {
+					read(id, everything) // ended since the last round
+				}
 			}
+			running = now
 		case <-due.C:
 			now := s.now()
 			for id, at := range settling {
@@ -260,10 +263,9 @@ func earliest(m map[string]time.Time) (time.Time, bool) {
 	return first, !first.IsZero()
 }
 
-// refreshRunning reads the results of the experiments that run now, and
-// updates running to them; it returns those that ran at the last round and
-// no longer do, for the caller to read once more.
-func (s *Server) refreshRunning(ctx context.Context, running map[string]bool) (stopped []string) {
+// refreshRunning reads the results of the experiments that run now and
+// returns them.
+func (s *Server) refreshRunning(ctx context.Context) map[string]bool {
 	now := map[string]bool{}
 	for _, st := range []lifecycle.Status{lifecycle.Running, lifecycle.Aborting} {
 		for page := (store.ExpFilter{Status: st, Page: store.Page{Size: 1000}}); ; {
@@ -281,14 +283,7 @@ func (s *Server) refreshRunning(ctx context.Context, running map[string]bool) (s
 			page.Token = next
 		}
 	}
-	for id := range running {
-		if !now[id] {
-			stopped = append(stopped, id)
-		}
-	}
-	clear(running)
-	maps.Copy(running, now)
-	return stopped
+	return now
 }
 
 // reading says how much of an experiment's results refreshResults reads.
