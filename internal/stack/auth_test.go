@@ -37,6 +37,7 @@ func TestServerRefusesUnsafeConfig(t *testing.T) {
 		{"artifact root of another store", func(c *ServerConfig) { c.ArtifactRoot = "s3://bucket" }, "--artifact-root: \"s3://bucket\": the scheme must be gs:// or file://"},
 		{"no controller secret", func(c *ServerConfig) { c.ControllerSecret = "" }, "--controller-token-file: is required"},
 		{"weak controller secret", func(c *ServerConfig) { c.ControllerSecret = "secret" }, "at least"},
+		{"negative results interval", func(c *ServerConfig) { c.ResultsEvery = -time.Second }, "--results-interval: must be a positive duration such as 15s, got -1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
