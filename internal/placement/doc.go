@@ -14,7 +14,8 @@
 //
 // QueueKey names the queue a task waits in, and QueueCluster and
 // QueueProbe describe a registered cluster to selection (package queue), so
-// that the resource manager and `falcon exp explain` judge a job alike.
+// that the resource manager and `falcon exp explain` judge a job alike;
+// SelectionRecord is selection's decision record as both write it.
 //
 // The package reads the registry's API types and does no I/O.
 package placement

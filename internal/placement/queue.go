@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/accelerator"
 	"github.com/falconhq/falcon/internal/resourcemanager/queue"
@@ -78,6 +81,31 @@ func QueueProbe(p *falconv1.ClusterProbe) *queue.Probe {
 	}
 	return &queue.Probe{Reachable: p.GetReachable(), QueueDepth: int(p.GetQueueDepth()), RunningCount: int(p.GetRunningCount()),
 		Error: p.GetError(), ProbedAt: p.GetProbedAt().AsTime()}
+}
+
+// SelectionRecord is selection's decision record as a job's row keeps it
+// and `falcon exp explain` shows it, so the record the resource manager
+// wrote and the one explain computes for "where it would go now" read alike.
+func SelectionRecord(sel queue.Selection) *falconv1.ClusterSelection {
+	out := &falconv1.ClusterSelection{
+		AcceleratorType: sel.AcceleratorType, Topology: sel.Topology, Policy: string(sel.Policy),
+		SelectedCluster: sel.Selected, Reason: sel.Reason, DecidedAt: timestamppb.New(sel.DecidedAt),
+	}
+	for _, c := range sel.Candidates {
+		sc := &falconv1.SelectionCandidate{
+			Cluster: c.Cluster, Active: c.Active, Offers: c.Offers, Priority: int32(c.Priority),
+			QueueDepth: int32(c.QueueDepth), MaxQueueDepth: int32(c.MaxQueueDepth), IdlePools: int32(c.IdlePools),
+			Rank: int32(c.Rank), Rejected: c.Rejected,
+		}
+		if p := c.Probe; p != nil {
+			sc.Probe = &falconv1.ClusterProbe{Cluster: c.Cluster, Reachable: p.Reachable, Error: p.Error, ProbedAt: timestamppb.New(p.ProbedAt)}
+			if p.Reachable {
+				sc.Probe.QueueDepth, sc.Probe.RunningCount = proto.Int32(int32(p.QueueDepth)), proto.Int32(int32(p.RunningCount))
+			}
+		}
+		out.Candidates = append(out.Candidates, sc)
+	}
+	return out
 }
 
 // PoolShape is the shape of node pool a task runs on, as pools are

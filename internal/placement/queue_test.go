@@ -2,8 +2,13 @@ package placement
 
 import (
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 )
 
 func TestQueueCluster(t *testing.T) {
@@ -48,5 +53,33 @@ func TestQueueKey(t *testing.T) {
 		if got := QueueKey(tc.ts); got != tc.want {
 			t.Errorf("QueueKey(%v) = %q, want %q", tc.ts, got, tc.want)
 		}
+	}
+}
+
+// TestSelectionRecord: an unreachable cluster's probe has no counts in the
+// record (it had none to give), a reachable one's has them, even zero.
+func TestSelectionRecord(t *testing.T) {
+	at := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	sel := queue.Selection{AcceleratorType: "tpu-v7x", Topology: "2x2x1", Policy: queue.PolicyPriority,
+		Selected: "edge-a", Reason: "selected edge-a", DecidedAt: at,
+		Candidates: []queue.Candidate{
+			{Cluster: "edge-a", Active: true, Offers: true, Priority: 1, Rank: 1, QueueDepth: 2, MaxQueueDepth: 5, IdlePools: 1,
+				Probe: &queue.Probe{Reachable: true, ProbedAt: at}},
+			{Cluster: "edge-b", Active: true, Offers: true, Priority: 2, Rejected: "unreachable: dial tcp",
+				Probe: &queue.Probe{Reachable: false, Error: "dial tcp", ProbedAt: at}},
+			{Cluster: "edge-c", Offers: false, Rejected: "does not offer tpu-v7x"},
+		}}
+	got := SelectionRecord(sel)
+	want := &falconv1.ClusterSelection{AcceleratorType: "tpu-v7x", Topology: "2x2x1", Policy: "priority",
+		SelectedCluster: "edge-a", Reason: "selected edge-a", DecidedAt: timestamppb.New(at),
+		Candidates: []*falconv1.SelectionCandidate{
+			{Cluster: "edge-a", Active: true, Offers: true, Priority: 1, Rank: 1, QueueDepth: 2, MaxQueueDepth: 5, IdlePools: 1,
+				Probe: &falconv1.ClusterProbe{Cluster: "edge-a", Reachable: true, QueueDepth: proto.Int32(0), RunningCount: proto.Int32(0), ProbedAt: timestamppb.New(at)}},
+			{Cluster: "edge-b", Active: true, Offers: true, Priority: 2, Rejected: "unreachable: dial tcp",
+				Probe: &falconv1.ClusterProbe{Cluster: "edge-b", Error: "dial tcp", ProbedAt: timestamppb.New(at)}},
+			{Cluster: "edge-c", Rejected: "does not offer tpu-v7x"},
+		}}
+	if !proto.Equal(got, want) {
+		t.Errorf("record:\n%v\nwant\n%v", got, want)
 	}
 }

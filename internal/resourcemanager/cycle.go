@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/lifecycle"
@@ -640,29 +639,6 @@ func (m *Manager) addProbes(ctx context.Context, cands []queue.Cluster) {
 	}
 }
 
-// selectionToAPI is the decision record as the job row keeps it.
-func selectionToAPI(sel queue.Selection) *falconv1.ClusterSelection {
-	out := &falconv1.ClusterSelection{
-		AcceleratorType: sel.AcceleratorType, Topology: sel.Topology, Policy: string(sel.Policy),
-		SelectedCluster: sel.Selected, Reason: sel.Reason, DecidedAt: timestamppb.New(sel.DecidedAt),
-	}
-	for _, c := range sel.Candidates {
-		sc := &falconv1.SelectionCandidate{
-			Cluster: c.Cluster, Active: c.Active, Offers: c.Offers, Priority: int32(c.Priority),
-			QueueDepth: int32(c.QueueDepth), MaxQueueDepth: int32(c.MaxQueueDepth), IdlePools: int32(c.IdlePools),
-			Rank: int32(c.Rank), Rejected: c.Rejected,
-		}
-		if p := c.Probe; p != nil {
-			sc.Probe = &falconv1.ClusterProbe{Cluster: c.Cluster, Reachable: p.Reachable, Error: p.Error, ProbedAt: timestamppb.New(p.ProbedAt)}
-			if p.Reachable {
-				sc.Probe.QueueDepth, sc.Probe.RunningCount = proto.Int32(int32(p.QueueDepth)), proto.Int32(int32(p.RunningCount))
-			}
-		}
-		out.Candidates = append(out.Candidates, sc)
-	}
-	return out
-}
-
 // deviceType is the job's accelerator under its canonical name
 // (placement.DeviceType).
 func deviceType(j *falconv1.Job) string { return placement.DeviceType(j.GetTaskSpec().GetDeviceType()) }
@@ -954,7 +930,7 @@ func (m *Manager) pickRequest(j *falconv1.Job, cluster string, reason lifecycle.
 		Reason: string(reason), Message: msg, ClusterName: cluster, WithConfig: true,
 	}
 	if sel, ok := m.mem.sched.Selection(j.GetId()); ok {
-		req.Selection = selectionToAPI(sel)
+		req.Selection = placement.SelectionRecord(sel)
 	}
 	return req
 }
@@ -1378,7 +1354,7 @@ func (m *Manager) queuePositions(c *cycle, byID map[string]*falconv1.Job) {
 			// (falcon exp explain); the pick writes it again.
 			if w.job.GetSelection().GetSelectedCluster() != key.Cluster {
 				if sel, ok := m.mem.sched.Selection(w.job.GetId()); ok {
-					req.Selection = selectionToAPI(sel)
+					req.Selection = placement.SelectionRecord(sel)
 				}
 			}
 			j, pos := w.job, w.pos

@@ -170,7 +170,7 @@ func (f *fleet) explainWaiting(j *falconv1.Job, je *falconv1.JobExplanation, now
 		return 0
 	}
 	sel, err := queue.Explain(sj, cands, depth, f.policy, now)
-	je.Now = selectionToAPI(sel)
+	je.Now = placement.SelectionRecord(sel)
 	if err != nil {
 		je.NoAvailableCluster = (&queue.NoAvailableClusterError{Selection: sel}).Error()
 	}

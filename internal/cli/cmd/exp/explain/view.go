@@ -5,35 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/output"
-	"github.com/falconhq/falcon/internal/resourcemanager/queue"
 )
-
-func selectionToAPI(sel queue.Selection) *falconv1.ClusterSelection {
-	out := &falconv1.ClusterSelection{
-		AcceleratorType: sel.AcceleratorType, Topology: sel.Topology, Policy: string(sel.Policy),
-		SelectedCluster: sel.Selected, Reason: sel.Reason, DecidedAt: timestamppb.New(sel.DecidedAt),
-	}
-	for _, c := range sel.Candidates {
-		sc := &falconv1.SelectionCandidate{
-			Cluster: c.Cluster, Active: c.Active, Offers: c.Offers, Priority: int32(c.Priority),
-			QueueDepth: int32(c.QueueDepth), MaxQueueDepth: int32(c.MaxQueueDepth), IdlePools: int32(c.IdlePools),
-			Rank: int32(c.Rank), Rejected: c.Rejected,
-		}
-		if p := c.Probe; p != nil {
-			sc.Probe = &falconv1.ClusterProbe{Cluster: c.Cluster, Reachable: p.Reachable, Error: p.Error, ProbedAt: timestamppb.New(p.ProbedAt)}
-			if p.Reachable {
-				sc.Probe.QueueDepth, sc.Probe.RunningCount = proto.Int32(int32(p.QueueDepth)), proto.Int32(int32(p.RunningCount))
-			}
-		}
-		out.Candidates = append(out.Candidates, sc)
-	}
-	return out
-}
 
 // view prints, per job, its status and then the record as sentences.
 func view(e *falconv1.ExpExplanation) output.TableFunc {
