@@ -70,12 +70,7 @@ func (c *Client) OpenArtifactFile(ctx context.Context, expID, path string, offse
 	}
 	if resp.StatusCode/100 != 2 {
 		defer cancel()
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return nil, c.transportError(ctx, err)
-		}
-		return nil, decodeError(resp, data)
+		return nil, c.refused(ctx, resp)
 	}
 	if offset > 0 && resp.StatusCode != http.StatusPartialContent {
 		resp.Body.Close()

@@ -222,6 +222,17 @@ func unwrapURLError(err error) error {
 	return err
 }
 
+// refused is the error a non-2xx answer to a stream or a download
+// carries; it closes the body.
+func (c *Client) refused(ctx context.Context, resp *http.Response) error {
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return c.transportError(ctx, err)
+	}
+	return decodeError(resp, data)
+}
+
 // decodeError turns a non-2xx response into a status error. grpc-gateway
 // answers with a google.rpc.Status as JSON; anything else (a proxy's HTML
 // page, a server that is not Falcon) gets a code from the HTTP status.

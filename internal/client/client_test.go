@@ -355,3 +355,72 @@ func TestGetExpLogs(t *testing.T) {
 		t.Errorf("mid-stream error = %v, want the server's Internal status", err)
 	}
 }
+
+// TestStreamsCut: the server ends every chunk with a newline, so a chunk
+// that stops short of one was cut by the connection (Unavailable: the
+// caller resumes) while a whole chunk that does not decode is a bad chunk
+// (Internal), for events and logs alike.
+func TestStreamsCut(t *testing.T) {
+	const event, lines = `{"result":{"seq":"1"}}`, `{"result":{"lines":[{"line":"a"}]}}`
+	tests := []struct {
+		name, path, body string
+		want             codes.Code // of the second Recv; OK: io.EOF
+	}{
+		{"events end", "events", event + "\n", codes.OK},
+		{"events cut mid-chunk", "events", event + "\n" + `{"result":{"se`, codes.Unavailable},
+		{"events bad chunk", "events", event + "\n" + `{"result":{"seq":true}}` + "\n", codes.Internal},
+		{"events neither", "events", event + "\n" + `{}` + "\n", codes.Internal},
+		{"events error chunk", "events", event + "\n" + `{"error":{"code":5,"message":"gone"}}` + "\n", codes.NotFound},
+		{"logs end", "logs", lines + "\n", codes.OK},
+		{"logs cut mid-chunk", "logs", lines + "\n" + `{"result":{"lines":[{"li`, codes.Unavailable},
+		{"logs bad chunk", "logs", lines + "\n" + `{"result":{"lines":7}}` + "\n", codes.Internal},
+		{"logs error chunk", "logs", lines + "\n" + `{"error":{"code":5,"message":"gone"}}` + "\n", codes.NotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasSuffix(r.URL.Path, "/"+tt.path) {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			c, err := client.New(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			var recv func() error
+			if tt.path == "events" {
+				s, err := c.WatchExp(ctx, &falconv1.WatchExpRequest{Id: "exp-1"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				recv = func() error { _, err := s.Recv(); return err }
+			} else {
+				s, err := c.GetExpLogs(ctx, &falconv1.GetExpLogsRequest{Id: "exp-1"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				recv = func() error { _, err := s.Recv(); return err }
+			}
+			if err := recv(); err != nil {
+				t.Fatalf("first: %v", err)
+			}
+			err = recv()
+			switch {
+			case tt.want == codes.OK && !errors.Is(err, io.EOF):
+				t.Errorf("second: %v, want io.EOF", err)
+			case tt.want != codes.OK && status.Code(err) != tt.want:
+				t.Errorf("second: %v, want %v", err, tt.want)
+			}
+			if again := recv(); !errors.Is(again, err) && again.Error() != err.Error() {
+				t.Errorf("after the end: %v, want %v again", again, err)
+			}
+		})
+	}
+}
