@@ -122,7 +122,7 @@ func (s *Server) ProbeClusters(ctx context.Context, req *falconv1.ProbeClustersR
 			return nil, err
 		}
 		for _, r := range rows {
-			if r.Status == store.ClusterActive {
+			if r.Status == store.ClusterActive && clusterconfig.Probed(r.Backend) {
 				targets = append(targets, clusterToAPI(r))
 			}
 		}
@@ -134,6 +134,12 @@ func (s *Server) ProbeClusters(ctx context.Context, req *falconv1.ProbeClustersR
 		}
 		if err != nil {
 			return nil, err
+		}
+		if !clusterconfig.Probed(c.Backend) {
+			// A probe of it could only fail, and would be kept as if the
+			// cluster were unreachable.
+			return nil, errdefs.Invalid(fmt.Sprintf("names[%d]", i), "cluster %s (backend %s) runs its jobs as this controller's own processes and is not probed; probes ask %s clusters",
+				n, c.Backend, strings.Join([]string{clusterconfig.BackendKubernetes, clusterconfig.BackendGKE, clusterconfig.BackendXpk}, ", "))
 		}
 		targets = append(targets, clusterToAPI(c))
 	}

@@ -35,6 +35,13 @@ const (
 // Backends lists the backends, in the order messages show them.
 var Backends = []string{BackendLocal, BackendKubernetes, BackendGKE, BackendXpk}
 
+// Probed reports whether clusters of this backend are probed: those whose
+// jobs run somewhere that can fail to answer. A local cluster's jobs are
+// the controller's own processes.
+func Probed(backend string) bool {
+	return backend == BackendXpk || backend == BackendKubernetes || backend == BackendGKE
+}
+
 // DeviceClasses are the values of an accelerator slot's device_class: which
 // xpk flag names the type (--tpu-type or --device-type).
 var DeviceClasses = []string{string(accelerator.KindTPU), string(accelerator.KindGPU)}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/clusterconfig"
 	"github.com/falconhq/falcon/internal/store"
 	"github.com/falconhq/falcon/internal/xpk"
 )
@@ -92,7 +93,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	}
 	var targets []*falconv1.Cluster
 	for _, c := range resp.GetItems() {
-		if c.GetStatus() == store.ClusterActive && Probed(c.GetBackend()) {
+		if c.GetStatus() == store.ClusterActive && clusterconfig.Probed(c.GetBackend()) {
 			targets = append(targets, c)
 		}
 	}

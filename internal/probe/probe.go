@@ -220,11 +220,6 @@ func (p *Prober) client(cfg *rest.Config) (kubernetes.Interface, error) {
 	return cs, nil
 }
 
-// Probed reports whether clusters of this backend are probed.
-func Probed(backend string) bool {
-	return backend == clusterconfig.BackendXpk || backend == clusterconfig.BackendKubernetes || backend == clusterconfig.BackendGKE
-}
-
 // summary is a one-line account of a probe, for logs.
 func summary(r *falconv1.ClusterProbe) string {
 	if !r.GetReachable() {
