@@ -14,6 +14,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
+	"github.com/falconhq/falcon/internal/clusterconfig"
 	"github.com/falconhq/falcon/internal/output"
 )
 
@@ -92,14 +93,20 @@ func statusRun(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		return opts.Printer().Print(st, view(st))
+		cl, err := c.GetCluster(ctx, &falconv1.GetClusterRequest{Name: opts.Name})
+		if err != nil {
+			return err
+		}
+		return opts.Printer().Print(st, view(st, cl.GetBackend()))
 	}
 	clusters, err := c.ListClusters(ctx, &falconv1.ListClustersRequest{})
 	if err != nil {
 		return err
 	}
 	all := &falconv1.ClusterStatuses{}
+	backends := map[string]string{}
 	for _, cl := range clusters.GetItems() {
+		backends[cl.GetName()] = cl.GetBackend()
 		st, err := c.GetClusterStatus(ctx, &falconv1.GetClusterStatusRequest{Name: cl.GetName()})
 		if err != nil {
 			return err
@@ -115,7 +122,7 @@ func statusRun(ctx context.Context, opts *Options) error {
 			if i > 0 {
 				fmt.Fprintln(v.Out)
 			}
-			if err := view(st)(v); err != nil {
+			if err := view(st, backends[st.GetClusterName()])(v); err != nil {
 				return err
 			}
 		}
@@ -125,10 +132,10 @@ func statusRun(ctx context.Context, opts *Options) error {
 
 // view renders the status for people: a header, the reservation, then the
 // node pools and queues tables.
-func view(st *falconv1.ClusterStatus) output.TableFunc {
+func view(st *falconv1.ClusterStatus, backend string) output.TableFunc {
 	return func(v output.View) error {
 		fmt.Fprintln(v.Out, header(v.Now, st))
-		fmt.Fprintln(v.Out, ProbeLine(v.Now, st.GetProbe()))
+		fmt.Fprintln(v.Out, ProbeLine(v.Now, st.GetProbe(), backend))
 		if st.GetReportedAt() == nil {
 			// Nothing is known: "no node pools" would claim too much.
 			return nil
@@ -153,8 +160,10 @@ func header(now time.Time, st *falconv1.ClusterStatus) string {
 }
 
 // ProbeLine is a cluster's last probe for people: its outcome and age.
-func ProbeLine(now time.Time, p *falconv1.ClusterProbe) string {
+func ProbeLine(now time.Time, p *falconv1.ClusterProbe, backend string) string {
 	switch {
+	case p == nil && !clusterconfig.Probed(backend):
+		return fmt.Sprintf("Probe: none (%s clusters are not probed: their jobs are the controller's own processes)", backend)
 	case p == nil:
 		return "Probe: none yet"
 	case !p.GetReachable():

@@ -150,7 +150,7 @@ TOPOLOGY  ACCELERATORS  WAITING  ACQUIRING  RUNNING
 		{
 			name:    "never reported",
 			cluster: "fresh",
-			want:    "Cluster fresh: no report from a controller yet\nProbe: none yet\n",
+			want:    "Cluster fresh: no report from a controller yet\nProbe: none (local clusters are not probed: their jobs are the controller's own processes)\n",
 		},
 	}
 	for _, tt := range tests {
