@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -643,5 +644,43 @@ func TestAuditFailureDoesNotFailTheCall(t *testing.T) {
 	if out := logs.String(); !strings.Contains(out, "audit write failed") || !strings.Contains(out, "disk full") ||
 		!strings.Contains(out, "CreateExp") || !strings.Contains(out, "name=kept") {
 		t.Errorf("the lost audit entry is not logged in full:\n%s", out)
+	}
+}
+
+// TestListMine: `exp list --creator me` is the caller's own experiments,
+// found by user ID, over gRPC and HTTP; another user's "me" is theirs.
+func TestListMine(t *testing.T) {
+	e := startCF(t, nil)
+	alice, bob := e.iss.Token("alice@example.com"), e.iss.Token("bob@example.com")
+	exps := falconv1.NewExperimentServiceClient(e.UserConn)
+	for _, c := range []struct{ tok, name string }{{alice, "a1"}, {bob, "b1"}, {alice, "a2"}} {
+		if _, err := exps.CreateExp(as(c.tok), &falconv1.CreateExpRequest{Experiment: &falconv1.Experiment{
+			Name: c.name, RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": {Command: "x", Replica: 1}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(items []*falconv1.Experiment) (out []string) {
+		for _, x := range items {
+			out = append(out, x.GetName())
+		}
+		return out
+	}
+	for tok, want := range map[string][]string{alice: {"a2", "a1"}, bob: {"b1"}} {
+		got, err := exps.ListExps(as(tok), &falconv1.ListExpsRequest{Creator: "me"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(names(got.GetItems()), want) {
+			t.Errorf("gRPC: mine = %v, want %v", names(got.GetItems()), want)
+		}
+	}
+	code, body := e.get(t, "GET", "/v1/experiments?creator=me", "", http.Header{"Cf-Access-Jwt-Assertion": {bob}})
+	if items, _ := body["items"].([]any); code != 200 || len(items) != 1 || items[0].(map[string]any)["name"] != "b1" {
+		t.Errorf("HTTP: %d %v, want bob's b1 alone", code, body)
+	}
+	// A creator named outright is still matched by the name shown.
+	got, err := exps.ListExps(as(bob), &falconv1.ListExpsRequest{Creator: "alice@example.com"})
+	if err != nil || !slices.Equal(names(got.GetItems()), []string{"a2", "a1"}) {
+		t.Errorf("by name: %v, %v", names(got.GetItems()), err)
 	}
 }

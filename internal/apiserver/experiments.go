@@ -270,13 +270,23 @@ func (s *Server) ListExps(ctx context.Context, req *falconv1.ListExpsRequest) (*
 	if n := len(req.GetIds()); n > maxBatch {
 		return nil, errdefs.Invalid("ids", "at most %d per call, got %d", maxBatch, n)
 	}
-	items, next, err := s.store.ListExps(ctx, store.ExpFilter{
+	f := store.ExpFilter{
 		IDs:         req.GetIds(),
 		Page:        store.Page{Size: size, Token: req.GetPageToken()},
 		ClusterName: req.GetClusterName(), Status: status,
 		ExpType: req.GetExpType(), Creator: req.GetCreator(),
 		Name: name, NamePrefix: prefix, Tags: req.GetTags(),
-	})
+	}
+	if f.Creator == "me" {
+		// By user ID: the name an experiment shows is the one its creator
+		// had then, and a service token's has no email at all.
+		p, err := s.principal(ctx)
+		if err != nil {
+			return nil, err
+		}
+		f.Creator, f.CreatorID = "", p.UserID
+	}
+	items, next, err := s.store.ListExps(ctx, f)
 	if err != nil {
 		return nil, err
 	}

@@ -394,6 +394,8 @@ type ExpFilter struct {
 	Status      lifecycle.Status
 	ExpType     string
 	Creator     string
+	// CreatorID: only experiments of this user ID (creator_id).
+	CreatorID string
 	// Name is an exact name, or a prefix when NamePrefix is set.
 	Name       string
 	NamePrefix bool

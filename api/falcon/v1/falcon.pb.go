@@ -2850,7 +2850,9 @@ type ListExpsRequest struct {
 	ClusterName string                 `protobuf:"bytes,3,opt,name=cluster_name,json=clusterName,proto3" json:"cluster_name,omitempty"`
 	Status      string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
 	ExpType     string                 `protobuf:"bytes,5,opt,name=exp_type,json=expType,proto3" json:"exp_type,omitempty"`
-	Creator     string                 `protobuf:"bytes,6,opt,name=creator,proto3" json:"creator,omitempty"`
+	// Only experiments of this creator, as the experiment shows it
+	// (creator); "me": the caller's own, whatever name they show.
+	Creator string `protobuf:"bytes,6,opt,name=creator,proto3" json:"creator,omitempty"`
 	// Only the experiment of this name; with a trailing '*' ("my-run*"),
 	// those whose name starts with what comes before it.
 	Name string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`

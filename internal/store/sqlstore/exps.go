@@ -231,6 +231,7 @@ func (s *Store) expConds(f store.ExpFilter) (conds, error) {
 	c.eq(col("status"), string(f.Status))
 	c.eq(col("exp_type"), f.ExpType)
 	c.eq(col("creator"), f.Creator)
+	c.eq(col("creator_id"), f.CreatorID)
 	c.in("id", f.IDs)
 	if f.NamePrefix {
 		c.add("name LIKE ? ESCAPE '!'", likeEscape(f.Name)+"%")

@@ -29,6 +29,8 @@ func TestSQLiteListsUseTheirKey(t *testing.T) {
 			"sqlite_autoindex_experiments", "experiments_status_seq"},
 		{"experiments by ID, cluster and creator", "experiments", store.ExpFilter{IDs: ids, ClusterName: "c", Creator: "u"}, true,
 			"sqlite_autoindex_experiments", "_seq"},
+		{"a user's own experiments (exp list --creator me) by their index", "experiments", store.ExpFilter{CreatorID: "local:alice"}, true,
+			"experiments_creator_id_seq", "experiments_status_seq"},
 		{"experiments by status alone keep its index", "experiments", store.ExpFilter{Status: lifecycle.Succeeded}, true,
 			"experiments_status_seq", "autoindex"},
 		{"jobs of experiments by status", "jobs", store.JobFilter{ExpIDs: ids, Statuses: []lifecycle.Status{lifecycle.Running}}, true,

@@ -74,7 +74,7 @@ JSON output carries it as next_page_token.`,
 	fl.StringVar(&opts.Cluster, "cluster", "", "Only experiments on this cluster")
 	fl.StringVar(&opts.Status, "status", "", "Only experiments with this status (Created, Running, Succeeded, Failed, Aborting, Aborted)")
 	fl.StringVar(&opts.ExpType, "type", "", "Only experiments of this type")
-	fl.StringVar(&opts.Creator, "creator", "", "Only experiments created by this user (their email, as exp get shows it)")
+	fl.StringVar(&opts.Creator, "creator", "", "Only experiments created by this user (their email, as exp get shows it; me: your own)")
 	fl.StringVar(&opts.Name, "name", "", "Only the experiment of this name; with a trailing * (quoted: 'my-run*'), those whose name starts so")
 	fl.StringSliceVar(&opts.Tags, "tag", nil, "Only experiments with this tag (repeat or comma-separate: all must be there)")
 	factory.SetsField(fl, "cluster", "cluster_name")
