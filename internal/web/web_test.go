@@ -134,6 +134,7 @@ func TestListFilters(t *testing.T) {
 		{"status", "status=Failed", []string{"llama-bench"}},
 		{"status as scripts write it", "status=running", []string{"qwen-profile"}},
 		{"creator", "creator=bob@example.com", []string{"qwen-train"}},
+		{"creator me: the viewer's own", "creator=me", []string{"qwen-profile", "llama-bench", "llama-train"}},
 		{"cluster", "cluster=tpu-east", []string{"qwen-profile", "qwen-train"}},
 		{"type", "type=training", []string{"qwen-train", "llama-train"}},
 		{"tag", "tag=v7x", []string{"qwen-profile", "llama-train"}},
