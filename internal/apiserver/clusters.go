@@ -138,8 +138,9 @@ func (s *Server) ProbeClusters(ctx context.Context, req *falconv1.ProbeClustersR
 		if !clusterconfig.Probed(c.Backend) {
 			// A probe of it could only fail, and would be kept as if the
 			// cluster were unreachable.
+			probed := slices.DeleteFunc(slices.Clone(clusterconfig.Backends), func(b string) bool { return !clusterconfig.Probed(b) })
 			return nil, errdefs.Invalid(fmt.Sprintf("names[%d]", i), "cluster %s (backend %s) runs its jobs as this controller's own processes and is not probed; probes ask %s clusters",
-				n, c.Backend, strings.Join([]string{clusterconfig.BackendKubernetes, clusterconfig.BackendGKE, clusterconfig.BackendXpk}, ", "))
+				n, c.Backend, strings.Join(probed, ", "))
 		}
 		targets = append(targets, clusterToAPI(c))
 	}
