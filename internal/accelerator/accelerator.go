@@ -353,7 +353,9 @@ func Resolve(deviceType, topology string, replica, deviceCount int) (Slice, erro
 // the fields replica, device_count and device_topo.
 func (s Spec) Slice(topology string, replica, deviceCount int) (Slice, error) {
 	var errs errdefs.FieldErrors
-	if replica < 1 {
+	// A TPU's missing replica (0) is told what its topology needs
+	// (tpuSlice).
+	if replica < 0 || replica == 0 && s.Kind != KindTPU {
 		errs.Add("replica", "must be at least 1 (the number of hosts), got %d", replica)
 	}
 	if deviceCount < 0 {
@@ -421,14 +423,18 @@ func (s Spec) tpuSlice(errs *errdefs.FieldErrors, topology string, replica, devi
 	sl.ResourcePerHost = sl.ChipsPerHost
 	sl.NodeSelector = map[string]string{LabelTPUAccelerator: s.NodeLabel, LabelTPUTopology: topo}
 
-	if replica >= 1 && replica != sl.Hosts {
+	if replica >= 0 && replica != sl.Hosts {
 		shape := fmt.Sprintf("%s = %s of %s", count(chips, "chip"), count(sl.Hosts, "host"), count(sl.ChipsPerHost, "chip"))
 		want := strconv.Itoa(sl.Hosts)
 		if hasSingle && multiOK { // e.g. v5e 2x4: one 8-chip host or two 4-chip hosts
 			shape += fmt.Sprintf(" (or 1 host of %d chips)", chips)
 			want += " (or 1)"
 		}
-		errs.Add("replica", "topology %s is %s; replica must be %s, got %d", topo, shape, want, replica)
+		if replica == 0 {
+			errs.Add("replica", "is required: topology %s is %s; set replica: %s", topo, shape, want)
+		} else {
+			errs.Add("replica", "topology %s is %s; replica must be %s, got %d", topo, shape, want, replica)
+		}
 	}
 	if deviceCount > 0 && deviceCount != sl.DevicesPerHost {
 		hint := ""

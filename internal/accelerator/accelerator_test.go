@@ -299,8 +299,20 @@ func TestSliceErrors(t *testing.T) {
 		{"absurd topology", args{"v7x", "100000x100000x100000", 1, 0}, map[string]string{
 			"device_topo": "more than 1048576 chips",
 		}},
-		{"replica zero", args{"v7x", "2x2x1", 0, 0}, map[string]string{
-			"replica": "must be at least 1",
+		{"TPU replica missing: what the topology needs", args{"v7x", "2x2x1", 0, 0}, map[string]string{
+			"replica": "is required: topology 2x2x1 is 4 chips = 1 host of 4 chips; set replica: 1",
+		}},
+		{"TPU replica missing, several hosts", args{"v7x", "2x2x4", 0, 0}, map[string]string{
+			"replica": "is required: topology 2x2x4 is 16 chips = 4 hosts of 4 chips; set replica: 4",
+		}},
+		{"TPU replica missing, one or two hosts", args{"v5e", "2x4", 0, 0}, map[string]string{
+			"replica": "set replica: 2 (or 1)",
+		}},
+		{"TPU replica negative", args{"v7x", "2x2x1", -1, 0}, map[string]string{
+			"replica": "must be at least 1 (the number of hosts), got -1",
+		}},
+		{"GPU replica missing", args{"nvidia-h100-80gb", "", 0, 8}, map[string]string{
+			"replica": "must be at least 1 (the number of hosts), got 0",
 		}},
 		{"negative device_count", args{"v7x", "2x2x1", 1, -8}, map[string]string{
 			"device_count": "must be 0",

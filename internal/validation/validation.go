@@ -126,6 +126,23 @@ func Experiment(e *falconv1.Experiment, knownCluster func(string) bool, clusters
 	return errs.Err()
 }
 
+// missingReplica says what a task without replica must set: for a TPU
+// slice, the hosts its topology needs.
+func missingReplica(t *falconv1.TaskSpec) string {
+	if spec, err := accelerator.Lookup(t.GetDeviceType()); err == nil && spec.Kind == accelerator.KindTPU {
+		_, err := spec.Slice(t.GetDeviceTopo(), 0, 0)
+		var fes errdefs.FieldErrors
+		if errors.As(err, &fes) {
+			for _, e := range fes {
+				if e.Field == "replica" {
+					return e.Detail
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("is required: the number of hosts in the slice, 1 to %d", MaxReplica)
+}
+
 func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec, interactive bool) {
 	if !dns1123Label.MatchString(role) || len(role) > MaxNameLen {
 		errs.Add(path, "role name %q must be a DNS-1123 label: at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", role, MaxNameLen)
@@ -144,7 +161,7 @@ func task(errs *errdefs.FieldErrors, path, role string, t *falconv1.TaskSpec, in
 	}
 	switch r := t.GetReplica(); {
 	case r == 0: // missing, as far as the API can tell
-		errs.Add(path+".replica", "is required: the number of hosts in the slice, 1 to %d", MaxReplica)
+		errs.Add(path+".replica", "%s", missingReplica(t))
 	case r < 1 || r > MaxReplica:
 		errs.Add(path+".replica", "must be between 1 and %d (hosts in the slice), got %d", MaxReplica, r)
 	}

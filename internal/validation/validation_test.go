@@ -199,6 +199,35 @@ func TestExperiment(t *testing.T) {
 	}
 }
 
+// TestMissingReplica: a task without replica is told what to set; a TPU
+// slice's topology fixes it, so the message says the number, alongside the
+// other errors of the manifest.
+func TestMissingReplica(t *testing.T) {
+	tests := []struct {
+		name string
+		task *falconv1.TaskSpec
+		want string
+	}{
+		{"v7x one host", &falconv1.TaskSpec{Command: "x", DeviceType: "v7x", DeviceTopo: "2x2x1"},
+			"role_to_task_spec.main.replica: is required: topology 2x2x1 is 4 chips = 1 host of 4 chips; set replica: 1"},
+		{"v7x four hosts, with another error", &falconv1.TaskSpec{DeviceType: "v7x", DeviceTopo: "2x2x4"},
+			"role_to_task_spec.main.replica: is required: topology 2x2x4 is 16 chips = 4 hosts of 4 chips; set replica: 4"},
+		{"a topology that does not resolve", &falconv1.TaskSpec{Command: "x", DeviceType: "v6e", DeviceTopo: "2x3"},
+			"role_to_task_spec.main.replica: is required: the number of hosts in the slice, 1 to 1024"},
+		{"cpu", &falconv1.TaskSpec{Command: "x", DeviceType: "cpu"},
+			"role_to_task_spec.main.replica: is required: the number of hosts in the slice, 1 to 1024"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &falconv1.Experiment{Name: "run-1", RoleToTaskSpec: map[string]*falconv1.TaskSpec{"main": tt.task}}
+			err := Experiment(e, func(string) bool { return true }, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want it to hold %q", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestParseResourcesMessages(t *testing.T) {
 	tests := []struct {
 		name string
