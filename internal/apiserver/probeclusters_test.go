@@ -37,6 +37,7 @@ func TestProbeClustersLeavesLocalOnesAlone(t *testing.T) {
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "names[1]") || !strings.Contains(err.Error(), "not probed") {
 		t.Errorf("probing local by name: %v, want InvalidArgument naming names[1]", err)
 	}
+
 	st, err := cl.GetClusterStatus(ctx, &falconv1.GetClusterStatusRequest{Name: "local"})
 	if err != nil {
 		t.Fatal(err)

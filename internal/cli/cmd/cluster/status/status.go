@@ -15,6 +15,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
 	"github.com/falconhq/falcon/internal/clusterconfig"
+	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/output"
 )
 
@@ -79,6 +80,15 @@ func statusRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	var cl *falconv1.Cluster
+	if opts.Name != "" {
+		if cl, err = c.GetCluster(ctx, &falconv1.GetClusterRequest{Name: opts.Name}); err != nil {
+			return err
+		}
+		if opts.Probe && !clusterconfig.Probed(cl.GetBackend()) {
+			return errdefs.Invalid("--probe", "cluster %s runs its jobs as the controller's own processes (backend %s) and is not probed", cl.GetName(), cl.GetBackend())
+		}
+	}
 	if opts.Probe {
 		req := &falconv1.ProbeClustersRequest{}
 		if opts.Name != "" {
@@ -88,12 +98,8 @@ func statusRun(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
-	if opts.Name != "" {
+	if cl != nil {
 		st, err := c.GetClusterStatus(ctx, &falconv1.GetClusterStatusRequest{Name: opts.Name})
-		if err != nil {
-			return err
-		}
-		cl, err := c.GetCluster(ctx, &falconv1.GetClusterRequest{Name: opts.Name})
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -164,6 +165,16 @@ TOPOLOGY  ACCELERATORS  WAITING  ACQUIRING  RUNNING
 			}
 		})
 	}
+
+	// A local cluster is not probed: --probe on it is refused by name,
+	// before anything is asked of the server.
+	t.Run("probe a local cluster", func(t *testing.T) {
+		f, _ := clitest.NewFactory(t, url, output.Table)
+		err := clitest.Execute(NewCmdStatus(f, nil), "fresh", "--probe")
+		if !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "--probe: cluster fresh runs its jobs as the controller's own processes (backend local)") {
+			t.Errorf("error = %v, want --probe refused for a local cluster", err)
+		}
+	})
 
 	// JSON and YAML are the ClusterStatus message as the API returns it.
 	type pool struct {
