@@ -10,4 +10,10 @@
 // that cannot be reached (Unavailable, naming the URL), or a request that
 // timed out (DeadlineExceeded). Callers branch on status.Code(err) alone,
 // and errdefs.ExitCode turns that code into the CLI's exit code.
+//
+// The streams (WatchExp, GetExpLogs) read grpc-gateway's newline-delimited
+// chunks through one reader (stream.go): a connection that breaks, even in
+// the middle of a chunk, is Unavailable, which the CLI's followers answer
+// by resuming where they were; a whole chunk that does not decode is
+// Internal.
 package client
