@@ -1747,3 +1747,48 @@ func mustCreateV6(t *testing.T, s *sqlstore.Store, exp *store.Experiment, jobs [
 		t.Fatalf("CreateExp(%s) at schema 6: %v", exp.Name, err)
 	}
 }
+
+// Migration 00018 drops the failed probes that servers before it kept for
+// local clusters (which are not probed), and keeps every other cluster's.
+func TestMigrationDropsLocalProbes(t *testing.T) {
+	for _, db := range []struct {
+		driver string
+		dsn    func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return sqlstore.SQLiteDSN(filepath.Join(t.TempDir(), "falcon.db")) }},
+		{"mysql", func(t *testing.T) string { return dbtest.MySQLDSN(t) }},
+	} {
+		t.Run(db.driver, func(t *testing.T) {
+			s, err := sqlstore.Open(ctx, db.driver, db.dsn(t), sqlstore.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.MigrateTo(ctx, 17); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().UTC().Truncate(time.Second)
+			for name, backend := range map[string]string{"local": "local", "edge": "kubernetes"} {
+				if _, err := s.UpsertCluster(ctx, &store.Cluster{ID: ids.New(ids.Cluster), Name: name, Backend: backend, Status: store.ClusterActive, CreatedAt: now}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.PutClusterProbes(ctx, []store.ClusterProbe{
+				{Cluster: "local", Error: "cluster local: local clusters are not probed", ProbedAt: now},
+				{Cluster: "edge", Error: "dial tcp: connection refused", ProbedAt: now},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			probes, err := s.ListClusterProbes(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(probes) != 1 || probes[0].Cluster != "edge" {
+				t.Errorf("probes after the migration: %+v, want edge's alone", probes)
+			}
+		})
+	}
+}
