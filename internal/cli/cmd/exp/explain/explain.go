@@ -13,6 +13,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
+	"github.com/falconhq/falcon/internal/clusterconfig"
 	"github.com/falconhq/falcon/internal/output"
 	"github.com/falconhq/falcon/internal/placement"
 	"github.com/falconhq/falcon/internal/resourcemanager/queue"
@@ -60,6 +61,10 @@ func explainRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	registry, err := c.ListClusters(ctx, &falconv1.ListClustersRequest{})
+	if err != nil {
+		return err
+	}
 	out := &falconv1.ExpExplanation{
 		ExpId: exp.GetId(), ExpName: exp.GetName(), Status: exp.GetStatus(), Reason: exp.GetReason(), Message: exp.GetMessage(),
 	}
@@ -71,7 +76,7 @@ func explainRun(ctx context.Context, opts *Options) error {
 		}
 		if j.GetStatus() == "Pending" && j.GetReason() == "Waiting" {
 			if fleet == nil {
-				if fleet, err = readFleet(ctx, c); err != nil {
+				if fleet, err = readFleet(ctx, c, registry); err != nil {
 					return err
 				}
 			}
@@ -79,7 +84,15 @@ func explainRun(ctx context.Context, opts *Options) error {
 		}
 		out.Jobs = append(out.Jobs, je)
 	}
-	return opts.Printer().Print(out, view(out))
+	// Which clusters a probe never asks, so the view does not say
+	// "never probed" of them as of one not probed yet.
+	unprobed := map[string]string{}
+	for _, x := range registry.GetItems() {
+		if !clusterconfig.Probed(x.GetBackend()) {
+			unprobed[x.GetName()] = x.GetBackend()
+		}
+	}
+	return opts.Printer().Print(out, view(out, unprobed))
 }
 
 // fleet is what the client can read of the clusters: the registry, each
@@ -91,11 +104,8 @@ type fleet struct {
 	probes   map[string]*falconv1.ClusterProbe
 }
 
-func readFleet(ctx context.Context, c *client.Client) (*fleet, error) {
-	cl, err := c.ListClusters(ctx, &falconv1.ListClustersRequest{})
-	if err != nil {
-		return nil, err
-	}
+func readFleet(ctx context.Context, c *client.Client, cl *falconv1.ListClustersResponse) (*fleet, error) {
+	var err error
 	f := &fleet{clusters: cl.GetItems(), status: map[string]*falconv1.ClusterStatus{}, probes: map[string]*falconv1.ClusterProbe{}}
 	if f.policy, err = queue.ParsePolicy(cl.GetSelection()); err != nil {
 		return nil, fmt.Errorf("the registry's %v; this falcon is older than its server", err)

@@ -10,7 +10,8 @@ import (
 )
 
 // view prints, per job, its status and then the record as sentences.
-func view(e *falconv1.ExpExplanation) output.TableFunc {
+// unprobed names the clusters no probe asks, with their backend.
+func view(e *falconv1.ExpExplanation, unprobed map[string]string) output.TableFunc {
 	return func(v output.View) error {
 		w := v.Out
 		fmt.Fprintf(w, "Experiment %s %q: %s\n", e.GetExpId(), e.GetExpName(), line(v.Status(e.GetStatus()), e.GetReason(), e.GetMessage()))
@@ -22,7 +23,7 @@ func view(e *falconv1.ExpExplanation) output.TableFunc {
 					when = fmt.Sprintf(", decided %s ago, at %s", output.Age(v.Now, at), at.AsTime().UTC().Format(time.RFC3339))
 				}
 				fmt.Fprintf(w, "  Placed: %s (policy %s%s)\n", sel.GetReason(), sel.GetPolicy(), when)
-				candidates(w, sel)
+				candidates(w, sel, unprobed)
 			} else if j.GetCluster() != "" {
 				fmt.Fprintf(w, "  Cluster: %s (no decision record: placed before records were kept, or pinned there)\n", j.GetCluster())
 			}
@@ -39,17 +40,17 @@ func view(e *falconv1.ExpExplanation) output.TableFunc {
 				} else {
 					fmt.Fprintf(w, "  Now: no cluster can take it: %s\n", j.GetNoAvailableCluster())
 				}
-				candidates(w, now)
+				candidates(w, now, unprobed)
 			}
 		}
 		return nil
 	}
 }
 
-func candidates(w interface{ Write([]byte) (int, error) }, sel *falconv1.ClusterSelection) {
+func candidates(w interface{ Write([]byte) (int, error) }, sel *falconv1.ClusterSelection, unprobed map[string]string) {
 	for _, c := range sel.GetCandidates() {
 		facts := fmt.Sprintf("queue_depth=%d max=%s priority %d, idle pools %d, probe: %s",
-			c.GetQueueDepth(), maxText(c.GetMaxQueueDepth()), c.GetPriority(), c.GetIdlePools(), probeText(c.GetProbe()))
+			c.GetQueueDepth(), maxText(c.GetMaxQueueDepth()), c.GetPriority(), c.GetIdlePools(), probeText(c.GetProbe(), unprobed[c.GetCluster()]))
 		switch {
 		case c.GetRank() == 1:
 			fmt.Fprintf(w, "    %-16s chosen: %s\n", c.GetCluster(), facts)
@@ -61,8 +62,13 @@ func candidates(w interface{ Write([]byte) (int, error) }, sel *falconv1.Cluster
 	}
 }
 
-func probeText(p *falconv1.ClusterProbe) string {
-	if p == nil {
+// probeText is a candidate's probe; backend is set for a cluster no probe
+// asks.
+func probeText(p *falconv1.ClusterProbe, backend string) string {
+	switch {
+	case p == nil && backend != "":
+		return fmt.Sprintf("not probed (%s cluster)", backend)
+	case p == nil:
 		return "never probed"
 	}
 	at := p.GetProbedAt().AsTime().UTC().Format("2006-01-02T15:04:05Z")
