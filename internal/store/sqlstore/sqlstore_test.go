@@ -1694,51 +1694,35 @@ func testUpdateExpStatuses(t *testing.T, e env) {
 // Migration 00006 gives experiments placed before it the cluster their
 // first job went to, and leaves pinned and unplaced ones as they were.
 func TestMigrationRecordsPlacedClusters(t *testing.T) {
-	for _, db := range []struct {
-		driver string
-		dsn    func(t *testing.T) string
-	}{
-		{"sqlite", func(t *testing.T) string { return sqlstore.SQLiteDSN(filepath.Join(t.TempDir(), "falcon.db")) }},
-		{"mysql", func(t *testing.T) string { return dbtest.MySQLDSN(t) }},
-	} {
-		t.Run(db.driver, func(t *testing.T) {
-			s, err := sqlstore.Open(ctx, db.driver, db.dsn(t), sqlstore.WithLogger(slog.New(slog.DiscardHandler)))
+	atSchema(t, 5, func(t *testing.T, s *sqlstore.Store) {
+		pinned, pjobs, part := newExp("pinned", "w")
+		mustCreateV6(t, s, pinned, pjobs, part)
+		placed, jobs, art := newExp("placed", "w", "ps")
+		placed.ClusterName, jobs[0].ClusterName, jobs[1].ClusterName = "", "", ""
+		mustCreateV6(t, s, placed, jobs, art)
+		waiting, wjobs, wart := newExp("waiting", "w")
+		waiting.ClusterName, wjobs[0].ClusterName = "", ""
+		mustCreateV6(t, s, waiting, wjobs, wart)
+		// As schema 5 left them: jobs placed, experiments unaware.
+		for id, cluster := range map[string]string{jobs[0].ID: "b", jobs[1].ID: "a"} {
+			if err := s.Exec(ctx, "UPDATE jobs SET cluster_name = ? WHERE id = ?", cluster, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[string]string{placed.ID: "a", pinned.ID: "local", waiting.ID: ""} {
+			x, err := s.GetExp(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
-			if err := s.MigrateTo(ctx, 5); err != nil {
-				t.Fatal(err)
+			if x.ClusterName != want {
+				t.Errorf("%s: cluster_name %q, want %q", x.Name, x.ClusterName, want)
 			}
-			pinned, pjobs, part := newExp("pinned", "w")
-			mustCreateV6(t, s, pinned, pjobs, part)
-			placed, jobs, art := newExp("placed", "w", "ps")
-			placed.ClusterName, jobs[0].ClusterName, jobs[1].ClusterName = "", "", ""
-			mustCreateV6(t, s, placed, jobs, art)
-			waiting, wjobs, wart := newExp("waiting", "w")
-			waiting.ClusterName, wjobs[0].ClusterName = "", ""
-			mustCreateV6(t, s, waiting, wjobs, wart)
-			// As schema 5 left them: jobs placed, experiments unaware.
-			for id, cluster := range map[string]string{jobs[0].ID: "b", jobs[1].ID: "a"} {
-				if err := s.Exec(ctx, "UPDATE jobs SET cluster_name = ? WHERE id = ?", cluster, id); err != nil {
-					t.Fatal(err)
-				}
-			}
-
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			for id, want := range map[string]string{placed.ID: "a", pinned.ID: "local", waiting.ID: ""} {
-				x, err := s.GetExp(ctx, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if x.ClusterName != want {
-					t.Errorf("%s: cluster_name %q, want %q", x.Name, x.ClusterName, want)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 func mustCreateV6(t *testing.T, s *sqlstore.Store, exp *store.Experiment, jobs []*store.Job, art *store.Artifact) {
@@ -1751,6 +1735,35 @@ func mustCreateV6(t *testing.T, s *sqlstore.Store, exp *store.Experiment, jobs [
 // Migration 00018 drops the failed probes that servers before it kept for
 // local clusters (which are not probed), and keeps every other cluster's.
 func TestMigrationDropsLocalProbes(t *testing.T) {
+	atSchema(t, 17, func(t *testing.T, s *sqlstore.Store) {
+		now := time.Now().UTC().Truncate(time.Second)
+		for name, backend := range map[string]string{"local": "local", "edge": "kubernetes"} {
+			if _, err := s.UpsertCluster(ctx, &store.Cluster{ID: ids.New(ids.Cluster), Name: name, Backend: backend, Status: store.ClusterActive, CreatedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.PutClusterProbes(ctx, []store.ClusterProbe{
+			{Cluster: "local", Error: "cluster local: local clusters are not probed", ProbedAt: now},
+			{Cluster: "edge", Error: "dial tcp: connection refused", ProbedAt: now},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		probes, err := s.ListClusterProbes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(probes) != 1 || probes[0].Cluster != "edge" {
+			t.Errorf("probes after the migration: %+v, want edge's alone", probes)
+		}
+	})
+}
+
+// atSchema runs test on a new SQLite and a new MariaDB store, each migrated
+// up to version v only, for a test of the migrations after it.
+func atSchema(t *testing.T, v int64, test func(t *testing.T, s *sqlstore.Store)) {
 	for _, db := range []struct {
 		driver string
 		dsn    func(t *testing.T) string
@@ -1764,31 +1777,10 @@ func TestMigrationDropsLocalProbes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if err := s.MigrateTo(ctx, 17); err != nil {
+			if err := s.MigrateTo(ctx, v); err != nil {
 				t.Fatal(err)
 			}
-			now := time.Now().UTC().Truncate(time.Second)
-			for name, backend := range map[string]string{"local": "local", "edge": "kubernetes"} {
-				if _, err := s.UpsertCluster(ctx, &store.Cluster{ID: ids.New(ids.Cluster), Name: name, Backend: backend, Status: store.ClusterActive, CreatedAt: now}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := s.PutClusterProbes(ctx, []store.ClusterProbe{
-				{Cluster: "local", Error: "cluster local: local clusters are not probed", ProbedAt: now},
-				{Cluster: "edge", Error: "dial tcp: connection refused", ProbedAt: now},
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			probes, err := s.ListClusterProbes(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(probes) != 1 || probes[0].Cluster != "edge" {
-				t.Errorf("probes after the migration: %+v, want edge's alone", probes)
-			}
+			test(t, s)
 		})
 	}
 }
