@@ -250,8 +250,9 @@ func planDispatch(cluster string, err error, failing *backoff, p RetryPolicy, no
 		if now.Sub(f.since) < p.Window {
 			return recorded(lifecycle.Pending, lifecycle.ReasonDispatching, fmt.Sprintf("submitting to cluster %s failed (attempt %d), retrying in %s, for up to %s: %v", cluster, f.attempts, f.interval, p.Window, err)), &f
 		}
-		err = fmt.Errorf("still failing after %s (%d attempts): %w", p.Window, f.attempts, err)
-		return failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cluster+" failed: "+err.Error()), &f
+		// Worded as planAcquiring's give-up: which of the two sees the
+		// window end first is a matter of timing.
+		return failed(lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("submit to cluster %s failed for %s (%d attempts): %v", cluster, p.Window, f.attempts, err)), &f
 	}
 	return failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster "+cluster+" failed: "+err.Error()), failing
 }

@@ -145,7 +145,7 @@ func TestPlanDispatch(t *testing.T) {
 			&backoff{since: t0, next: t0.Add(2*time.Minute + 30*time.Second), attempts: 10}},
 		{"transient for the whole window fails it",
 			transient, &backoff{since: t0, interval: 30 * time.Second, attempts: 12}, p, t0.Add(5 * time.Minute),
-			failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster edge-a failed: still failing after 5m0s (13 attempts): apiserver overloaded"),
+			failed(lifecycle.ReasonJobSubmitFailed, "submit to cluster edge-a failed for 5m0s (13 attempts): apiserver overloaded"),
 			&backoff{since: t0, next: t0.Add(5*time.Minute + 30*time.Second), attempts: 13}},
 		{"another policy paces it otherwise",
 			transient, nil, RetryPolicy{Initial: 200 * time.Millisecond, Max: 2 * time.Second, Window: 10 * time.Second}, t0,

@@ -61,10 +61,9 @@ func explainRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	registry, err := c.ListClusters(ctx, &falconv1.ListClustersRequest{})
-	if err != nil {
-		return err
-	}
+	// The registry says which clusters no probe asks; a waiting job needs
+	// it in full (readFleet), the others only for that.
+	registry, registryErr := c.ListClusters(ctx, &falconv1.ListClustersRequest{})
 	out := &falconv1.ExpExplanation{
 		ExpId: exp.GetId(), ExpName: exp.GetName(), Status: exp.GetStatus(), Reason: exp.GetReason(), Message: exp.GetMessage(),
 	}
@@ -76,6 +75,9 @@ func explainRun(ctx context.Context, opts *Options) error {
 		}
 		if j.GetStatus() == "Pending" && j.GetReason() == "Waiting" {
 			if fleet == nil {
+				if registryErr != nil {
+					return registryErr
+				}
 				if fleet, err = readFleet(ctx, c, registry); err != nil {
 					return err
 				}
