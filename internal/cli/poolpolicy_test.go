@@ -195,6 +195,39 @@ func runJobs(t *testing.T, kc *kubeenv.Cluster, gc stack.GKEConfig, policy strin
 			t.Fatalf("--pool-policy %s: job %s ran on no node pool", policy, j.GetId())
 		}
 		pools = append(pools, j.GetNodePool())
+		if !together && i+1 < n {
+			// A job's success is written the moment its pods end, before
+			// the cycle that frees its pool; the next job, created in
+			// between, would be waiting when that cycle decides, and spec
+			// rightly keeps the pool for it. One after the other means
+			// after that decision: the manager's report no longer has the
+			// pool owned by this job.
+			waitReleased(t, ctx, falconv1.NewClusterServiceClient(conn), "gke-edge", j)
+		}
 	}
 	return pools
+}
+
+// waitReleased waits until the cluster's capacity report, made after j
+// ended, shows no node pool owned by j.
+func waitReleased(t *testing.T, ctx context.Context, cl falconv1.ClusterServiceClient, cluster string, j *falconv1.Job) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := cl.GetClusterStatus(ctx, &falconv1.GetClusterStatusRequest{Name: cluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		owned := false
+		for _, p := range st.GetNodePools() {
+			owned = owned || p.GetOwnerJobId() == j.GetId()
+		}
+		if !owned && st.GetReportedAt().AsTime().After(j.GetFinishedAt().AsTime()) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s's pool was not released within a minute: %v", j.GetId(), st.GetNodePools())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
