@@ -188,7 +188,6 @@ func (s *Server) lastActivity(ctx context.Context, e *store.Experiment) time.Tim
 	return last
 }
 
-// shortDuration writes 2h for 2h0m0s and 1h30m for 1h30m0s.
 // timeLeft says how long is left, for a message: to the minute from a
 // minute on, else to the second, and never "0s" while time is left (a
 // 30s ttl, warned of as it started, was said to end "in 0s").
@@ -199,6 +198,7 @@ func timeLeft(d time.Duration) string {
 	return shortDuration(max(d.Round(time.Second), time.Second))
 }
 
+// shortDuration writes 2h for 2h0m0s and 1h30m for 1h30m0s.
 func shortDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
