@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
@@ -324,11 +325,12 @@ func localSum(p string) (sum, error) {
 // arguments of tar.
 const maxResend = 1000
 
-// resumeBlock is dd's block when an upload resumes: the offset is rounded
-// down to it.
+// resumeBlock is dd's block when an upload resumes (resumeScript's bs):
+// the offset is rounded down to it.
 const resumeBlock = 64 << 10
 
-// partSuffix names a file while it is being received.
+// partSuffix names a file while it is being received; an upload's part
+// file adds a token of its own.
 const partSuffix = ".falcon-part"
 
 // upload copies the local path src to the remote path dst.
@@ -362,8 +364,29 @@ func (cp *copier) upload(ctx context.Context, src, dst string) error {
 	return cp.uploadDir(ctx, src, parent, name)
 }
 
-// uploadFile sends a file's bytes to target's part file, appending from
-// where a dropped stream stopped, checks its cksum and renames it.
+// sendScript writes the first stream of an upload to the part file $1:
+// the $2 bytes it is owed, from offset 0, then its cksum. It clears the
+// part files that earlier, interrupted copies to the target $3 left, never
+// its own, and it never truncates: the exec of a stream cut early may be
+// started by the server only after the next one has written (its bytes
+// were still on their way when the connection broke), and a late
+// truncation would leave a hole where the next stream had written. A late
+// stream writes the same bytes to the same places, which is harmless.
+// head -c stops after the bytes it is owed: the far side never depends on
+// seeing stdin end, which not every runtime passes on.
+const sendScript = `mkdir -p "$(dirname "$1")" || exit
+for f in "$3"` + partSuffix + `*; do [ "$f" = "$1" ] || rm -f -- "$f"; done
+head -c "$2" 1<>"$1" && cksum < "$1"`
+
+// resumeScript writes a resumed stream of an upload to the part file $1,
+// at block $2 (dd seek, never appending: an earlier stream's process may
+// still be writing its last bytes), the $3 bytes left.
+var resumeScript = `head -c "$3" | dd of="$1" bs=` + strconv.Itoa(resumeBlock) + ` seek="$2" conv=notrunc 2>/dev/null`
+
+// uploadFile sends a file's bytes to a part file beside target, resuming
+// where a dropped stream stopped, checks its cksum and renames it. The
+// part file's name is this copy's own, so that nothing another copy (or a
+// late stream of an earlier one) does to its part file touches this one.
 func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 	fi, err := os.Stat(src)
 	if err != nil {
@@ -372,7 +395,7 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 	// The first stream sums the bytes as it reads them to send; only a
 	// resumed one reads the file again for its sum.
 	var sent *sum
-	part := target + partSuffix
+	part := fmt.Sprintf("%s%s-%08x", target, partSuffix, rand.Uint32())
 	// The first stream writes the part file and then sums it in the same
 	// exec, so the check costs no second exec; a resumed one is summed
 	// after, whole. Summing after the write reads the file again, from the
@@ -381,10 +404,6 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 	// the cores that also carry the stream).
 	var piped *sum
 	err = cp.retry(ctx, "sending "+src, func(attempt int) error {
-		// A resumed stream writes at its offset (dd seek), never appends:
-		// the cut session's cat may still be writing its last bytes when
-		// the next one starts, and both then write the same bytes to the
-		// same places.
 		var off int64
 		if attempt > 0 {
 			s, err := cp.remoteSize(ctx, part)
@@ -401,16 +420,14 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
 			return err
 		}
-		// head -c stops after the bytes it is owed: the far side never
-		// depends on seeing stdin end, which not every runtime passes on.
 		left := strconv.FormatInt(fi.Size()-off, 10)
+		sent, piped = nil, nil
 		if off == 0 {
 			var out bytes.Buffer
 			local := &lockedSum{c: newCksum()}
 			// A head that could not write (a full disk) fails the chain;
 			// cksum's answer carries the size, checked with the CRC.
-			if err := cp.r.sh(ctx, `mkdir -p "$(dirname "$1")" && head -c "$2" > "$1" && cksum < "$1"`, io.TeeReader(f, local), &out, part, left); err != nil {
-				piped = nil
+			if err := cp.r.sh(ctx, sendScript, io.TeeReader(f, local), &out, part, left, target); err != nil {
 				return err
 			}
 			got, err := cp.r.parseSum(out.String())
@@ -421,9 +438,7 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 			sent = local.sum()
 			return nil
 		}
-		sent = nil
-		piped = nil
-		return cp.r.sh(ctx, `head -c "$3" | dd of="$1" bs=`+strconv.Itoa(resumeBlock)+` seek="$2" conv=notrunc 2>/dev/null`, f, nil, part, strconv.FormatInt(off/resumeBlock, 10), left)
+		return cp.r.sh(ctx, resumeScript, f, nil, part, strconv.FormatInt(off/resumeBlock, 10), left)
 	})
 	if err != nil {
 		return err
