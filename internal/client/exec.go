@@ -220,8 +220,8 @@ func decodeStreamError(b []byte) error {
 
 // ExecIO is where a session's streams go.
 type ExecIO struct {
-	// Stdin is sent as the command's stdin when start.stdin is set; its
-	// end closes the command's stdin.
+	// Stdin is sent as the command's stdin when start.stdin is set, from
+	// the server's Started on; its end closes the command's stdin.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Resize sends each value as a terminal resize.
@@ -243,9 +243,12 @@ func (c *Client) Exec(ctx context.Context, start *falconv1.ExecStart, eio ExecIO
 		return nil, err
 	}
 	defer s.Close()
-	if start.GetStdin() && eio.Stdin != nil {
-		go s.sendStdin(ctx, eio.Stdin)
-	}
+	// Stdin waits for the server's Started: bytes sent before it wait in
+	// the connection's buffers while the server looks the rank up, and a
+	// connection cut then leaves the server to start the command late,
+	// after the caller has given up on it and perhaps started another that
+	// writes the same files (exp cp's retries).
+	stdin := start.GetStdin() && eio.Stdin != nil
 	if eio.Resize != nil {
 		go func() {
 			for {
@@ -291,6 +294,10 @@ func (c *Client) Exec(ctx context.Context, start *falconv1.ExecStart, eio ExecIO
 		case *falconv1.ExecResponse_Started:
 			if eio.Started != nil {
 				eio.Started(m.Started)
+			}
+			if stdin {
+				stdin = false
+				go s.sendStdin(ctx, eio.Stdin)
 			}
 		case *falconv1.ExecResponse_Exit:
 			return m.Exit, nil
