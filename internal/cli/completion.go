@@ -238,8 +238,8 @@ func expOf(c *cobra.Command, args []string, f *factory.Factory) (*falconv1.Exper
 	ref := args[0]
 	if expArgs[c.CommandPath()] == copyArgs {
 		for _, a := range args {
-			if name, path, ok := strings.Cut(a, ":"); ok && strings.HasPrefix(path, "/") {
-				ref = name
+			if remoteArg(a) {
+				ref, _, _ = strings.Cut(a, ":")
 			}
 		}
 	}

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/cli/factory"
@@ -50,7 +52,7 @@ type argKind int
 const (
 	allArgs argKind = iota + 1
 	firstArg
-	// copyArgs: EXP:/path on either side of exp cp.
+	// copyArgs: EXP:PATH on either side of exp cp (see remoteArg).
 	copyArgs
 )
 
@@ -77,11 +79,14 @@ func resolveExpNames(ctx context.Context, cmd *cobra.Command, args []string, f *
 		}
 		switch {
 		case kind == copyArgs:
-			name, path, ok := strings.Cut(a, ":")
-			if !ok || !strings.HasPrefix(path, "/") || strings.Contains(name, "/") || name == "" {
-				continue // a local path
+			if !remoteArg(a) {
+				continue
 			}
+			name, path, _ := strings.Cut(a, ":")
 			id, err := resolveExp(ctx, f, name, "argument "+a)
+			if errdefs.Code(err) == codes.NotFound {
+				return errdefs.NotFoundf("%v; a local path with a colon before any slash is written ./%s", err, a)
+			}
 			if err != nil {
 				return err
 			}
@@ -108,6 +113,19 @@ func resolveExpNames(ctx context.Context, cmd *cobra.Command, args []string, f *
 		}
 	}
 	return nil
+}
+
+// remoteArg reports whether an argument of exp cp names a rank's path,
+// as scp and kubectl cp read theirs: NAME:PATH, with no slash before the
+// colon, the path absolute or relative to the rank's working directory.
+// A local file that exists under the whole argument stays local.
+func remoteArg(a string) bool {
+	name, _, ok := strings.Cut(a, ":")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return false
+	}
+	_, err := os.Lstat(a)
+	return err != nil
 }
 
 // resolveExp is the ID of the experiment ref names: ref itself when it is

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -124,6 +125,14 @@ func TestExperimentNamesWhereIDsGo(t *testing.T) {
 		{name: "several, mixed", args: []string{"exp", "wait", "my-run", "exp-failed", "--any", "--jq", ".id"}, wantCode: errdefs.ExitNotSucceeded},
 		{name: "an unknown name", args: []string{"exp", "get", "nope"}, wantCode: errdefs.ExitNotFound, wantStderr: `Error: no experiment is named "nope", and it is no experiment ID`},
 		{name: "a pattern is no name", args: []string{"exp", "get", "my-*"}, wantCode: errdefs.ExitInvalid, wantStderr: `argument my-*: "my-*": name one experiment`},
+		{name: "cp takes a name", args: []string{"exp", "cp", "my-run:", "./x"}, wantCode: errdefs.ExitInvalid, wantStderr: `name a path after the experiment's colon, e.g. exp-q7odgo8q9x:/tmp/x`},
+		{name: "cp takes a name before a relative path", args: []string{"exp", "cp", "./x", "nope:rel/x"}, wantCode: errdefs.ExitNotFound, wantStderr: `no experiment is named "nope"`},
+		{name: "cp says how a local path with a colon is written", args: []string{"exp", "cp", "nope:rel/x", "./x"}, wantCode: errdefs.ExitNotFound, wantStderr: `is written ./nope:rel/x`},
+		{name: "cp leaves a local file with a colon local", args: []string{"exp", "cp", "a:b", "./x"}, wantCode: errdefs.ExitInvalid, wantStderr: `both "a:b" and "./x" are local`},
+	}
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("a:b", nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,9 +50,11 @@ func NewCmdCp(f *factory.Factory, runF func(context.Context, *Options) error) *c
 		Short: "Copy files and directories to or from a rank of a running experiment",
 		Long: `Copy a file or a directory (recursively, as cp -r does) between this
 machine and a rank of a running experiment. The remote side is written
-ID:/path (a relative path starts in the rank's working directory); exactly
-one of SRC and DST is remote. Missing parent directories are created on
-the remote side. Without --rank it is rank 0; without --role the
+EXP:PATH, EXP the experiment's ID or name and PATH absolute or relative to
+the rank's working directory; exactly one of SRC and DST is remote. As
+with scp, a colon before any slash makes an argument remote: a local file
+named a:b is ./a:b (one that exists under the whole argument stays local).
+Missing parent directories are created on the remote side. Without --rank it is rank 0; without --role the
 experiment's only role.
 
 Everything goes through the API server over the exec channel: a directory
@@ -60,6 +62,7 @@ as a tar stream, a file as its bytes, each checked with cksum on both
 sides. A dropped connection is resumed where it stopped. The rank's image
 needs /bin/sh and coreutils (or busybox), and tar for directories.`,
 		Example: `  falcon exp cp ./config.yaml exp-q7odgo8q9x:/workspace/config.yaml
+  falcon exp cp ./patch.diff my-run:patch.diff   # by name, into the rank's working directory
   falcon exp cp ./data exp-q7odgo8q9x:/tmp/ --rank 1
   falcon exp cp exp-q7odgo8q9x:/tmp/profile ./profile`,
 		Args: cobra.ExactArgs(2),
