@@ -54,8 +54,8 @@ EXP:PATH, EXP the experiment's ID or name and PATH absolute or relative to
 the rank's working directory; exactly one of SRC and DST is remote. As
 with scp, a colon before any slash makes an argument remote: a local file
 named a:b is ./a:b (one that exists under the whole argument stays local).
-Missing parent directories are created on the remote side. Without --rank it is rank 0; without --role the
-experiment's only role.
+Missing parent directories are created on the remote side. Without --rank
+it is rank 0; without --role the experiment's only role.
 
 Everything goes through the API server over the exec channel: a directory
 as a tar stream, a file as its bytes, each checked with cksum on both
@@ -369,8 +369,9 @@ func (cp *copier) upload(ctx context.Context, src, dst string) error {
 
 // sendScript writes the first stream of an upload to the part file $1:
 // the $2 bytes it is owed, from offset 0, then its cksum. It clears the
-// part files that earlier, interrupted copies to the target $3 left, never
-// its own, and it never truncates: the exec of a stream cut early may be
+// part files that earlier, interrupted copies to the target $3 left (and
+// so fails a copy to the same target running at once, which would race
+// this one's rename anyway), never its own, and it never truncates: the exec of a stream cut early may be
 // started by the server only after the next one has written (its bytes
 // were still on their way when the connection broke), and a late
 // truncation would leave a hole where the next stream had written. A late
