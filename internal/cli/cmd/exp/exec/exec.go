@@ -101,9 +101,18 @@ func execRun(ctx context.Context, opts *Options) error {
 		eio.Stdin = opts.IO.In
 	}
 	if opts.TTY {
-		restore, resize, size := terminal(ctx, opts.IO, opts.Stdin)
-		defer restore()
+		resize, size := terminalSize(ctx, opts.IO)
 		start.TerminalSize, eio.Resize = size, resize
+		// The local terminal turns raw only once the command starts: while
+		// the rank is waited for, Ctrl-C is still a signal that ends the
+		// wait, not a byte for a command that does not run yet.
+		restore := func() {}
+		defer func() { restore() }()
+		eio.Started = func(*falconv1.ExecStarted) {
+			if opts.Stdin {
+				restore = rawMode(opts.IO)
+			}
+		}
 	}
 	exit, err := c.Exec(ctx, start, eio)
 	if err != nil {
@@ -121,19 +130,23 @@ func execRun(ctx context.Context, opts *Options) error {
 	return nil
 }
 
-// terminal sets up -t: the local terminal in raw mode while stdin is one
-// and forwarded (so keys, Ctrl-C included, reach the command), and its
-// size now and on every SIGWINCH when stdout is one.
-func terminal(ctx context.Context, ios *iostreams.IOStreams, stdin bool) (restore func(), resize <-chan *falconv1.TerminalSize, size *falconv1.TerminalSize) {
-	restore = func() {}
-	if in, ok := ios.In.(*os.File); ok && stdin && ios.IsStdinTTY() {
+// rawMode puts the local terminal in raw mode when stdin is one, so that
+// keys, Ctrl-C included, reach the command; it returns the undoing.
+func rawMode(ios *iostreams.IOStreams) (restore func()) {
+	if in, ok := ios.In.(*os.File); ok && ios.IsStdinTTY() {
 		if st, err := term.MakeRaw(int(in.Fd())); err == nil {
-			restore = func() { _ = term.Restore(int(in.Fd()), st) }
+			return func() { _ = term.Restore(int(in.Fd()), st) }
 		}
 	}
+	return func() {}
+}
+
+// terminalSize is -t's terminal size when stdout is one: now, and on every
+// SIGWINCH until ctx ends.
+func terminalSize(ctx context.Context, ios *iostreams.IOStreams) (resize <-chan *falconv1.TerminalSize, size *falconv1.TerminalSize) {
 	out, ok := ios.Out.(*os.File)
 	if !ok || !ios.IsStdoutTTY() {
-		return restore, nil, nil
+		return nil, nil
 	}
 	get := func() *falconv1.TerminalSize {
 		w, h, err := term.GetSize(int(out.Fd()))
@@ -161,5 +174,5 @@ func terminal(ctx context.Context, ios *iostreams.IOStreams, stdin bool) (restor
 			}
 		}
 	}()
-	return restore, ch, get()
+	return ch, get()
 }
