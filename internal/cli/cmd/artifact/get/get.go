@@ -20,6 +20,7 @@ import (
 	"github.com/falconhq/falcon/internal/blobstore"
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
+	"github.com/falconhq/falcon/internal/cli/progress"
 	"github.com/falconhq/falcon/internal/client"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/output"
@@ -143,13 +144,13 @@ func selectFiles(ctx context.Context, c *client.Client, opts *Options) ([]*falco
 	return out, nil
 }
 
-type progress struct {
+type tally struct {
 	files, bytes         int64 // totals
 	doneFiles, doneBytes atomic.Int64
 	skipped              atomic.Int64
 }
 
-func (p *progress) line() string {
+func (p *tally) line() string {
 	return fmt.Sprintf("%d/%d files, %s/%s", p.doneFiles.Load(), p.files, output.Bytes(p.doneBytes.Load()), output.Bytes(p.bytes))
 }
 
@@ -165,7 +166,7 @@ func getRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	prog := &progress{files: int64(len(files))}
+	prog := &tally{files: int64(len(files))}
 	for _, f := range files {
 		prog.bytes += f.GetSize()
 		// The server checked these paths; a path that would land outside
@@ -175,22 +176,9 @@ func getRun(ctx context.Context, opts *Options) error {
 		}
 	}
 
-	stop := make(chan struct{})
-	var painter sync.WaitGroup
+	stopLine := func() {}
 	if opts.IO.IsStderrTTY() {
-		painter.Go(func() {
-			t := time.NewTicker(200 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					fmt.Fprintf(opts.IO.ErrOut, "\r\033[K%s\n", prog.line())
-					return
-				case <-t.C:
-					fmt.Fprintf(opts.IO.ErrOut, "\r\033[K%s", prog.line())
-				}
-			}
-		})
+		stopLine = progress.Start(opts.IO.ErrOut, 200*time.Millisecond, prog.line).Stop
 	}
 
 	work := make(chan *falconv1.ArtifactFile)
@@ -222,8 +210,7 @@ func getRun(ctx context.Context, opts *Options) error {
 	}
 	close(work)
 	wg.Wait()
-	close(stop)
-	painter.Wait()
+	stopLine()
 	if len(errs) > 0 {
 		if len(errs) > 1 {
 			return fmt.Errorf("%w (and %d more files failed; run the command again to resume)", errs[0], len(errs)-1)
@@ -242,7 +229,7 @@ func getRun(ctx context.Context, opts *Options) error {
 
 // download fetches one file to its place under opts.To. It reports true
 // when the file was already there with the same content.
-func download(ctx context.Context, c *client.Client, opts *Options, f *falconv1.ArtifactFile, prog *progress) (bool, error) {
+func download(ctx context.Context, c *client.Client, opts *Options, f *falconv1.ArtifactFile, prog *tally) (bool, error) {
 	dst := filepath.Join(opts.To, filepath.FromSlash(f.GetPath()))
 	if f.GetChecksum() != "" {
 		if st, err := os.Stat(dst); err == nil && st.Mode().IsRegular() && st.Size() == f.GetSize() {
@@ -288,7 +275,7 @@ func (e *checksumError) Error() string {
 
 // fetch continues part from its current size to the end and checks the
 // whole content's checksum.
-func fetch(ctx context.Context, c *client.Client, expID string, f *falconv1.ArtifactFile, part string, prog *progress) error {
+func fetch(ctx context.Context, c *client.Client, expID string, f *falconv1.ArtifactFile, part string, prog *tally) error {
 	h := blobstore.NewHash()
 	var offset int64
 	if st, err := os.Stat(part); err == nil && st.Size() <= f.GetSize() {

@@ -23,6 +23,7 @@ import (
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
+	"github.com/falconhq/falcon/internal/cli/progress"
 	"github.com/falconhq/falcon/internal/client"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/rankexec"
@@ -59,8 +60,9 @@ it is rank 0; without --role the experiment's only role.
 
 Everything goes through the API server over the exec channel: a directory
 as a tar stream, a file as its bytes, each checked with cksum on both
-sides. A dropped connection is resumed where it stopped. The rank's image
-needs /bin/sh and coreutils (or busybox), and tar for directories.`,
+sides. A dropped connection is resumed where it stopped. On a terminal,
+what has moved is shown on stderr. The rank's image needs /bin/sh and
+coreutils (or busybox), and tar for directories.`,
 		Example: `  falcon exp cp ./config.yaml exp-q7odgo8q9x:/workspace/config.yaml
   falcon exp cp ./patch.diff my-run:patch.diff   # by name, into the rank's working directory
   falcon exp cp ./data exp-q7odgo8q9x:/tmp/ --rank 1
@@ -126,6 +128,13 @@ func cpRun(ctx context.Context, opts *Options) error {
 	exp := from.exp + to.exp
 	r := &remote{c: c, exp: exp, role: opts.Role, rank: opts.Rank, notices: opts.IO.ErrOut}
 	cp := &copier{r: r, attempts: max(opts.Attempts, 1), backoff: opts.Backoff, log: opts.IO.ErrOut}
+	if opts.IO.IsStderrTTY() {
+		// The line shows what has moved; notices print above it.
+		cp.m = &meter{}
+		line := progress.Start(opts.IO.ErrOut, 200*time.Millisecond, cp.m.line)
+		defer line.Stop()
+		r.notices, cp.log = line, line
+	}
 	if to.exp != "" {
 		return cp.upload(ctx, from.path, to.path)
 	}
@@ -193,12 +202,14 @@ func (r *remote) shErr(ctx context.Context, script string, stdin io.Reader, stdo
 	return errs, nil
 }
 
-// probeScript says what the path is and whether tar is there.
-const probeScript = `if [ -d "$1" ]; then echo dir; elif [ -f "$1" ]; then echo file; elif [ -e "$1" ]; then echo other; else echo none; fi
+// probeScript says what the path is (with a file's size) and whether tar
+// is there.
+const probeScript = `if [ -d "$1" ]; then echo dir; elif [ -f "$1" ]; then echo file $(wc -c < "$1"); elif [ -e "$1" ]; then echo other; else echo none; fi
 if command -v tar >/dev/null 2>&1; then echo tar; else echo notar; fi`
 
 type probe struct {
 	kind string // dir, file, other, none
+	size int64  // a file's, for the progress line
 	tar  bool
 }
 
@@ -208,6 +219,13 @@ func (r *remote) probe(ctx context.Context, p string) (probe, error) {
 		return probe{}, err
 	}
 	f := strings.Fields(out.String())
+	if len(f) == 3 && f[0] == "file" {
+		size, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return probe{}, fmt.Errorf("%s: unexpected answer to the path check: %q", r.where(), out.String())
+		}
+		return probe{kind: f[0], size: size, tar: f[2] == "tar"}, nil
+	}
 	if len(f) != 2 {
 		return probe{}, fmt.Errorf("%s: unexpected answer to the path check: %q", r.where(), out.String())
 	}
@@ -284,6 +302,7 @@ type copier struct {
 	attempts int
 	backoff  time.Duration
 	log      io.Writer
+	m        *meter // nil: no progress line
 }
 
 // dropped reports whether err is a broken stream worth resuming: the
@@ -426,12 +445,14 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 		}
 		left := strconv.FormatInt(fi.Size()-off, 10)
 		sent, piped = nil, nil
+		cp.m.begin(filepath.Base(src), off, fi.Size())
+		in := cp.m.reader(f)
 		if off == 0 {
 			var out bytes.Buffer
 			local := &lockedSum{c: newCksum()}
 			// A head that could not write (a full disk) fails the chain;
 			// cksum's answer carries the size, checked with the CRC.
-			if err := cp.r.sh(ctx, sendScript, io.TeeReader(f, local), &out, part, left, target); err != nil {
+			if err := cp.r.sh(ctx, sendScript, io.TeeReader(in, local), &out, part, left, target); err != nil {
 				return err
 			}
 			got, err := cp.r.parseSum(out.String())
@@ -442,7 +463,7 @@ func (cp *copier) uploadFile(ctx context.Context, src, target string) error {
 			sent = local.sum()
 			return nil
 		}
-		return cp.r.sh(ctx, resumeScript, f, nil, part, strconv.FormatInt(off/resumeBlock, 10), left)
+		return cp.r.sh(ctx, resumeScript, in, nil, part, strconv.FormatInt(off/resumeBlock, 10), left)
 	})
 	if err != nil {
 		return err
@@ -510,11 +531,12 @@ func (cp *copier) uploadDir(ctx context.Context, src, parent, name string) error
 	todo := tree.entries // everything, the first time
 	for round := 0; ; round++ {
 		err := cp.retry(ctx, "sending "+src, func(int) error {
+			cp.m.begin(filepath.Base(src), 0, sizeOf(todo))
 			pr, pw := io.Pipe()
 			written := make(chan struct{})
 			go func() {
 				defer close(written)
-				pw.CloseWithError(writeTar(pw, src, name, todo))
+				pw.CloseWithError(writeTar(io.MultiWriter(pw, cp.m), src, name, todo))
 			}()
 			err := cp.r.sh(ctx, `mkdir -p "$1" && cd "$1" && exec tar xf -`, pr, nil, parent)
 			pr.Close()
@@ -557,7 +579,7 @@ func (cp *copier) download(ctx context.Context, src, dst string) error {
 	case "none":
 		return errdefs.NotFoundf("%s:%s does not exist in %s", cp.r.exp, src, cp.r.where())
 	case "file":
-		return cp.downloadFile(ctx, src, target)
+		return cp.downloadFile(ctx, src, target, pr.size)
 	case "dir":
 		if err := cp.r.needTar(pr); err != nil {
 			return err
@@ -570,7 +592,7 @@ func (cp *copier) download(ctx context.Context, src, dst string) error {
 // downloadFile reads a file's bytes into target's part file, from the byte
 // a dropped stream reached, checks its cksum against the far side's and
 // renames it.
-func (cp *copier) downloadFile(ctx context.Context, src, target string) error {
+func (cp *copier) downloadFile(ctx context.Context, src, target string, size int64) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
 	}
@@ -595,10 +617,12 @@ func (cp *copier) downloadFile(ctx context.Context, src, target string) error {
 		if attempt > 0 {
 			resumed = true // what a cut stream wrote is summed from the file
 		}
+		cp.m.begin(path.Base(src), off, size)
+		out := io.MultiWriter(f, running, cp.m)
 		if off == 0 {
 			// cat, not tail -c +1: GNU tail copies in 8 KiB writes, cat in
 			// 128 KiB ones, and every write is a message on its way here.
-			errs, err := cp.r.shErr(ctx, `cksum < "$1" >&2 & cat "$1"; s=$?; wait $! || exit 1; exit $s`, nil, io.MultiWriter(f, running), src)
+			errs, err := cp.r.shErr(ctx, `cksum < "$1" >&2 & cat "$1"; s=$?; wait $! || exit 1; exit $s`, nil, out, src)
 			if err != nil {
 				return err
 			}
@@ -610,7 +634,7 @@ func (cp *copier) downloadFile(ctx context.Context, src, target string) error {
 			want = &got
 			return nil
 		}
-		return cp.r.sh(ctx, `exec tail -c +"$2" "$1"`, nil, io.MultiWriter(f, running), src, strconv.FormatInt(off+1, 10))
+		return cp.r.sh(ctx, `exec tail -c +"$2" "$1"`, nil, out, src, strconv.FormatInt(off+1, 10))
 	})
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -651,10 +675,11 @@ func (cp *copier) downloadDir(ctx context.Context, src, target string) error {
 	var todo []string // nil: everything
 	for round := 0; ; round++ {
 		err := cp.retry(ctx, "receiving "+src, func(int) error {
+			cp.m.begin(path.Base(path.Clean(src)), 0, wantSize(want, todo))
 			pr, pw := io.Pipe()
 			done := make(chan error, 1)
 			go func() {
-				err := readTar(pr, target, got)
+				err := readTar(cp.m.reader(pr), target, got)
 				if err == nil {
 					// tar pads its archive past the end marker.
 					_, _ = io.Copy(io.Discard, pr)

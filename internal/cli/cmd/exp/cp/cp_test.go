@@ -16,6 +16,7 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
+	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/client"
 	"github.com/falconhq/falcon/internal/provider/local"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
@@ -206,6 +207,42 @@ func TestDroppedStreamsResume(t *testing.T) {
 				t.Errorf("no drop was resumed; log:\n%s", log.String())
 			}
 			tt.check(t)
+		})
+	}
+}
+
+// On a terminal a copy draws what it has moved on one line of stderr, left
+// at the totals; piped, it prints nothing.
+func TestProgressOnATerminal(t *testing.T) {
+	e, id, remoteDir := startRank(t)
+	local := t.TempDir()
+	randomFile(t, filepath.Join(local, "f.bin"), 3<<20)
+	for i := range 3 {
+		randomFile(t, filepath.Join(local, "tree", string(rune('a'+i))), 100<<10)
+	}
+	for _, tt := range []struct {
+		name, src, dst string
+		tty            bool
+		want           string
+	}{
+		{"file up", filepath.Join(local, "f.bin"), id + ":" + remoteDir + "/f.bin", true, "\r\033[Kf.bin: 3.0 MiB/3.0 MiB\n"},
+		{"file down", id + ":" + remoteDir + "/f.bin", filepath.Join(local, "back.bin"), true, "\r\033[Kf.bin: 3.0 MiB/3.0 MiB\n"},
+		{"tree up", filepath.Join(local, "tree"), id + ":" + remoteDir + "/tree", true, "\r\033[Ktree: 300.0 KiB/300.0 KiB\n"},
+		{"tree down", id + ":" + remoteDir + "/tree", filepath.Join(local, "treeback"), true, "\r\033[Ktree: 300.0 KiB/300.0 KiB\n"},
+		{"piped", filepath.Join(local, "f.bin"), id + ":" + remoteDir + "/g.bin", false, ""},
+		{"nothing moved", id + ":" + remoteDir + "/nope", filepath.Join(local, "nope"), true, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, errOut := iostreams.Test()
+			ios.SetStderrTTY(tt.tty)
+			opts := &Options{IO: ios, Client: func() (*client.Client, error) { return client.New("http://" + e.HTTPAddr) },
+				Src: tt.src, Dst: tt.dst, Attempts: 1}
+			if err := cpRun(context.Background(), opts); (err != nil) != (tt.name == "nothing moved") {
+				t.Fatal(err)
+			}
+			if got := errOut.String(); !strings.HasSuffix(got, tt.want) || (tt.want == "" && got != "") {
+				t.Errorf("stderr %q; want it to end with %q", got, tt.want)
+			}
 		})
 	}
 }
