@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,6 +54,32 @@ func TestDevExecAndCp(t *testing.T) {
 			}
 		})
 	}
+	// --all-ranks: every rank at once, each line after its rank, the lowest
+	// failing rank's code, the others' failures said on stderr.
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string // in any order
+		stderr string
+	}{
+		{name: "every rank", args: []string{"--", "sh", "-c", "echo $FALCON_RANK of $FALCON_WORLD_SIZE; printf unended"},
+			stdout: []string{"rank 0: 0 of 2", "rank 0: unended", "rank 1: 1 of 2", "rank 1: unended"}},
+		{name: "the lowest failing rank's code", args: []string{"--", "sh", "-c", "exit $((FALCON_RANK + 3))"}, code: 3, stderr: "falcon: rank 1: command exited with code 4"},
+		{name: "not with --rank", args: []string{"--rank", "1", "--", "true"}, code: 2, stderr: "--all-ranks: runs the command in every rank; drop --rank 1"},
+		{name: "not with -t", args: []string{"-t", "--", "true"}, code: 2, stderr: "--all-ranks: cannot give several ranks one terminal"},
+		{name: "not with -i", args: []string{"-i", "--", "true"}, code: 2, stderr: "--all-ranks: cannot send one stdin to several ranks"},
+	} {
+		t.Run("all ranks/"+tt.name, func(t *testing.T) {
+			r := d.with(t).run("", append([]string{"exp", "exec", id, "--all-ranks"}, tt.args...)...)
+			lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+			slices.Sort(lines)
+			if r.code != tt.code || tt.stdout != nil && !slices.Equal(lines, tt.stdout) || !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("exit %d stdout %q stderr %q; want %d %q %q", r.code, r.stdout, r.stderr, tt.code, tt.stdout, tt.stderr)
+			}
+		})
+	}
+
 	h := sha256.New()
 	if r := d.runTo(h, "exp", "exec", id, "--", "sh", "-c", "head -c 104857600 /dev/zero"); r.code != 0 || fmt.Sprintf("%x", h.Sum(nil)) != fmt.Sprintf("%x", sha256.Sum256(make([]byte, 100<<20))) {
 		t.Errorf("100 MiB: exit %d %s", r.code, r.stderr)

@@ -22,20 +22,22 @@ type Options struct {
 	IO     *iostreams.IOStreams
 	Client func() (*client.Client, error)
 
-	ID      string
-	Role    string
-	Rank    int32
-	Stdin   bool
-	TTY     bool
-	NoWait  bool
-	Command []string
+	ID     string
+	Role   string
+	Rank   int32
+	Stdin  bool
+	TTY    bool
+	NoWait bool
+	// AllRanks runs the command in every rank of the role at once.
+	AllRanks bool
+	Command  []string
 }
 
 // NewCmdExec builds the command. runF replaces execRun in tests.
 func NewCmdExec(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, Client: f.Client}
 	cmd := &cobra.Command{
-		Use:   "exec ID [--role R] [--rank N] [-i] [-t] [--no-wait] -- COMMAND [ARG...]",
+		Use:   "exec ID [--role R] [--rank N | --all-ranks] [-i] [-t] [--no-wait] -- COMMAND [ARG...]",
 		Short: "Run a command in a rank of a running experiment",
 		Long: `Run a command in one rank of a running experiment: in the task container
 of the rank's pod on Kubernetes and GKE, beside the rank's process (same
@@ -47,6 +49,11 @@ command's stdout and stderr come back apart and whole, and its exit code is
 this command's (128+N for a command killed by signal N). -i sends stdin,
 -t runs it on a terminal.
 
+--all-ranks runs the command in every rank of the role at once, as pdsh
+does on hosts: each line of output starts with "rank N: ", stdout and
+stderr still apart, and the exit code is that of the lowest rank that
+failed (0 when every rank exited 0), each failure said on stderr.
+
 An experiment that does not run yet is waited for, saying so on stderr;
 --no-wait fails at once instead (exit 4). An experiment that has ended
 cannot be entered (exit 4): its files are kept, see falcon artifact get.
@@ -55,6 +62,7 @@ the audit log.`,
 		Example: `  falcon exp exec exp-q7odgo8q9x -- nvidia-smi
   falcon exp exec exp-q7odgo8q9x --rank 1 -- sh -c 'ls -l $FALCON_ARTIFACT_DIR'
   falcon exp exec exp-q7odgo8q9x -it -- bash
+  falcon exp exec exp-q7odgo8q9x --all-ranks -- sh -c 'hostname; df -h /tmp | tail -1'
   falcon exp exec exp-q7odgo8q9x -i -- sh -c 'cat > /tmp/cfg.yaml' < cfg.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,8 +77,21 @@ the audit log.`,
 			if opts.Rank < 0 {
 				return errdefs.Invalid("--rank", "must not be negative, got %d", opts.Rank)
 			}
+			if opts.AllRanks {
+				switch {
+				case cmd.Flags().Changed("rank"):
+					return errdefs.Invalid("--all-ranks", "runs the command in every rank; drop --rank %d", opts.Rank)
+				case opts.TTY:
+					return errdefs.Invalid("--all-ranks", "cannot give several ranks one terminal; drop -t, or name one rank with --rank")
+				case opts.Stdin:
+					return errdefs.Invalid("--all-ranks", "cannot send one stdin to several ranks; drop -i, or name one rank with --rank")
+				}
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
+			}
+			if opts.AllRanks {
+				return execAll(cmd.Context(), opts)
 			}
 			return execRun(cmd.Context(), opts)
 		},
@@ -81,6 +102,7 @@ the audit log.`,
 	fl.BoolVarP(&opts.Stdin, "stdin", "i", false, "Send stdin to the command")
 	fl.BoolVarP(&opts.TTY, "tty", "t", false, "Run the command on a terminal")
 	fl.BoolVar(&opts.NoWait, "no-wait", false, "Fail at once if the rank does not run yet, instead of waiting")
+	fl.BoolVar(&opts.AllRanks, "all-ranks", false, "Run the command in every rank of the role at once, each output line starting with its rank")
 	return cmd
 }
 

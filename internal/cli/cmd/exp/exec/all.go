@@ -1,0 +1,142 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc/status"
+
+	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/cli/factory"
+	"github.com/falconhq/falcon/internal/client"
+	"github.com/falconhq/falcon/internal/errdefs"
+)
+
+// execAll runs the command in every rank of the role at once.
+func execAll(ctx context.Context, opts *Options) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	exp, err := c.GetExp(ctx, &falconv1.GetExpRequest{Id: opts.ID})
+	if err != nil {
+		return err
+	}
+	job, err := roleJob(exp, opts.Role)
+	if err != nil {
+		return err
+	}
+	n := job.GetTaskSpec().GetReplica() * max(job.GetTaskSpec().GetSlices(), 1)
+	var outMu, errMu sync.Mutex
+	type result struct {
+		exit *falconv1.ExecExit
+		err  error
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	for rank := range n {
+		wg.Go(func() {
+			prefix := fmt.Sprintf("rank %d: ", rank)
+			stdout := &linePrefixer{w: opts.IO.Out, mu: &outMu, prefix: prefix}
+			stderr := &linePrefixer{w: opts.IO.ErrOut, mu: &errMu, prefix: prefix}
+			start := &falconv1.ExecStart{ExpId: opts.ID, Role: job.GetRole(), Rank: rank, Command: opts.Command, NoWait: opts.NoWait}
+			exit, err := c.Exec(ctx, start, client.ExecIO{Stdout: stdout, Stderr: stderr,
+				Notice: func(m string) { fmt.Fprintf(stderr, "falcon: %s\n", m) }})
+			stdout.flush()
+			stderr.flush()
+			results[rank] = result{exit, err}
+		})
+	}
+	wg.Wait()
+	// The lowest rank that failed is the answer (an error is printed by
+	// the CLI as every error is); every other failure is said here.
+	var first error
+	firstFailed := 0
+	for rank, r := range results {
+		switch {
+		case r.err != nil && first == nil:
+			first, firstFailed = r.err, rank
+			if st, ok := status.FromError(r.err); ok {
+				first = status.Errorf(st.Code(), "rank %d: %s", rank, st.Message())
+			}
+		case r.err != nil:
+			// An ended experiment refuses every rank alike: said once.
+			if message(r.err) != message(results[firstFailed].err) {
+				fmt.Fprintf(opts.IO.ErrOut, "falcon: rank %d: %v\n", rank, message(r.err))
+			}
+		case r.exit.GetCode() != 0:
+			fmt.Fprintf(opts.IO.ErrOut, "falcon: rank %d: command exited with code %d\n", rank, r.exit.GetCode())
+			if first == nil {
+				first = &factory.ExitError{Code: int(r.exit.GetCode()), Kind: "CommandExited",
+					Err: fmt.Errorf("rank %d: command exited with code %d", rank, r.exit.GetCode()), Quiet: true}
+			}
+		}
+	}
+	return first
+}
+
+// message is an error's text without gRPC's "rpc error: code = ..." frame.
+func message(err error) string {
+	if err == nil {
+		return ""
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Message()
+	}
+	return err.Error()
+}
+
+// roleJob is the job of role, or the experiment's only one when role is
+// empty; the server's own check names the roles the same way.
+func roleJob(exp *falconv1.Experiment, role string) (*falconv1.Job, error) {
+	var roles []string
+	for _, j := range exp.GetJobs() {
+		if j.GetRole() == role || role == "" && len(exp.GetJobs()) == 1 {
+			return j, nil
+		}
+		roles = append(roles, j.GetRole())
+	}
+	if role == "" {
+		return nil, errdefs.Invalid("--role", "experiment %s has several roles (%s): name one", exp.GetId(), strings.Join(roles, ", "))
+	}
+	return nil, errdefs.Invalid("--role", "experiment %s has no role %q; roles: %s", exp.GetId(), role, strings.Join(roles, ", "))
+}
+
+// linePrefixer writes whole lines to w, each after prefix, under mu: the
+// ranks' output interleaves by lines, never inside one.
+type linePrefixer struct {
+	w      io.Writer
+	mu     *sync.Mutex
+	prefix string
+	part   []byte // a line not yet ended
+}
+
+func (p *linePrefixer) Write(b []byte) (int, error) {
+	p.part = append(p.part, b...)
+	i := bytes.LastIndexByte(p.part, '\n')
+	if i < 0 {
+		return len(b), nil
+	}
+	var out []byte
+	for line := range bytes.Lines(p.part[:i+1]) {
+		out = append(append(out, p.prefix...), line...)
+	}
+	p.part = append(p.part[:0], p.part[i+1:]...)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// flush writes a last line the command did not end, ending it.
+func (p *linePrefixer) flush() {
+	if len(p.part) > 0 {
+		_, _ = p.Write([]byte{'\n'})
+	}
+}
