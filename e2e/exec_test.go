@@ -112,9 +112,26 @@ func TestDevExecAndCp(t *testing.T) {
 	}
 	sameFile(t, big, filepath.Join(back, "data.bin"))
 	sameTree(t, tree, filepath.Join(back, "t"))
-	for _, args := range [][]string{{big, back}, {id + ":/a", id + ":/b"}} {
-		if r := d.run("", append([]string{"exp", "cp"}, args...)...); r.code != 2 {
-			t.Errorf("cp %v: exit %d %s; want 2", args, r.code, r.stderr)
+	for _, tt := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{big, back}, "are local"},
+		{[]string{id + ":/a", id + ":/b"}, "are remote"},
+		{[]string{id + ":" + dst + "/a/b/data.bin", back, "--all-ranks"}, "--all-ranks: copies to every rank, not from them"},
+		{[]string{big, id + ":x", "--all-ranks", "--rank", "1"}, "--all-ranks: copies to every rank; drop --rank 1"},
+	} {
+		if r := d.run("", append([]string{"exp", "cp"}, tt.args...)...); r.code != 2 || !strings.Contains(r.stderr, tt.stderr) {
+			t.Errorf("cp %v: exit %d %s; want 2, %q", tt.args, r.code, r.stderr, tt.stderr)
 		}
+	}
+
+	// --all-ranks: to every rank; relative paths start in each rank's own
+	// directory, which on falcon dev are apart on one machine.
+	if r := d.run("", "exp", "cp", big, id+":pushed/data.bin", "--all-ranks"); r.code != 0 {
+		t.Fatalf("cp --all-ranks: %d %s", r.code, r.stderr)
+	}
+	for rank := range 2 {
+		sameFile(t, big, filepath.Join(d.dataDir, "run", job, fmt.Sprint(rank), "pushed/data.bin"))
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
 	"github.com/falconhq/falcon/internal/cli/progress"
+	"github.com/falconhq/falcon/internal/cli/ranks"
 	"github.com/falconhq/falcon/internal/client"
 	"github.com/falconhq/falcon/internal/errdefs"
 	"github.com/falconhq/falcon/internal/rankexec"
@@ -37,6 +38,8 @@ type Options struct {
 	Src, Dst string
 	Role     string
 	Rank     int32
+	// AllRanks copies to every rank of the role, one after the other.
+	AllRanks bool
 	// Attempts bounds how often a dropped stream is resumed.
 	Attempts int
 	// Backoff is the pause before the nth retry, times n.
@@ -47,7 +50,7 @@ type Options struct {
 func NewCmdCp(f *factory.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, Client: f.Client, Attempts: 10, Backoff: 500 * time.Millisecond}
 	cmd := &cobra.Command{
-		Use:   "cp SRC DST [--role R] [--rank N]",
+		Use:   "cp SRC DST [--role R] [--rank N | --all-ranks]",
 		Short: "Copy files and directories to or from a rank of a running experiment",
 		Long: `Copy a file or a directory (recursively, as cp -r does) between this
 machine and a rank of a running experiment. The remote side is written
@@ -56,7 +59,9 @@ the rank's working directory; exactly one of SRC and DST is remote. As
 with scp, a colon before any slash makes an argument remote: a local file
 named a:b is ./a:b (one that exists under the whole argument stays local).
 Missing parent directories are created on the remote side. Without --rank
-it is rank 0; without --role the experiment's only role.
+it is rank 0; without --role the experiment's only role. --all-ranks
+copies to every rank of the role, one after the other (to a relative path
+on falcon dev, where the ranks share one machine).
 
 Everything goes through the API server over the exec channel: a directory
 as a tar stream, a file as its bytes, each checked with cksum on both
@@ -66,12 +71,16 @@ coreutils (or busybox), and tar for directories.`,
 		Example: `  falcon exp cp ./config.yaml exp-q7odgo8q9x:/workspace/config.yaml
   falcon exp cp ./patch.diff my-run:patch.diff   # by name, into the rank's working directory
   falcon exp cp ./data exp-q7odgo8q9x:/tmp/ --rank 1
+  falcon exp cp ./patch.py my-run:/workspace/patch.py --all-ranks
   falcon exp cp exp-q7odgo8q9x:/tmp/profile ./profile`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Src, opts.Dst = args[0], args[1]
 			if opts.Rank < 0 {
 				return errdefs.Invalid("--rank", "must not be negative, got %d", opts.Rank)
+			}
+			if opts.AllRanks && cmd.Flags().Changed("rank") {
+				return errdefs.Invalid("--all-ranks", "copies to every rank; drop --rank %d", opts.Rank)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -82,6 +91,7 @@ coreutils (or busybox), and tar for directories.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Role, "role", "", "The role (required when the experiment has several)")
 	fl.Int32Var(&opts.Rank, "rank", 0, "The rank")
+	fl.BoolVar(&opts.AllRanks, "all-ranks", false, "Copy to every rank of the role, one after the other")
 	return cmd
 }
 
@@ -126,7 +136,25 @@ func cpRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	exp := from.exp + to.exp
-	r := &remote{c: c, exp: exp, role: opts.Role, rank: opts.Rank, notices: opts.IO.ErrOut}
+	targets := []int32{opts.Rank}
+	if opts.AllRanks {
+		if to.exp == "" {
+			return errdefs.Invalid("--all-ranks", "copies to every rank, not from them; copy from one rank at a time with --rank N")
+		}
+		e, err := c.GetExp(ctx, &falconv1.GetExpRequest{Id: exp})
+		if err != nil {
+			return err
+		}
+		_, n, err := ranks.Of(e, opts.Role)
+		if err != nil {
+			return err
+		}
+		targets = targets[:0]
+		for rank := range n {
+			targets = append(targets, rank)
+		}
+	}
+	r := &remote{c: c, exp: exp, role: opts.Role, notices: opts.IO.ErrOut}
 	cp := &copier{r: r, attempts: max(opts.Attempts, 1), backoff: opts.Backoff, log: opts.IO.ErrOut}
 	if opts.IO.IsStderrTTY() {
 		// The line shows what has moved; notices print above it.
@@ -135,10 +163,28 @@ func cpRun(ctx context.Context, opts *Options) error {
 		defer line.Stop()
 		r.notices, cp.log = line, line
 	}
-	if to.exp != "" {
-		return cp.upload(ctx, from.path, to.path)
+	for _, rank := range targets {
+		r.rank, r.noticed = rank, false
+		if opts.AllRanks {
+			cp.m.prefix(fmt.Sprintf("rank %d: ", rank))
+		}
+		var err error
+		if to.exp != "" {
+			err = cp.upload(ctx, from.path, to.path)
+		} else {
+			err = cp.download(ctx, from.path, to.path)
+		}
+		if err != nil {
+			if opts.AllRanks {
+				return fmt.Errorf("rank %d (of %d; the ranks before it have their copy): %w", rank, len(targets), err)
+			}
+			return err
+		}
+		if cp.m != nil && rank != targets[len(targets)-1] {
+			fmt.Fprintln(cp.log, cp.m.line()) // this rank's totals stay above the next one's line
+		}
 	}
-	return cp.download(ctx, from.path, to.path)
+	return nil
 }
 
 // remote runs commands in the rank.

@@ -13,8 +13,18 @@ import (
 // shows. A nil meter counts nothing: piped, a copy draws no line.
 type meter struct {
 	mu          sync.Mutex
-	what        string
+	pre, what   string
 	done, total int64 // total 0: not known
+}
+
+// prefix is put before what on the line: the rank, when there are several.
+func (m *meter) prefix(p string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pre = p
 }
 
 // begin starts counting a stream of what, done bytes of total already there.
@@ -54,9 +64,9 @@ func (m *meter) line() string {
 	case m.what == "":
 		return "" // no stream has begun
 	case m.total == 0:
-		return fmt.Sprintf("%s: %s", m.what, output.Bytes(m.done))
+		return fmt.Sprintf("%s%s: %s", m.pre, m.what, output.Bytes(m.done))
 	}
-	return fmt.Sprintf("%s: %s/%s", m.what, output.Bytes(min(m.done, m.total)), output.Bytes(m.total))
+	return fmt.Sprintf("%s%s: %s/%s", m.pre, m.what, output.Bytes(min(m.done, m.total)), output.Bytes(m.total))
 }
 
 // sizeOf is the bytes of the regular files among entries.

@@ -5,15 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 
 	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/cli/factory"
+	"github.com/falconhq/falcon/internal/cli/ranks"
 	"github.com/falconhq/falcon/internal/client"
-	"github.com/falconhq/falcon/internal/errdefs"
 )
 
 // execAll runs the command in every rank of the role at once.
@@ -26,11 +25,10 @@ func execAll(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	job, err := roleJob(exp, opts.Role)
+	job, n, err := ranks.Of(exp, opts.Role)
 	if err != nil {
 		return err
 	}
-	n := job.GetTaskSpec().GetReplica() * max(job.GetTaskSpec().GetSlices(), 1)
 	var outMu, errMu sync.Mutex
 	type result struct {
 		exit *falconv1.ExecExit
@@ -88,22 +86,6 @@ func message(err error) string {
 		return st.Message()
 	}
 	return err.Error()
-}
-
-// roleJob is the job of role, or the experiment's only one when role is
-// empty; the server's own check names the roles the same way.
-func roleJob(exp *falconv1.Experiment, role string) (*falconv1.Job, error) {
-	var roles []string
-	for _, j := range exp.GetJobs() {
-		if j.GetRole() == role || role == "" && len(exp.GetJobs()) == 1 {
-			return j, nil
-		}
-		roles = append(roles, j.GetRole())
-	}
-	if role == "" {
-		return nil, errdefs.Invalid("--role", "experiment %s has several roles (%s): name one", exp.GetId(), strings.Join(roles, ", "))
-	}
-	return nil, errdefs.Invalid("--role", "experiment %s has no role %q; roles: %s", exp.GetId(), role, strings.Join(roles, ", "))
 }
 
 // linePrefixer writes whole lines to w, each after prefix, under mu: the

@@ -1,0 +1,4 @@
+// Package ranks finds the ranks a command addresses in an experiment: the
+// job of the role asked for (or the only one) and how many ranks it has,
+// named the way the API server names them when a role is wrong.
+package ranks
