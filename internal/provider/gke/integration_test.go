@@ -374,7 +374,10 @@ func TestForcedSupplyMode(t *testing.T) {
 // TestWaitingJobReusesThePool: three jobs of one shape. The first's pool
 // falls idle while the second is still waiting for its own pool to be
 // created, so the second switches to the idle pool and the third takes
-// over the pool being created: three jobs, two creates.
+// over the pool being created: three jobs, two creates. On a loaded
+// machine the first may end before the second starts to acquire, which
+// then takes the idle pool, and so does the third: one pool, one create,
+// reuse too. Three pools is the failure.
 func TestWaitingJobReusesThePool(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, setup{createLatency: 3 * time.Second})
@@ -385,14 +388,14 @@ func TestWaitingJobReusesThePool(t *testing.T) {
 	for _, id := range []string{first, second, third} {
 		pools[f.waitJob(id, "succeeded", status("Succeeded")).GetNodePool()]++
 	}
-	if len(pools) != 2 {
-		t.Fatalf("three jobs ran on pools %v; want two pools, one of them reused", pools)
+	if len(pools) == 3 {
+		t.Fatalf("three jobs ran on pools %v; want at most two, one of them reused", pools)
 	}
 	for p := range pools {
 		f.waitPoolGone(p)
 	}
-	if n := f.creates(); n != 2 {
-		t.Errorf("%d node pool creates for three same-shape jobs, want 2", n)
+	if n := f.creates(); n != len(pools) {
+		t.Errorf("%d node pool creates for three same-shape jobs on %d pools, want %d", n, len(pools), len(pools))
 	}
 }
 

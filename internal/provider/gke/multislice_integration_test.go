@@ -152,12 +152,15 @@ func TestMultisliceOneSliceFailingFailsTheJob(t *testing.T) {
 // a single pool does (TestWaitingJobReusesThePool): three jobs of two
 // slices, the first's group idle while the second waits for its own and
 // the third waits in the queue. Three jobs, two groups, four pool creates.
+// On a loaded machine the first job may end before the second even starts
+// to acquire: the second then takes the idle group, and so does the third
+// after it, one group and two creates, which is reuse too. Three groups
+// is the failure: no job took an idle one.
 //
-// It needs the first job to end while the second's group is being
-// created. When kwok loses the end of one of its pods (the cluster nudges
-// it 15 s late, see kubeenv.StalledAfter), it ends after the second runs,
-// and the third rightly gets a group of its own: such a run says nothing
-// of reuse, and the scenario runs again on a fresh fixture.
+// When kwok loses the end of one of its pods (the cluster nudges it 15 s
+// late, see kubeenv.StalledAfter), the first job ends after the second
+// runs, and the third rightly gets a group of its own: such a run says
+// nothing of reuse, and the scenario runs again on a fresh fixture.
 func TestIdleGroupReusedBySameSliceCount(t *testing.T) {
 	t.Parallel()
 	for try := 1; ; try++ {
@@ -171,20 +174,20 @@ func TestIdleGroupReusedBySameSliceCount(t *testing.T) {
 		for _, id := range ids {
 			groups[f.waitJob(id, "succeeded", status("Succeeded")).GetNodePool()]++
 		}
-		if len(groups) != 2 {
+		if len(groups) == 3 {
 			if shared.Nudged() > nudged && try < 3 {
 				t.Logf("three jobs ran on groups %v while kwok lost a pod's end (nudged); running the scenario again", groups)
 				continue
 			}
-			t.Fatalf("three jobs ran on groups %v; want two, one of them reused", groups)
+			t.Fatalf("three jobs ran on groups %v; want at most two, one of them reused", groups)
 		}
 		for g := range groups {
 			for s := range 2 {
 				f.waitPoolGone(placement.SlicePool(g, s))
 			}
 		}
-		if n := f.creates(); n != 4 {
-			t.Errorf("%d node pool creates for three 2-slice jobs, want 4 (two groups of two)", n)
+		if n := f.creates(); n != 2*len(groups) {
+			t.Errorf("%d node pool creates for three 2-slice jobs on %d groups, want %d (two a group)", n, len(groups), 2*len(groups))
 		}
 		return
 	}
