@@ -1,10 +1,15 @@
 package ranks
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/errdefs"
 )
 
 func TestOf(t *testing.T) {
@@ -37,6 +42,33 @@ func TestOf(t *testing.T) {
 			}
 			if err != nil || j.GetId() != tt.job || n != tt.n {
 				t.Errorf("Of = %s, %d, %v; want %s, %d", j.GetId(), n, err, tt.job, tt.n)
+			}
+		})
+	}
+}
+
+func TestErr(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		code codes.Code
+		msg  string
+	}{
+		{"a status keeps its code, not its frame", status.Error(codes.Unavailable, "session broke"), codes.Unavailable, "rank 2: session broke"},
+		{"a field error keeps its code", errdefs.Invalid("--role", "no such role"), codes.InvalidArgument, "rank 2: --role: no such role"},
+		{"a plain error", errors.New("disk full"), codes.Internal, "rank 2: disk full"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Err("rank 2", tt.err)
+			if got := errdefs.Code(err); got != tt.code {
+				t.Errorf("code %v, want %v", got, tt.code)
+			}
+			msg := err.Error()
+			if st, ok := status.FromError(err); ok {
+				msg = st.Message()
+			}
+			if msg != tt.msg {
+				t.Errorf("message %q, want %q", msg, tt.msg)
 			}
 		})
 	}

@@ -176,7 +176,7 @@ func cpRun(ctx context.Context, opts *Options) error {
 		}
 		if err != nil {
 			if opts.AllRanks {
-				return fmt.Errorf("rank %d (of %d; the ranks before it have their copy): %w", rank, len(targets), err)
+				return ranks.Err(fmt.Sprintf("rank %d (of %d; the ranks before it have their copy)", rank, len(targets)), err)
 			}
 			return err
 		}
@@ -436,11 +436,12 @@ func (cp *copier) upload(ctx context.Context, src, dst string) error {
 // the $2 bytes it is owed, from offset 0, then its cksum. It clears the
 // part files that earlier, interrupted copies to the target $3 left (and
 // so fails a copy to the same target running at once, which would race
-// this one's rename anyway), never its own, and it never truncates: the exec of a stream cut early may be
-// started by the server only after the next one has written (its bytes
-// were still on their way when the connection broke), and a late
-// truncation would leave a hole where the next stream had written. A late
-// stream writes the same bytes to the same places, which is harmless.
+// this one's rename anyway), never its own, and it never truncates: the
+// exec of a stream cut early may be started by the server only after the
+// next one has written (its bytes were still on their way when the
+// connection broke), and a late truncation would leave a hole where the
+// next stream had written. A late stream writes the same bytes to the same
+// places, which is harmless.
 // head -c stops after the bytes it is owed: the far side never depends on
 // seeing stdin end, which not every runtime passes on.
 const sendScript = `mkdir -p "$(dirname "$1")" || exit

@@ -57,10 +57,7 @@ func execAll(ctx context.Context, opts *Options) error {
 	for rank, r := range results {
 		switch {
 		case r.err != nil && first == nil:
-			first, firstFailed = r.err, rank
-			if st, ok := status.FromError(r.err); ok {
-				first = status.Errorf(st.Code(), "rank %d: %s", rank, st.Message())
-			}
+			first, firstFailed = ranks.Err(fmt.Sprintf("rank %d", rank), r.err), rank
 		case r.err != nil:
 			// An ended experiment refuses every rank alike: said once.
 			if message(r.err) != message(results[firstFailed].err) {
