@@ -64,7 +64,7 @@ func TestDevExecAndCp(t *testing.T) {
 		stderr string
 	}{
 		{name: "every rank", args: []string{"--", "sh", "-c", "echo $FALCON_RANK of $FALCON_WORLD_SIZE; printf unended"},
-			stdout: []string{"rank 0: 0 of 2", "rank 0: unended", "rank 1: 1 of 2", "rank 1: unended"}},
+			stdout: []string{"[main/0] 0 of 2", "[main/0] unended", "[main/1] 1 of 2", "[main/1] unended"}},
 		{name: "the lowest failing rank's code", args: []string{"--", "sh", "-c", "exit $((FALCON_RANK + 3))"}, code: 3, stderr: "falcon: rank 1: command exited with code 4"},
 		{name: "not with --rank", args: []string{"--rank", "1", "--", "true"}, code: 2, stderr: "--all-ranks: runs the command in every rank; drop --rank 1"},
 		{name: "not with -t", args: []string{"-t", "--", "true"}, code: 2, stderr: "--all-ranks: cannot give several ranks one terminal"},

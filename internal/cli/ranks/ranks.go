@@ -9,15 +9,16 @@ import (
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/errdefs"
+	"github.com/falconhq/falcon/internal/placement"
 )
 
 // Of is the job of role in exp (the only job when role is empty) and its
-// number of ranks: replica hosts in each of its slices.
+// number of ranks: replica hosts in each of its slices (placement.Ranks).
 func Of(exp *falconv1.Experiment, role string) (*falconv1.Job, int32, error) {
 	var roles []string
 	for _, j := range exp.GetJobs() {
 		if j.GetRole() == role || role == "" && len(exp.GetJobs()) == 1 {
-			return j, j.GetTaskSpec().GetReplica() * max(j.GetTaskSpec().GetSlices(), 1), nil
+			return j, int32(placement.Ranks(j.GetTaskSpec())), nil
 		}
 		roles = append(roles, j.GetRole())
 	}

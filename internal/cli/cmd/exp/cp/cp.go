@@ -136,7 +136,7 @@ func cpRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	exp := from.exp + to.exp
-	targets := []int32{opts.Rank}
+	targets, role := []int32{opts.Rank}, opts.Role
 	if opts.AllRanks {
 		if to.exp == "" {
 			return errdefs.Invalid("--all-ranks", "copies to every rank, not from them; copy from one rank at a time with --rank N")
@@ -145,10 +145,11 @@ func cpRun(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		_, n, err := ranks.Of(e, opts.Role)
+		job, n, err := ranks.Of(e, opts.Role)
 		if err != nil {
 			return err
 		}
+		role = job.GetRole()
 		targets = targets[:0]
 		for rank := range n {
 			targets = append(targets, rank)
@@ -166,7 +167,7 @@ func cpRun(ctx context.Context, opts *Options) error {
 	for _, rank := range targets {
 		r.rank, r.noticed = rank, false
 		if opts.AllRanks {
-			cp.m.prefix(fmt.Sprintf("rank %d: ", rank))
+			cp.m.prefix(fmt.Sprintf("[%s/%d] ", role, rank)) // as exp logs marks its lines
 		}
 		var err error
 		if to.exp != "" {

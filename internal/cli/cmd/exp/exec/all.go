@@ -38,7 +38,7 @@ func execAll(ctx context.Context, opts *Options) error {
 	var wg sync.WaitGroup
 	for rank := range n {
 		wg.Go(func() {
-			prefix := fmt.Sprintf("rank %d: ", rank)
+			prefix := fmt.Sprintf("[%s/%d] ", job.GetRole(), rank) // as exp logs marks its lines
 			stdout := &linePrefixer{w: opts.IO.Out, mu: &outMu, prefix: prefix}
 			stderr := &linePrefixer{w: opts.IO.ErrOut, mu: &errMu, prefix: prefix}
 			start := &falconv1.ExecStart{ExpId: opts.ID, Role: job.GetRole(), Rank: rank, Command: opts.Command, NoWait: opts.NoWait}

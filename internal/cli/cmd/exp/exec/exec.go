@@ -50,7 +50,7 @@ this command's (128+N for a command killed by signal N). -i sends stdin,
 -t runs it on a terminal.
 
 --all-ranks runs the command in every rank of the role at once, as pdsh
-does on hosts: each line of output starts with "rank N: ", stdout and
+does on hosts: each line of output starts with "[ROLE/N] ", stdout and
 stderr still apart, and the exit code is that of the lowest rank that
 failed (0 when every rank exited 0), each failure said on stderr.
 
