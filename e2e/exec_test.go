@@ -134,4 +134,11 @@ func TestDevExecAndCp(t *testing.T) {
 	for rank := range 2 {
 		sameFile(t, big, filepath.Join(d.dataDir, "run", job, fmt.Sprint(rank), "pushed/data.bin"))
 	}
+	// A rank that refuses stops the copy there, saying which have theirs.
+	writeFile(t, filepath.Join(d.dataDir, "run", job, "1", "blocker"), "a file where rank 1 needs a directory")
+	r := d.run("", "exp", "cp", big, id+":blocker/data.bin", "--all-ranks")
+	if r.code == 0 || !strings.Contains(r.stderr, "--all-ranks stopped at rank 1 of 2 (rank 0 has its copy)") {
+		t.Errorf("cp --all-ranks with rank 1 refusing: exit %d %s", r.code, r.stderr)
+	}
+	sameFile(t, big, filepath.Join(d.dataDir, "run", job, "0", "blocker/data.bin"))
 }

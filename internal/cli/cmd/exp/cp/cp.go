@@ -177,7 +177,14 @@ func cpRun(ctx context.Context, opts *Options) error {
 		}
 		if err != nil {
 			if opts.AllRanks {
-				return ranks.Err(fmt.Sprintf("rank %d (of %d; the ranks before it have their copy)", rank, len(targets)), err)
+				at := fmt.Sprintf("--all-ranks stopped at rank %d of %d", rank, len(targets))
+				switch {
+				case rank == 1:
+					at += " (rank 0 has its copy)"
+				case rank > 1:
+					at += fmt.Sprintf(" (ranks 0 to %d have theirs)", rank-1)
+				}
+				return ranks.Err(at, err)
 			}
 			return err
 		}
