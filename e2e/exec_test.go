@@ -65,7 +65,7 @@ func TestDevExecAndCp(t *testing.T) {
 	}{
 		{name: "every rank", args: []string{"--", "sh", "-c", "echo $FALCON_RANK of $FALCON_WORLD_SIZE; printf unended"},
 			stdout: []string{"[main/0] 0 of 2", "[main/0] unended", "[main/1] 1 of 2", "[main/1] unended"}},
-		{name: "the lowest failing rank's code", args: []string{"--", "sh", "-c", "exit $((FALCON_RANK + 3))"}, code: 3, stderr: "falcon: rank 1: command exited with code 4"},
+		{name: "the lowest failing rank's code", args: []string{"--", "sh", "-c", "exit $((FALCON_RANK + 3))"}, code: 3, stderr: "falcon: main/1: command exited with code 4"},
 		{name: "not with --rank", args: []string{"--rank", "1", "--", "true"}, code: 2, stderr: "--all-ranks: runs the command in every rank; drop --rank 1"},
 		{name: "not with -t", args: []string{"-t", "--", "true"}, code: 2, stderr: "--all-ranks: cannot give several ranks one terminal"},
 		{name: "not with -i", args: []string{"-i", "--", "true"}, code: 2, stderr: "--all-ranks: cannot send one stdin to several ranks"},
@@ -137,7 +137,7 @@ func TestDevExecAndCp(t *testing.T) {
 	// A rank that refuses stops the copy there, saying which have theirs.
 	writeFile(t, filepath.Join(d.dataDir, "run", job, "1", "blocker"), "a file where rank 1 needs a directory")
 	r := d.run("", "exp", "cp", big, id+":blocker/data.bin", "--all-ranks")
-	if r.code == 0 || !strings.Contains(r.stderr, "--all-ranks stopped at rank 1 of 2 (rank 0 has its copy)") {
+	if r.code == 0 || !strings.Contains(r.stderr, "--all-ranks stopped at main/1, 2 of 2 (the one before it has its copy)") {
 		t.Errorf("cp --all-ranks with rank 1 refusing: exit %d %s", r.code, r.stderr)
 	}
 	sameFile(t, big, filepath.Join(d.dataDir, "run", job, "0", "blocker/data.bin"))

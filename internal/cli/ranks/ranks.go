@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -12,20 +13,37 @@ import (
 	"github.com/falconhq/falcon/internal/placement"
 )
 
-// Of is the job of role in exp (the only job when role is empty) and its
-// number of ranks: replica hosts in each of its slices (placement.Ranks).
-func Of(exp *falconv1.Experiment, role string) (*falconv1.Job, int32, error) {
+// Target is one rank of one role.
+type Target struct {
+	Role string
+	Rank int32
+}
+
+// String is how output marks a rank's lines, as exp logs does: role/rank.
+func (t Target) String() string { return fmt.Sprintf("%s/%d", t.Role, t.Rank) }
+
+// All is every rank of role in exp, or of every role when role is empty
+// (by role, then rank): a role has replica hosts in each of its slices
+// (placement.Ranks). A role exp does not have is refused, naming --role
+// and the roles it has.
+func All(exp *falconv1.Experiment, role string) ([]Target, error) {
+	jobs := slices.Clone(exp.GetJobs())
+	slices.SortFunc(jobs, func(a, b *falconv1.Job) int { return strings.Compare(a.GetRole(), b.GetRole()) })
+	var out []Target
 	var roles []string
-	for _, j := range exp.GetJobs() {
-		if j.GetRole() == role || role == "" && len(exp.GetJobs()) == 1 {
-			return j, int32(placement.Ranks(j.GetTaskSpec())), nil
-		}
+	for _, j := range jobs {
 		roles = append(roles, j.GetRole())
+		if role != "" && j.GetRole() != role {
+			continue
+		}
+		for rank := range placement.Ranks(j.GetTaskSpec()) {
+			out = append(out, Target{Role: j.GetRole(), Rank: int32(rank)})
+		}
 	}
-	if role == "" {
-		return nil, 0, errdefs.Invalid("--role", "experiment %s has several roles (%s): name one", exp.GetId(), strings.Join(roles, ", "))
+	if role != "" && !slices.Contains(roles, role) {
+		return nil, errdefs.Invalid("--role", "experiment %s has no role %q; roles: %s", exp.GetId(), role, strings.Join(roles, ", "))
 	}
-	return nil, 0, errdefs.Invalid("--role", "experiment %s has no role %q; roles: %s", exp.GetId(), role, strings.Join(roles, ", "))
+	return out, nil
 }
 
 // Err is err said of one rank: prefix before its message, its code kept.

@@ -12,36 +12,39 @@ import (
 	"github.com/falconhq/falcon/internal/errdefs"
 )
 
-func TestOf(t *testing.T) {
+func TestAll(t *testing.T) {
 	job := func(role string, replica, slices int32) *falconv1.Job {
 		return &falconv1.Job{Id: "job-" + role, Role: role, TaskSpec: &falconv1.TaskSpec{Replica: replica, Slices: slices}}
 	}
-	one := &falconv1.Experiment{Id: "exp-1", Jobs: []*falconv1.Job{job("main", 4, 0)}}
-	two := &falconv1.Experiment{Id: "exp-2", Jobs: []*falconv1.Job{job("server", 2, 3), job("client", 1, 0)}}
+	one := &falconv1.Experiment{Id: "exp-1", Jobs: []*falconv1.Job{job("main", 2, 0)}}
+	two := &falconv1.Experiment{Id: "exp-2", Jobs: []*falconv1.Job{job("server", 1, 3), job("client", 1, 0)}}
 	for _, tt := range []struct {
 		name    string
 		exp     *falconv1.Experiment
 		role    string
-		job     string
-		n       int32
+		want    string
 		wantErr string
 	}{
-		{"the only role", one, "", "job-main", 4, ""},
-		{"named", one, "main", "job-main", 4, ""},
-		{"slices times replica", two, "server", "job-server", 6, ""},
-		{"several roles, none named", two, "", "", 0, "--role: experiment exp-2 has several roles (server, client): name one"},
-		{"no such role", one, "worker", "", 0, `--role: experiment exp-1 has no role "worker"; roles: main`},
+		{"the only role", one, "", "main/0 main/1", ""},
+		{"named", one, "main", "main/0 main/1", ""},
+		{"slices times replica", two, "server", "server/0 server/1 server/2", ""},
+		{"every role, by role", two, "", "client/0 server/0 server/1 server/2", ""},
+		{"no such role", two, "worker", "", `--role: experiment exp-2 has no role "worker"; roles: client, server`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			j, n, err := Of(tt.exp, tt.role)
+			got, err := All(tt.exp, tt.role)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err %v; want %q", err, tt.wantErr)
 				}
 				return
 			}
-			if err != nil || j.GetId() != tt.job || n != tt.n {
-				t.Errorf("Of = %s, %d, %v; want %s, %d", j.GetId(), n, err, tt.job, tt.n)
+			var s []string
+			for _, r := range got {
+				s = append(s, r.String())
+			}
+			if err != nil || strings.Join(s, " ") != tt.want {
+				t.Errorf("All = %v, %v; want %s", s, err, tt.want)
 			}
 		})
 	}

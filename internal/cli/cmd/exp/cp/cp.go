@@ -38,7 +38,8 @@ type Options struct {
 	Src, Dst string
 	Role     string
 	Rank     int32
-	// AllRanks copies to every rank of the role, one after the other.
+	// AllRanks copies to every rank of the role (every role's without
+	// one), one after the other.
 	AllRanks bool
 	// Attempts bounds how often a dropped stream is resumed.
 	Attempts int
@@ -60,8 +61,9 @@ with scp, a colon before any slash makes an argument remote: a local file
 named a:b is ./a:b (one that exists under the whole argument stays local).
 Missing parent directories are created on the remote side. Without --rank
 it is rank 0; without --role the experiment's only role. --all-ranks
-copies to every rank of the role, one after the other (to a relative path
-on falcon dev, where the ranks share one machine).
+copies to every rank of the role (of every role without --role), one
+after the other (to a relative path on falcon dev, where the ranks share
+one machine).
 
 Everything goes through the API server over the exec channel: a directory
 as a tar stream, a file as its bytes, each checked with cksum on both
@@ -91,7 +93,7 @@ coreutils (or busybox), and tar for directories.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Role, "role", "", "The role (required when the experiment has several)")
 	fl.Int32Var(&opts.Rank, "rank", 0, "The rank")
-	fl.BoolVar(&opts.AllRanks, "all-ranks", false, "Copy to every rank of the role, one after the other")
+	fl.BoolVar(&opts.AllRanks, "all-ranks", false, "Copy to every rank of the role (every role's without --role), one after the other")
 	return cmd
 }
 
@@ -136,7 +138,7 @@ func cpRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	exp := from.exp + to.exp
-	targets, role := []int32{opts.Rank}, opts.Role
+	targets := []ranks.Target{{Role: opts.Role, Rank: opts.Rank}}
 	if opts.AllRanks {
 		if to.exp == "" {
 			return errdefs.Invalid("--all-ranks", "copies to every rank, not from them; copy from one rank at a time with --rank N")
@@ -145,17 +147,11 @@ func cpRun(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		job, n, err := ranks.Of(e, opts.Role)
-		if err != nil {
+		if targets, err = ranks.All(e, opts.Role); err != nil {
 			return err
 		}
-		role = job.GetRole()
-		targets = targets[:0]
-		for rank := range n {
-			targets = append(targets, rank)
-		}
 	}
-	r := &remote{c: c, exp: exp, role: opts.Role, notices: opts.IO.ErrOut}
+	r := &remote{c: c, exp: exp, notices: opts.IO.ErrOut}
 	cp := &copier{r: r, attempts: max(opts.Attempts, 1), backoff: opts.Backoff, log: opts.IO.ErrOut}
 	if opts.IO.IsStderrTTY() {
 		// The line shows what has moved; notices print above it.
@@ -164,10 +160,10 @@ func cpRun(ctx context.Context, opts *Options) error {
 		defer line.Stop()
 		r.notices, cp.log = line, line
 	}
-	for _, rank := range targets {
-		r.rank, r.noticed = rank, false
+	for i, t := range targets {
+		r.role, r.rank, r.noticed = t.Role, t.Rank, false
 		if opts.AllRanks {
-			cp.m.prefix(fmt.Sprintf("[%s/%d] ", role, rank)) // as exp logs marks its lines
+			cp.m.prefix("[" + t.String() + "] ") // as exp logs marks its lines
 		}
 		var err error
 		if to.exp != "" {
@@ -177,18 +173,18 @@ func cpRun(ctx context.Context, opts *Options) error {
 		}
 		if err != nil {
 			if opts.AllRanks {
-				at := fmt.Sprintf("--all-ranks stopped at rank %d of %d", rank, len(targets))
+				at := fmt.Sprintf("--all-ranks stopped at %s, %d of %d", t, i+1, len(targets))
 				switch {
-				case rank == 1:
-					at += " (rank 0 has its copy)"
-				case rank > 1:
-					at += fmt.Sprintf(" (ranks 0 to %d have theirs)", rank-1)
+				case i == 1:
+					at += " (the one before it has its copy)"
+				case i > 1:
+					at += fmt.Sprintf(" (the %d before it have theirs)", i)
 				}
 				return ranks.Err(at, err)
 			}
 			return err
 		}
-		if cp.m != nil && rank != targets[len(targets)-1] {
+		if cp.m != nil && i < len(targets)-1 {
 			fmt.Fprintln(cp.log, cp.m.line()) // this rank's totals stay above the next one's line
 		}
 	}

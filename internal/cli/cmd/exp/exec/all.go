@@ -15,7 +15,8 @@ import (
 	"github.com/falconhq/falcon/internal/client"
 )
 
-// execAll runs the command in every rank of the role at once.
+// execAll runs the command in every rank of the role (or of every role)
+// at once.
 func execAll(ctx context.Context, opts *Options) error {
 	c, err := opts.Client()
 	if err != nil {
@@ -25,7 +26,7 @@ func execAll(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	job, n, err := ranks.Of(exp, opts.Role)
+	targets, err := ranks.All(exp, opts.Role)
 	if err != nil {
 		return err
 	}
@@ -34,40 +35,42 @@ func execAll(ctx context.Context, opts *Options) error {
 		exit *falconv1.ExecExit
 		err  error
 	}
-	results := make([]result, n)
+	results := make([]result, len(targets))
 	var wg sync.WaitGroup
-	for rank := range n {
+	for i, t := range targets {
 		wg.Go(func() {
-			prefix := fmt.Sprintf("[%s/%d] ", job.GetRole(), rank) // as exp logs marks its lines
+			prefix := "[" + t.String() + "] " // as exp logs marks its lines
 			stdout := &linePrefixer{w: opts.IO.Out, mu: &outMu, prefix: prefix}
 			stderr := &linePrefixer{w: opts.IO.ErrOut, mu: &errMu, prefix: prefix}
-			start := &falconv1.ExecStart{ExpId: opts.ID, Role: job.GetRole(), Rank: rank, Command: opts.Command, NoWait: opts.NoWait}
+			start := &falconv1.ExecStart{ExpId: opts.ID, Role: t.Role, Rank: t.Rank, Command: opts.Command, NoWait: opts.NoWait}
 			exit, err := c.Exec(ctx, start, client.ExecIO{Stdout: stdout, Stderr: stderr,
 				Notice: func(m string) { fmt.Fprintf(stderr, "falcon: %s\n", m) }})
 			stdout.flush()
 			stderr.flush()
-			results[rank] = result{exit, err}
+			results[i] = result{exit, err}
 		})
 	}
 	wg.Wait()
-	// The lowest rank that failed is the answer (an error is printed by
-	// the CLI as every error is); every other failure is said here.
+	// The first rank that failed (by role, then rank) is the answer (an
+	// error is printed by the CLI as every error is); every other failure
+	// is said here.
 	var first error
 	firstFailed := 0
-	for rank, r := range results {
+	for i, r := range results {
+		t := targets[i]
 		switch {
 		case r.err != nil && first == nil:
-			first, firstFailed = ranks.Err(fmt.Sprintf("rank %d", rank), r.err), rank
+			first, firstFailed = ranks.Err(t.String(), r.err), i
 		case r.err != nil:
 			// An ended experiment refuses every rank alike: said once.
 			if message(r.err) != message(results[firstFailed].err) {
-				fmt.Fprintf(opts.IO.ErrOut, "falcon: rank %d: %v\n", rank, message(r.err))
+				fmt.Fprintf(opts.IO.ErrOut, "falcon: %s: %v\n", t, message(r.err))
 			}
 		case r.exit.GetCode() != 0:
-			fmt.Fprintf(opts.IO.ErrOut, "falcon: rank %d: command exited with code %d\n", rank, r.exit.GetCode())
+			fmt.Fprintf(opts.IO.ErrOut, "falcon: %s: command exited with code %d\n", t, r.exit.GetCode())
 			if first == nil {
 				first = &factory.ExitError{Code: int(r.exit.GetCode()), Kind: "CommandExited",
-					Err: fmt.Errorf("rank %d: command exited with code %d", rank, r.exit.GetCode()), Quiet: true}
+					Err: fmt.Errorf("%s: command exited with code %d", t, r.exit.GetCode()), Quiet: true}
 			}
 		}
 	}

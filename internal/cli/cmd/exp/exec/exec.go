@@ -28,7 +28,8 @@ type Options struct {
 	Stdin  bool
 	TTY    bool
 	NoWait bool
-	// AllRanks runs the command in every rank of the role at once.
+	// AllRanks runs the command in every rank of the role (every role's
+	// without one) at once.
 	AllRanks bool
 	Command  []string
 }
@@ -49,10 +50,11 @@ command's stdout and stderr come back apart and whole, and its exit code is
 this command's (128+N for a command killed by signal N). -i sends stdin,
 -t runs it on a terminal.
 
---all-ranks runs the command in every rank of the role at once, as pdsh
-does on hosts: each line of output starts with "[ROLE/N] ", stdout and
-stderr still apart, and the exit code is that of the lowest rank that
-failed (0 when every rank exited 0), each failure said on stderr.
+--all-ranks runs the command in every rank of the role (of every role
+without --role) at once, as pdsh does on hosts: each line of output starts
+with "[ROLE/N] ", as exp logs marks its lines, stdout and stderr still
+apart, and the exit code is that of the first rank that failed (by role,
+then rank; 0 when every rank exited 0), each failure said on stderr.
 
 An experiment that does not run yet is waited for, saying so on stderr;
 --no-wait fails at once instead (exit 4). An experiment that has ended
@@ -102,7 +104,7 @@ the audit log.`,
 	fl.BoolVarP(&opts.Stdin, "stdin", "i", false, "Send stdin to the command")
 	fl.BoolVarP(&opts.TTY, "tty", "t", false, "Run the command on a terminal")
 	fl.BoolVar(&opts.NoWait, "no-wait", false, "Fail at once if the rank does not run yet, instead of waiting")
-	fl.BoolVar(&opts.AllRanks, "all-ranks", false, "Run the command in every rank of the role at once, each output line starting with its rank")
+	fl.BoolVar(&opts.AllRanks, "all-ranks", false, "Run the command in every rank of the role (every role's without --role) at once, each output line after [ROLE/N]")
 	return cmd
 }
 
