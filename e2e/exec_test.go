@@ -118,7 +118,7 @@ func TestDevExecAndCp(t *testing.T) {
 	}{
 		{[]string{big, back}, "are local"},
 		{[]string{id + ":/a", id + ":/b"}, "are remote"},
-		{[]string{id + ":" + dst + "/a/b/data.bin", back, "--all-ranks"}, "--all-ranks: copies to every rank, not from them"},
+		{[]string{id + ":" + dst + "/a/b/data.bin", big, "--all-ranks"}, "--all-ranks: copies from every rank into DST/ROLE-N, one directory each; " + big + " is a file"},
 		{[]string{big, id + ":x", "--all-ranks", "--rank", "1"}, "--all-ranks: copies to every rank; drop --rank 1"},
 	} {
 		if r := d.run("", append([]string{"exp", "cp"}, tt.args...)...); r.code != 2 || !strings.Contains(r.stderr, tt.stderr) {
@@ -141,4 +141,18 @@ func TestDevExecAndCp(t *testing.T) {
 		t.Errorf("cp --all-ranks with rank 1 refusing: exit %d %s", r.code, r.stderr)
 	}
 	sameFile(t, big, filepath.Join(d.dataDir, "run", job, "0", "blocker/data.bin"))
+
+	// From every rank: each rank's copy in a directory of its own.
+	if r := d.run("", "exp", "exec", id, "--all-ranks", "--", "sh", "-c", "mkdir -p out && echo $FALCON_RANK > out/rank.txt"); r.code != 0 {
+		t.Fatalf("exec --all-ranks: %d %s", r.code, r.stderr)
+	}
+	from := filepath.Join(t.TempDir(), "from")
+	if r := d.run("", "exp", "cp", id+":out", from, "--all-ranks"); r.code != 0 {
+		t.Fatalf("cp --all-ranks from the ranks: %d %s", r.code, r.stderr)
+	}
+	for rank := range 2 {
+		if got, err := os.ReadFile(filepath.Join(from, fmt.Sprintf("main-%d", rank), "out", "rank.txt")); err != nil || string(got) != fmt.Sprintf("%d\n", rank) {
+			t.Errorf("rank %d's copy: %q %v", rank, got, err)
+		}
+	}
 }

@@ -63,7 +63,7 @@ Missing parent directories are created on the remote side. Without --rank
 it is rank 0; without --role the experiment's only role. --all-ranks
 copies to every rank of the role (of every role without --role), one
 after the other (to a relative path on falcon dev, where the ranks share
-one machine).
+one machine); from every rank, each rank's copy goes into DST/ROLE-N.
 
 Everything goes through the API server over the exec channel: a directory
 as a tar stream, a file as its bytes, each checked with cksum on both
@@ -74,6 +74,7 @@ coreutils (or busybox), and tar for directories.`,
   falcon exp cp ./patch.diff my-run:patch.diff   # by name, into the rank's working directory
   falcon exp cp ./data exp-q7odgo8q9x:/tmp/ --rank 1
   falcon exp cp ./patch.py my-run:/workspace/patch.py --all-ranks
+  falcon exp cp my-run:/tmp/profile ./profiles --all-ranks   # ./profiles/main-0/profile, ...
   falcon exp cp exp-q7odgo8q9x:/tmp/profile ./profile`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,7 +94,7 @@ coreutils (or busybox), and tar for directories.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Role, "role", "", "The role (required when the experiment has several)")
 	fl.Int32Var(&opts.Rank, "rank", 0, "The rank")
-	fl.BoolVar(&opts.AllRanks, "all-ranks", false, "Copy to every rank of the role (every role's without --role), one after the other")
+	fl.BoolVar(&opts.AllRanks, "all-ranks", false, "Copy to (or from, into DST/ROLE-N) every rank of the role (every role's without --role), one after the other")
 	return cmd
 }
 
@@ -141,7 +142,11 @@ func cpRun(ctx context.Context, opts *Options) error {
 	targets := []ranks.Target{{Role: opts.Role, Rank: opts.Rank}}
 	if opts.AllRanks {
 		if to.exp == "" {
-			return errdefs.Invalid("--all-ranks", "copies to every rank, not from them; copy from one rank at a time with --rank N")
+			// Every rank's copy goes to a directory of its own, which
+			// must not be mistaken for a file name.
+			if fi, err := os.Stat(to.path); err == nil && !fi.IsDir() {
+				return errdefs.Invalid("--all-ranks", "copies from every rank into DST/ROLE-N, one directory each; %s is a file", to.path)
+			}
 		}
 		e, err := c.GetExp(ctx, &falconv1.GetExpRequest{Id: exp})
 		if err != nil {
@@ -166,9 +171,15 @@ func cpRun(ctx context.Context, opts *Options) error {
 			cp.m.prefix("[" + t.String() + "] ") // as exp logs marks its lines
 		}
 		var err error
-		if to.exp != "" {
+		switch {
+		case to.exp != "":
 			err = cp.upload(ctx, from.path, to.path)
-		} else {
+		case opts.AllRanks:
+			dir := filepath.Join(to.path, fmt.Sprintf("%s-%d", t.Role, t.Rank))
+			if err = os.MkdirAll(dir, 0o755); err == nil {
+				err = cp.download(ctx, from.path, dir)
+			}
+		default:
 			err = cp.download(ctx, from.path, to.path)
 		}
 		if err != nil {
