@@ -22,6 +22,7 @@ import (
 	grpcstatus "google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
+	"github.com/falconhq/falcon/internal/testenv/syncbuf"
 )
 
 // mariaDB is a MariaDB server of the test's own, so the test may stop and
@@ -33,7 +34,7 @@ type mariaDB struct {
 	dir     string
 	port    string
 	cmd     *exec.Cmd
-	log     *syncBuffer
+	log     *syncbuf.Buffer
 	exited  chan struct{}
 }
 
@@ -119,7 +120,7 @@ func currentUser() string {
 // start runs mariadbd on the data directory and waits until it answers.
 func (m *mariaDB) start() {
 	m.t.Helper()
-	m.log = &syncBuffer{}
+	m.log = &syncbuf.Buffer{}
 	m.cmd = exec.Command(m.bin, "--no-defaults", "--datadir="+m.dataDir, "--port="+m.port, "--bind-address=127.0.0.1",
 		"--socket="+filepath.Join(m.dir, "sock"), "--pid-file="+filepath.Join(m.dir, "pid"), "--user="+currentUser(),
 		"--skip-grant-tables", "--innodb-buffer-pool-size=32M", "--skip-log-bin")
@@ -234,7 +235,7 @@ func testDatabaseOutage(t *testing.T, outage time.Duration, stop, back func(*mar
 	if err := os.WriteFile(secret, []byte("e2e-controller-secret-0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var serverLog, ctlLog syncBuffer
+	var serverLog, ctlLog syncbuf.Buffer
 	server := exec.Command(falconBin, "server", "--db-driver", "mysql", "--db-dsn", dsn,
 		"--http-addr", httpAddr, "--grpc-addr", grpcAddr, "--artifact-root", dir, "--log-dir", dir+"/logs",
 		"--auth", "none", "--controller-token-file", secret)

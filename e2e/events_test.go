@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/falconhq/falcon/internal/testenv/syncbuf"
 )
 
 // Followers across a restart: `exp events -f`, `exp wait` and `exp logs -f`
@@ -177,7 +179,7 @@ func restartDev(t *testing.T, d *dev) *dev {
 type bgProc struct {
 	args     []string
 	cmd      *exec.Cmd
-	out, err syncBuffer
+	out, err syncbuf.Buffer
 	done     chan struct{}
 }
 

@@ -10,31 +10,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/falconhq/falcon/internal/testenv/dbtest"
+	"github.com/falconhq/falcon/internal/testenv/syncbuf"
 )
-
-// syncBuffer is a process's stderr, read by the test while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // deployment is Falcon as deployed: migrated MariaDB, API servers and
 // controllers as separate processes sharing a directory for logs, artifacts
@@ -63,14 +45,14 @@ func newDeployment(t *testing.T) *deployment {
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *syncbuf.Buffer
 	http string // server: the gateway; controller: /metrics
 	grpc string // server only
 }
 
 func (d *deployment) start(name string, args ...string) *proc {
 	t := d.t
-	p := &proc{name: name, log: &syncBuffer{}}
+	p := &proc{name: name, log: &syncbuf.Buffer{}}
 	p.cmd = exec.Command(falconBin, args...)
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {

@@ -1,7 +1,6 @@
 package apiserver_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,25 +31,8 @@ import (
 	"github.com/falconhq/falcon/internal/store/sqlstore"
 	"github.com/falconhq/falcon/internal/testenv/apitest"
 	"github.com/falconhq/falcon/internal/testenv/dbtest"
+	"github.com/falconhq/falcon/internal/testenv/syncbuf"
 )
-
-// syncBuffer collects log output written from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 const admin = "root@example.com"
 
@@ -58,7 +40,7 @@ const admin = "root@example.com"
 type cfEnv struct {
 	*apitest.Env
 	iss  *authtest.Issuer
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	// skew moves the verifier's clock ahead of real time (nanoseconds).
 	skew *atomic.Int64
 }
@@ -83,7 +65,7 @@ func startCFAdmins(t *testing.T, st *sqlstore.Store, admins ...string) *cfEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	o := apitest.Options{
 		Clusters: map[string]string{"local": "local"},
 		Server: []apiserver.Option{
@@ -624,7 +606,7 @@ func (failingAudit) AppendAudit(context.Context, store.AuditEntry) error {
 
 func TestAuditFailureDoesNotFailTheCall(t *testing.T) {
 	st := dbtest.NewSQLite(t)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	running, err := apiserver.New(failingAudit{st}, apiserver.WithArtifactRoot(blobstore.Location{Scheme: "file", Prefix: strings.TrimPrefix(t.TempDir(), "/") + "/"}),
 		apiserver.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))).Serve(ctx, "127.0.0.1:0", "127.0.0.1:0")

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/iostreams"
@@ -71,17 +70,8 @@ func classify(err error) (int, string) {
 	return errdefs.ExitCode(c), c.String()
 }
 
-// message is the text after "Error: ". A status error shows its message
-// only: "rpc error: code = NotFound desc = " is noise to a user.
-func message(err error) string {
-	if se, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
-		return se.GRPCStatus().Message()
-	}
-	return err.Error()
-}
-
 func printError(ios *iostreams.IOStreams, f *factory.Factory, cmd *cobra.Command, err error, code int, kind string, usage bool) {
-	msg := message(err)
+	msg := errdefs.Message(err) // the text after "Error: "
 	if kind == codes.InvalidArgument.String() && cmd != nil {
 		msg = factory.NameFlags(cmd, msg)
 	}

@@ -111,6 +111,15 @@ func ToStatus(err error) error {
 	return status.Error(Code(err), err.Error())
 }
 
+// Message is an error's text as a user reads it: a status error's message
+// only, since "rpc error: code = NotFound desc = " is noise to a user.
+func Message(err error) string {
+	if se, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+		return se.GRPCStatus().Message()
+	}
+	return err.Error()
+}
+
 // Code returns the gRPC code for a domain error.
 func Code(err error) codes.Code {
 	var illegal *lifecycle.IllegalTransitionError

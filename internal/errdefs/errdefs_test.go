@@ -70,3 +70,18 @@ func TestFieldErrorsNameEveryField(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
+
+func TestMessage(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{status.Error(codes.NotFound, "no experiment exp-1"), "no experiment exp-1"},
+		{Invalid("--rank", "must not be negative"), "--rank: must not be negative"},
+		{errors.New("disk full"), "disk full"},
+	} {
+		if got := Message(tt.err); got != tt.want {
+			t.Errorf("Message(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}

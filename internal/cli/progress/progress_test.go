@@ -1,34 +1,16 @@
 package progress
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/falconhq/falcon/internal/testenv/syncbuf"
 )
 
-// syncBuffer is a bytes.Buffer the drawing goroutine and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestLine(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	var n atomic.Int64
 	l := Start(&out, time.Millisecond, func() string { return "done " + strings.Repeat("#", int(n.Load())) })
 	// Drawn on its ticks, in place.
@@ -60,7 +42,7 @@ func TestLine(t *testing.T) {
 
 // A Line with nothing to show draws nothing, even when stopped.
 func TestEmptyLineDrawsNothing(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	var ticks atomic.Int64
 	l := Start(&out, time.Millisecond, func() string { ticks.Add(1); return "" })
 	deadline := time.Now().Add(10 * time.Second)

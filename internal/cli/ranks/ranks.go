@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -50,8 +49,8 @@ func All(exp *falconv1.Experiment, role string) ([]Target, error) {
 // A gRPC status is rebuilt rather than wrapped, so the CLI prints its
 // message, not "rpc error: code = ...".
 func Err(prefix string, err error) error {
-	if st, ok := status.FromError(err); ok && st.Code() != codes.OK {
-		return status.Errorf(st.Code(), "%s: %s", prefix, st.Message())
+	if _, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+		return status.Errorf(errdefs.Code(err), "%s: %s", prefix, errdefs.Message(err))
 	}
 	return fmt.Errorf("%s: %w", prefix, err)
 }

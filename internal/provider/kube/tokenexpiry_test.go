@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -31,6 +30,7 @@ import (
 	"github.com/falconhq/falcon/internal/provider/kube"
 	"github.com/falconhq/falcon/internal/resourcemanager"
 	"github.com/falconhq/falcon/internal/testenv/kubeenv"
+	"github.com/falconhq/falcon/internal/testenv/syncbuf"
 )
 
 // Token timing. The apiserver's webhook refuses a token tokenLifetime after
@@ -125,7 +125,7 @@ func TestTokenExpiry(t *testing.T) {
 			InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
 		}})
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	b := kube.New(kube.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	t.Cleanup(b.Close)
 	t.Cleanup(func() {
@@ -548,23 +548,4 @@ func (r *relay) cutEvery(d time.Duration) (stop func()) {
 	return func() {
 		once.Do(func() { close(done); wg.Wait() })
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the backend's goroutines, which may
-// log after the test's last line.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

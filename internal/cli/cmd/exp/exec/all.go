@@ -7,12 +7,11 @@ import (
 	"io"
 	"sync"
 
-	"google.golang.org/grpc/status"
-
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/cli/factory"
 	"github.com/falconhq/falcon/internal/cli/ranks"
 	"github.com/falconhq/falcon/internal/client"
+	"github.com/falconhq/falcon/internal/errdefs"
 )
 
 // execAll runs the command in every rank of the role (or of every role)
@@ -63,8 +62,8 @@ func execAll(ctx context.Context, opts *Options) error {
 			first, firstFailed = ranks.Err(t.String(), r.err), i
 		case r.err != nil:
 			// An ended experiment refuses every rank alike: said once.
-			if message(r.err) != message(results[firstFailed].err) {
-				fmt.Fprintf(opts.IO.ErrOut, "falcon: %s: %v\n", t, message(r.err))
+			if f := results[firstFailed].err; f == nil || errdefs.Message(r.err) != errdefs.Message(f) {
+				fmt.Fprintf(opts.IO.ErrOut, "falcon: %s: %s\n", t, errdefs.Message(r.err))
 			}
 		case r.exit.GetCode() != 0:
 			fmt.Fprintf(opts.IO.ErrOut, "falcon: %s: command exited with code %d\n", t, r.exit.GetCode())
@@ -75,17 +74,6 @@ func execAll(ctx context.Context, opts *Options) error {
 		}
 	}
 	return first
-}
-
-// message is an error's text without gRPC's "rpc error: code = ..." frame.
-func message(err error) string {
-	if err == nil {
-		return ""
-	}
-	if st, ok := status.FromError(err); ok {
-		return st.Message()
-	}
-	return err.Error()
 }
 
 // linePrefixer writes whole lines to w, each after prefix, under mu: the
