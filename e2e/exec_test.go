@@ -155,4 +155,12 @@ func TestDevExecAndCp(t *testing.T) {
 			t.Errorf("rank %d's copy: %q %v", rank, got, err)
 		}
 	}
+	// A path no rank has: refused, with no empty ROLE-N left behind.
+	nothing := filepath.Join(t.TempDir(), "nothing")
+	if r := d.run("", "exp", "cp", id+":no-such-path", nothing, "--all-ranks"); r.code != 3 || !strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("cp --all-ranks of a missing path: exit %d %s; want 3", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(nothing, "main-0")); !os.IsNotExist(err) {
+		t.Errorf("a failed copy left %s/main-0 behind: %v", nothing, err)
+	}
 }

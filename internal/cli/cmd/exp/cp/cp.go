@@ -177,7 +177,9 @@ func cpRun(ctx context.Context, opts *Options) error {
 		case opts.AllRanks:
 			dir := filepath.Join(to.path, fmt.Sprintf("%s-%d", t.Role, t.Rank))
 			if err = os.MkdirAll(dir, 0o755); err == nil {
-				err = cp.download(ctx, from.path, dir)
+				if err = cp.download(ctx, from.path, dir); err != nil {
+					_ = os.Remove(dir) // only if nothing arrived: no empty ROLE-N left behind
+				}
 			}
 		default:
 			err = cp.download(ctx, from.path, to.path)
