@@ -121,6 +121,13 @@ func kubeJobs(t *testing.T, c *kubeenv.Cluster, jobID string) int {
 	return len(list.Items)
 }
 
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 func TestKubernetesEdgeClusters(t *testing.T) {
 	a, b := edge(t), edge(t)
 	top := t
@@ -286,6 +293,37 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 		}
 		if n := kubeJobs(t, c, jobID); n != 1 {
 			t.Fatalf("%d Kubernetes Jobs after a restart, want exactly 1", n)
+		}
+	})
+	run("a job that ends while the controller is down ends when the cluster says", func(t *testing.T) {
+		exp := d.create(tpuManifest("k-missed", "2x2x1", 1, map[string]string{"FALCON_TEST_DURATION": "2s"}, ""))
+		id := exp["id"].(string)
+		exp = d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
+		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
+		d0.kill(syscall.SIGKILL)
+		var completed time.Time
+		eventually(t, "the Kubernetes Job's completion", func() bool {
+			list, err := c.Clientset().BatchV1().Jobs(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
+			if err != nil || len(list.Items) != 1 || list.Items[0].Status.CompletionTime == nil {
+				return false
+			}
+			completed = list.Items[0].Status.CompletionTime.Time
+			return true
+		})
+		d0 = startDev(top, d0.dataDir)
+		d2 := d0.with(t)
+		exp = d2.waitFor(id, "final", final)
+		if exp["status"] != "Succeeded" {
+			t.Fatalf("after restart: %v %v", exp["status"], jobOf(exp))
+		}
+		// The cluster dates in whole seconds; Falcon keeps a finish no
+		// earlier than the start it recorded itself.
+		started, finished := timeField(t, jobOf(exp), "started_at"), timeField(t, jobOf(exp), "finished_at")
+		if want := maxTime(completed, started); !finished.Equal(want) {
+			t.Errorf("job finished_at %v, want the Job's completion %v (started %v)", finished, completed, started)
+		}
+		if got := timeField(t, exp, "finished_at"); !got.Equal(finished) {
+			t.Errorf("experiment finished_at %v, want its job's %v", got, finished)
 		}
 	})
 	run("edge apiserver restarted under a running job", func(t *testing.T) {

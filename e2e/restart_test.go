@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,6 +70,71 @@ func TestRestartAdoptsRunningJobs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A job that ends while no `falcon dev` runs is recorded, by the next one,
+// as ending when its process exited (the time its supervisor wrote), not
+// when the restarted server noticed; its experiment ends then too.
+func TestRestartDatesAnEndItMissed(t *testing.T) {
+	dir := t.TempDir()
+	d := startDev(t, dir)
+	type run struct {
+		name, fifo, id, jobID, want string
+	}
+	runs := []*run{{name: "succeeds", want: "Succeeded"}, {name: "fails", want: "Failed"}}
+	for _, r := range runs {
+		r.fifo = filepath.Join(t.TempDir(), "fifo")
+		if err := syscall.Mkfifo(r.fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code := 0
+		if r.want == "Failed" {
+			code = 3
+		}
+		exp := d.create(fmt.Sprintf("name: %s\nrole_to_task_spec:\n  main:\n    command: 'read x < %s; exit %d'\n    replica: 1\n", r.name, r.fifo, code))
+		r.id, r.jobID = exp["id"].(string), jobsOf(exp)[0]["id"].(string)
+	}
+	for _, r := range runs {
+		d.waitFor(r.id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
+	}
+	d.kill(syscall.SIGKILL)
+
+	exited := map[string]time.Time{}
+	for _, r := range runs {
+		release(t, r.fifo)
+		marker := filepath.Join(dir, "run", r.jobID, "0", "exit")
+		var rec struct {
+			Time time.Time `json:"time"`
+		}
+		eventually(t, "the exit marker of "+r.name, func() bool {
+			b, err := os.ReadFile(marker)
+			return err == nil && json.Unmarshal(b, &rec) == nil && !rec.Time.IsZero()
+		})
+		exited[r.id] = rec.Time.UTC().Truncate(time.Microsecond)
+	}
+
+	d2 := startDev(t, dir)
+	for _, r := range runs {
+		e := d2.waitFor(r.id, r.want, func(e map[string]any) bool { return e["status"] == r.want })
+		job := jobsOf(e)[0]
+		if got := timeField(t, job, "finished_at"); !got.Equal(exited[r.id]) {
+			t.Errorf("%s: job finished_at %v, want its process's exit %v", r.name, got, exited[r.id])
+		}
+		if got := timeField(t, e, "finished_at"); !got.Equal(exited[r.id]) {
+			t.Errorf("%s: experiment finished_at %v, want its job's end %v", r.name, got, exited[r.id])
+		}
+	}
+}
+
+// timeField is obj[key], a protojson timestamp.
+func timeField(t *testing.T, obj map[string]any, key string) time.Time {
+	t.Helper()
+	s, _ := obj[key].(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("%s = %v: %v", key, obj[key], err)
+	}
+	return at
 }
 
 // release lets the process blocked reading fifo go on. Opening a FIFO for

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/apiserver"
@@ -305,6 +306,8 @@ func TestStatusUpdatesArePreconditioned(t *testing.T) {
 		{"missing expected status", &falconv1.UpdateJobStatusRequest{Id: job, Status: "Running"}, codes.InvalidArgument},
 		{"not a status", &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Done"}, codes.InvalidArgument},
 		{"unknown job", &falconv1.UpdateJobStatusRequest{Id: "job-0000000000", ExpectedStatus: "Pending", Status: "Running"}, codes.NotFound},
+		{"finished_at on what is no end", &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Running", FinishedAt: timestamppb.Now()}, codes.InvalidArgument},
+		{"finished_at that is no time", &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Failed", FinishedAt: &timestamppb.Timestamp{Seconds: 1 << 40}}, codes.InvalidArgument},
 		{"legal progress update", &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Pending", Reason: "Dispatching", Message: "m"}, codes.OK},
 		{"legal Pending->Running, lower-case accepted", &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "pending", Status: "running"}, codes.OK},
 	}
@@ -313,6 +316,9 @@ func TestStatusUpdatesArePreconditioned(t *testing.T) {
 			_, err := e.jobs.UpdateJobStatus(ctx, tt.req)
 			if status.Code(err) != tt.wantCode {
 				t.Fatalf("got %v, want %v", err, tt.wantCode)
+			}
+			if tt.req.FinishedAt != nil && !strings.Contains(status.Convert(err).Message(), "finished_at") {
+				t.Errorf("refusal %q does not name finished_at", status.Convert(err).Message())
 			}
 		})
 	}

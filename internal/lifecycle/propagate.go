@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Entity is the part of a job, experiment or artifact that propagation reads.
@@ -13,6 +14,9 @@ type Entity struct {
 	Status  Status
 	Reason  string
 	Message string
+	// FinishedAt is when a job ended (jobs only; zero while it runs, or
+	// when the reader does not know).
+	FinishedAt time.Time
 }
 
 // Update is one status change to apply with the precondition that the entity
@@ -23,6 +27,10 @@ type Update struct {
 	To      Status
 	Reason  string
 	Message string
+	// FinishedAt is when an experiment that ends ended: its last job's
+	// end, which is earlier than the write when the end is seen late.
+	// Zero: the time of the write.
+	FinishedAt time.Time
 }
 
 // Plan is what the expController must do for one experiment, in order:
@@ -74,7 +82,12 @@ func Propagate(exp Entity, jobs []Entity, art *Entity) Plan {
 			p.Exp = append(p.Exp, Update{ID: exp.ID, From: Created, To: Running})
 			from = Running
 		}
-		p.Exp = append(p.Exp, Update{ID: exp.ID, From: from, To: to, Reason: reason, Message: msg})
+		u := Update{ID: exp.ID, From: from, To: to, Reason: reason, Message: msg}
+		if ExperimentMachine.IsTerminal(to) {
+			// Every job has ended (an experiment ends only then).
+			u.FinishedAt = lastEnd(jobs)
+		}
+		p.Exp = append(p.Exp, u)
 	}
 	allTerminal := true
 	for _, j := range jobs {
@@ -157,6 +170,20 @@ func Propagate(exp Entity, jobs []Entity, art *Entity) Plan {
 		setExp(Created, j.Reason, msg)
 	}
 	return p
+}
+
+// lastEnd is when the last of jobs ended, zero if any end is unknown.
+func lastEnd(jobs []Entity) time.Time {
+	var last time.Time
+	for _, j := range jobs {
+		if j.FinishedAt.IsZero() {
+			return time.Time{}
+		}
+		if j.FinishedAt.After(last) {
+			last = j.FinishedAt
+		}
+	}
+	return last
 }
 
 const abortedArtifactMessage = "experiment aborted; files written before the abort are kept"

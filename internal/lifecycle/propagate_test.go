@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -9,6 +10,16 @@ import (
 
 func job(id, role string, s Status, reason, msg string) Entity {
 	return Entity{ID: id, Role: role, Status: s, Reason: reason, Message: msg}
+}
+
+var (
+	t1 = time.Date(2026, 12, 8, 1, 0, 0, 0, time.UTC)
+	t2 = t1.Add(time.Minute)
+)
+
+func ended(j Entity, at time.Time) Entity {
+	j.FinishedAt = at
+	return j
 }
 
 func TestPropagate(t *testing.T) {
@@ -153,6 +164,30 @@ func TestPropagate(t *testing.T) {
 			jobs: []Entity{job("job-1", "w", Failed, "JobFailed", "x")},
 			art:  &Entity{ID: "art-1", Status: Failed},
 			want: Plan{},
+		},
+		{
+			name: "an experiment that succeeds ended when its last job did",
+			exp:  Entity{ID: "exp-1", Status: Running},
+			jobs: []Entity{ended(job("job-1", "a", Succeeded, "", ""), t1), ended(job("job-2", "b", Succeeded, "", ""), t2)},
+			want: Plan{Exp: []Update{{ID: "exp-1", From: Running, To: Succeeded, FinishedAt: t2}}},
+		},
+		{
+			name: "one that fails, too",
+			exp:  Entity{ID: "exp-1", Status: Running},
+			jobs: []Entity{ended(job("job-1", "a", Failed, "JobFailed", "x"), t2), ended(job("job-2", "b", Aborted, "", SiblingStopMessage("a")), t1)},
+			want: Plan{Exp: []Update{{ID: "exp-1", From: Running, To: Failed, Reason: "JobFailed", Message: "role a: x", FinishedAt: t2}}},
+		},
+		{
+			name: "and an abort: when its last job stopped",
+			exp:  Entity{ID: "exp-1", Status: Aborting},
+			jobs: []Entity{ended(job("job-1", "a", Aborted, "", ""), t1)},
+			want: Plan{Exp: []Update{{ID: "exp-1", From: Aborting, To: Aborted, Message: "aborted by user", FinishedAt: t1}}},
+		},
+		{
+			name: "a job's end unknown: the time of the write",
+			exp:  Entity{ID: "exp-1", Status: Created},
+			jobs: []Entity{ended(job("job-1", "a", Succeeded, "", ""), t1), job("job-2", "b", Succeeded, "", "")},
+			want: Plan{Exp: []Update{{ID: "exp-1", From: Created, To: Running}, {ID: "exp-1", From: Running, To: Succeeded}}},
 		},
 		{
 			name: "running experiment with a waiting second role stays running",

@@ -72,20 +72,14 @@ type deferred struct {
 	then func()
 }
 
-// later queues an update of a Running job (to Running with a new message,
-// or to Succeeded) for flush; nothing is queued when nothing changes.
-func (c *cycle) later(j *falconv1.Job, to lifecycle.Status, msg string, then func()) {
-	c.laterWith(j, to, "", msg, then)
-}
-
-// laterWith is later with a Reason (a Pending job's phase).
-func (c *cycle) laterWith(j *falconv1.Job, to lifecycle.Status, reason lifecycle.Reason, msg string, then func()) {
-	if j.GetStatus() == string(to) && j.GetReason() == string(reason) && j.GetMessage() == msg {
+// later queues the write of d for flush (a Pending job's progress, a
+// job's Running, a Running job's new message or its success); nothing is
+// queued when nothing changes.
+func (c *cycle) later(j *falconv1.Job, d decision, then func()) {
+	if !d.changes(j) {
 		return
 	}
-	c.writes = append(c.writes, deferred{j: j, then: then, req: &falconv1.UpdateJobStatusRequest{
-		Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(to), Reason: string(reason), Message: msg,
-	}})
+	c.writes = append(c.writes, deferred{j: j, then: then, req: d.request(j)})
 }
 
 // flush sends the queued updates, and picks (reqs[i] recording jobs[i]'s
@@ -322,7 +316,7 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 				// Selection would refuse it too; this says why, and that the
 				// job stays rather than going elsewhere.
 				msg := fmt.Sprintf("pinned cluster %s is not active: %s; the job waits for it (the experiment's cluster_name)", p, why)
-				m.update(ctx, j, lifecycle.Pending, lifecycle.ReasonWaiting, msg, "")
+				m.apply(ctx, j, recorded(lifecycle.Pending, lifecycle.ReasonWaiting, msg))
 				continue
 			}
 		}
@@ -339,9 +333,9 @@ func (m *Manager) Reconcile(ctx context.Context) (time.Time, error) {
 			if errors.As(err, &unplaceable) {
 				// Fails it when no cluster could ever take it, else says why it waits.
 				if d := planUnplaceable(sel, unplaceable, pinned(j)); d.to == lifecycle.Failed {
-					m.fail(ctx, j, d.reason, d.message)
+					m.fail(ctx, j, d)
 				} else {
-					m.update(ctx, j, d.to, d.reason, d.message, "")
+					m.apply(ctx, j, d)
 				}
 			} else {
 				m.log.Warn("enqueue job", "job", j.GetId(), "err", err)
@@ -698,17 +692,15 @@ func (m *Manager) backendFor(c *falconv1.Cluster) (Backend, error) {
 	return b, nil
 }
 
-// update writes a status change conditional on the status the job had when
-// read. Losing that race (FailedPrecondition) is normal — usually a user's
-// abort — and is left to the next cycle, which reads the row again (changedUnderUs).
-func (m *Manager) update(ctx context.Context, j *falconv1.Job, to lifecycle.Status, reason lifecycle.Reason, msg, cluster string) bool {
-	if j.GetStatus() == string(to) && j.GetReason() == string(reason) && j.GetMessage() == msg && (cluster == "" || cluster == j.GetClusterName()) {
+// apply writes decision d's status change (whatever its verb) conditional
+// on the status the job had when read. Losing that race
+// (FailedPrecondition) is normal — usually a user's abort — and is left to
+// the next cycle, which reads the row again (changedUnderUs).
+func (m *Manager) apply(ctx context.Context, j *falconv1.Job, d decision) bool {
+	if !d.changes(j) {
 		return true
 	}
-	return m.write(ctx, j, &falconv1.UpdateJobStatusRequest{
-		Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(to),
-		Reason: string(reason), Message: msg, ClusterName: cluster,
-	})
+	return m.write(ctx, j, d.request(j))
 }
 
 // write sends req and, when it lands, refreshes j from the stored row.
@@ -755,7 +747,7 @@ func (m *Manager) abort(ctx context.Context, c *cycle, j *falconv1.Job) {
 			return // asked again next cycle (or at the stop's backoff); the job stays Aborting
 		}
 	}
-	if m.update(ctx, j, lifecycle.Aborted, "", msg, "") {
+	if m.apply(ctx, j, recorded(lifecycle.Aborted, "", msg)) {
 		m.mem.forgetJob(j.GetId())
 		m.log.Info("job aborted", "job", j.GetId(), "exp", j.GetExpId(), "cluster", j.GetClusterName())
 	}
@@ -1069,7 +1061,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		m.giveUpDispatch(ctx, c, cl, b, j, d.message)
 		return
 	case stopThenRecord:
-		m.stopAndFail(ctx, c, j, d.reason, d.message)
+		m.stopAndFail(ctx, c, j, d)
 		return
 	}
 	if pc := c.pools[cl.GetName()]; pc != nil && pc.b.NeedsPool(j) {
@@ -1114,7 +1106,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 	switch d := planObserved(obs); d.to {
 	case lifecycle.Running:
 		if batched {
-			c.later(j, lifecycle.Running, d.message, func() {
+			c.later(j, d, func() {
 				running()
 				// Its deadline is now its run's timeout, not acquiring's.
 				c.look(j)
@@ -1133,16 +1125,16 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 			// again next cycle, which takes the slot back if it still
 			// acquires.
 			m.mem.leaveQueue(j.GetId())
-			c.laterWith(j, lifecycle.Running, "", d.message, running)
+			c.later(j, d, running)
 		}
 	case lifecycle.Succeeded:
 		// Finished before we saw it run: pass through Running.
-		if m.update(ctx, j, lifecycle.Running, "", "", "") && m.update(ctx, j, lifecycle.Succeeded, "", d.message, "") {
+		if m.apply(ctx, j, recorded(lifecycle.Running, "", "")) && m.apply(ctx, j, d) {
 			m.mem.forgetJob(j.GetId())
 			m.cleanUp(ctx, cl, b, j)
 		}
 	case lifecycle.Failed:
-		m.stopAndFail(ctx, c, j, d.reason, d.message)
+		m.stopAndFail(ctx, c, j, d)
 	default:
 		// Just submitted and not running yet: the row already says it is
 		// being submitted, and the cluster's first report of its pods
@@ -1161,9 +1153,9 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 			// Nothing this cycle decides follows from its news (a holder
 			// keeps its slot until its pods run), so it goes in the
 			// cycle's batch rather than a write of its own.
-			c.laterWith(j, d.to, d.reason, d.message, nil)
+			c.later(j, d, nil)
 			break
-		} else if !m.update(ctx, j, d.to, d.reason, d.message, "") {
+		} else if !m.apply(ctx, j, d) {
 			break
 		}
 		if noAcquisition(j) && !batched {
@@ -1188,10 +1180,10 @@ func noAcquisition(j *falconv1.Job) bool { return queueKey(j) == "cpu" }
 // of its queue.
 func (m *Manager) record(ctx context.Context, j *falconv1.Job, d decision) {
 	if d.to == lifecycle.Failed {
-		m.fail(ctx, j, d.reason, d.message)
+		m.fail(ctx, j, d)
 		return
 	}
-	m.update(ctx, j, d.to, d.reason, d.message, "")
+	m.apply(ctx, j, d)
 }
 
 func (m *Manager) acquiringSince(key queue.Key, id string) time.Time {
@@ -1232,7 +1224,7 @@ func (m *Manager) dispatch(ctx context.Context, c *cycle, cl *falconv1.Cluster, 
 		return err
 	}
 	m.log.Warn("dispatch failed", "job", j.GetId(), "exp", j.GetExpId(), "cluster", cl.GetName(), "err", err)
-	m.stopAndFail(ctx, c, j, d.reason, d.message)
+	m.stopAndFail(ctx, c, j, d)
 	return err
 }
 
@@ -1275,7 +1267,7 @@ func (m *Manager) giveUpDispatch(ctx context.Context, c *cycle, cl *falconv1.Clu
 			msg += fmt.Sprintf("; cluster %s could not be asked to remove anything a create may have left: %v", cl.GetName(), err)
 		}
 	}
-	m.fail(ctx, j, lifecycle.ReasonJobSubmitFailed, msg)
+	m.fail(ctx, j, recorded(lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, msg))
 }
 
 // cleanUp removes what a succeeded job left on a cluster whose pools are
@@ -1292,18 +1284,21 @@ func (m *Manager) cleanUp(ctx context.Context, cl *falconv1.Cluster, b Backend, 
 }
 
 // stopAndFail cleans up whatever the job left on its cluster and fails it
-// (see stop: a cluster that never confirms does not hold the job for ever).
-func (m *Manager) stopAndFail(ctx context.Context, c *cycle, j *falconv1.Job, reason lifecycle.Reason, msg string) {
-	done, msg := m.stop(ctx, c, j, msg)
+// as d says (see stop: a cluster that never confirms does not hold the job
+// for ever, and the Message then says so).
+func (m *Manager) stopAndFail(ctx context.Context, c *cycle, j *falconv1.Job, d decision) {
+	done, msg := m.stop(ctx, c, j, d.message)
 	if !done {
 		return
 	}
-	m.fail(ctx, j, reason, msg)
+	d.message = msg
+	m.fail(ctx, j, d)
 }
 
-// fail records the job Failed with reason and takes it out of its queue.
-func (m *Manager) fail(ctx context.Context, j *falconv1.Job, reason lifecycle.Reason, msg string) {
-	if m.update(ctx, j, lifecycle.Failed, reason, msg, "") {
+// fail records the job Failed as d says and takes it out of its queue.
+func (m *Manager) fail(ctx context.Context, j *falconv1.Job, d decision) {
+	d.verb, d.to = record, lifecycle.Failed
+	if m.apply(ctx, j, d) {
 		m.mem.forgetJob(j.GetId())
 	}
 }
@@ -1456,7 +1451,7 @@ func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job)
 		}
 		return
 	case stopThenRecord:
-		m.stopAndFail(ctx, c, j, d.reason, d.message)
+		m.stopAndFail(ctx, c, j, d)
 		return
 	}
 	obs, err := b.Observe(ctx, cl, j)
@@ -1466,11 +1461,11 @@ func (m *Manager) observeRunning(ctx context.Context, c *cycle, j *falconv1.Job)
 	}
 	switch d := planRunningObserved(obs); {
 	case d.verb == stopThenRecord:
-		m.stopAndFail(ctx, c, j, d.reason, d.message)
+		m.stopAndFail(ctx, c, j, d)
 	case d.to == lifecycle.Succeeded:
-		c.later(j, lifecycle.Succeeded, d.message, func() { m.cleanUp(ctx, cl, b, j) })
+		c.later(j, d, func() { m.cleanUp(ctx, cl, b, j) })
 	default:
-		c.later(j, d.to, d.message, nil)
+		c.later(j, d, nil)
 	}
 }
 

@@ -272,7 +272,7 @@ func (m *Manager) seatOnDeck(ctx context.Context, c *cycle, j *falconv1.Job) {
 	key := queue.Key{Cluster: j.GetClusterName(), Topology: queueKey(j)}
 	if c.clusters[key.Cluster] == nil {
 		// It may not go elsewhere, and nothing can bring it forward there.
-		m.fail(ctx, j, lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("cluster %s is no longer registered (deleted while the job was next in line there)", key.Cluster))
+		m.fail(ctx, j, recorded(lifecycle.Failed, lifecycle.ReasonJobSubmitFailed, fmt.Sprintf("cluster %s is no longer registered (deleted while the job was next in line there)", key.Cluster)))
 		return
 	}
 	if _, _, ok := m.mem.sched.Lookup(j.GetId()); ok {

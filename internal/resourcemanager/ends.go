@@ -76,13 +76,13 @@ type endLook struct {
 
 // recorder is what ends asks of the manager.
 type recorder interface {
-	// succeededNow says whether the job ended in success, and with what
-	// message.
-	succeededNow(ctx context.Context, x endLook) (msg string, ok bool)
+	// succeededNow says whether the job ended in success, and what is to
+	// be recorded of it (its message, when it ended).
+	succeededNow(ctx context.Context, x endLook) (d decision, ok bool)
 	// recordEnd writes that end and returns the row it wrote (nil if it
 	// did not land) and what is to follow once the row is handed over
 	// (nil if nothing).
-	recordEnd(ctx context.Context, x endLook, msg string) (row *falconv1.Job, then func())
+	recordEnd(ctx context.Context, x endLook, d decision) (row *falconv1.Job, then func())
 	// looked asks for a cycle that looks at id: one whose look is over,
 	// a row recorded there to take, or one that awaited it.
 	looked(id string)
@@ -211,7 +211,7 @@ func (e *ends) look(ctx context.Context, id string, x *ending) func() {
 	for {
 		look := x.endLook
 		e.mu.Unlock()
-		msg, succeeded := e.r.succeededNow(ctx, look)
+		d, succeeded := e.r.succeededNow(ctx, look)
 		e.mu.Lock()
 		if e.running[id] != x || e.closed {
 			e.mu.Unlock()
@@ -221,7 +221,7 @@ func (e *ends) look(ctx context.Context, id string, x *ending) func() {
 		if succeeded {
 			x.writing = true
 			e.mu.Unlock()
-			row, then := e.r.recordEnd(ctx, look, msg)
+			row, then := e.r.recordEnd(ctx, look, d)
 			e.mu.Lock()
 			if e.running[id] == x {
 				delete(e.running, id)
@@ -257,24 +257,25 @@ func (e *ends) close() {
 	e.wg.Wait()
 }
 
-// succeededNow asks the backend whether the job succeeded, and with what
-// message (ends' look, outside any cycle).
-func (m *Manager) succeededNow(ctx context.Context, x endLook) (string, bool) {
+// succeededNow asks the backend whether the job succeeded, and what is to
+// be recorded of it (ends' look, outside any cycle).
+func (m *Manager) succeededNow(ctx context.Context, x endLook) (decision, bool) {
 	obs, err := x.backend.Observe(ctx, x.cluster, x.job)
 	if err != nil {
-		return "", false
+		return decision{}, false
 	}
 	d := planRunningObserved(obs)
-	return d.message, d.to == lifecycle.Succeeded
+	return d, d.to == lifecycle.Succeeded
 }
 
 // recordEnd writes the job Succeeded, conditional on Running; the look's
 // own copy becomes the row written (see endLook). What follows is the
 // removal of its Kubernetes Job where pools are shared (cleanUp), as when
 // the cycle records an end.
-func (m *Manager) recordEnd(ctx context.Context, x endLook, msg string) (*falconv1.Job, func()) {
+func (m *Manager) recordEnd(ctx context.Context, x endLook, d decision) (*falconv1.Job, func()) {
 	j := x.job
-	req := &falconv1.UpdateJobStatusRequest{Id: j.GetId(), ExpectedStatus: string(lifecycle.Running), Status: string(lifecycle.Succeeded), Message: msg}
+	req := d.request(j)
+	req.ExpectedStatus = string(lifecycle.Running)
 	if !m.write(ctx, j, req) {
 		return nil, nil
 	}

@@ -41,6 +41,11 @@ const (
 type Observation struct {
 	Phase   Phase
 	Message string
+	// At, for Succeeded and Failed, is when the job ended as the backend
+	// saw it (a Job's completion, a container's or a process's exit);
+	// zero when it cannot tell. A controller that was down sees an end
+	// late, and the job's finished_at must still say when it ended.
+	At time.Time
 }
 
 // Backend runs jobs on one kind of cluster. Every method is idempotent and

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/lifecycle"
 	"github.com/falconhq/falcon/internal/resourcemanager/queue"
@@ -49,6 +51,9 @@ type decision struct {
 	// deadline is when the job must be looked at again although nothing
 	// changes (zero: none).
 	deadline time.Time
+	// ended is when a job that ends ended, as its cluster saw it (zero:
+	// when it is recorded; see Observation.At).
+	ended time.Time
 }
 
 func (d decision) String() string {
@@ -66,7 +71,35 @@ func (d decision) String() string {
 	if !d.deadline.IsZero() {
 		s += " until " + d.deadline.Format(time.RFC3339)
 	}
+	if !d.ended.IsZero() {
+		s += " ended " + d.ended.Format(time.RFC3339Nano)
+	}
 	return s
+}
+
+// request is the status write of d for j, conditional on the status j had
+// when read.
+func (d decision) request(j *falconv1.Job) *falconv1.UpdateJobStatusRequest {
+	r := &falconv1.UpdateJobStatusRequest{
+		Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(d.to), Reason: string(d.reason), Message: d.message,
+	}
+	if !d.ended.IsZero() && lifecycle.JobMachine.IsTerminal(d.to) {
+		r.FinishedAt = timestamppb.New(d.ended)
+	}
+	return r
+}
+
+// changes reports whether writing d would change what j says.
+func (d decision) changes(j *falconv1.Job) bool {
+	return j.GetStatus() != string(d.to) || j.GetReason() != string(d.reason) || j.GetMessage() != d.message
+}
+
+// endedAt is d, ended when obs says its job ended.
+func (d decision) endedAt(obs Observation) decision {
+	if lifecycle.JobMachine.IsTerminal(d.to) {
+		d.ended = obs.At
+	}
+	return d
 }
 
 func recorded(to lifecycle.Status, reason lifecycle.Reason, msg string) decision {
@@ -154,9 +187,9 @@ func planObserved(obs Observation) decision {
 	case PhaseRunning:
 		return recorded(lifecycle.Running, "", obs.Message)
 	case PhaseSucceeded:
-		return recorded(lifecycle.Succeeded, "", obs.Message)
+		return recorded(lifecycle.Succeeded, "", obs.Message).endedAt(obs)
 	}
-	return failed(lifecycle.ReasonJobFailed, obs.Message)
+	return failed(lifecycle.ReasonJobFailed, obs.Message).endedAt(obs)
 }
 
 // progressGrace is how long a job being submitted goes without its pods'
@@ -294,9 +327,9 @@ func planRunning(f runningFacts) decision {
 func planRunningObserved(obs Observation) decision {
 	switch obs.Phase {
 	case PhaseSucceeded:
-		return recorded(lifecycle.Succeeded, "", obs.Message)
+		return recorded(lifecycle.Succeeded, "", obs.Message).endedAt(obs)
 	case PhaseFailed:
-		return failed(lifecycle.ReasonJobFailed, obs.Message)
+		return failed(lifecycle.ReasonJobFailed, obs.Message).endedAt(obs)
 	case PhaseUnknown:
 		msg := obs.Message
 		if msg == "" {

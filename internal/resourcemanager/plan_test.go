@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
@@ -34,8 +35,36 @@ func startedAt(t time.Time) func(*falconv1.Job) {
 func check(t *testing.T, got, want decision) {
 	t.Helper()
 	if got.verb != want.verb || got.to != want.to || got.reason != want.reason || !got.deadline.Equal(want.deadline) ||
-		!strings.Contains(got.message, want.message) {
-		t.Errorf("got  %v\nwant %v (message containing %q)", got, decision{verb: want.verb, to: want.to, reason: want.reason, deadline: want.deadline}, want.message)
+		!got.ended.Equal(want.ended) || !strings.Contains(got.message, want.message) {
+		t.Errorf("got  %v\nwant %v (message containing %q)", got, decision{verb: want.verb, to: want.to, reason: want.reason, deadline: want.deadline, ended: want.ended}, want.message)
+	}
+}
+
+func withEnd(d decision, at time.Time) decision {
+	d.ended = at
+	return d
+}
+
+// TestDecisionRequest: a decision's write carries its end's own time, and
+// only an end carries one.
+func TestDecisionRequest(t *testing.T) {
+	j := planJob(lifecycle.Running, "", 0)
+	for _, tc := range []struct {
+		d    decision
+		want *timestamppb.Timestamp
+	}{
+		{withEnd(recorded(lifecycle.Succeeded, "", "done"), t0), timestamppb.New(t0)},
+		{withEnd(failed(lifecycle.ReasonJobFailed, "exit 3"), t0), timestamppb.New(t0)},
+		{recorded(lifecycle.Succeeded, "", "done"), nil},
+		{withEnd(recorded(lifecycle.Running, "", "1/1"), t0), nil},
+	} {
+		r := tc.d.request(j)
+		if r.GetId() != "j1" || r.GetExpectedStatus() != "Running" || r.GetStatus() != string(tc.d.to) || r.GetReason() != string(tc.d.reason) || r.GetMessage() != tc.d.message {
+			t.Errorf("%v: request %v", tc.d, r)
+		}
+		if !proto.Equal(r.GetFinishedAt(), tc.want) {
+			t.Errorf("%v: finished_at %v, want %v", tc.d, r.GetFinishedAt(), tc.want)
+		}
 	}
 }
 
@@ -107,6 +136,11 @@ func TestPlanObserved(t *testing.T) {
 		{Observation{Phase: PhaseRunning, Message: "4/4 pods running"}, recorded(lifecycle.Running, "", "4/4 pods running")},
 		{Observation{Phase: PhaseSucceeded, Message: "4/4 pods succeeded"}, recorded(lifecycle.Succeeded, "", "4/4 pods succeeded")},
 		{Observation{Phase: PhaseFailed, Message: "pod p-0 terminated: Error (exit code 3)"}, failed(lifecycle.ReasonJobFailed, "exit code 3")},
+		// An end the cluster dates is recorded at its own time; a
+		// Running is not an end, whatever the backend says of it.
+		{Observation{Phase: PhaseSucceeded, At: t0}, withEnd(recorded(lifecycle.Succeeded, "", ""), t0)},
+		{Observation{Phase: PhaseFailed, At: t0}, withEnd(failed(lifecycle.ReasonJobFailed, ""), t0)},
+		{Observation{Phase: PhaseRunning, At: t0}, recorded(lifecycle.Running, "", "")},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.obs.Phase), func(t *testing.T) { check(t, planObserved(tc.obs), tc.want) })
@@ -209,6 +243,9 @@ func TestPlanRunningObserved(t *testing.T) {
 		{Observation{Phase: PhaseFailed, Message: "pod p-1 terminated: OOMKilled (exit code 137)"}, failed(lifecycle.ReasonJobFailed, "OOMKilled")},
 		{Observation{Phase: PhaseUnknown}, failed(lifecycle.ReasonJobFailed, "the job's processes are gone and its outcome is unknown")},
 		{Observation{Phase: PhaseUnknown, Message: "process 4242 is gone"}, failed(lifecycle.ReasonJobFailed, "process 4242 is gone")},
+		{Observation{Phase: PhaseSucceeded, Message: "dated", At: t0}, withEnd(recorded(lifecycle.Succeeded, "", "dated"), t0)},
+		{Observation{Phase: PhaseFailed, Message: "dated", At: t0}, withEnd(failed(lifecycle.ReasonJobFailed, "dated"), t0)},
+		{Observation{Phase: PhasePending, Message: "dated", At: t0}, recorded(lifecycle.Running, "", "dated")},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.obs.Phase)+"/"+tc.obs.Message, func(t *testing.T) { check(t, planRunningObserved(tc.obs), tc.want) })

@@ -273,7 +273,7 @@ func (m *Manager) acquirePool(ctx context.Context, c *cycle, pc *poolCluster, j 
 				// one, owned by no one, is deleted.
 				m.provision(ctx, c, pc, j, d.message)
 			} else {
-				m.stopAndFail(ctx, c, j, d.reason, d.message)
+				m.stopAndFail(ctx, c, j, d)
 			}
 			return false
 		}
@@ -461,7 +461,7 @@ func (m *Manager) poolFailed(ctx context.Context, c *cycle, pc *poolCluster, j *
 	var pe *PoolError
 	if errors.As(err, &pe) {
 		delete(m.mem.polls, j.GetId())
-		m.stopAndFail(ctx, c, j, pe.Reason, pe.Message)
+		m.stopAndFail(ctx, c, j, failed(pe.Reason, pe.Message))
 		return true
 	}
 	m.log.Warn("node pool", "job", j.GetId(), "cluster", pc.cl.GetName(), "err", err)

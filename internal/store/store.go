@@ -378,6 +378,13 @@ type StatusUpdate struct {
 	// Selection, for jobs only: the decision record of its placement
 	// (see Job.Selection; empty leaves it unchanged).
 	Selection string
+	// FinishedAt, with an ending status of an experiment or a job only,
+	// is when it ended as its source saw it (a Kubernetes Job's
+	// completion, a process's exit), which is earlier than the write when
+	// the controller saw the end late (it was down). The row's finished_at
+	// becomes it, bounded by the row's start (or creation) and the store's
+	// clock; nil is the time of the write.
+	FinishedAt *time.Time
 }
 
 // Page asks for one page of a list. PageToken is opaque: the NextPageToken

@@ -4066,8 +4066,12 @@ type UpdateExpStatusRequest struct {
 	Status         string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
 	Reason         string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	Message        string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// With an ending status only (Succeeded, Failed, Aborted): when the
+	// experiment ended, its last job's finished_at. Absent, it is the time
+	// of the write. See UpdateJobStatusRequest.finished_at.
+	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateExpStatusRequest) Reset() {
@@ -4133,6 +4137,13 @@ func (x *UpdateExpStatusRequest) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *UpdateExpStatusRequest) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
 }
 
 type UpdateExpStatusesRequest struct {
@@ -4554,7 +4565,14 @@ type UpdateJobStatusRequest struct {
 	// config (as with_config does for every job of the call), so the pick
 	// it records is submitted with no read in between, while the other
 	// updates of the same call (positions, ends) cost no config read.
-	WithConfig    bool `protobuf:"varint,9,opt,name=with_config,json=withConfig,proto3" json:"with_config,omitempty"`
+	WithConfig bool `protobuf:"varint,9,opt,name=with_config,json=withConfig,proto3" json:"with_config,omitempty"`
+	// With an ending status only (Succeeded, Failed, Aborted): when the job
+	// ended as its cluster saw it (a Kubernetes Job's completion, a pod's or
+	// a process's exit). A controller that was down when the job ended sees
+	// the end late, and the job's finished_at must still say when it ended.
+	// Bounded by the job's start (or creation) and the server's clock;
+	// absent, it is the time of the write.
+	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4650,6 +4668,13 @@ func (x *UpdateJobStatusRequest) GetWithConfig() bool {
 		return x.WithConfig
 	}
 	return false
+}
+
+func (x *UpdateJobStatusRequest) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
 }
 
 type UpdateJobStatusesRequest struct {
@@ -8456,13 +8481,15 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06points\x18\x02 \x03(\v2\x16.falcon.v1.MetricPointR\x06points\"7\n" +
 	"\vMetricPoint\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value\"\x9b\x01\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\"\xd8\x01\n" +
 	"\x16UpdateExpStatusRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"W\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12;\n" +
+	"\vfinished_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\"W\n" +
 	"\x18UpdateExpStatusesRequest\x12;\n" +
 	"\aupdates\x18\x01 \x03(\v2!.falcon.v1.UpdateExpStatusRequestR\aupdates\"Q\n" +
 	"\x19UpdateExpStatusesResponse\x124\n" +
@@ -8490,7 +8517,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x120\n" +
-	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xb7\x02\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xf4\x02\n" +
 	"\x16UpdateJobStatusRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
@@ -8501,7 +8528,10 @@ const file_falcon_proto_rawDesc = "" +
 	"\tnode_pool\x18\a \x01(\tR\bnodePool\x129\n" +
 	"\tselection\x18\b \x01(\v2\x1b.falcon.v1.ClusterSelectionR\tselection\x12\x1f\n" +
 	"\vwith_config\x18\t \x01(\bR\n" +
-	"withConfig\"x\n" +
+	"withConfig\x12;\n" +
+	"\vfinished_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\"x\n" +
 	"\x18UpdateJobStatusesRequest\x12;\n" +
 	"\aupdates\x18\x01 \x03(\v2!.falcon.v1.UpdateJobStatusRequestR\aupdates\x12\x1f\n" +
 	"\vwith_config\x18\x02 \x01(\bR\n" +
@@ -9002,151 +9032,153 @@ var file_falcon_proto_depIdxs = []int32{
 	41,  // 58: falcon.v1.ExpMetrics.metrics:type_name -> falcon.v1.MetricSummary
 	42,  // 59: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
 	43,  // 60: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
-	44,  // 61: falcon.v1.UpdateExpStatusesRequest.updates:type_name -> falcon.v1.UpdateExpStatusRequest
-	47,  // 62: falcon.v1.UpdateExpStatusesResponse.results:type_name -> falcon.v1.ExpStatusResult
-	2,   // 63: falcon.v1.ExpStatusResult.experiment:type_name -> falcon.v1.Experiment
-	4,   // 64: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	116, // 65: falcon.v1.ListJobHistoryRequest.since:type_name -> google.protobuf.Timestamp
-	5,   // 66: falcon.v1.UpdateJobStatusRequest.selection:type_name -> falcon.v1.ClusterSelection
-	52,  // 67: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
-	55,  // 68: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
-	4,   // 69: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
-	9,   // 70: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	10,  // 71: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
-	10,  // 72: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
-	68,  // 73: falcon.v1.UpdateArtifactStatusesRequest.updates:type_name -> falcon.v1.UpdateArtifactStatusRequest
-	71,  // 74: falcon.v1.UpdateArtifactStatusesResponse.results:type_name -> falcon.v1.ArtifactStatusResult
-	9,   // 75: falcon.v1.ArtifactStatusResult.artifact:type_name -> falcon.v1.Artifact
-	116, // 76: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
-	72,  // 77: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
-	72,  // 78: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
-	79,  // 79: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	116, // 80: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	81,  // 81: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	82,  // 82: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	83,  // 83: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	72,  // 84: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
-	79,  // 85: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	116, // 86: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	116, // 87: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	11,  // 88: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	11,  // 89: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	11,  // 90: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	89,  // 91: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	11,  // 92: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	13,  // 93: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	13,  // 94: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
-	116, // 95: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	97,  // 96: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	114, // 97: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
-	116, // 98: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
-	116, // 99: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
-	116, // 100: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
-	115, // 101: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
-	100, // 102: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
-	100, // 103: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
-	0,   // 104: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	25,  // 105: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	26,  // 106: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	27,  // 107: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	29,  // 108: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	31,  // 109: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	33,  // 110: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	36,  // 111: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	39,  // 112: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	16,  // 113: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
-	44,  // 114: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	45,  // 115: falcon.v1.ExperimentService.UpdateExpStatuses:input_type -> falcon.v1.UpdateExpStatusesRequest
-	17,  // 116: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
-	14,  // 117: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
-	19,  // 118: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
-	48,  // 119: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	49,  // 120: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	51,  // 121: falcon.v1.JobService.ListJobHistory:input_type -> falcon.v1.ListJobHistoryRequest
-	52,  // 122: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	53,  // 123: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	57,  // 124: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	56,  // 125: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	58,  // 126: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	60,  // 127: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	61,  // 128: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	63,  // 129: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	65,  // 130: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	66,  // 131: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	68,  // 132: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	69,  // 133: falcon.v1.ArtifactService.UpdateArtifactStatuses:input_type -> falcon.v1.UpdateArtifactStatusesRequest
-	84,  // 134: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	85,  // 135: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	87,  // 136: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	88,  // 137: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	91,  // 138: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	77,  // 139: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	78,  // 140: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	73,  // 141: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
-	75,  // 142: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
-	76,  // 143: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
-	92,  // 144: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	93,  // 145: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	95,  // 146: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
-	98,  // 147: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	101, // 148: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
-	102, // 149: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
-	103, // 150: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
-	105, // 151: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
-	107, // 152: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
-	2,   // 153: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,   // 154: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	28,  // 155: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	30,  // 156: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	32,  // 157: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	35,  // 158: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	37,  // 159: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	40,  // 160: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,   // 161: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
-	2,   // 162: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	46,  // 163: falcon.v1.ExperimentService.UpdateExpStatuses:output_type -> falcon.v1.UpdateExpStatusesResponse
-	18,  // 164: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
-	15,  // 165: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
-	22,  // 166: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
-	4,   // 167: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	50,  // 168: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	50,  // 169: falcon.v1.JobService.ListJobHistory:output_type -> falcon.v1.ListJobsResponse
-	4,   // 170: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	54,  // 171: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,   // 172: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,   // 173: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	59,  // 174: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	9,   // 175: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	62,  // 176: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	64,  // 177: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	67,  // 178: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	10,  // 179: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	9,   // 180: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	70,  // 181: falcon.v1.ArtifactService.UpdateArtifactStatuses:output_type -> falcon.v1.UpdateArtifactStatusesResponse
-	11,  // 182: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	86,  // 183: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	11,  // 184: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	90,  // 185: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	11,  // 186: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	79,  // 187: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	79,  // 188: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	74,  // 189: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	74,  // 190: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
-	74,  // 191: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	13,  // 192: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	94,  // 193: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	96,  // 194: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
-	99,  // 195: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	100, // 196: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
-	100, // 197: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
-	104, // 198: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
-	106, // 199: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
-	100, // 200: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
-	153, // [153:201] is the sub-list for method output_type
-	105, // [105:153] is the sub-list for method input_type
-	105, // [105:105] is the sub-list for extension type_name
-	105, // [105:105] is the sub-list for extension extendee
-	0,   // [0:105] is the sub-list for field type_name
+	116, // 61: falcon.v1.UpdateExpStatusRequest.finished_at:type_name -> google.protobuf.Timestamp
+	44,  // 62: falcon.v1.UpdateExpStatusesRequest.updates:type_name -> falcon.v1.UpdateExpStatusRequest
+	47,  // 63: falcon.v1.UpdateExpStatusesResponse.results:type_name -> falcon.v1.ExpStatusResult
+	2,   // 64: falcon.v1.ExpStatusResult.experiment:type_name -> falcon.v1.Experiment
+	4,   // 65: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
+	116, // 66: falcon.v1.ListJobHistoryRequest.since:type_name -> google.protobuf.Timestamp
+	5,   // 67: falcon.v1.UpdateJobStatusRequest.selection:type_name -> falcon.v1.ClusterSelection
+	116, // 68: falcon.v1.UpdateJobStatusRequest.finished_at:type_name -> google.protobuf.Timestamp
+	52,  // 69: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	55,  // 70: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	4,   // 71: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	9,   // 72: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	10,  // 73: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
+	10,  // 74: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
+	68,  // 75: falcon.v1.UpdateArtifactStatusesRequest.updates:type_name -> falcon.v1.UpdateArtifactStatusRequest
+	71,  // 76: falcon.v1.UpdateArtifactStatusesResponse.results:type_name -> falcon.v1.ArtifactStatusResult
+	9,   // 77: falcon.v1.ArtifactStatusResult.artifact:type_name -> falcon.v1.Artifact
+	116, // 78: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
+	72,  // 79: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
+	72,  // 80: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
+	79,  // 81: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	116, // 82: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	81,  // 83: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	82,  // 84: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	83,  // 85: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	72,  // 86: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
+	79,  // 87: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	116, // 88: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	116, // 89: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	11,  // 90: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	11,  // 91: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	11,  // 92: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	89,  // 93: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	11,  // 94: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	13,  // 95: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	13,  // 96: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
+	116, // 97: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	97,  // 98: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	114, // 99: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
+	116, // 100: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
+	116, // 101: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
+	116, // 102: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
+	115, // 103: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
+	100, // 104: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
+	100, // 105: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
+	0,   // 106: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	25,  // 107: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	26,  // 108: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	27,  // 109: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	29,  // 110: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	31,  // 111: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	33,  // 112: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	36,  // 113: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	39,  // 114: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	16,  // 115: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
+	44,  // 116: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	45,  // 117: falcon.v1.ExperimentService.UpdateExpStatuses:input_type -> falcon.v1.UpdateExpStatusesRequest
+	17,  // 118: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
+	14,  // 119: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
+	19,  // 120: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
+	48,  // 121: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	49,  // 122: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	51,  // 123: falcon.v1.JobService.ListJobHistory:input_type -> falcon.v1.ListJobHistoryRequest
+	52,  // 124: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	53,  // 125: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	57,  // 126: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	56,  // 127: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	58,  // 128: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	60,  // 129: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	61,  // 130: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	63,  // 131: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	65,  // 132: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	66,  // 133: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	68,  // 134: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	69,  // 135: falcon.v1.ArtifactService.UpdateArtifactStatuses:input_type -> falcon.v1.UpdateArtifactStatusesRequest
+	84,  // 136: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	85,  // 137: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	87,  // 138: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	88,  // 139: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	91,  // 140: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	77,  // 141: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	78,  // 142: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	73,  // 143: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
+	75,  // 144: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
+	76,  // 145: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
+	92,  // 146: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	93,  // 147: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	95,  // 148: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	98,  // 149: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	101, // 150: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
+	102, // 151: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
+	103, // 152: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
+	105, // 153: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
+	107, // 154: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
+	2,   // 155: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,   // 156: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	28,  // 157: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	30,  // 158: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	32,  // 159: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	35,  // 160: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	37,  // 161: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	40,  // 162: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,   // 163: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
+	2,   // 164: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	46,  // 165: falcon.v1.ExperimentService.UpdateExpStatuses:output_type -> falcon.v1.UpdateExpStatusesResponse
+	18,  // 166: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
+	15,  // 167: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
+	22,  // 168: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
+	4,   // 169: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	50,  // 170: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	50,  // 171: falcon.v1.JobService.ListJobHistory:output_type -> falcon.v1.ListJobsResponse
+	4,   // 172: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	54,  // 173: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,   // 174: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,   // 175: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	59,  // 176: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	9,   // 177: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	62,  // 178: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	64,  // 179: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	67,  // 180: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	10,  // 181: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	9,   // 182: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	70,  // 183: falcon.v1.ArtifactService.UpdateArtifactStatuses:output_type -> falcon.v1.UpdateArtifactStatusesResponse
+	11,  // 184: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	86,  // 185: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	11,  // 186: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	90,  // 187: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	11,  // 188: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	79,  // 189: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	79,  // 190: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	74,  // 191: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	74,  // 192: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
+	74,  // 193: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	13,  // 194: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	94,  // 195: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	96,  // 196: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	99,  // 197: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	100, // 198: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
+	100, // 199: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
+	104, // 200: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
+	106, // 201: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
+	100, // 202: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
+	155, // [155:203] is the sub-list for method output_type
+	107, // [107:155] is the sub-list for method input_type
+	107, // [107:107] is the sub-list for extension type_name
+	107, // [107:107] is the sub-list for extension extendee
+	0,   // [0:107] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }

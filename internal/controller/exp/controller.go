@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/controller/watch"
@@ -346,7 +347,11 @@ func (c *Controller) liveExperiments(ctx context.Context) ([]*falconv1.Experimen
 func plan(exp *falconv1.Experiment, expJobs []*falconv1.Job, a *falconv1.Artifact) lifecycle.Plan {
 	jobs := make([]lifecycle.Entity, 0, len(expJobs))
 	for _, j := range expJobs {
-		jobs = append(jobs, lifecycle.Entity{ID: j.GetId(), Role: j.GetRole(), Status: lifecycle.Status(j.GetStatus()), Reason: j.GetReason(), Message: j.GetMessage()})
+		e := lifecycle.Entity{ID: j.GetId(), Role: j.GetRole(), Status: lifecycle.Status(j.GetStatus()), Reason: j.GetReason(), Message: j.GetMessage()}
+		if t := j.GetFinishedAt(); t != nil {
+			e.FinishedAt = t.AsTime()
+		}
+		jobs = append(jobs, e)
 	}
 	var art *lifecycle.Entity
 	if a != nil {
@@ -417,9 +422,13 @@ func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, job
 			continue
 		}
 		for _, u := range plans[i].Exp {
-			reqs = append(reqs, &falconv1.UpdateExpStatusRequest{
+			r := &falconv1.UpdateExpStatusRequest{
 				Id: u.ID, ExpectedStatus: string(u.From), Status: string(u.To), Reason: u.Reason, Message: u.Message,
-			})
+			}
+			if !u.FinishedAt.IsZero() {
+				r.FinishedAt = timestamppb.New(u.FinishedAt)
+			}
+			reqs = append(reqs, r)
 		}
 	}
 	for start := 0; start < len(reqs); start += batch {

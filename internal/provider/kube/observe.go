@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,16 +35,22 @@ var waitingFailures = map[string]bool{
 //   - every replica's pod Running -> Running (this releases the queue slot);
 //   - otherwise Pending, with the scheduler's message for an unschedulable
 //     pod or a count of pods running.
+//
+// An end is dated as the cluster dates it (Observation.At): a success by
+// the Job's completion time (else its condition's), or by the last exit of
+// the pods that made it; a failure by the failing container's exit, or by
+// the Job's Failed condition. A container that never started (an image
+// that cannot be pulled) leaves it undated.
 func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.Observation {
 	sort.Slice(pods, func(a, b int) bool { return pods[a].Name < pods[b].Name })
-	if succeeded(job, pods, replica) {
+	if ok, at := succeeded(job, pods, replica); ok {
 		// Every index of the Indexed Job (completions = replica) is done.
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded,
-			Message: fmt.Sprintf("%d/%d pods succeeded", replica, replica)}
+			Message: fmt.Sprintf("%d/%d pods succeeded", replica, replica), At: at}
 	}
 	for _, p := range pods {
-		if msg, ok := podFailure(p); ok {
-			return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: msg}
+		if msg, at, ok := podFailure(p); ok {
+			return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: msg, At: at}
 		}
 	}
 	for _, c := range job.Status.Conditions {
@@ -55,7 +62,7 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 			if c.Message != "" {
 				msg += ": " + c.Message
 			}
-			return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: msg}
+			return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: msg, At: c.LastTransitionTime.Time}
 		}
 	}
 	running := 0
@@ -87,21 +94,51 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 
 // succeeded reports whether the Job says it succeeded (Complete or
 // SuccessCriteriaMet), or every completion index below replica has a
-// Succeeded pod. A pod without an index counts for nothing, so a pod Falcon
-// did not render cannot make a job look done.
-func succeeded(job *batchv1.Job, pods []*corev1.Pod, replica int) bool {
+// Succeeded pod, and when (zero if the cluster does not say). A pod without
+// an index counts for nothing, so a pod Falcon did not render cannot make a
+// job look done.
+func succeeded(job *batchv1.Job, pods []*corev1.Pod, replica int) (bool, time.Time) {
 	for _, c := range job.Status.Conditions {
 		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobSuccessCriteriaMet) && c.Status == corev1.ConditionTrue {
-			return true
+			if t := job.Status.CompletionTime; t != nil {
+				return true, t.Time
+			}
+			return true, c.LastTransitionTime.Time
 		}
 	}
 	done := map[int]bool{}
+	var last time.Time
+	dated := true
 	for _, p := range pods {
-		if i := render.CompletionIndex(p); p.Status.Phase == corev1.PodSucceeded && i >= 0 && i < replica {
+		if i := render.CompletionIndex(p); p.Status.Phase == corev1.PodSucceeded && i >= 0 && i < replica && !done[i] {
 			done[i] = true
+			at := exited(p)
+			dated = dated && !at.IsZero()
+			if at.After(last) {
+				last = at
+			}
 		}
 	}
-	return replica > 0 && len(done) == replica
+	if !dated {
+		last = time.Time{}
+	}
+	return replica > 0 && len(done) == replica, last
+}
+
+// exited is when the last of a pod's containers exited, zero if one of
+// them has not (or the kubelet did not say).
+func exited(p *corev1.Pod) time.Time {
+	var last time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil || t.FinishedAt.IsZero() {
+			return time.Time{}
+		}
+		if t.FinishedAt.After(last) {
+			last = t.FinishedAt.Time
+		}
+	}
+	return last
 }
 
 // ObserveSlices combines the observations of a multi-slice job's Jobs, in
@@ -119,14 +156,20 @@ func ObserveSlices(slices []resourcemanager.Observation) resourcemanager.Observa
 	for _, want := range []resourcemanager.Phase{resourcemanager.PhaseFailed, resourcemanager.PhaseUnknown} {
 		for i, o := range slices {
 			if o.Phase == want {
-				return resourcemanager.Observation{Phase: want, Message: fmt.Sprintf("slice %d of %d: %s", i, n, o.Message)}
+				return resourcemanager.Observation{Phase: want, Message: fmt.Sprintf("slice %d of %d: %s", i, n, o.Message), At: o.At}
 			}
 		}
 	}
 	succeeded, running, waiting := 0, 0, -1
+	var last time.Time // the last slice's end
+	dated := true
 	for i, o := range slices {
 		switch o.Phase {
 		case resourcemanager.PhaseSucceeded:
+			dated = dated && !o.At.IsZero()
+			if o.At.After(last) {
+				last = o.At
+			}
 			succeeded++
 		case resourcemanager.PhaseRunning:
 			running++
@@ -138,7 +181,10 @@ func ObserveSlices(slices []resourcemanager.Observation) resourcemanager.Observa
 	}
 	switch {
 	case n > 0 && succeeded == n:
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: fmt.Sprintf("%d/%d slices succeeded", n, n)}
+		if !dated {
+			last = time.Time{}
+		}
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: fmt.Sprintf("%d/%d slices succeeded", n, n), At: last}
 	case n > 0 && waiting < 0:
 		msg := fmt.Sprintf("%d/%d slices running", running+succeeded, n)
 		if succeeded > 0 {
@@ -153,8 +199,10 @@ func ObserveSlices(slices []resourcemanager.Observation) resourcemanager.Observa
 	return resourcemanager.Observation{Phase: resourcemanager.PhasePending, Message: msg}
 }
 
-// podFailure reports why a pod has failed for good, if it has.
-func podFailure(p *corev1.Pod) (string, bool) {
+// podFailure reports why a pod has failed for good, if it has, and when its
+// failing container exited (zero if it never ran, or the kubelet does not
+// say).
+func podFailure(p *corev1.Pod) (string, time.Time, bool) {
 	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 	for _, cs := range statuses {
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
@@ -170,14 +218,14 @@ func podFailure(p *corev1.Pod) (string, bool) {
 			if t.Message != "" {
 				msg += ": " + strings.TrimSpace(t.Message)
 			}
-			return msg, true
+			return msg, t.FinishedAt.Time, true
 		}
 		if w := cs.State.Waiting; w != nil && waitingFailures[w.Reason] {
 			msg := fmt.Sprintf("pod %s: %s", p.Name, w.Reason)
 			if w.Message != "" {
 				msg += ": " + w.Message
 			}
-			return msg, true
+			return msg, time.Time{}, true
 		}
 	}
 	if p.Status.Phase == corev1.PodFailed {
@@ -188,7 +236,7 @@ func podFailure(p *corev1.Pod) (string, bool) {
 		if p.Status.Message != "" {
 			msg += ": " + p.Status.Message
 		}
-		return msg, true
+		return msg, time.Time{}, true
 	}
-	return "", false
+	return "", time.Time{}, false
 }

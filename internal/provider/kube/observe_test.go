@@ -3,6 +3,7 @@ package kube
 import (
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -97,6 +98,70 @@ func TestObserve(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestObserveDatesEnds: an end is dated as the cluster dates it, so that a
+// job whose end the controller saw late still says when it ended.
+func TestObserveDatesEnds(t *testing.T) {
+	t1 := time.Date(2026, 12, 8, 1, 0, 0, 0, time.UTC)
+	t2 := t1.Add(time.Minute)
+	exitedAt := func(code int32, at time.Time) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "task", State: corev1.ContainerState{
+				Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", ExitCode: code, FinishedAt: metav1.NewTime(at)}}}}
+		}
+	}
+	cond := func(typ batchv1.JobConditionType, at time.Time) *batchv1.Job {
+		return &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
+			{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}}}
+	}
+	completed := cond(batchv1.JobComplete, t2)
+	completed.Status.CompletionTime = &metav1.Time{Time: t1}
+	tests := []struct {
+		name  string
+		job   *batchv1.Job
+		pods  []*corev1.Pod
+		phase resourcemanager.Phase
+		at    time.Time
+	}{
+		{"the Job's completion time", completed, nil, resourcemanager.PhaseSucceeded, t1},
+		{"else its condition's", cond(batchv1.JobSuccessCriteriaMet, t2), nil, resourcemanager.PhaseSucceeded, t2},
+		{"else the last pod's exit", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodSucceeded, index("0"), exitedAt(0, t2)), pod("b", corev1.PodSucceeded, index("1"), exitedAt(0, t1))}, resourcemanager.PhaseSucceeded, t2},
+		{"a pod that does not say leaves it undated", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodSucceeded, index("0"), exitedAt(0, t2)), pod("b", corev1.PodSucceeded, index("1"))}, resourcemanager.PhaseSucceeded, time.Time{}},
+		{"a failure: the failing container's exit", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodFailed, exitedAt(3, t1)), pod("b", corev1.PodRunning)}, resourcemanager.PhaseFailed, t1},
+		{"the Job's Failed condition", cond(batchv1.JobFailed, t2), nil, resourcemanager.PhaseFailed, t2},
+		{"an image never pulled: undated", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodPending, waiting("ErrImagePull", "")), pod("b", corev1.PodRunning)}, resourcemanager.PhaseFailed, time.Time{}},
+		{"running: no end", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodRunning), pod("b", corev1.PodRunning)}, resourcemanager.PhaseRunning, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Observe(tt.job, tt.pods, 2)
+			if got.Phase != tt.phase || !got.At.Equal(tt.at) {
+				t.Errorf("%s at %v, want %s at %v (%q)", got.Phase, got.At, tt.phase, tt.at, got.Message)
+			}
+		})
+	}
+	at := func(p resourcemanager.Phase, at time.Time) resourcemanager.Observation {
+		return resourcemanager.Observation{Phase: p, At: at}
+	}
+	for _, tt := range []struct {
+		name   string
+		slices []resourcemanager.Observation
+		want   time.Time
+	}{
+		{"every slice done: the last", []resourcemanager.Observation{at(resourcemanager.PhaseSucceeded, t2), at(resourcemanager.PhaseSucceeded, t1)}, t2},
+		{"one undated: undated", []resourcemanager.Observation{at(resourcemanager.PhaseSucceeded, t1), at(resourcemanager.PhaseSucceeded, time.Time{})}, time.Time{}},
+		{"a failing slice: its failure", []resourcemanager.Observation{at(resourcemanager.PhaseRunning, time.Time{}), at(resourcemanager.PhaseFailed, t1)}, t1},
+	} {
+		if got := ObserveSlices(tt.slices); !got.At.Equal(tt.want) {
+			t.Errorf("slices, %s: %s at %v, want %v", tt.name, got.Phase, got.At, tt.want)
+		}
 	}
 }
 

@@ -43,9 +43,9 @@ func (b *Backend) Observe(ctx context.Context, _ *falconv1.Cluster, j *falconv1.
 	case PhaseRunning:
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: st.Message}, nil
 	case PhaseSucceeded:
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: st.Message}, nil
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: st.Message, At: st.EndedAt}, nil
 	case PhaseFailed:
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: st.Message}, nil
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: st.Message, At: st.EndedAt}, nil
 	default:
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseUnknown,
 			Message: fmt.Sprintf("this machine has no record of job %s (was the data dir removed?)", j.GetId())}, nil

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/falconhq/falcon/internal/exitcode"
 )
@@ -48,7 +49,12 @@ type Status struct {
 	// first to fail), 128+n if it died of signal n, and -1 if it is unknown
 	// (unrecorded, not started). Zero unless Failed.
 	ExitCode int
-	Pods     []PodStatus // one per rank, in rank order
+	// EndedAt is when the job ended, as its ranks' exit markers record
+	// it: a success's last exit, a failure's first (the rank that failed
+	// it). Zero while it runs, and when that end was not recorded (its
+	// marker dates only when Falcon found the rank gone).
+	EndedAt time.Time
+	Pods    []PodStatus // one per rank, in rank order
 }
 
 // PodStatus is one rank. Pods are named like an Indexed Job's: <jobID>-<rank>.
@@ -94,6 +100,9 @@ func summarize(ranks []rankView) Status {
 		if c := culprit.exit.exitCode(); c != nil {
 			st.ExitCode = *c
 		}
+		if culprit.exit.End != endUnrecorded {
+			st.EndedAt = culprit.exit.Time
+		}
 	case running > 0:
 		st.Phase = PhaseRunning
 		st.Message = fmt.Sprintf("%d/%d processes running", running, len(ranks))
@@ -105,6 +114,11 @@ func summarize(ranks []rankView) Status {
 	default:
 		st.Phase = PhaseSucceeded
 		st.Message = fmt.Sprintf("%d/%d processes exited with code 0", len(ranks), len(ranks))
+		for _, r := range ranks {
+			if r.exit.Time.After(st.EndedAt) {
+				st.EndedAt = r.exit.Time
+			}
+		}
 	}
 	return st
 }

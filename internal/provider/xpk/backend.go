@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 
 	falconv1 "github.com/falconhq/falcon/api/falcon/v1"
 	"github.com/falconhq/falcon/internal/accelerator"
@@ -147,14 +148,23 @@ func Observe(name string, st xpk.WorkloadStatus) resourcemanager.Observation {
 	case xpk.StateRunning:
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: say("is running")}
 	case xpk.StateCompleted:
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: say("completed")}
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: say("completed"), At: endOf(st)}
 	case xpk.StateFailed:
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: say("failed")}
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseFailed, Message: say("failed"), At: endOf(st)}
 	}
 	if st.Status == "PodsReady" {
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: say("is running")}
 	}
 	return resourcemanager.Observation{Phase: resourcemanager.PhasePending, Message: say("has status " + strconv.Quote(st.Status))}
+}
+
+// endOf is when a finished workload ended: its table's Status Time (zero
+// when the table leaves it blank).
+func endOf(st xpk.WorkloadStatus) time.Time {
+	if st.EndTime == nil {
+		return time.Time{}
+	}
+	return *st.EndTime
 }
 
 // Stop deletes the job's workload; one that is already gone is a warning.

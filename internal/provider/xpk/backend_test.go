@@ -216,20 +216,23 @@ func TestDispatchErrors(t *testing.T) {
 }
 
 func TestObserveMapping(t *testing.T) {
+	end := time.Date(2026, 12, 1, 9, 14, 0, 0, time.UTC)
 	tests := []struct {
 		st   xpk.WorkloadStatus
 		want resourcemanager.Phase
+		at   time.Time // an end's Status Time
 	}{
-		{xpk.WorkloadStatus{State: xpk.StateQueued, Status: "QuotaReserved"}, resourcemanager.PhasePending},
-		{xpk.WorkloadStatus{State: xpk.StateRunning, Status: "Admitted"}, resourcemanager.PhaseRunning},
-		{xpk.WorkloadStatus{State: xpk.StateCompleted, Status: "Finished"}, resourcemanager.PhaseSucceeded},
-		{xpk.WorkloadStatus{State: xpk.StateFailed, Status: "Finished", Message: "JobSet failed"}, resourcemanager.PhaseFailed},
-		{xpk.WorkloadStatus{State: xpk.StateUnknown, Status: "PodsReady"}, resourcemanager.PhaseRunning},
-		{xpk.WorkloadStatus{State: xpk.StateUnknown, Status: "Created"}, resourcemanager.PhasePending},
+		{xpk.WorkloadStatus{State: xpk.StateQueued, Status: "QuotaReserved"}, resourcemanager.PhasePending, time.Time{}},
+		{xpk.WorkloadStatus{State: xpk.StateRunning, Status: "Admitted", EndTime: &end}, resourcemanager.PhaseRunning, time.Time{}},
+		{xpk.WorkloadStatus{State: xpk.StateCompleted, Status: "Finished", EndTime: &end}, resourcemanager.PhaseSucceeded, end},
+		{xpk.WorkloadStatus{State: xpk.StateCompleted, Status: "Finished"}, resourcemanager.PhaseSucceeded, time.Time{}},
+		{xpk.WorkloadStatus{State: xpk.StateFailed, Status: "Finished", Message: "JobSet failed", EndTime: &end}, resourcemanager.PhaseFailed, end},
+		{xpk.WorkloadStatus{State: xpk.StateUnknown, Status: "PodsReady"}, resourcemanager.PhaseRunning, time.Time{}},
+		{xpk.WorkloadStatus{State: xpk.StateUnknown, Status: "Created"}, resourcemanager.PhasePending, time.Time{}},
 	}
 	for _, tt := range tests {
-		if got := provider.Observe("w", tt.st); got.Phase != tt.want {
-			t.Errorf("Observe(%+v) = %s, want %s", tt.st, got.Phase, tt.want)
+		if got := provider.Observe("w", tt.st); got.Phase != tt.want || !got.At.Equal(tt.at) {
+			t.Errorf("Observe(%+v) = %s at %v, want %s at %v", tt.st, got.Phase, got.At, tt.want, tt.at)
 		}
 	}
 }

@@ -57,6 +57,7 @@ func runSuite(t *testing.T, open opener) {
 		{"CreateRejectsBadInput", testCreateRejectsBadInput},
 		{"UpdateJobStatus", testUpdateJobStatus},
 		{"StatusTimestamps", testStatusTimestamps},
+		{"FinishedAtFromTheSource", testFinishedAtFromTheSource},
 		{"AbortExp", testAbortExp},
 		{"ForceAbortExp", testForceAbortExp},
 		{"AbortRacesStatusUpdate", testAbortRacesStatusUpdate},
@@ -617,6 +618,54 @@ func testStatusTimestamps(t *testing.T, e env) {
 	}
 	if gotExp.CreatedAt != t0us || gotArt.CreatedAt != t0us {
 		t.Errorf("created_at moved: exp %v, artifact %v; want %v", gotExp.CreatedAt, gotArt.CreatedAt, t0us)
+	}
+}
+
+// testFinishedAtFromTheSource: an end's own time (a cluster's, a
+// process's) becomes finished_at, bounded by the row's start (or
+// creation) and the store's clock; a time on anything but an end is
+// refused, naming the field, and writes nothing.
+func testFinishedAtFromTheSource(t *testing.T, e env) {
+	exp, jobs, _ := newExp("ended", "a", "b", "c", "d", "e")
+	mustCreate(t, e.s, exp, jobs, nil)
+	started := e.clk.Advance(time.Minute)
+	for _, j := range jobs[:4] {
+		if _, err := e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: j.ID, Expected: lifecycle.Pending, Status: lifecycle.Running}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := e.clk.Advance(time.Hour)
+	for _, tc := range []struct {
+		name     string
+		job      *store.Job
+		from, to lifecycle.Status
+		at       *time.Time
+		want     time.Time
+	}{
+		{"its own time", jobs[0], lifecycle.Running, lifecycle.Succeeded, ptr(started.Add(10 * time.Minute)), started.Add(10 * time.Minute)},
+		{"none: the write's", jobs[1], lifecycle.Running, lifecycle.Failed, nil, now},
+		{"before its start: its start", jobs[2], lifecycle.Running, lifecycle.Failed, ptr(started.Add(-time.Second)), started},
+		{"after the store's clock: the clock", jobs[3], lifecycle.Running, lifecycle.Succeeded, ptr(now.Add(time.Hour)), now},
+		{"never started, before its creation: its creation", jobs[4], lifecycle.Pending, lifecycle.Failed, ptr(t0.Add(-time.Hour)), t0us},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, err := e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: tc.job.ID, Expected: tc.from, Status: tc.to, Reason: "", FinishedAt: tc.at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.FinishedAt == nil || !j.FinishedAt.Equal(tc.want) {
+				t.Errorf("finished_at = %v, want %v", j.FinishedAt, tc.want)
+			}
+			if !j.UpdatedAt.Equal(now) {
+				t.Errorf("updated_at = %v, want the write's time %v", j.UpdatedAt, now)
+			}
+		})
+	}
+	if _, err := e.s.UpdateExpStatus(ctx, store.StatusUpdate{ID: exp.ID, Expected: lifecycle.Created, Status: lifecycle.Running, FinishedAt: &started}); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "finished_at") {
+		t.Errorf("finished_at on Running: %v, want invalid naming finished_at", err)
+	}
+	if got, _ := e.s.GetExp(ctx, exp.ID); got.Status != lifecycle.Created {
+		t.Errorf("a refused update wrote: experiment is %s", got.Status)
 	}
 }
 

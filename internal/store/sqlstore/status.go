@@ -68,6 +68,13 @@ func checkUpdate(e entity, u store.StatusUpdate) error {
 	if u.Expected == "" {
 		return errdefs.Invalid("expected_status", "is required: pass the status you read, so that a change made since is not overwritten")
 	}
+	if u.FinishedAt != nil && (!e.phases || !e.machine.IsTerminal(u.Status)) {
+		ends := make([]string, len(e.machine.Terminal))
+		for i, st := range e.machine.Terminal {
+			ends[i] = string(st)
+		}
+		return errdefs.Invalid("finished_at", "is only for an experiment's or a job's end (%s), not for %s %s", strings.Join(ends, ", "), e.kind, u.Status)
+	}
 	return e.machine.Check(u.Expected, u.Status)
 }
 
@@ -108,7 +115,15 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 			sets, args = append(sets, "aborted_at = ?"), append(args, now)
 		}
 		if e.machine.IsTerminal(u.Status) {
-			sets, args = append(sets, "finished_at = ?"), append(args, now)
+			if u.FinishedAt != nil && u.FinishedAt.Before(at) {
+				// The end as its source saw it, never before the row
+				// began: clocks differ, and a cluster's times are in
+				// whole seconds.
+				t := s.d.timeArg(*u.FinishedAt)
+				sets, args = append(sets, "finished_at = CASE WHEN ? < COALESCE(started_at, created_at) THEN COALESCE(started_at, created_at) ELSE ? END"), append(args, t, t)
+			} else {
+				sets, args = append(sets, "finished_at = ?"), append(args, now)
+			}
 		}
 	}
 	if e.table == jobEntity.table && u.Status == lifecycle.Pending && lifecycle.Acquiring(lifecycle.Reason(u.Reason)) {
