@@ -326,6 +326,51 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 			t.Errorf("experiment finished_at %v, want its job's %v", got, finished)
 		}
 	})
+	run("a job that starts while the controller is down started when the cluster says", func(t *testing.T) {
+		// No node offers 2x2x4 yet: the job waits on its cluster,
+		// unschedulable, until the nodes come while no controller runs.
+		exp := d.create(tpuManifest("k-late", "2x2x4", 4, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"}, ""))
+		id := exp["id"].(string)
+		exp = d.waitFor(id, "unschedulable", func(e map[string]any) bool {
+			return strings.Contains(jobOf(e)["message"].(string), "unschedulable")
+		})
+		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
+		d0.kill(syscall.SIGKILL)
+		taints := []corev1.Taint{{Key: "google.com/tpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+		capacity := corev1.ResourceList{"google.com/tpu": resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("200"),
+			corev1.ResourceMemory: resource.MustParse("800Gi"), corev1.ResourcePods: resource.MustParse("110")}
+		if _, err := c.AddNodes(context.Background(), 4, map[string]string{
+			"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "2x2x4",
+		}, taints, capacity); err != nil {
+			t.Fatal(err)
+		}
+		var began time.Time
+		eventually(t, "every pod of the job running", func() bool {
+			pods, err := c.Clientset().CoreV1().Pods(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
+			if err != nil || len(pods.Items) != 4 {
+				return false
+			}
+			began = time.Time{}
+			for _, p := range pods.Items {
+				if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
+					return false
+				}
+				began = maxTime(began, p.Status.ContainerStatuses[0].State.Running.StartedAt.Time)
+			}
+			return true
+		})
+		d0 = startDev(top, d0.dataDir)
+		d2 := d0.with(t)
+		exp = d2.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
+		if got := timeField(t, jobOf(exp), "started_at"); !got.Equal(began) {
+			t.Errorf("job started_at %v, want its last container's start %v", got, began)
+		}
+		if got := timeField(t, exp, "started_at"); !got.Equal(began) {
+			t.Errorf("experiment started_at %v, want its job's start %v", got, began)
+		}
+		d2.run("", "exp", "abort", id, "--yes")
+		d2.waitFor(id, "Aborted", func(e map[string]any) bool { return e["status"] == "Aborted" })
+	})
 	run("edge apiserver restarted under a running job", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-apiserver", "2x2x1", 1, map[string]string{"FALCON_TEST_DURATION": "8s"}, ""))
 		id := exp["id"].(string)

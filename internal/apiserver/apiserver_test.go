@@ -308,6 +308,8 @@ func TestStatusUpdatesArePreconditioned(t *testing.T) {
 		{"unknown job", &falconv1.UpdateJobStatusRequest{Id: "job-0000000000", ExpectedStatus: "Pending", Status: "Running"}, codes.NotFound},
 		{"finished_at on what is no end", &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Running", FinishedAt: timestamppb.Now()}, codes.InvalidArgument},
 		{"finished_at that is no time", &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Failed", FinishedAt: &timestamppb.Timestamp{Seconds: 1 << 40}}, codes.InvalidArgument},
+		{"started_at on what is no start", &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Pending", Reason: "Dispatching", StartedAt: timestamppb.Now()}, codes.InvalidArgument},
+		{"started_at that is no time", &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Running", StartedAt: &timestamppb.Timestamp{Nanos: -1}}, codes.InvalidArgument},
 		{"legal progress update", &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "Pending", Status: "Pending", Reason: "Dispatching", Message: "m"}, codes.OK},
 		{"legal Pending->Running, lower-case accepted", &falconv1.UpdateJobStatusRequest{Id: job, ExpectedStatus: "pending", Status: "running"}, codes.OK},
 	}
@@ -319,6 +321,9 @@ func TestStatusUpdatesArePreconditioned(t *testing.T) {
 			}
 			if tt.req.FinishedAt != nil && !strings.Contains(status.Convert(err).Message(), "finished_at") {
 				t.Errorf("refusal %q does not name finished_at", status.Convert(err).Message())
+			}
+			if tt.req.StartedAt != nil && !strings.Contains(status.Convert(err).Message(), "started_at") {
+				t.Errorf("refusal %q does not name started_at", status.Convert(err).Message())
 			}
 		})
 	}

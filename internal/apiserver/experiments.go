@@ -405,7 +405,7 @@ func (s *Server) mayChange(ctx context.Context, p auth.Principal, id, verb strin
 
 // UpdateExpStatus is the expController's write path.
 func (s *Server) UpdateExpStatus(ctx context.Context, req *falconv1.UpdateExpStatusRequest) (*falconv1.Experiment, error) {
-	u, err := statusUpdate(lifecycle.ExperimentMachine, req.GetId(), req.GetExpectedStatus(), req.GetStatus(), req.GetReason(), req.GetMessage(), req.GetFinishedAt())
+	u, err := statusUpdate(lifecycle.ExperimentMachine, req.GetId(), req.GetExpectedStatus(), req.GetStatus(), req.GetReason(), req.GetMessage(), req.GetStartedAt(), req.GetFinishedAt())
 	if err != nil {
 		return nil, err
 	}
@@ -425,7 +425,7 @@ func (s *Server) UpdateExpStatuses(ctx context.Context, req *falconv1.UpdateExpS
 	err := applyBatch(len(req.GetUpdates()),
 		func(i int) (store.StatusUpdate, error) {
 			r := req.GetUpdates()[i]
-			return statusUpdate(lifecycle.ExperimentMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage(), r.GetFinishedAt())
+			return statusUpdate(lifecycle.ExperimentMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage(), r.GetStartedAt(), r.GetFinishedAt())
 		},
 		func(us []store.StatusUpdate) ([]*store.Experiment, []error, error) {
 			return s.store.UpdateExpStatuses(ctx, us)
@@ -450,22 +450,26 @@ func expRefusal(err error) *falconv1.ExpStatusResult {
 	return &falconv1.ExpStatusResult{Code: r.GetCode(), Message: r.GetMessage()}
 }
 
-// statusUpdate checks a status write's fields. finished is an end's own
-// time (experiments and jobs only; nil for artifacts).
-func statusUpdate(m lifecycle.Machine, id, expected, to, reason, msg string, finished *timestamppb.Timestamp) (store.StatusUpdate, error) {
+// statusUpdate checks a status write's fields. started and finished are
+// a start's and an end's own times (experiments and jobs only; nil for
+// artifacts).
+func statusUpdate(m lifecycle.Machine, id, expected, to, reason, msg string, started, finished *timestamppb.Timestamp) (store.StatusUpdate, error) {
 	var errs errdefs.FieldErrors
 	if id == "" {
 		errs.Add("id", "is required")
 	}
-	var finishedAt *time.Time
-	if finished != nil {
-		if err := finished.CheckValid(); err != nil {
-			errs.Add("finished_at", "is not a valid time: %v", err)
-		} else {
-			t := finished.AsTime()
-			finishedAt = &t
+	timeOf := func(field string, ts *timestamppb.Timestamp) *time.Time {
+		if ts == nil {
+			return nil
 		}
+		if err := ts.CheckValid(); err != nil {
+			errs.Add(field, "is not a valid time: %v", err)
+			return nil
+		}
+		t := ts.AsTime()
+		return &t
 	}
+	startedAt, finishedAt := timeOf("started_at", started), timeOf("finished_at", finished)
 	from, err := normalizeStatus("expected_status", expected, m)
 	if err != nil {
 		if err := collect(&errs, err); err != nil {
@@ -485,7 +489,7 @@ func statusUpdate(m lifecycle.Machine, id, expected, to, reason, msg string, fin
 	if len(errs) > 0 {
 		return store.StatusUpdate{}, errs
 	}
-	return store.StatusUpdate{ID: id, Expected: from, Status: dest, Reason: reason, Message: msg, FinishedAt: finishedAt}, nil
+	return store.StatusUpdate{ID: id, Expected: from, Status: dest, Reason: reason, Message: msg, StartedAt: startedAt, FinishedAt: finishedAt}, nil
 }
 
 // normalizeStatus accepts a status case-insensitively (scripts lower-case

@@ -143,7 +143,7 @@ func (s *Server) propagated(jobs []changefeed.Change, exps []store.ExpChange) []
 // jobStatusUpdate checks one job status update: the status move, and that
 // its Reason is one the target status carries.
 func jobStatusUpdate(r *falconv1.UpdateJobStatusRequest) (store.StatusUpdate, error) {
-	u, err := statusUpdate(lifecycle.JobMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage(), r.GetFinishedAt())
+	u, err := statusUpdate(lifecycle.JobMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage(), r.GetStartedAt(), r.GetFinishedAt())
 	if err != nil {
 		return u, err
 	}
@@ -418,7 +418,7 @@ func (s *Server) ListArtifacts(ctx context.Context, req *falconv1.ListArtifactsR
 
 // UpdateArtifactStatus is the expController's write path for artifacts.
 func (s *Server) UpdateArtifactStatus(ctx context.Context, req *falconv1.UpdateArtifactStatusRequest) (*falconv1.Artifact, error) {
-	u, err := statusUpdate(lifecycle.ArtifactMachine, req.GetId(), req.GetExpectedStatus(), req.GetStatus(), req.GetReason(), req.GetMessage(), nil)
+	u, err := statusUpdate(lifecycle.ArtifactMachine, req.GetId(), req.GetExpectedStatus(), req.GetStatus(), req.GetReason(), req.GetMessage(), nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -438,7 +438,7 @@ func (s *Server) UpdateArtifactStatuses(ctx context.Context, req *falconv1.Updat
 	err := applyBatch(len(req.GetUpdates()),
 		func(i int) (store.StatusUpdate, error) {
 			r := req.GetUpdates()[i]
-			return statusUpdate(lifecycle.ArtifactMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage(), nil)
+			return statusUpdate(lifecycle.ArtifactMachine, r.GetId(), r.GetExpectedStatus(), r.GetStatus(), r.GetReason(), r.GetMessage(), nil, nil)
 		},
 		func(us []store.StatusUpdate) ([]*store.Artifact, []error, error) {
 			return s.store.UpdateArtifactStatuses(ctx, us)

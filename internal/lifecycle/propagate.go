@@ -14,9 +14,9 @@ type Entity struct {
 	Status  Status
 	Reason  string
 	Message string
-	// FinishedAt is when a job ended (jobs only; zero while it runs, or
-	// when the reader does not know).
-	FinishedAt time.Time
+	// StartedAt and FinishedAt are when a job began to run and ended
+	// (jobs only; zero until then, or when the reader does not know).
+	StartedAt, FinishedAt time.Time
 }
 
 // Update is one status change to apply with the precondition that the entity
@@ -27,10 +27,11 @@ type Update struct {
 	To      Status
 	Reason  string
 	Message string
-	// FinishedAt is when an experiment that ends ended: its last job's
-	// end, which is earlier than the write when the end is seen late.
-	// Zero: the time of the write.
-	FinishedAt time.Time
+	// StartedAt is when an experiment that begins to run began: its first
+	// job's start. FinishedAt is when one that ends ended: its last job's
+	// end. Either is earlier than the write when the change is seen late;
+	// zero is the time of the write.
+	StartedAt, FinishedAt time.Time
 }
 
 // Plan is what the expController must do for one experiment, in order:
@@ -79,10 +80,13 @@ func Propagate(exp Entity, jobs []Entity, art *Entity) Plan {
 			return
 		}
 		if from == Created && to == Succeeded {
-			p.Exp = append(p.Exp, Update{ID: exp.ID, From: Created, To: Running})
+			p.Exp = append(p.Exp, Update{ID: exp.ID, From: Created, To: Running, StartedAt: firstStart(jobs)})
 			from = Running
 		}
 		u := Update{ID: exp.ID, From: from, To: to, Reason: reason, Message: msg}
+		if from == Created && to == Running {
+			u.StartedAt = firstStart(jobs)
+		}
 		if ExperimentMachine.IsTerminal(to) {
 			// Every job has ended (an experiment ends only then).
 			u.FinishedAt = lastEnd(jobs)
@@ -170,6 +174,17 @@ func Propagate(exp Entity, jobs []Entity, art *Entity) Plan {
 		setExp(Created, j.Reason, msg)
 	}
 	return p
+}
+
+// firstStart is when the first of jobs that ran began, zero if none says.
+func firstStart(jobs []Entity) time.Time {
+	var first time.Time
+	for _, j := range jobs {
+		if !j.StartedAt.IsZero() && (first.IsZero() || j.StartedAt.Before(first)) {
+			first = j.StartedAt
+		}
+	}
+	return first
 }
 
 // lastEnd is when the last of jobs ended, zero if any end is unknown.

@@ -17,6 +17,11 @@ var (
 	t2 = t1.Add(time.Minute)
 )
 
+func started(j Entity, at time.Time) Entity {
+	j.StartedAt = at
+	return j
+}
+
 func ended(j Entity, at time.Time) Entity {
 	j.FinishedAt = at
 	return j
@@ -182,6 +187,18 @@ func TestPropagate(t *testing.T) {
 			exp:  Entity{ID: "exp-1", Status: Aborting},
 			jobs: []Entity{ended(job("job-1", "a", Aborted, "", ""), t1)},
 			want: Plan{Exp: []Update{{ID: "exp-1", From: Aborting, To: Aborted, Message: "aborted by user", FinishedAt: t1}}},
+		},
+		{
+			name: "an experiment that runs began when its first job did",
+			exp:  Entity{ID: "exp-1", Status: Created},
+			jobs: []Entity{started(job("job-1", "a", Running, "", ""), t2), started(job("job-2", "b", Running, "", ""), t1), job("job-3", "c", Pending, "Waiting", "q")},
+			want: Plan{Exp: []Update{{ID: "exp-1", From: Created, To: Running, Message: "a Running, b Running, c Pending", StartedAt: t1}}},
+		},
+		{
+			name: "one that succeeds at once, too",
+			exp:  Entity{ID: "exp-1", Status: Created},
+			jobs: []Entity{ended(started(job("job-1", "a", Succeeded, "", ""), t1), t2)},
+			want: Plan{Exp: []Update{{ID: "exp-1", From: Created, To: Running, StartedAt: t1}, {ID: "exp-1", From: Running, To: Succeeded, FinishedAt: t2}}},
 		},
 		{
 			name: "a job's end unknown: the time of the write",

@@ -41,10 +41,12 @@ const (
 type Observation struct {
 	Phase   Phase
 	Message string
-	// At, for Succeeded and Failed, is when the job ended as the backend
-	// saw it (a Job's completion, a container's or a process's exit);
-	// zero when it cannot tell. A controller that was down sees an end
-	// late, and the job's finished_at must still say when it ended.
+	// At is when the job reached Phase as the backend saw it: for Running,
+	// when its last replica started; for Succeeded and Failed, when it
+	// ended (a Job's completion, a container's or a process's exit). Zero
+	// when the backend cannot tell. A controller that was down sees a
+	// change late, and the job's started_at and finished_at must still say
+	// when it happened.
 	At time.Time
 }
 

@@ -51,9 +51,10 @@ type decision struct {
 	// deadline is when the job must be looked at again although nothing
 	// changes (zero: none).
 	deadline time.Time
-	// ended is when a job that ends ended, as its cluster saw it (zero:
-	// when it is recorded; see Observation.At).
-	ended time.Time
+	// at is when the change happened, as the job's cluster saw it: when a
+	// job that runs began to, or one that ends ended (zero: when it is
+	// recorded; see Observation.At).
+	at time.Time
 }
 
 func (d decision) String() string {
@@ -71,8 +72,8 @@ func (d decision) String() string {
 	if !d.deadline.IsZero() {
 		s += " until " + d.deadline.Format(time.RFC3339)
 	}
-	if !d.ended.IsZero() {
-		s += " ended " + d.ended.Format(time.RFC3339Nano)
+	if !d.at.IsZero() {
+		s += " at " + d.at.Format(time.RFC3339Nano)
 	}
 	return s
 }
@@ -83,8 +84,12 @@ func (d decision) request(j *falconv1.Job) *falconv1.UpdateJobStatusRequest {
 	r := &falconv1.UpdateJobStatusRequest{
 		Id: j.GetId(), ExpectedStatus: j.GetStatus(), Status: string(d.to), Reason: string(d.reason), Message: d.message,
 	}
-	if !d.ended.IsZero() && lifecycle.JobMachine.IsTerminal(d.to) {
-		r.FinishedAt = timestamppb.New(d.ended)
+	switch {
+	case d.at.IsZero():
+	case d.to == lifecycle.Running:
+		r.StartedAt = timestamppb.New(d.at)
+	case lifecycle.JobMachine.IsTerminal(d.to):
+		r.FinishedAt = timestamppb.New(d.at)
 	}
 	return r
 }
@@ -94,10 +99,11 @@ func (d decision) changes(j *falconv1.Job) bool {
 	return j.GetStatus() != string(d.to) || j.GetReason() != string(d.reason) || j.GetMessage() != d.message
 }
 
-// endedAt is d, ended when obs says its job ended.
-func (d decision) endedAt(obs Observation) decision {
-	if lifecycle.JobMachine.IsTerminal(d.to) {
-		d.ended = obs.At
+// dated is d, dated as obs dates its change when d records the same one:
+// a job that runs (from an observation that it runs) or ends.
+func (d decision) dated(obs Observation) decision {
+	if (d.to == lifecycle.Running && obs.Phase == PhaseRunning) || lifecycle.JobMachine.IsTerminal(d.to) {
+		d.at = obs.At
 	}
 	return d
 }
@@ -185,11 +191,11 @@ func planObserved(obs Observation) decision {
 	}
 	switch obs.Phase {
 	case PhaseRunning:
-		return recorded(lifecycle.Running, "", obs.Message)
+		return recorded(lifecycle.Running, "", obs.Message).dated(obs)
 	case PhaseSucceeded:
-		return recorded(lifecycle.Succeeded, "", obs.Message).endedAt(obs)
+		return recorded(lifecycle.Succeeded, "", obs.Message).dated(obs)
 	}
-	return failed(lifecycle.ReasonJobFailed, obs.Message).endedAt(obs)
+	return failed(lifecycle.ReasonJobFailed, obs.Message).dated(obs)
 }
 
 // progressGrace is how long a job being submitted goes without its pods'
@@ -327,9 +333,9 @@ func planRunning(f runningFacts) decision {
 func planRunningObserved(obs Observation) decision {
 	switch obs.Phase {
 	case PhaseSucceeded:
-		return recorded(lifecycle.Succeeded, "", obs.Message).endedAt(obs)
+		return recorded(lifecycle.Succeeded, "", obs.Message).dated(obs)
 	case PhaseFailed:
-		return failed(lifecycle.ReasonJobFailed, obs.Message).endedAt(obs)
+		return failed(lifecycle.ReasonJobFailed, obs.Message).dated(obs)
 	case PhaseUnknown:
 		msg := obs.Message
 		if msg == "" {

@@ -35,13 +35,13 @@ func startedAt(t time.Time) func(*falconv1.Job) {
 func check(t *testing.T, got, want decision) {
 	t.Helper()
 	if got.verb != want.verb || got.to != want.to || got.reason != want.reason || !got.deadline.Equal(want.deadline) ||
-		!got.ended.Equal(want.ended) || !strings.Contains(got.message, want.message) {
-		t.Errorf("got  %v\nwant %v (message containing %q)", got, decision{verb: want.verb, to: want.to, reason: want.reason, deadline: want.deadline, ended: want.ended}, want.message)
+		!got.at.Equal(want.at) || !strings.Contains(got.message, want.message) {
+		t.Errorf("got  %v\nwant %v (message containing %q)", got, decision{verb: want.verb, to: want.to, reason: want.reason, deadline: want.deadline, at: want.at}, want.message)
 	}
 }
 
-func withEnd(d decision, at time.Time) decision {
-	d.ended = at
+func withAt(d decision, at time.Time) decision {
+	d.at = at
 	return d
 }
 
@@ -53,10 +53,10 @@ func TestDecisionRequest(t *testing.T) {
 		d    decision
 		want *timestamppb.Timestamp
 	}{
-		{withEnd(recorded(lifecycle.Succeeded, "", "done"), t0), timestamppb.New(t0)},
-		{withEnd(failed(lifecycle.ReasonJobFailed, "exit 3"), t0), timestamppb.New(t0)},
+		{withAt(recorded(lifecycle.Succeeded, "", "done"), t0), timestamppb.New(t0)},
+		{withAt(failed(lifecycle.ReasonJobFailed, "exit 3"), t0), timestamppb.New(t0)},
 		{recorded(lifecycle.Succeeded, "", "done"), nil},
-		{withEnd(recorded(lifecycle.Running, "", "1/1"), t0), nil},
+		{withAt(recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "0/1"), t0), nil},
 	} {
 		r := tc.d.request(j)
 		if r.GetId() != "j1" || r.GetExpectedStatus() != "Running" || r.GetStatus() != string(tc.d.to) || r.GetReason() != string(tc.d.reason) || r.GetMessage() != tc.d.message {
@@ -65,6 +65,13 @@ func TestDecisionRequest(t *testing.T) {
 		if !proto.Equal(r.GetFinishedAt(), tc.want) {
 			t.Errorf("%v: finished_at %v, want %v", tc.d, r.GetFinishedAt(), tc.want)
 		}
+		if r.GetStartedAt() != nil {
+			t.Errorf("%v: started_at %v on what is no start", tc.d, r.GetStartedAt())
+		}
+	}
+	r := withAt(recorded(lifecycle.Running, "", "1/1"), t0).request(planJob(lifecycle.Pending, lifecycle.ReasonDispatching, 0))
+	if !proto.Equal(r.GetStartedAt(), timestamppb.New(t0)) || r.GetFinishedAt() != nil {
+		t.Errorf("a start's request: started_at %v, finished_at %v; want started_at %v only", r.GetStartedAt(), r.GetFinishedAt(), t0)
 	}
 }
 
@@ -136,11 +143,12 @@ func TestPlanObserved(t *testing.T) {
 		{Observation{Phase: PhaseRunning, Message: "4/4 pods running"}, recorded(lifecycle.Running, "", "4/4 pods running")},
 		{Observation{Phase: PhaseSucceeded, Message: "4/4 pods succeeded"}, recorded(lifecycle.Succeeded, "", "4/4 pods succeeded")},
 		{Observation{Phase: PhaseFailed, Message: "pod p-0 terminated: Error (exit code 3)"}, failed(lifecycle.ReasonJobFailed, "exit code 3")},
-		// An end the cluster dates is recorded at its own time; a
-		// Running is not an end, whatever the backend says of it.
-		{Observation{Phase: PhaseSucceeded, At: t0}, withEnd(recorded(lifecycle.Succeeded, "", ""), t0)},
-		{Observation{Phase: PhaseFailed, At: t0}, withEnd(failed(lifecycle.ReasonJobFailed, ""), t0)},
-		{Observation{Phase: PhaseRunning, At: t0}, recorded(lifecycle.Running, "", "")},
+		// A start or an end the cluster dates is recorded at its own time;
+		// progress is not dated.
+		{Observation{Phase: PhaseSucceeded, At: t0}, withAt(recorded(lifecycle.Succeeded, "", ""), t0)},
+		{Observation{Phase: PhaseFailed, At: t0}, withAt(failed(lifecycle.ReasonJobFailed, ""), t0)},
+		{Observation{Phase: PhaseRunning, At: t0}, withAt(recorded(lifecycle.Running, "", ""), t0)},
+		{Observation{Phase: PhasePending, At: t0}, recorded(lifecycle.Pending, lifecycle.ReasonDispatching, "")},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.obs.Phase), func(t *testing.T) { check(t, planObserved(tc.obs), tc.want) })
@@ -243,9 +251,11 @@ func TestPlanRunningObserved(t *testing.T) {
 		{Observation{Phase: PhaseFailed, Message: "pod p-1 terminated: OOMKilled (exit code 137)"}, failed(lifecycle.ReasonJobFailed, "OOMKilled")},
 		{Observation{Phase: PhaseUnknown}, failed(lifecycle.ReasonJobFailed, "the job's processes are gone and its outcome is unknown")},
 		{Observation{Phase: PhaseUnknown, Message: "process 4242 is gone"}, failed(lifecycle.ReasonJobFailed, "process 4242 is gone")},
-		{Observation{Phase: PhaseSucceeded, Message: "dated", At: t0}, withEnd(recorded(lifecycle.Succeeded, "", "dated"), t0)},
-		{Observation{Phase: PhaseFailed, Message: "dated", At: t0}, withEnd(failed(lifecycle.ReasonJobFailed, "dated"), t0)},
+		{Observation{Phase: PhaseSucceeded, Message: "dated", At: t0}, withAt(recorded(lifecycle.Succeeded, "", "dated"), t0)},
+		{Observation{Phase: PhaseFailed, Message: "dated", At: t0}, withAt(failed(lifecycle.ReasonJobFailed, "dated"), t0)},
+		// A Running job's news is no start of it.
 		{Observation{Phase: PhasePending, Message: "dated", At: t0}, recorded(lifecycle.Running, "", "dated")},
+		{Observation{Phase: PhaseRunning, Message: "dated", At: t0}, recorded(lifecycle.Running, "", "dated")},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.obs.Phase)+"/"+tc.obs.Message, func(t *testing.T) { check(t, planRunningObserved(tc.obs), tc.want) })

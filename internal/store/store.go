@@ -385,6 +385,12 @@ type StatusUpdate struct {
 	// becomes it, bounded by the row's start (or creation) and the store's
 	// clock; nil is the time of the write.
 	FinishedAt *time.Time
+	// StartedAt, with status Running of an experiment or a job only, is
+	// when it began to run as its source saw it (a container's start),
+	// for the same reason. The row keeps a started_at it has; a new one
+	// is bounded by the row's creation and the store's clock; nil is the
+	// time of the write.
+	StartedAt *time.Time
 }
 
 // Page asks for one page of a list. PageToken is opaque: the NextPageToken

@@ -4069,7 +4069,11 @@ type UpdateExpStatusRequest struct {
 	// With an ending status only (Succeeded, Failed, Aborted): when the
 	// experiment ended, its last job's finished_at. Absent, it is the time
 	// of the write. See UpdateJobStatusRequest.finished_at.
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// With status Running only: when the experiment began to run, its first
+	// job's started_at; kept only if the experiment has none yet. Absent,
+	// it is the time of the write. See UpdateJobStatusRequest.started_at.
+	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4142,6 +4146,13 @@ func (x *UpdateExpStatusRequest) GetMessage() string {
 func (x *UpdateExpStatusRequest) GetFinishedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *UpdateExpStatusRequest) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
 	}
 	return nil
 }
@@ -4572,7 +4583,12 @@ type UpdateJobStatusRequest struct {
 	// the end late, and the job's finished_at must still say when it ended.
 	// Bounded by the job's start (or creation) and the server's clock;
 	// absent, it is the time of the write.
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// With status Running only: when every replica ran, as the cluster saw
+	// it (the last container's start), for the same reason. Kept only if
+	// the job has no started_at yet; bounded by its creation and the
+	// server's clock; absent, it is the time of the write.
+	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4673,6 +4689,13 @@ func (x *UpdateJobStatusRequest) GetWithConfig() bool {
 func (x *UpdateJobStatusRequest) GetFinishedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *UpdateJobStatusRequest) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
 	}
 	return nil
 }
@@ -8481,7 +8504,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06points\x18\x02 \x03(\v2\x16.falcon.v1.MetricPointR\x06points\"7\n" +
 	"\vMetricPoint\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value\"\xd8\x01\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\"\x93\x02\n" +
 	"\x16UpdateExpStatusRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
@@ -8489,7 +8512,9 @@ const file_falcon_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12;\n" +
 	"\vfinished_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"W\n" +
+	"finishedAt\x129\n" +
+	"\n" +
+	"started_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\"W\n" +
 	"\x18UpdateExpStatusesRequest\x12;\n" +
 	"\aupdates\x18\x01 \x03(\v2!.falcon.v1.UpdateExpStatusRequestR\aupdates\"Q\n" +
 	"\x19UpdateExpStatusesResponse\x124\n" +
@@ -8517,7 +8542,7 @@ const file_falcon_proto_rawDesc = "" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x120\n" +
-	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xf4\x02\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xaf\x03\n" +
 	"\x16UpdateJobStatusRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fexpected_status\x18\x02 \x01(\tR\x0eexpectedStatus\x12\x16\n" +
@@ -8531,7 +8556,9 @@ const file_falcon_proto_rawDesc = "" +
 	"withConfig\x12;\n" +
 	"\vfinished_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"x\n" +
+	"finishedAt\x129\n" +
+	"\n" +
+	"started_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\"x\n" +
 	"\x18UpdateJobStatusesRequest\x12;\n" +
 	"\aupdates\x18\x01 \x03(\v2!.falcon.v1.UpdateJobStatusRequestR\aupdates\x12\x1f\n" +
 	"\vwith_config\x18\x02 \x01(\bR\n" +
@@ -9033,152 +9060,154 @@ var file_falcon_proto_depIdxs = []int32{
 	42,  // 59: falcon.v1.ExpMetrics.series:type_name -> falcon.v1.MetricSeries
 	43,  // 60: falcon.v1.MetricSeries.points:type_name -> falcon.v1.MetricPoint
 	116, // 61: falcon.v1.UpdateExpStatusRequest.finished_at:type_name -> google.protobuf.Timestamp
-	44,  // 62: falcon.v1.UpdateExpStatusesRequest.updates:type_name -> falcon.v1.UpdateExpStatusRequest
-	47,  // 63: falcon.v1.UpdateExpStatusesResponse.results:type_name -> falcon.v1.ExpStatusResult
-	2,   // 64: falcon.v1.ExpStatusResult.experiment:type_name -> falcon.v1.Experiment
-	4,   // 65: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
-	116, // 66: falcon.v1.ListJobHistoryRequest.since:type_name -> google.protobuf.Timestamp
-	5,   // 67: falcon.v1.UpdateJobStatusRequest.selection:type_name -> falcon.v1.ClusterSelection
-	116, // 68: falcon.v1.UpdateJobStatusRequest.finished_at:type_name -> google.protobuf.Timestamp
-	52,  // 69: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
-	55,  // 70: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
-	4,   // 71: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
-	9,   // 72: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
-	10,  // 73: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
-	10,  // 74: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
-	68,  // 75: falcon.v1.UpdateArtifactStatusesRequest.updates:type_name -> falcon.v1.UpdateArtifactStatusRequest
-	71,  // 76: falcon.v1.UpdateArtifactStatusesResponse.results:type_name -> falcon.v1.ArtifactStatusResult
-	9,   // 77: falcon.v1.ArtifactStatusResult.artifact:type_name -> falcon.v1.Artifact
-	116, // 78: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
-	72,  // 79: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
-	72,  // 80: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
-	79,  // 81: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
-	116, // 82: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
-	81,  // 83: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
-	82,  // 84: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
-	83,  // 85: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
-	72,  // 86: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
-	79,  // 87: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
-	116, // 88: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
-	116, // 89: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
-	11,  // 90: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
-	11,  // 91: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
-	11,  // 92: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
-	89,  // 93: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
-	11,  // 94: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
-	13,  // 95: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
-	13,  // 96: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
-	116, // 97: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	97,  // 98: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
-	114, // 99: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
-	116, // 100: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
-	116, // 101: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
-	116, // 102: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
-	115, // 103: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
-	100, // 104: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
-	100, // 105: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
-	0,   // 106: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
-	25,  // 107: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
-	26,  // 108: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
-	27,  // 109: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
-	29,  // 110: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
-	31,  // 111: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
-	33,  // 112: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
-	36,  // 113: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
-	39,  // 114: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
-	16,  // 115: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
-	44,  // 116: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
-	45,  // 117: falcon.v1.ExperimentService.UpdateExpStatuses:input_type -> falcon.v1.UpdateExpStatusesRequest
-	17,  // 118: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
-	14,  // 119: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
-	19,  // 120: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
-	48,  // 121: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
-	49,  // 122: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
-	51,  // 123: falcon.v1.JobService.ListJobHistory:input_type -> falcon.v1.ListJobHistoryRequest
-	52,  // 124: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
-	53,  // 125: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
-	57,  // 126: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
-	56,  // 127: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
-	58,  // 128: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
-	60,  // 129: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
-	61,  // 130: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
-	63,  // 131: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
-	65,  // 132: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
-	66,  // 133: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
-	68,  // 134: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
-	69,  // 135: falcon.v1.ArtifactService.UpdateArtifactStatuses:input_type -> falcon.v1.UpdateArtifactStatusesRequest
-	84,  // 136: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
-	85,  // 137: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
-	87,  // 138: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
-	88,  // 139: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
-	91,  // 140: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
-	77,  // 141: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
-	78,  // 142: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
-	73,  // 143: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
-	75,  // 144: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
-	76,  // 145: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
-	92,  // 146: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
-	93,  // 147: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
-	95,  // 148: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
-	98,  // 149: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
-	101, // 150: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
-	102, // 151: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
-	103, // 152: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
-	105, // 153: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
-	107, // 154: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
-	2,   // 155: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
-	2,   // 156: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
-	28,  // 157: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
-	30,  // 158: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
-	32,  // 159: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
-	35,  // 160: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
-	37,  // 161: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
-	40,  // 162: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
-	2,   // 163: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
-	2,   // 164: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
-	46,  // 165: falcon.v1.ExperimentService.UpdateExpStatuses:output_type -> falcon.v1.UpdateExpStatusesResponse
-	18,  // 166: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
-	15,  // 167: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
-	22,  // 168: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
-	4,   // 169: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
-	50,  // 170: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
-	50,  // 171: falcon.v1.JobService.ListJobHistory:output_type -> falcon.v1.ListJobsResponse
-	4,   // 172: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
-	54,  // 173: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
-	4,   // 174: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
-	4,   // 175: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
-	59,  // 176: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
-	9,   // 177: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
-	62,  // 178: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
-	64,  // 179: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
-	67,  // 180: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
-	10,  // 181: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
-	9,   // 182: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
-	70,  // 183: falcon.v1.ArtifactService.UpdateArtifactStatuses:output_type -> falcon.v1.UpdateArtifactStatusesResponse
-	11,  // 184: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
-	86,  // 185: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
-	11,  // 186: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
-	90,  // 187: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
-	11,  // 188: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
-	79,  // 189: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
-	79,  // 190: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
-	74,  // 191: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	74,  // 192: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
-	74,  // 193: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
-	13,  // 194: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
-	94,  // 195: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
-	96,  // 196: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
-	99,  // 197: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
-	100, // 198: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
-	100, // 199: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
-	104, // 200: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
-	106, // 201: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
-	100, // 202: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
-	155, // [155:203] is the sub-list for method output_type
-	107, // [107:155] is the sub-list for method input_type
-	107, // [107:107] is the sub-list for extension type_name
-	107, // [107:107] is the sub-list for extension extendee
-	0,   // [0:107] is the sub-list for field type_name
+	116, // 62: falcon.v1.UpdateExpStatusRequest.started_at:type_name -> google.protobuf.Timestamp
+	44,  // 63: falcon.v1.UpdateExpStatusesRequest.updates:type_name -> falcon.v1.UpdateExpStatusRequest
+	47,  // 64: falcon.v1.UpdateExpStatusesResponse.results:type_name -> falcon.v1.ExpStatusResult
+	2,   // 65: falcon.v1.ExpStatusResult.experiment:type_name -> falcon.v1.Experiment
+	4,   // 66: falcon.v1.ListJobsResponse.items:type_name -> falcon.v1.Job
+	116, // 67: falcon.v1.ListJobHistoryRequest.since:type_name -> google.protobuf.Timestamp
+	5,   // 68: falcon.v1.UpdateJobStatusRequest.selection:type_name -> falcon.v1.ClusterSelection
+	116, // 69: falcon.v1.UpdateJobStatusRequest.finished_at:type_name -> google.protobuf.Timestamp
+	116, // 70: falcon.v1.UpdateJobStatusRequest.started_at:type_name -> google.protobuf.Timestamp
+	52,  // 71: falcon.v1.UpdateJobStatusesRequest.updates:type_name -> falcon.v1.UpdateJobStatusRequest
+	55,  // 72: falcon.v1.UpdateJobStatusesResponse.results:type_name -> falcon.v1.JobStatusResult
+	4,   // 73: falcon.v1.JobStatusResult.job:type_name -> falcon.v1.Job
+	9,   // 74: falcon.v1.ListArtifactsResponse.items:type_name -> falcon.v1.Artifact
+	10,  // 75: falcon.v1.ListArtifactFilesResponse.items:type_name -> falcon.v1.ArtifactFile
+	10,  // 76: falcon.v1.ArtifactChunk.file:type_name -> falcon.v1.ArtifactFile
+	68,  // 77: falcon.v1.UpdateArtifactStatusesRequest.updates:type_name -> falcon.v1.UpdateArtifactStatusRequest
+	71,  // 78: falcon.v1.UpdateArtifactStatusesResponse.results:type_name -> falcon.v1.ArtifactStatusResult
+	9,   // 79: falcon.v1.ArtifactStatusResult.artifact:type_name -> falcon.v1.Artifact
+	116, // 80: falcon.v1.ClusterProbe.probed_at:type_name -> google.protobuf.Timestamp
+	72,  // 81: falcon.v1.ListClusterProbesResponse.items:type_name -> falcon.v1.ClusterProbe
+	72,  // 82: falcon.v1.ReportClusterProbesRequest.items:type_name -> falcon.v1.ClusterProbe
+	79,  // 83: falcon.v1.ReportClusterStatusRequest.status:type_name -> falcon.v1.ClusterStatus
+	116, // 84: falcon.v1.ClusterStatus.reported_at:type_name -> google.protobuf.Timestamp
+	81,  // 85: falcon.v1.ClusterStatus.reservation:type_name -> falcon.v1.ReservationCapacity
+	82,  // 86: falcon.v1.ClusterStatus.node_pools:type_name -> falcon.v1.NodePoolStatus
+	83,  // 87: falcon.v1.ClusterStatus.queues:type_name -> falcon.v1.QueueStatus
+	72,  // 88: falcon.v1.ClusterStatus.probe:type_name -> falcon.v1.ClusterProbe
+	79,  // 89: falcon.v1.ClusterStatuses.items:type_name -> falcon.v1.ClusterStatus
+	116, // 90: falcon.v1.NodePoolStatus.created_at:type_name -> google.protobuf.Timestamp
+	116, // 91: falcon.v1.NodePoolStatus.idle_since:type_name -> google.protobuf.Timestamp
+	11,  // 92: falcon.v1.ListClustersResponse.items:type_name -> falcon.v1.Cluster
+	11,  // 93: falcon.v1.RegisterClusterRequest.cluster:type_name -> falcon.v1.Cluster
+	11,  // 94: falcon.v1.ApplyClustersRequest.clusters:type_name -> falcon.v1.Cluster
+	89,  // 95: falcon.v1.ApplyClustersResponse.changes:type_name -> falcon.v1.ClusterChange
+	11,  // 96: falcon.v1.ApplyClustersResponse.items:type_name -> falcon.v1.Cluster
+	13,  // 97: falcon.v1.ListUsersResponse.items:type_name -> falcon.v1.User
+	13,  // 98: falcon.v1.RelinkUserResponse.user:type_name -> falcon.v1.User
+	116, // 99: falcon.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	97,  // 100: falcon.v1.ListAuditEventsResponse.items:type_name -> falcon.v1.AuditEvent
+	114, // 101: falcon.v1.Analysis.params:type_name -> falcon.v1.Analysis.ParamsEntry
+	116, // 102: falcon.v1.Analysis.created_at:type_name -> google.protobuf.Timestamp
+	116, // 103: falcon.v1.Analysis.started_at:type_name -> google.protobuf.Timestamp
+	116, // 104: falcon.v1.Analysis.finished_at:type_name -> google.protobuf.Timestamp
+	115, // 105: falcon.v1.CreateAnalysisRequest.params:type_name -> falcon.v1.CreateAnalysisRequest.ParamsEntry
+	100, // 106: falcon.v1.ListAnalysesResponse.items:type_name -> falcon.v1.Analysis
+	100, // 107: falcon.v1.ClaimAnalysisResponse.analysis:type_name -> falcon.v1.Analysis
+	0,   // 108: falcon.v1.Experiment.RoleToTaskSpecEntry.value:type_name -> falcon.v1.TaskSpec
+	25,  // 109: falcon.v1.ExperimentService.CreateExp:input_type -> falcon.v1.CreateExpRequest
+	26,  // 110: falcon.v1.ExperimentService.GetExp:input_type -> falcon.v1.GetExpRequest
+	27,  // 111: falcon.v1.ExperimentService.ListExps:input_type -> falcon.v1.ListExpsRequest
+	29,  // 112: falcon.v1.ExperimentService.AbortExp:input_type -> falcon.v1.AbortExpRequest
+	31,  // 113: falcon.v1.ExperimentService.DeleteExp:input_type -> falcon.v1.DeleteExpRequest
+	33,  // 114: falcon.v1.ExperimentService.GetExpLogs:input_type -> falcon.v1.GetExpLogsRequest
+	36,  // 115: falcon.v1.ExperimentService.ExportExpLogs:input_type -> falcon.v1.ExportExpLogsRequest
+	39,  // 116: falcon.v1.ExperimentService.GetExpMetrics:input_type -> falcon.v1.GetExpMetricsRequest
+	16,  // 117: falcon.v1.ExperimentService.ExtendExp:input_type -> falcon.v1.ExtendExpRequest
+	44,  // 118: falcon.v1.ExperimentService.UpdateExpStatus:input_type -> falcon.v1.UpdateExpStatusRequest
+	45,  // 119: falcon.v1.ExperimentService.UpdateExpStatuses:input_type -> falcon.v1.UpdateExpStatusesRequest
+	17,  // 120: falcon.v1.ExperimentService.EnforceTTL:input_type -> falcon.v1.EnforceTTLRequest
+	14,  // 121: falcon.v1.ExperimentService.WatchExp:input_type -> falcon.v1.WatchExpRequest
+	19,  // 122: falcon.v1.ExperimentService.ExecExp:input_type -> falcon.v1.ExecRequest
+	48,  // 123: falcon.v1.JobService.GetJob:input_type -> falcon.v1.GetJobRequest
+	49,  // 124: falcon.v1.JobService.ListJobs:input_type -> falcon.v1.ListJobsRequest
+	51,  // 125: falcon.v1.JobService.ListJobHistory:input_type -> falcon.v1.ListJobHistoryRequest
+	52,  // 126: falcon.v1.JobService.UpdateJobStatus:input_type -> falcon.v1.UpdateJobStatusRequest
+	53,  // 127: falcon.v1.JobService.UpdateJobStatuses:input_type -> falcon.v1.UpdateJobStatusesRequest
+	57,  // 128: falcon.v1.JobService.AbortJob:input_type -> falcon.v1.AbortJobRequest
+	56,  // 129: falcon.v1.JobService.AppendJobMessage:input_type -> falcon.v1.AppendJobMessageRequest
+	58,  // 130: falcon.v1.JobService.WatchChanges:input_type -> falcon.v1.WatchChangesRequest
+	60,  // 131: falcon.v1.ArtifactService.GetArtifact:input_type -> falcon.v1.GetArtifactRequest
+	61,  // 132: falcon.v1.ArtifactService.ListArtifacts:input_type -> falcon.v1.ListArtifactsRequest
+	63,  // 133: falcon.v1.ArtifactService.ListArtifactFiles:input_type -> falcon.v1.ListArtifactFilesRequest
+	65,  // 134: falcon.v1.ArtifactService.ReadArtifactFile:input_type -> falcon.v1.ReadArtifactFileRequest
+	66,  // 135: falcon.v1.ArtifactService.StatArtifactFile:input_type -> falcon.v1.StatArtifactFileRequest
+	68,  // 136: falcon.v1.ArtifactService.UpdateArtifactStatus:input_type -> falcon.v1.UpdateArtifactStatusRequest
+	69,  // 137: falcon.v1.ArtifactService.UpdateArtifactStatuses:input_type -> falcon.v1.UpdateArtifactStatusesRequest
+	84,  // 138: falcon.v1.ClusterService.GetCluster:input_type -> falcon.v1.GetClusterRequest
+	85,  // 139: falcon.v1.ClusterService.ListClusters:input_type -> falcon.v1.ListClustersRequest
+	87,  // 140: falcon.v1.ClusterService.RegisterCluster:input_type -> falcon.v1.RegisterClusterRequest
+	88,  // 141: falcon.v1.ClusterService.ApplyClusters:input_type -> falcon.v1.ApplyClustersRequest
+	91,  // 142: falcon.v1.ClusterService.SetClusterStatus:input_type -> falcon.v1.SetClusterStatusRequest
+	77,  // 143: falcon.v1.ClusterService.GetClusterStatus:input_type -> falcon.v1.GetClusterStatusRequest
+	78,  // 144: falcon.v1.ClusterService.ReportClusterStatus:input_type -> falcon.v1.ReportClusterStatusRequest
+	73,  // 145: falcon.v1.ClusterService.ListClusterProbes:input_type -> falcon.v1.ListClusterProbesRequest
+	75,  // 146: falcon.v1.ClusterService.ProbeClusters:input_type -> falcon.v1.ProbeClustersRequest
+	76,  // 147: falcon.v1.ClusterService.ReportClusterProbes:input_type -> falcon.v1.ReportClusterProbesRequest
+	92,  // 148: falcon.v1.UserService.GetCurrentUser:input_type -> falcon.v1.GetCurrentUserRequest
+	93,  // 149: falcon.v1.UserService.ListUsers:input_type -> falcon.v1.ListUsersRequest
+	95,  // 150: falcon.v1.UserService.RelinkUser:input_type -> falcon.v1.RelinkUserRequest
+	98,  // 151: falcon.v1.AuditService.ListAuditEvents:input_type -> falcon.v1.ListAuditEventsRequest
+	101, // 152: falcon.v1.AnalysisService.CreateAnalysis:input_type -> falcon.v1.CreateAnalysisRequest
+	102, // 153: falcon.v1.AnalysisService.GetAnalysis:input_type -> falcon.v1.GetAnalysisRequest
+	103, // 154: falcon.v1.AnalysisService.ListAnalyses:input_type -> falcon.v1.ListAnalysesRequest
+	105, // 155: falcon.v1.AnalysisService.ClaimAnalysis:input_type -> falcon.v1.ClaimAnalysisRequest
+	107, // 156: falcon.v1.AnalysisService.FinishAnalysis:input_type -> falcon.v1.FinishAnalysisRequest
+	2,   // 157: falcon.v1.ExperimentService.CreateExp:output_type -> falcon.v1.Experiment
+	2,   // 158: falcon.v1.ExperimentService.GetExp:output_type -> falcon.v1.Experiment
+	28,  // 159: falcon.v1.ExperimentService.ListExps:output_type -> falcon.v1.ListExpsResponse
+	30,  // 160: falcon.v1.ExperimentService.AbortExp:output_type -> falcon.v1.AbortExpResponse
+	32,  // 161: falcon.v1.ExperimentService.DeleteExp:output_type -> falcon.v1.DeleteExpResponse
+	35,  // 162: falcon.v1.ExperimentService.GetExpLogs:output_type -> falcon.v1.LogLines
+	37,  // 163: falcon.v1.ExperimentService.ExportExpLogs:output_type -> falcon.v1.LogExportResult
+	40,  // 164: falcon.v1.ExperimentService.GetExpMetrics:output_type -> falcon.v1.ExpMetrics
+	2,   // 165: falcon.v1.ExperimentService.ExtendExp:output_type -> falcon.v1.Experiment
+	2,   // 166: falcon.v1.ExperimentService.UpdateExpStatus:output_type -> falcon.v1.Experiment
+	46,  // 167: falcon.v1.ExperimentService.UpdateExpStatuses:output_type -> falcon.v1.UpdateExpStatusesResponse
+	18,  // 168: falcon.v1.ExperimentService.EnforceTTL:output_type -> falcon.v1.EnforceTTLResponse
+	15,  // 169: falcon.v1.ExperimentService.WatchExp:output_type -> falcon.v1.ExpEvent
+	22,  // 170: falcon.v1.ExperimentService.ExecExp:output_type -> falcon.v1.ExecResponse
+	4,   // 171: falcon.v1.JobService.GetJob:output_type -> falcon.v1.Job
+	50,  // 172: falcon.v1.JobService.ListJobs:output_type -> falcon.v1.ListJobsResponse
+	50,  // 173: falcon.v1.JobService.ListJobHistory:output_type -> falcon.v1.ListJobsResponse
+	4,   // 174: falcon.v1.JobService.UpdateJobStatus:output_type -> falcon.v1.Job
+	54,  // 175: falcon.v1.JobService.UpdateJobStatuses:output_type -> falcon.v1.UpdateJobStatusesResponse
+	4,   // 176: falcon.v1.JobService.AbortJob:output_type -> falcon.v1.Job
+	4,   // 177: falcon.v1.JobService.AppendJobMessage:output_type -> falcon.v1.Job
+	59,  // 178: falcon.v1.JobService.WatchChanges:output_type -> falcon.v1.Change
+	9,   // 179: falcon.v1.ArtifactService.GetArtifact:output_type -> falcon.v1.Artifact
+	62,  // 180: falcon.v1.ArtifactService.ListArtifacts:output_type -> falcon.v1.ListArtifactsResponse
+	64,  // 181: falcon.v1.ArtifactService.ListArtifactFiles:output_type -> falcon.v1.ListArtifactFilesResponse
+	67,  // 182: falcon.v1.ArtifactService.ReadArtifactFile:output_type -> falcon.v1.ArtifactChunk
+	10,  // 183: falcon.v1.ArtifactService.StatArtifactFile:output_type -> falcon.v1.ArtifactFile
+	9,   // 184: falcon.v1.ArtifactService.UpdateArtifactStatus:output_type -> falcon.v1.Artifact
+	70,  // 185: falcon.v1.ArtifactService.UpdateArtifactStatuses:output_type -> falcon.v1.UpdateArtifactStatusesResponse
+	11,  // 186: falcon.v1.ClusterService.GetCluster:output_type -> falcon.v1.Cluster
+	86,  // 187: falcon.v1.ClusterService.ListClusters:output_type -> falcon.v1.ListClustersResponse
+	11,  // 188: falcon.v1.ClusterService.RegisterCluster:output_type -> falcon.v1.Cluster
+	90,  // 189: falcon.v1.ClusterService.ApplyClusters:output_type -> falcon.v1.ApplyClustersResponse
+	11,  // 190: falcon.v1.ClusterService.SetClusterStatus:output_type -> falcon.v1.Cluster
+	79,  // 191: falcon.v1.ClusterService.GetClusterStatus:output_type -> falcon.v1.ClusterStatus
+	79,  // 192: falcon.v1.ClusterService.ReportClusterStatus:output_type -> falcon.v1.ClusterStatus
+	74,  // 193: falcon.v1.ClusterService.ListClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	74,  // 194: falcon.v1.ClusterService.ProbeClusters:output_type -> falcon.v1.ListClusterProbesResponse
+	74,  // 195: falcon.v1.ClusterService.ReportClusterProbes:output_type -> falcon.v1.ListClusterProbesResponse
+	13,  // 196: falcon.v1.UserService.GetCurrentUser:output_type -> falcon.v1.User
+	94,  // 197: falcon.v1.UserService.ListUsers:output_type -> falcon.v1.ListUsersResponse
+	96,  // 198: falcon.v1.UserService.RelinkUser:output_type -> falcon.v1.RelinkUserResponse
+	99,  // 199: falcon.v1.AuditService.ListAuditEvents:output_type -> falcon.v1.ListAuditEventsResponse
+	100, // 200: falcon.v1.AnalysisService.CreateAnalysis:output_type -> falcon.v1.Analysis
+	100, // 201: falcon.v1.AnalysisService.GetAnalysis:output_type -> falcon.v1.Analysis
+	104, // 202: falcon.v1.AnalysisService.ListAnalyses:output_type -> falcon.v1.ListAnalysesResponse
+	106, // 203: falcon.v1.AnalysisService.ClaimAnalysis:output_type -> falcon.v1.ClaimAnalysisResponse
+	100, // 204: falcon.v1.AnalysisService.FinishAnalysis:output_type -> falcon.v1.Analysis
+	157, // [157:205] is the sub-list for method output_type
+	109, // [109:157] is the sub-list for method input_type
+	109, // [109:109] is the sub-list for extension type_name
+	109, // [109:109] is the sub-list for extension extendee
+	0,   // [0:109] is the sub-list for field type_name
 }
 
 func init() { file_falcon_proto_init() }

@@ -348,6 +348,9 @@ func plan(exp *falconv1.Experiment, expJobs []*falconv1.Job, a *falconv1.Artifac
 	jobs := make([]lifecycle.Entity, 0, len(expJobs))
 	for _, j := range expJobs {
 		e := lifecycle.Entity{ID: j.GetId(), Role: j.GetRole(), Status: lifecycle.Status(j.GetStatus()), Reason: j.GetReason(), Message: j.GetMessage()}
+		if t := j.GetStartedAt(); t != nil {
+			e.StartedAt = t.AsTime()
+		}
 		if t := j.GetFinishedAt(); t != nil {
 			e.FinishedAt = t.AsTime()
 		}
@@ -424,6 +427,9 @@ func (c *Controller) apply(ctx context.Context, exps []*falconv1.Experiment, job
 		for _, u := range plans[i].Exp {
 			r := &falconv1.UpdateExpStatusRequest{
 				Id: u.ID, ExpectedStatus: string(u.From), Status: string(u.To), Reason: u.Reason, Message: u.Message,
+			}
+			if !u.StartedAt.IsZero() {
+				r.StartedAt = timestamppb.New(u.StartedAt)
 			}
 			if !u.FinishedAt.IsZero() {
 				r.FinishedAt = timestamppb.New(u.FinishedAt)

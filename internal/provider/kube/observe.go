@@ -36,11 +36,12 @@ var waitingFailures = map[string]bool{
 //   - otherwise Pending, with the scheduler's message for an unschedulable
 //     pod or a count of pods running.
 //
-// An end is dated as the cluster dates it (Observation.At): a success by
-// the Job's completion time (else its condition's), or by the last exit of
-// the pods that made it; a failure by the failing container's exit, or by
-// the Job's Failed condition. A container that never started (an image
-// that cannot be pulled) leaves it undated.
+// A start or an end is dated as the cluster dates it (Observation.At): a
+// job that runs by its last container's start; a success by the Job's
+// completion time (else its condition's), or by the last exit of the pods
+// that made it; a failure by the failing container's exit, or by the Job's
+// Failed condition. A container that never started (an image that cannot
+// be pulled) leaves it undated.
 func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.Observation {
 	sort.Slice(pods, func(a, b int) bool { return pods[a].Name < pods[b].Name })
 	if ok, at := succeeded(job, pods, replica); ok {
@@ -67,6 +68,8 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 	}
 	running := 0
 	var why []string
+	var began time.Time // when the last running pod's containers all ran
+	dated := true
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue
@@ -74,6 +77,11 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 		switch p.Status.Phase {
 		case corev1.PodRunning:
 			running++
+			at := ran(p)
+			dated = dated && !at.IsZero()
+			if at.After(began) {
+				began = at
+			}
 		case corev1.PodPending:
 			for _, c := range p.Status.Conditions {
 				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
@@ -83,7 +91,10 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 		}
 	}
 	if running >= replica && replica > 0 {
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: fmt.Sprintf("%d/%d pods running", running, replica)}
+		if !dated {
+			began = time.Time{}
+		}
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: fmt.Sprintf("%d/%d pods running", running, replica), At: began}
 	}
 	msg := fmt.Sprintf("%d/%d pods running", running, replica)
 	if len(why) > 0 {
@@ -123,6 +134,22 @@ func succeeded(job *batchv1.Job, pods []*corev1.Pod, replica int) (bool, time.Ti
 		last = time.Time{}
 	}
 	return replica > 0 && len(done) == replica, last
+}
+
+// ran is when the last of a running pod's containers started, zero if one
+// of them does not run (or the kubelet did not say).
+func ran(p *corev1.Pod) time.Time {
+	var last time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		r := cs.State.Running
+		if r == nil || r.StartedAt.IsZero() {
+			return time.Time{}
+		}
+		if r.StartedAt.After(last) {
+			last = r.StartedAt.Time
+		}
+	}
+	return last
 }
 
 // exited is when the last of a pod's containers exited, zero if one of
@@ -186,11 +213,23 @@ func ObserveSlices(slices []resourcemanager.Observation) resourcemanager.Observa
 		}
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: fmt.Sprintf("%d/%d slices succeeded", n, n), At: last}
 	case n > 0 && waiting < 0:
+		// Dated only when every slice runs: a slice that is done dates
+		// its end, not its start.
+		var began time.Time
+		for _, o := range slices {
+			if o.Phase != resourcemanager.PhaseRunning || o.At.IsZero() {
+				began = time.Time{}
+				break
+			}
+			if o.At.After(began) {
+				began = o.At
+			}
+		}
 		msg := fmt.Sprintf("%d/%d slices running", running+succeeded, n)
 		if succeeded > 0 {
 			msg += fmt.Sprintf(" (%d succeeded)", succeeded)
 		}
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: msg}
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: msg, At: began}
 	}
 	msg := fmt.Sprintf("%d/%d slices running", running+succeeded, n)
 	if waiting >= 0 {

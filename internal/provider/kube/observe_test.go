@@ -112,6 +112,12 @@ func TestObserveDatesEnds(t *testing.T) {
 				Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", ExitCode: code, FinishedAt: metav1.NewTime(at)}}}}
 		}
 	}
+	runningSince := func(at time.Time) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "task", State: corev1.ContainerState{
+				Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}}}
+		}
+	}
 	cond := func(typ batchv1.JobConditionType, at time.Time) *batchv1.Job {
 		return &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
 			{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}}}
@@ -136,8 +142,12 @@ func TestObserveDatesEnds(t *testing.T) {
 		{"the Job's Failed condition", cond(batchv1.JobFailed, t2), nil, resourcemanager.PhaseFailed, t2},
 		{"an image never pulled: undated", jobWith(),
 			[]*corev1.Pod{pod("a", corev1.PodPending, waiting("ErrImagePull", "")), pod("b", corev1.PodRunning)}, resourcemanager.PhaseFailed, time.Time{}},
-		{"running: no end", jobWith(),
-			[]*corev1.Pod{pod("a", corev1.PodRunning), pod("b", corev1.PodRunning)}, resourcemanager.PhaseRunning, time.Time{}},
+		{"running: the last container's start", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodRunning, runningSince(t2)), pod("b", corev1.PodRunning, runningSince(t1))}, resourcemanager.PhaseRunning, t2},
+		{"running, a pod that does not say: undated", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodRunning, runningSince(t2)), pod("b", corev1.PodRunning)}, resourcemanager.PhaseRunning, time.Time{}},
+		{"pending: no start", jobWith(),
+			[]*corev1.Pod{pod("a", corev1.PodRunning, runningSince(t2)), pod("b", corev1.PodPending)}, resourcemanager.PhasePending, time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,6 +168,8 @@ func TestObserveDatesEnds(t *testing.T) {
 		{"every slice done: the last", []resourcemanager.Observation{at(resourcemanager.PhaseSucceeded, t2), at(resourcemanager.PhaseSucceeded, t1)}, t2},
 		{"one undated: undated", []resourcemanager.Observation{at(resourcemanager.PhaseSucceeded, t1), at(resourcemanager.PhaseSucceeded, time.Time{})}, time.Time{}},
 		{"a failing slice: its failure", []resourcemanager.Observation{at(resourcemanager.PhaseRunning, time.Time{}), at(resourcemanager.PhaseFailed, t1)}, t1},
+		{"every slice running: the last start", []resourcemanager.Observation{at(resourcemanager.PhaseRunning, t1), at(resourcemanager.PhaseRunning, t2)}, t2},
+		{"one done, one running: undated", []resourcemanager.Observation{at(resourcemanager.PhaseSucceeded, t2), at(resourcemanager.PhaseRunning, t1)}, time.Time{}},
 	} {
 		if got := ObserveSlices(tt.slices); !got.At.Equal(tt.want) {
 			t.Errorf("slices, %s: %s at %v, want %v", tt.name, got.Phase, got.At, tt.want)

@@ -54,12 +54,15 @@ func (s *Store) propagateChunk(ctx context.Context, tx *sql.Tx, ids []string) ([
 	var c conds
 	c.in("exp_id", ids)
 	jobs := map[string][]lifecycle.Entity{}
-	if err := queryEach(ctx, db, "SELECT exp_id, id, role, status, reason, message, finished_at FROM jobs"+c.sql(), c.args, func(sc scanner) error {
+	if err := queryEach(ctx, db, "SELECT exp_id, id, role, status, reason, message, started_at, finished_at FROM jobs"+c.sql(), c.args, func(sc scanner) error {
 		var expID string
 		var j lifecycle.Entity
-		var finished *time.Time
-		if err := sc.Scan(&expID, &j.ID, &j.Role, &j.Status, &j.Reason, &j.Message, nullTimeCol{&finished}); err != nil {
+		var started, finished *time.Time
+		if err := sc.Scan(&expID, &j.ID, &j.Role, &j.Status, &j.Reason, &j.Message, nullTimeCol{&started}, nullTimeCol{&finished}); err != nil {
 			return err
+		}
+		if started != nil {
+			j.StartedAt = *started
 		}
 		if finished != nil {
 			j.FinishedAt = *finished
@@ -149,6 +152,9 @@ func (s *Store) applyPlan(ctx context.Context, tx *sql.Tx, p lifecycle.Plan) ([]
 	var events []store.Event
 	step := func(e entity, u lifecycle.Update) (bool, error) {
 		su := store.StatusUpdate{ID: u.ID, Expected: u.From, Status: u.To, Reason: u.Reason, Message: u.Message}
+		if !u.StartedAt.IsZero() {
+			su.StartedAt = &u.StartedAt
+		}
 		if !u.FinishedAt.IsZero() {
 			su.FinishedAt = &u.FinishedAt
 		}

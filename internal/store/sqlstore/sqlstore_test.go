@@ -58,6 +58,7 @@ func runSuite(t *testing.T, open opener) {
 		{"UpdateJobStatus", testUpdateJobStatus},
 		{"StatusTimestamps", testStatusTimestamps},
 		{"FinishedAtFromTheSource", testFinishedAtFromTheSource},
+		{"StartedAtFromTheSource", testStartedAtFromTheSource},
 		{"AbortExp", testAbortExp},
 		{"ForceAbortExp", testForceAbortExp},
 		{"AbortRacesStatusUpdate", testAbortRacesStatusUpdate},
@@ -664,8 +665,49 @@ func testFinishedAtFromTheSource(t *testing.T, e env) {
 	if _, err := e.s.UpdateExpStatus(ctx, store.StatusUpdate{ID: exp.ID, Expected: lifecycle.Created, Status: lifecycle.Running, FinishedAt: &started}); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "finished_at") {
 		t.Errorf("finished_at on Running: %v, want invalid naming finished_at", err)
 	}
+	if _, err := e.s.UpdateExpStatus(ctx, store.StatusUpdate{ID: exp.ID, Expected: lifecycle.Created, Status: lifecycle.Failed, StartedAt: &started}); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "started_at") {
+		t.Errorf("started_at on Failed: %v, want invalid naming started_at", err)
+	}
 	if got, _ := e.s.GetExp(ctx, exp.ID); got.Status != lifecycle.Created {
 		t.Errorf("a refused update wrote: experiment is %s", got.Status)
+	}
+}
+
+// testStartedAtFromTheSource: a start's own time becomes started_at,
+// bounded by the row's creation and the store's clock, and a started_at
+// the row has is kept.
+func testStartedAtFromTheSource(t *testing.T, e env) {
+	exp, jobs, _ := newExp("started", "a", "b", "c", "d")
+	mustCreate(t, e.s, exp, jobs, nil)
+	now := e.clk.Advance(time.Hour)
+	for _, tc := range []struct {
+		name string
+		job  *store.Job
+		at   *time.Time
+		want time.Time
+	}{
+		{"its own time", jobs[0], ptr(t0.Add(10 * time.Minute)), t0us.Add(10 * time.Minute)},
+		{"none: the write's", jobs[1], nil, now},
+		{"before its creation: its creation", jobs[2], ptr(t0.Add(-time.Hour)), t0us},
+		{"after the store's clock: the clock", jobs[3], ptr(now.Add(time.Hour)), now},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, err := e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: tc.job.ID, Expected: lifecycle.Pending, Status: lifecycle.Running, StartedAt: tc.at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.StartedAt == nil || !j.StartedAt.Equal(tc.want) {
+				t.Errorf("started_at = %v, want %v", j.StartedAt, tc.want)
+			}
+		})
+	}
+	// A later Running (new progress) with another start keeps the first.
+	j, err := e.s.UpdateJobStatus(ctx, store.StatusUpdate{ID: jobs[0].ID, Expected: lifecycle.Running, Status: lifecycle.Running, Message: "1/1", StartedAt: ptr(t0.Add(20 * time.Minute))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := t0us.Add(10 * time.Minute); j.StartedAt == nil || !j.StartedAt.Equal(want) {
+		t.Errorf("started_at after a second start = %v, want the first %v", j.StartedAt, want)
 	}
 }
 

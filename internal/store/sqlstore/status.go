@@ -75,6 +75,9 @@ func checkUpdate(e entity, u store.StatusUpdate) error {
 		}
 		return errdefs.Invalid("finished_at", "is only for an experiment's or a job's end (%s), not for %s %s", strings.Join(ends, ", "), e.kind, u.Status)
 	}
+	if u.StartedAt != nil && (!e.phases || u.Status != lifecycle.Running) {
+		return errdefs.Invalid("started_at", "is only for an experiment or a job that runs (%s), not for %s %s", lifecycle.Running, e.kind, u.Status)
+	}
 	return e.machine.Check(u.Expected, u.Status)
 }
 
@@ -106,7 +109,14 @@ func (s *Store) applyStatus(ctx context.Context, tx *sql.Tx, e entity, u store.S
 		// COALESCE keeps the first time: a same-status update (new
 		// Reason or Message) must not move when the phase began.
 		if u.Status == lifecycle.Running {
-			sets, args = append(sets, "started_at = COALESCE(started_at, ?)"), append(args, now)
+			if u.StartedAt != nil && u.StartedAt.Before(at) {
+				// The start as its source saw it, never before the row
+				// was created (clocks differ).
+				t := s.d.timeArg(*u.StartedAt)
+				sets, args = append(sets, "started_at = COALESCE(started_at, CASE WHEN ? < created_at THEN created_at ELSE ? END)"), append(args, t, t)
+			} else {
+				sets, args = append(sets, "started_at = COALESCE(started_at, ?)"), append(args, now)
+			}
 		}
 		if u.Status == lifecycle.Aborting {
 			sets, args = append(sets, "aborting_at = COALESCE(aborting_at, ?)"), append(args, now)
