@@ -68,8 +68,7 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 	}
 	running := 0
 	var why []string
-	var began time.Time // when the last running pod's containers all ran
-	dated := true
+	var began latest // when the last running pod's containers all ran
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue
@@ -77,11 +76,7 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 		switch p.Status.Phase {
 		case corev1.PodRunning:
 			running++
-			at := ran(p)
-			dated = dated && !at.IsZero()
-			if at.After(began) {
-				began = at
-			}
+			began.add(ran(p))
 		case corev1.PodPending:
 			for _, c := range p.Status.Conditions {
 				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
@@ -91,10 +86,7 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 		}
 	}
 	if running >= replica && replica > 0 {
-		if !dated {
-			began = time.Time{}
-		}
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: fmt.Sprintf("%d/%d pods running", running, replica), At: began}
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: fmt.Sprintf("%d/%d pods running", running, replica), At: began.time()}
 	}
 	msg := fmt.Sprintf("%d/%d pods running", running, replica)
 	if len(why) > 0 {
@@ -118,54 +110,65 @@ func succeeded(job *batchv1.Job, pods []*corev1.Pod, replica int) (bool, time.Ti
 		}
 	}
 	done := map[int]bool{}
-	var last time.Time
-	dated := true
+	var last latest
 	for _, p := range pods {
 		if i := render.CompletionIndex(p); p.Status.Phase == corev1.PodSucceeded && i >= 0 && i < replica && !done[i] {
 			done[i] = true
-			at := exited(p)
-			dated = dated && !at.IsZero()
-			if at.After(last) {
-				last = at
-			}
+			last.add(exited(p))
 		}
 	}
-	if !dated {
-		last = time.Time{}
+	return replica > 0 && len(done) == replica, last.time()
+}
+
+// latest is the latest of the times added, and zero once one of them is
+// zero: a job's start or end is known only when each of its parts says
+// when.
+type latest struct {
+	t       time.Time
+	unknown bool
+}
+
+func (l *latest) add(t time.Time) {
+	if t.IsZero() {
+		l.unknown = true
+	} else if t.After(l.t) {
+		l.t = t
 	}
-	return replica > 0 && len(done) == replica, last
+}
+
+func (l latest) time() time.Time {
+	if l.unknown {
+		return time.Time{}
+	}
+	return l.t
 }
 
 // ran is when the last of a running pod's containers started, zero if one
 // of them does not run (or the kubelet did not say).
 func ran(p *corev1.Pod) time.Time {
-	var last time.Time
+	var last latest
 	for _, cs := range p.Status.ContainerStatuses {
-		r := cs.State.Running
-		if r == nil || r.StartedAt.IsZero() {
-			return time.Time{}
-		}
-		if r.StartedAt.After(last) {
-			last = r.StartedAt.Time
+		if r := cs.State.Running; r != nil {
+			last.add(r.StartedAt.Time)
+		} else {
+			last.add(time.Time{})
 		}
 	}
-	return last
+	return last.time()
 }
 
 // exited is when the last of a pod's containers exited, zero if one of
 // them has not (or the kubelet did not say).
 func exited(p *corev1.Pod) time.Time {
-	var last time.Time
+	var last latest
 	for _, cs := range p.Status.ContainerStatuses {
-		t := cs.State.Terminated
-		if t == nil || t.FinishedAt.IsZero() {
-			return time.Time{}
-		}
-		if t.FinishedAt.After(last) {
-			last = t.FinishedAt.Time
+		if t := cs.State.Terminated; t != nil {
+			last.add(t.FinishedAt.Time)
+		} else {
+			last.add(time.Time{})
 		}
 	}
-	return last
+	return last.time()
 }
 
 // ObserveSlices combines the observations of a multi-slice job's Jobs, in
@@ -188,15 +191,11 @@ func ObserveSlices(slices []resourcemanager.Observation) resourcemanager.Observa
 		}
 	}
 	succeeded, running, waiting := 0, 0, -1
-	var last time.Time // the last slice's end
-	dated := true
+	var ended latest // the last slice's end
 	for i, o := range slices {
 		switch o.Phase {
 		case resourcemanager.PhaseSucceeded:
-			dated = dated && !o.At.IsZero()
-			if o.At.After(last) {
-				last = o.At
-			}
+			ended.add(o.At)
 			succeeded++
 		case resourcemanager.PhaseRunning:
 			running++
@@ -208,28 +207,23 @@ func ObserveSlices(slices []resourcemanager.Observation) resourcemanager.Observa
 	}
 	switch {
 	case n > 0 && succeeded == n:
-		if !dated {
-			last = time.Time{}
-		}
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: fmt.Sprintf("%d/%d slices succeeded", n, n), At: last}
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: fmt.Sprintf("%d/%d slices succeeded", n, n), At: ended.time()}
 	case n > 0 && waiting < 0:
 		// Dated only when every slice runs: a slice that is done dates
 		// its end, not its start.
-		var began time.Time
+		var began latest
 		for _, o := range slices {
-			if o.Phase != resourcemanager.PhaseRunning || o.At.IsZero() {
-				began = time.Time{}
-				break
-			}
-			if o.At.After(began) {
-				began = o.At
+			if o.Phase == resourcemanager.PhaseRunning {
+				began.add(o.At)
+			} else {
+				began.add(time.Time{})
 			}
 		}
 		msg := fmt.Sprintf("%d/%d slices running", running+succeeded, n)
 		if succeeded > 0 {
 			msg += fmt.Sprintf(" (%d succeeded)", succeeded)
 		}
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: msg, At: began}
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: msg, At: began.time()}
 	}
 	msg := fmt.Sprintf("%d/%d slices running", running+succeeded, n)
 	if waiting >= 0 {
