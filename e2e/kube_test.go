@@ -371,6 +371,53 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 		d2.run("", "exp", "abort", id, "--yes")
 		d2.waitFor(id, "Aborted", func(e map[string]any) bool { return e["status"] == "Aborted" })
 	})
+	run("a job that runs and ends while the controller is down keeps both times", func(t *testing.T) {
+		// As above, on a shape no node offers until the controller is down.
+		exp := d.create(tpuManifest("k-unseen", "2x4x4", 8, map[string]string{"FALCON_TEST_DURATION": "2s"}, ""))
+		id := exp["id"].(string)
+		exp = d.waitFor(id, "unschedulable", func(e map[string]any) bool {
+			return strings.Contains(jobOf(e)["message"].(string), "unschedulable")
+		})
+		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
+		d0.kill(syscall.SIGKILL)
+		taints := []corev1.Taint{{Key: "google.com/tpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+		capacity := corev1.ResourceList{"google.com/tpu": resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("200"),
+			corev1.ResourceMemory: resource.MustParse("800Gi"), corev1.ResourcePods: resource.MustParse("110")}
+		if _, err := c.AddNodes(context.Background(), 8, map[string]string{
+			"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "2x4x4",
+		}, taints, capacity); err != nil {
+			t.Fatal(err)
+		}
+		var began, completed time.Time
+		eventually(t, "the Kubernetes Job's completion", func() bool {
+			list, err := c.Clientset().BatchV1().Jobs(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
+			if err != nil || len(list.Items) != 1 || list.Items[0].Status.CompletionTime == nil {
+				return false
+			}
+			completed = list.Items[0].Status.CompletionTime.Time
+			return true
+		})
+		pods, err := c.Clientset().CoreV1().Pods(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Terminated == nil {
+				t.Fatalf("pod %s of a completed Job: %+v", p.Name, p.Status.ContainerStatuses)
+			}
+			began = maxTime(began, p.Status.ContainerStatuses[0].State.Terminated.StartedAt.Time)
+		}
+		d0 = startDev(top, d0.dataDir)
+		d2 := d0.with(t)
+		exp = d2.waitFor(id, "final", final)
+		if exp["status"] != "Succeeded" {
+			t.Fatalf("after restart: %v %v", exp["status"], jobOf(exp))
+		}
+		started, finished := timeField(t, jobOf(exp), "started_at"), timeField(t, jobOf(exp), "finished_at")
+		if !started.Equal(began) || !finished.Equal(maxTime(completed, began)) {
+			t.Errorf("job ran %v to %v, want its pods' last start %v to the Job's completion %v", started, finished, began, completed)
+		}
+	})
 	run("edge apiserver restarted under a running job", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-apiserver", "2x2x1", 1, map[string]string{"FALCON_TEST_DURATION": "8s"}, ""))
 		id := exp["id"].(string)

@@ -1129,7 +1129,7 @@ func (m *Manager) acquire(ctx context.Context, c *cycle, j *falconv1.Job, fresh 
 		}
 	case lifecycle.Succeeded:
 		// Finished before we saw it run: pass through Running.
-		if m.apply(ctx, j, recorded(lifecycle.Running, "", "")) && m.apply(ctx, j, d) {
+		if m.apply(ctx, j, planPassThrough(obs)) && m.apply(ctx, j, d) {
 			m.mem.forgetJob(j.GetId())
 			m.cleanUp(ctx, cl, b, j)
 		}

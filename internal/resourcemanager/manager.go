@@ -48,6 +48,11 @@ type Observation struct {
 	// change late, and the job's started_at and finished_at must still say
 	// when it happened.
 	At time.Time
+	// Began, for Succeeded, is when the job began to run (its last
+	// replica's start), zero when the backend cannot tell: a job first
+	// seen ended, having run while no controller watched, still records
+	// its start.
+	Began time.Time
 }
 
 // Backend runs jobs on one kind of cluster. Every method is idempotent and

@@ -198,6 +198,15 @@ func planObserved(obs Observation) decision {
 	return failed(lifecycle.ReasonJobFailed, obs.Message).dated(obs)
 }
 
+// planPassThrough is the Running that a job first seen ended passes
+// through on its way to Succeeded (the lifecycle has no shorter way),
+// dated by when it began if its cluster says.
+func planPassThrough(obs Observation) decision {
+	d := recorded(lifecycle.Running, "", "")
+	d.at = obs.Began
+	return d
+}
+
 // progressGrace is how long a job being submitted goes without its pods'
 // progress written ("0/1 pods running"): pods that start at once run
 // before it has passed, and a write of their progress would be overwritten

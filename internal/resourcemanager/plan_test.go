@@ -240,6 +240,11 @@ func TestPlanRunning(t *testing.T) {
 	}
 }
 
+func TestPlanPassThrough(t *testing.T) {
+	check(t, planPassThrough(Observation{Phase: PhaseSucceeded, At: t0.Add(time.Minute), Began: t0}), withAt(recorded(lifecycle.Running, "", ""), t0))
+	check(t, planPassThrough(Observation{Phase: PhaseSucceeded, At: t0}), recorded(lifecycle.Running, "", ""))
+}
+
 func TestPlanRunningObserved(t *testing.T) {
 	cases := []struct {
 		obs  Observation

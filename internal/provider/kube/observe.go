@@ -39,15 +39,16 @@ var waitingFailures = map[string]bool{
 // A start or an end is dated as the cluster dates it (Observation.At): a
 // job that runs by its last container's start; a success by the Job's
 // completion time (else its condition's), or by the last exit of the pods
-// that made it; a failure by the failing container's exit, or by the Job's
+// that made it, and its start (Observation.Began) by the last of those
+// pods' starts; a failure by the failing container's exit, or by the Job's
 // Failed condition. A container that never started (an image that cannot
 // be pulled) leaves it undated.
 func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.Observation {
 	sort.Slice(pods, func(a, b int) bool { return pods[a].Name < pods[b].Name })
-	if ok, at := succeeded(job, pods, replica); ok {
+	if ok, ended, began := succeeded(job, pods, replica); ok {
 		// Every index of the Indexed Job (completions = replica) is done.
 		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded,
-			Message: fmt.Sprintf("%d/%d pods succeeded", replica, replica), At: at}
+			Message: fmt.Sprintf("%d/%d pods succeeded", replica, replica), At: ended, Began: began}
 	}
 	for _, p := range pods {
 		if msg, at, ok := podFailure(p); ok {
@@ -97,27 +98,33 @@ func Observe(job *batchv1.Job, pods []*corev1.Pod, replica int) resourcemanager.
 
 // succeeded reports whether the Job says it succeeded (Complete or
 // SuccessCriteriaMet), or every completion index below replica has a
-// Succeeded pod, and when (zero if the cluster does not say). A pod without
-// an index counts for nothing, so a pod Falcon did not render cannot make a
-// job look done.
-func succeeded(job *batchv1.Job, pods []*corev1.Pod, replica int) (bool, time.Time) {
-	for _, c := range job.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobSuccessCriteriaMet) && c.Status == corev1.ConditionTrue {
-			if t := job.Status.CompletionTime; t != nil {
-				return true, t.Time
-			}
-			return true, c.LastTransitionTime.Time
-		}
-	}
+// Succeeded pod, when it ended and when it began (each zero if the
+// cluster does not say). A pod without an index counts for nothing, so a
+// pod Falcon did not render cannot make a job look done.
+func succeeded(job *batchv1.Job, pods []*corev1.Pod, replica int) (ok bool, ended, began time.Time) {
 	done := map[int]bool{}
-	var last latest
+	var last, first latest
 	for _, p := range pods {
 		if i := render.CompletionIndex(p); p.Status.Phase == corev1.PodSucceeded && i >= 0 && i < replica && !done[i] {
 			done[i] = true
-			last.add(exited(p))
+			end, start := exited(p)
+			last.add(end)
+			first.add(start)
 		}
 	}
-	return replica > 0 && len(done) == replica, last.time()
+	all := replica > 0 && len(done) == replica
+	if all {
+		began = first.time()
+	}
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobSuccessCriteriaMet) && c.Status == corev1.ConditionTrue {
+			if t := job.Status.CompletionTime; t != nil {
+				return true, t.Time, began
+			}
+			return true, c.LastTransitionTime.Time, began
+		}
+	}
+	return all, last.time(), began
 }
 
 // latest is the latest of the times added, and zero once one of them is
@@ -157,18 +164,20 @@ func ran(p *corev1.Pod) time.Time {
 	return last.time()
 }
 
-// exited is when the last of a pod's containers exited, zero if one of
-// them has not (or the kubelet did not say).
-func exited(p *corev1.Pod) time.Time {
-	var last latest
+// exited is when the last of a pod's containers exited, and when the last
+// of them had started, each zero if one of them has not exited (or the
+// kubelet did not say).
+func exited(p *corev1.Pod) (end, start time.Time) {
+	var last, began latest
 	for _, cs := range p.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil {
-			last.add(t.FinishedAt.Time)
-		} else {
-			last.add(time.Time{})
+		t := cs.State.Terminated
+		if t == nil {
+			t = &corev1.ContainerStateTerminated{}
 		}
+		last.add(t.FinishedAt.Time)
+		began.add(t.StartedAt.Time)
 	}
-	return last.time()
+	return last.time(), began.time()
 }
 
 // ObserveSlices combines the observations of a multi-slice job's Jobs, in
@@ -191,11 +200,12 @@ func ObserveSlices(slices []resourcemanager.Observation) resourcemanager.Observa
 		}
 	}
 	succeeded, running, waiting := 0, 0, -1
-	var ended latest // the last slice's end
+	var ended, began latest // the last slice's end, and its start
 	for i, o := range slices {
 		switch o.Phase {
 		case resourcemanager.PhaseSucceeded:
 			ended.add(o.At)
+			began.add(o.Began)
 			succeeded++
 		case resourcemanager.PhaseRunning:
 			running++
@@ -207,23 +217,23 @@ func ObserveSlices(slices []resourcemanager.Observation) resourcemanager.Observa
 	}
 	switch {
 	case n > 0 && succeeded == n:
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: fmt.Sprintf("%d/%d slices succeeded", n, n), At: ended.time()}
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseSucceeded, Message: fmt.Sprintf("%d/%d slices succeeded", n, n), At: ended.time(), Began: began.time()}
 	case n > 0 && waiting < 0:
 		// Dated only when every slice runs: a slice that is done dates
 		// its end, not its start.
-		var began latest
+		var ran latest
 		for _, o := range slices {
 			if o.Phase == resourcemanager.PhaseRunning {
-				began.add(o.At)
+				ran.add(o.At)
 			} else {
-				began.add(time.Time{})
+				ran.add(time.Time{})
 			}
 		}
 		msg := fmt.Sprintf("%d/%d slices running", running+succeeded, n)
 		if succeeded > 0 {
 			msg += fmt.Sprintf(" (%d succeeded)", succeeded)
 		}
-		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: msg, At: began.time()}
+		return resourcemanager.Observation{Phase: resourcemanager.PhaseRunning, Message: msg, At: ran.time()}
 	}
 	msg := fmt.Sprintf("%d/%d slices running", running+succeeded, n)
 	if waiting >= 0 {

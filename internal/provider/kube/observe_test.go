@@ -109,7 +109,8 @@ func TestObserveDatesEnds(t *testing.T) {
 	exitedAt := func(code int32, at time.Time) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "task", State: corev1.ContainerState{
-				Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", ExitCode: code, FinishedAt: metav1.NewTime(at)}}}}
+				Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", ExitCode: code,
+					StartedAt: metav1.NewTime(at.Add(-time.Hour)), FinishedAt: metav1.NewTime(at)}}}}
 		}
 	}
 	runningSince := func(at time.Time) func(*corev1.Pod) {
@@ -157,6 +158,24 @@ func TestObserveDatesEnds(t *testing.T) {
 			}
 		})
 	}
+	// A success's start: the last of its pods' starts, whichever says it
+	// succeeded; unknown without every pod.
+	twoDone := []*corev1.Pod{pod("a", corev1.PodSucceeded, index("0"), exitedAt(0, t2)), pod("b", corev1.PodSucceeded, index("1"), exitedAt(0, t1))}
+	for _, tt := range []struct {
+		name string
+		job  *batchv1.Job
+		pods []*corev1.Pod
+		want time.Time
+	}{
+		{"by its pods", jobWith(), twoDone, t2.Add(-time.Hour)},
+		{"by the Job's condition", completed, twoDone, t2.Add(-time.Hour)},
+		{"its pods gone", completed, nil, time.Time{}},
+		{"one pod that does not say", jobWith(), []*corev1.Pod{twoDone[0], pod("b", corev1.PodSucceeded, index("1"))}, time.Time{}},
+	} {
+		if got := Observe(tt.job, tt.pods, 2); got.Phase != resourcemanager.PhaseSucceeded || !got.Began.Equal(tt.want) {
+			t.Errorf("began, %s: %s began %v, want %v", tt.name, got.Phase, got.Began, tt.want)
+		}
+	}
 	at := func(p resourcemanager.Phase, at time.Time) resourcemanager.Observation {
 		return resourcemanager.Observation{Phase: p, At: at}
 	}
@@ -174,6 +193,10 @@ func TestObserveDatesEnds(t *testing.T) {
 		if got := ObserveSlices(tt.slices); !got.At.Equal(tt.want) {
 			t.Errorf("slices, %s: %s at %v, want %v", tt.name, got.Phase, got.At, tt.want)
 		}
+	}
+	done := ObserveSlices([]resourcemanager.Observation{{Phase: resourcemanager.PhaseSucceeded, At: t1, Began: t2.Add(-time.Hour)}, {Phase: resourcemanager.PhaseSucceeded, At: t2, Began: t1.Add(-time.Hour)}})
+	if !done.At.Equal(t2) || !done.Began.Equal(t2.Add(-time.Hour)) {
+		t.Errorf("slices done: ended %v, began %v; want the last end %v and the last start %v", done.At, done.Began, t2, t2.Add(-time.Hour))
 	}
 }
 
