@@ -28,18 +28,50 @@ func edge(t testing.TB) *kubeenv.Cluster {
 	if _, err := c.CreateNamespace(ctx, kubeNamespace); err != nil {
 		t.Fatal(err)
 	}
+	for _, topo := range []string{"2x2x1", "2x2x2"} {
+		addTPUNodes(t, c, 2, topo)
+	}
+	return c
+}
+
+// addTPUNodes adds n v7x hosts of slices of topology topo to c.
+func addTPUNodes(t testing.TB, c *kubeenv.Cluster, n int, topo string) {
+	t.Helper()
 	taints := []corev1.Taint{{Key: "google.com/tpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
 	capacity := corev1.ResourceList{"google.com/tpu": resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("200"),
 		corev1.ResourceMemory: resource.MustParse("800Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	for _, topo := range []string{"2x2x1", "2x2x2"} {
-		if _, err := c.AddNodes(ctx, 2, map[string]string{
-			"cloud.google.com/gke-tpu-accelerator": "tpu7x",
-			"cloud.google.com/gke-tpu-topology":    topo,
-		}, taints, capacity); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := c.AddNodes(context.Background(), n, map[string]string{
+		"cloud.google.com/gke-tpu-accelerator": "tpu7x",
+		"cloud.google.com/gke-tpu-topology":    topo,
+	}, taints, capacity); err != nil {
+		t.Fatal(err)
 	}
-	return c
+}
+
+// jobPods lists the pods of a Falcon job on c.
+func jobPods(t *testing.T, c *kubeenv.Cluster, jobID string) []corev1.Pod {
+	t.Helper()
+	pods, err := c.Clientset().CoreV1().Pods(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// completion waits for the Kubernetes Job of a Falcon job to complete on
+// c and returns its completion time.
+func completion(t *testing.T, c *kubeenv.Cluster, jobID string) time.Time {
+	t.Helper()
+	var at time.Time
+	eventually(t, "the Kubernetes Job's completion", func() bool {
+		list, err := c.Clientset().BatchV1().Jobs(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
+		if err != nil || len(list.Items) != 1 || list.Items[0].Status.CompletionTime == nil {
+			return false
+		}
+		at = list.Items[0].Status.CompletionTime.Time
+		return true
+	})
+	return at
 }
 
 // applyClusters registers the edge clusters with Falcon through the CLI.
@@ -153,6 +185,25 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 			d = d0.with(t)
 			f(t)
 		})
+	}
+	// restart starts falcon dev again on the killed one's data dir.
+	restart := func(t *testing.T) *dev {
+		d0 = startDev(top, d0.dataDir)
+		return d0.with(t)
+	}
+	// startWhileDown creates an experiment on a shape no node offers, waits
+	// until its job is unschedulable on its cluster, kills falcon dev, and
+	// adds the hosts the job needs while no controller runs.
+	startWhileDown := func(t *testing.T, name, topo string, replica int, envs map[string]string) (id, jobID string, c *kubeenv.Cluster) {
+		exp := d.create(tpuManifest(name, topo, replica, envs, ""))
+		id = exp["id"].(string)
+		exp = d.waitFor(id, "unschedulable", func(e map[string]any) bool {
+			return strings.Contains(jobOf(e)["message"].(string), "unschedulable")
+		})
+		c, jobID = edgeOf(exp), jobOf(exp)["id"].(string)
+		d0.kill(syscall.SIGKILL)
+		addTPUNodes(t, c, replica, topo)
+		return id, jobID, c
 	}
 	run("single host succeeds", func(t *testing.T) {
 		exp := d.create(tpuManifest("k-one", "2x2x1", 1, map[string]string{"FALCON_TEST_DURATION": "1s"}, ""))
@@ -285,8 +336,7 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 		exp = d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
 		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
 		d0.kill(syscall.SIGKILL)
-		d0 = startDev(top, d0.dataDir)
-		d2 := d0.with(t)
+		d2 := restart(t)
 		exp = d2.waitFor(id, "final", final)
 		if exp["status"] != "Succeeded" {
 			t.Fatalf("after restart: %v %v", exp["status"], jobOf(exp))
@@ -301,17 +351,8 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 		exp = d.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
 		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
 		d0.kill(syscall.SIGKILL)
-		var completed time.Time
-		eventually(t, "the Kubernetes Job's completion", func() bool {
-			list, err := c.Clientset().BatchV1().Jobs(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
-			if err != nil || len(list.Items) != 1 || list.Items[0].Status.CompletionTime == nil {
-				return false
-			}
-			completed = list.Items[0].Status.CompletionTime.Time
-			return true
-		})
-		d0 = startDev(top, d0.dataDir)
-		d2 := d0.with(t)
+		completed := completion(t, c, jobID)
+		d2 := restart(t)
 		exp = d2.waitFor(id, "final", final)
 		if exp["status"] != "Succeeded" {
 			t.Fatalf("after restart: %v %v", exp["status"], jobOf(exp))
@@ -327,31 +368,15 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 		}
 	})
 	run("a job that starts while the controller is down started when the cluster says", func(t *testing.T) {
-		// No node offers 2x2x4 yet: the job waits on its cluster,
-		// unschedulable, until the nodes come while no controller runs.
-		exp := d.create(tpuManifest("k-late", "2x2x4", 4, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"}, ""))
-		id := exp["id"].(string)
-		exp = d.waitFor(id, "unschedulable", func(e map[string]any) bool {
-			return strings.Contains(jobOf(e)["message"].(string), "unschedulable")
-		})
-		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
-		d0.kill(syscall.SIGKILL)
-		taints := []corev1.Taint{{Key: "google.com/tpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
-		capacity := corev1.ResourceList{"google.com/tpu": resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("200"),
-			corev1.ResourceMemory: resource.MustParse("800Gi"), corev1.ResourcePods: resource.MustParse("110")}
-		if _, err := c.AddNodes(context.Background(), 4, map[string]string{
-			"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "2x2x4",
-		}, taints, capacity); err != nil {
-			t.Fatal(err)
-		}
+		id, jobID, c := startWhileDown(t, "k-late", "2x2x4", 4, map[string]string{"FALCON_TEST_RUN_FOREVER": "true"})
 		var began time.Time
 		eventually(t, "every pod of the job running", func() bool {
-			pods, err := c.Clientset().CoreV1().Pods(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
-			if err != nil || len(pods.Items) != 4 {
+			pods := jobPods(t, c, jobID)
+			if len(pods) != 4 {
 				return false
 			}
 			began = time.Time{}
-			for _, p := range pods.Items {
+			for _, p := range pods {
 				if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
 					return false
 				}
@@ -359,9 +384,8 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 			}
 			return true
 		})
-		d0 = startDev(top, d0.dataDir)
-		d2 := d0.with(t)
-		exp = d2.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
+		d2 := restart(t)
+		exp := d2.waitFor(id, "Running", func(e map[string]any) bool { return e["status"] == "Running" })
 		if got := timeField(t, jobOf(exp), "started_at"); !got.Equal(began) {
 			t.Errorf("job started_at %v, want its last container's start %v", got, began)
 		}
@@ -372,44 +396,17 @@ func TestKubernetesEdgeClusters(t *testing.T) {
 		d2.waitFor(id, "Aborted", func(e map[string]any) bool { return e["status"] == "Aborted" })
 	})
 	run("a job that runs and ends while the controller is down keeps both times", func(t *testing.T) {
-		// As above, on a shape no node offers until the controller is down.
-		exp := d.create(tpuManifest("k-unseen", "2x4x4", 8, map[string]string{"FALCON_TEST_DURATION": "2s"}, ""))
-		id := exp["id"].(string)
-		exp = d.waitFor(id, "unschedulable", func(e map[string]any) bool {
-			return strings.Contains(jobOf(e)["message"].(string), "unschedulable")
-		})
-		c, jobID := edgeOf(exp), jobOf(exp)["id"].(string)
-		d0.kill(syscall.SIGKILL)
-		taints := []corev1.Taint{{Key: "google.com/tpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
-		capacity := corev1.ResourceList{"google.com/tpu": resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("200"),
-			corev1.ResourceMemory: resource.MustParse("800Gi"), corev1.ResourcePods: resource.MustParse("110")}
-		if _, err := c.AddNodes(context.Background(), 8, map[string]string{
-			"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "2x4x4",
-		}, taints, capacity); err != nil {
-			t.Fatal(err)
-		}
-		var began, completed time.Time
-		eventually(t, "the Kubernetes Job's completion", func() bool {
-			list, err := c.Clientset().BatchV1().Jobs(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
-			if err != nil || len(list.Items) != 1 || list.Items[0].Status.CompletionTime == nil {
-				return false
-			}
-			completed = list.Items[0].Status.CompletionTime.Time
-			return true
-		})
-		pods, err := c.Clientset().CoreV1().Pods(kubeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "falcon.dev/job-id=" + jobID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pods.Items {
+		id, jobID, c := startWhileDown(t, "k-unseen", "2x4x4", 8, map[string]string{"FALCON_TEST_DURATION": "2s"})
+		completed := completion(t, c, jobID)
+		var began time.Time
+		for _, p := range jobPods(t, c, jobID) {
 			if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Terminated == nil {
 				t.Fatalf("pod %s of a completed Job: %+v", p.Name, p.Status.ContainerStatuses)
 			}
 			began = maxTime(began, p.Status.ContainerStatuses[0].State.Terminated.StartedAt.Time)
 		}
-		d0 = startDev(top, d0.dataDir)
-		d2 := d0.with(t)
-		exp = d2.waitFor(id, "final", final)
+		d2 := restart(t)
+		exp := d2.waitFor(id, "final", final)
 		if exp["status"] != "Succeeded" {
 			t.Fatalf("after restart: %v %v", exp["status"], jobOf(exp))
 		}
